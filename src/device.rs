@@ -1,0 +1,280 @@
+//! Which backend runs the ops, chosen at run time.
+//!
+//! [`Device::auto`] tries, in order: a native runtime (rocm, then cuda) if compiled in and a
+//! device answers; a wgpu adapter (hardware before software); the cpu reference. The
+//! environment variable `RWO_BACKEND=cpu|wgpu|rocm|cuda` forces one and fails with a clear
+//! error when it is absent. [`Device::describe`] says what was chosen and why.
+
+use crate::backend::{BackendStorage, Memory};
+use crate::cpu::{CpuBackend, CpuStorage};
+use crate::{Error, Result};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+/// The kinds of backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BackendKind {
+    Cpu,
+    Wgpu,
+    Rocm,
+    Cuda,
+}
+
+impl BackendKind {
+    /// In the order [`Device::auto`] prefers them.
+    pub const PREFERENCE: &'static [BackendKind] =
+        &[BackendKind::Rocm, BackendKind::Cuda, BackendKind::Wgpu, BackendKind::Cpu];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Cpu => "cpu",
+            BackendKind::Wgpu => "wgpu",
+            BackendKind::Rocm => "rocm",
+            BackendKind::Cuda => "cuda",
+        }
+    }
+
+    /// Parses a name as `RWO_BACKEND` and `RWO_REQUIRE` spell it.
+    pub fn parse(name: &str) -> Result<BackendKind> {
+        Self::PREFERENCE.iter().copied().find(|k| k.name() == name.trim()).ok_or_else(|| Error::BackendUnavailable {
+            kind: name.to_string(),
+            reason: "unknown backend name; expected one of cpu, wgpu, rocm, cuda".into(),
+        })
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A backend that answered, whatever its kind.
+#[derive(Clone, Debug)]
+pub(crate) enum AnyBackend {
+    Cpu(CpuBackend),
+}
+
+/// A buffer of any backend.
+#[derive(Debug)]
+pub(crate) enum Storage {
+    Cpu(CpuStorage),
+}
+
+impl Storage {
+    pub(crate) fn dtype(&self) -> crate::DType {
+        match self {
+            Storage::Cpu(s) => s.dtype(),
+        }
+    }
+}
+
+/// Maps between a backend's own storage and [`Storage`].
+pub(crate) trait BackendOf: crate::backend::Backend {
+    fn get<'a>(&self, s: &'a Storage) -> Result<&'a Self::Storage>;
+    fn get_mut<'a>(&self, s: &'a mut Storage) -> Result<&'a mut Self::Storage>;
+    fn wrap(&self, s: Self::Storage) -> Storage;
+}
+
+impl BackendOf for CpuBackend {
+    fn get<'a>(&self, s: &'a Storage) -> Result<&'a CpuStorage> {
+        match s {
+            Storage::Cpu(s) => Ok(s),
+        }
+    }
+    fn get_mut<'a>(&self, s: &'a mut Storage) -> Result<&'a mut CpuStorage> {
+        match s {
+            Storage::Cpu(s) => Ok(s),
+        }
+    }
+    fn wrap(&self, s: CpuStorage) -> Storage {
+        Storage::Cpu(s)
+    }
+}
+
+/// Runs `$body` with `$b` bound to the concrete backend of a [`Device`].
+macro_rules! dispatch {
+    ($dev:expr, |$b:ident| $body:expr) => {
+        match $dev.backend() {
+            $crate::device::AnyBackend::Cpu($b) => $body,
+        }
+    };
+}
+pub(crate) use dispatch;
+
+/// A probe's answer: the backend and a one-line label, or why there is none.
+type Probe<T> = std::result::Result<(T, String), String>;
+
+/// Picks a backend: the forced one, or the first that answers in preference order. Returns
+/// it with a sentence saying why. Probes run lazily, in order.
+pub(crate) fn choose<T>(
+    forced: Option<BackendKind>,
+    mut probe: impl FnMut(BackendKind) -> Probe<T>,
+) -> Result<(T, String)> {
+    if let Some(kind) = forced {
+        return match probe(kind) {
+            Ok((b, label)) => Ok((b, format!("{label}: forced by RWO_BACKEND={kind}"))),
+            Err(reason) => Err(Error::BackendUnavailable { kind: kind.to_string(), reason }),
+        };
+    }
+    let mut skipped = Vec::new();
+    for &kind in BackendKind::PREFERENCE {
+        match probe(kind) {
+            Ok((b, label)) => {
+                let why = if skipped.is_empty() {
+                    "first choice".to_string()
+                } else {
+                    format!("skipped {}", skipped.join("; "))
+                };
+                return Ok((b, format!("{label}: {why}")));
+            }
+            Err(reason) => skipped.push(format!("{kind} ({reason})")),
+        }
+    }
+    Err(Error::BackendUnavailable { kind: "any".into(), reason: skipped.join("; ") })
+}
+
+/// Asks one kind of backend whether it can run here.
+fn probe(kind: BackendKind) -> Probe<AnyBackend> {
+    match kind {
+        BackendKind::Cpu => Ok((AnyBackend::Cpu(CpuBackend), "cpu: reference backend".into())),
+        BackendKind::Wgpu => Err("no wgpu runtime in this build".into()),
+        BackendKind::Rocm => Err("not compiled in (build with --features rocm)".into()),
+        BackendKind::Cuda => Err("not compiled in (build with --features cuda)".into()),
+    }
+}
+
+/// Where the stream of [`Device`]'s own random draws stands.
+#[derive(Debug)]
+struct RngState {
+    seed: u64,
+    offset: u64,
+}
+
+#[derive(Debug)]
+struct DeviceInner {
+    backend: AnyBackend,
+    description: String,
+    rng: Mutex<RngState>,
+}
+
+/// A backend chosen at run time, with its random stream. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Device(Arc<DeviceInner>);
+
+impl Device {
+    fn from_backend(backend: AnyBackend, description: String) -> Device {
+        Device(Arc::new(DeviceInner { backend, description, rng: Mutex::new(RngState { seed: 0, offset: 0 }) }))
+    }
+
+    /// The cpu reference backend.
+    pub fn cpu() -> Device {
+        Device::from_backend(AnyBackend::Cpu(CpuBackend), "cpu: reference backend: asked for by name".into())
+    }
+
+    /// The best backend here, or the one `RWO_BACKEND` names.
+    ///
+    /// ```
+    /// let dev = rocm_wgpu_ops::Device::auto()?;
+    /// println!("{}", dev.describe());
+    /// # Ok::<(), rocm_wgpu_ops::Error>(())
+    /// ```
+    pub fn auto() -> Result<Device> {
+        let forced = match std::env::var("RWO_BACKEND") {
+            Ok(name) if !name.trim().is_empty() => Some(BackendKind::parse(&name)?),
+            _ => None,
+        };
+        let (backend, why) = choose(forced, probe)?;
+        Ok(Device::from_backend(backend, why))
+    }
+
+    /// The backend of `kind`, or why it is not available.
+    pub fn new(kind: BackendKind) -> Result<Device> {
+        match probe(kind) {
+            Ok((b, label)) => Ok(Device::from_backend(b, format!("{label}: asked for by name"))),
+            Err(reason) => Err(Error::BackendUnavailable { kind: kind.to_string(), reason }),
+        }
+    }
+
+    /// Every kind with whether it answers here (the device, or why not).
+    pub fn probe_all() -> Vec<(BackendKind, Result<Device>)> {
+        BackendKind::PREFERENCE.iter().map(|&k| (k, Device::new(k))).collect()
+    }
+
+    pub fn kind(&self) -> BackendKind {
+        dispatch!(self, |b| b.kind())
+    }
+
+    /// Which backend this is, and why it was chosen.
+    pub fn describe(&self) -> &str {
+        &self.0.description
+    }
+
+    /// Whether tensors of the two devices can meet in one op.
+    pub fn same_device(&self, other: &Device) -> bool {
+        match (self.backend(), other.backend()) {
+            (AnyBackend::Cpu(_), AnyBackend::Cpu(_)) => true,
+        }
+    }
+
+    /// Waits for all work recorded on the device; reports errors found in device data.
+    pub fn synchronize(&self) -> Result<()> {
+        dispatch!(self, |b| b.synchronize())
+    }
+
+    /// Restarts this device's random stream at `seed`, offset 0.
+    pub fn set_seed(&self, seed: u64) {
+        let mut rng = self.0.rng.lock().unwrap_or_else(|e| e.into_inner());
+        *rng = RngState { seed, offset: 0 };
+    }
+
+    /// Reserves `len` positions of the random stream: returns `(seed, offset)` to draw from.
+    pub(crate) fn next_random(&self, len: usize) -> (u64, u64) {
+        let mut rng = self.0.rng.lock().unwrap_or_else(|e| e.into_inner());
+        let at = rng.offset;
+        // Keep every draw on a fresh Philox block so normal pairs never straddle two draws.
+        rng.offset = at.wrapping_add((len as u64).div_ceil(4) * 4);
+        (rng.seed, at)
+    }
+
+    pub(crate) fn backend(&self) -> &AnyBackend {
+        &self.0.backend
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.kind().name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake(avail: &'static [BackendKind]) -> impl FnMut(BackendKind) -> Probe<BackendKind> {
+        move |k| if avail.contains(&k) { Ok((k, format!("{k} device"))) } else { Err(format!("no {k} here")) }
+    }
+
+    #[test]
+    fn auto_prefers_native_then_wgpu_then_cpu() {
+        use BackendKind::*;
+        assert_eq!(choose(None, fake(&[Cpu, Wgpu, Cuda])).unwrap().0, Cuda);
+        assert_eq!(choose(None, fake(&[Cpu, Wgpu])).unwrap().0, Wgpu);
+        let (k, why) = choose(None, fake(&[Cpu])).unwrap();
+        assert_eq!(k, Cpu);
+        assert!(why.contains("wgpu (no wgpu here)"), "{why}");
+        assert!(why.contains("rocm (no rocm here)"), "{why}");
+    }
+
+    #[test]
+    fn forcing_an_absent_backend_fails_with_its_reason() {
+        use BackendKind::*;
+        let err = choose(Some(Wgpu), fake(&[Cpu])).unwrap_err();
+        assert_eq!(err, Error::BackendUnavailable { kind: "wgpu".into(), reason: "no wgpu here".into() });
+        let (k, why) = choose(Some(Cpu), fake(&[Cpu, Wgpu])).unwrap();
+        assert_eq!(k, Cpu);
+        assert!(why.contains("forced"), "{why}");
+        assert!(BackendKind::parse("metal").unwrap_err().to_string().contains("unknown backend"));
+    }
+}

@@ -1,0 +1,428 @@
+//! Shapes, strided layouts and the views built on them (no view ever copies data).
+
+use crate::{Error, Result};
+use std::fmt;
+
+/// The dims of a tensor.
+#[derive(Clone, PartialEq, Eq, Hash, Default)]
+pub struct Shape(Vec<usize>);
+
+impl Shape {
+    pub fn new(dims: impl Into<Vec<usize>>) -> Self {
+        Shape(dims.into())
+    }
+
+    pub fn dims(&self) -> &[usize] {
+        &self.0
+    }
+
+    pub fn rank(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn elem_count(&self) -> usize {
+        self.0.iter().product()
+    }
+
+    /// Row-major strides of a contiguous tensor of this shape.
+    pub fn contiguous_strides(&self) -> Vec<usize> {
+        let mut strides = vec![0; self.rank()];
+        let mut acc = 1;
+        for (s, &d) in strides.iter_mut().zip(&self.0).rev() {
+            *s = acc;
+            acc *= d;
+        }
+        strides
+    }
+
+    /// The shape two operands broadcast to (numpy rules: align right, 1 stretches).
+    pub fn broadcast(op: &'static str, lhs: &Shape, rhs: &Shape) -> Result<Shape> {
+        let rank = lhs.rank().max(rhs.rank());
+        let mut dims = vec![0; rank];
+        for (i, d) in dims.iter_mut().enumerate() {
+            let l = lhs.dim_from_right(rank - i);
+            let r = rhs.dim_from_right(rank - i);
+            *d = match (l, r) {
+                (l, r) if l == r => l,
+                (1, r) => r,
+                (l, 1) => l,
+                _ => return Err(Error::Broadcast { op, lhs: lhs.clone(), rhs: rhs.clone() }),
+            };
+        }
+        Ok(Shape(dims))
+    }
+
+    fn dim_from_right(&self, k: usize) -> usize {
+        if k <= self.rank() { self.0[self.rank() - k] } else { 1 }
+    }
+}
+
+impl fmt::Debug for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
+impl From<Vec<usize>> for Shape {
+    fn from(v: Vec<usize>) -> Self {
+        Shape(v)
+    }
+}
+
+impl From<&[usize]> for Shape {
+    fn from(v: &[usize]) -> Self {
+        Shape(v.to_vec())
+    }
+}
+
+impl<const N: usize> From<[usize; N]> for Shape {
+    fn from(v: [usize; N]) -> Self {
+        Shape(v.to_vec())
+    }
+}
+
+impl From<()> for Shape {
+    fn from(_: ()) -> Self {
+        Shape(vec![])
+    }
+}
+
+impl From<usize> for Shape {
+    fn from(d: usize) -> Self {
+        Shape(vec![d])
+    }
+}
+
+/// A dimension given by index from the front (`usize`) or from the back ([`D`]).
+pub trait Dim: Copy {
+    fn to_index(self, rank: usize, op: &'static str) -> Result<usize>;
+}
+
+impl Dim for usize {
+    fn to_index(self, rank: usize, op: &'static str) -> Result<usize> {
+        if self < rank { Ok(self) } else { Err(Error::DimOutOfRange { op, dim: self as isize, rank }) }
+    }
+}
+
+/// Dims counted from the back: `D::Minus1` is the last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum D {
+    Minus1,
+    Minus2,
+    Minus(usize),
+}
+
+impl Dim for D {
+    fn to_index(self, rank: usize, op: &'static str) -> Result<usize> {
+        let k = match self {
+            D::Minus1 => 1,
+            D::Minus2 => 2,
+            D::Minus(k) => k,
+        };
+        if k >= 1 && k <= rank { Ok(rank - k) } else { Err(Error::DimOutOfRange { op, dim: -(k as isize), rank }) }
+    }
+}
+
+/// Where a tensor's elements sit in its storage: shape, strides and start offset, in elements.
+/// A stride of 0 repeats an element (broadcast).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Layout {
+    shape: Shape,
+    strides: Vec<usize>,
+    offset: usize,
+}
+
+impl Layout {
+    /// A contiguous row-major layout starting at `offset`.
+    pub fn contiguous_with_offset(shape: impl Into<Shape>, offset: usize) -> Self {
+        let shape = shape.into();
+        let strides = shape.contiguous_strides();
+        Layout { shape, strides, offset }
+    }
+
+    pub fn contiguous(shape: impl Into<Shape>) -> Self {
+        Self::contiguous_with_offset(shape, 0)
+    }
+
+    /// Any layout; the caller guarantees it stays inside its storage.
+    pub fn new(shape: impl Into<Shape>, strides: Vec<usize>, offset: usize) -> Self {
+        Layout { shape: shape.into(), strides, offset }
+    }
+
+    pub fn shape(&self) -> &Shape {
+        &self.shape
+    }
+
+    pub fn dims(&self) -> &[usize] {
+        self.shape.dims()
+    }
+
+    pub fn rank(&self) -> usize {
+        self.shape.rank()
+    }
+
+    pub fn strides(&self) -> &[usize] {
+        &self.strides
+    }
+
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    pub fn elem_count(&self) -> usize {
+        self.shape.elem_count()
+    }
+
+    /// Row-major contiguous (dims of size 1 may carry any stride).
+    pub fn is_contiguous(&self) -> bool {
+        let mut acc = 1;
+        for (&d, &s) in self.dims().iter().zip(&self.strides).rev() {
+            if d != 1 && s != acc {
+                return false;
+            }
+            acc *= d;
+        }
+        true
+    }
+
+    /// `Some((start, end))` when the elements are one contiguous run of the storage.
+    pub fn contiguous_range(&self) -> Option<(usize, usize)> {
+        self.is_contiguous().then(|| (self.offset, self.offset + self.elem_count()))
+    }
+
+    /// One past the largest storage index this layout touches (0 for an empty layout).
+    pub fn required_len(&self) -> usize {
+        if self.elem_count() == 0 {
+            return 0;
+        }
+        self.offset + self.dims().iter().zip(&self.strides).map(|(&d, &s)| (d - 1) * s).sum::<usize>() + 1
+    }
+
+    /// Swaps two dims.
+    pub fn transpose(&self, a: usize, b: usize) -> Result<Layout> {
+        let rank = self.rank();
+        let a = a.to_index(rank, "transpose")?;
+        let b = b.to_index(rank, "transpose")?;
+        let mut l = self.clone();
+        l.shape.0.swap(a, b);
+        l.strides.swap(a, b);
+        Ok(l)
+    }
+
+    /// Reorders dims: dim `i` of the result is dim `perm[i]` of `self`.
+    pub fn permute(&self, perm: &[usize]) -> Result<Layout> {
+        let rank = self.rank();
+        let mut seen = vec![false; rank];
+        if perm.len() != rank {
+            return Err(Error::InvalidView {
+                op: "permute",
+                msg: format!("permutation {perm:?} has {} dims, tensor has {rank}", perm.len()),
+            });
+        }
+        for &p in perm {
+            let p = p.to_index(rank, "permute")?;
+            if std::mem::replace(&mut seen[p], true) {
+                return Err(Error::DuplicateDim { op: "permute", dim: p });
+            }
+        }
+        let dims = perm.iter().map(|&p| self.dims()[p]).collect::<Vec<_>>();
+        let strides = perm.iter().map(|&p| self.strides[p]).collect();
+        Ok(Layout { shape: Shape(dims), strides, offset: self.offset })
+    }
+
+    /// Keeps `len` entries of `dim` starting at `start`.
+    pub fn narrow(&self, dim: usize, start: usize, len: usize) -> Result<Layout> {
+        let dim = dim.to_index(self.rank(), "narrow")?;
+        let size = self.dims()[dim];
+        if start.checked_add(len).is_none_or(|end| end > size) {
+            return Err(Error::InvalidView {
+                op: "narrow",
+                msg: format!("range {start}..{start}+{len} past size {size} of dim {dim} in {}", self.shape),
+            });
+        }
+        let mut l = self.clone();
+        l.shape.0[dim] = len;
+        if len > 0 {
+            l.offset += start * self.strides[dim];
+        }
+        Ok(l)
+    }
+
+    /// Stretches size-1 dims (and adds leading dims) to `shape`, with stride 0.
+    pub fn broadcast_as(&self, shape: &Shape) -> Result<Layout> {
+        let err = || Error::Broadcast { op: "broadcast_as", lhs: self.shape.clone(), rhs: shape.clone() };
+        if shape.rank() < self.rank() {
+            return Err(err());
+        }
+        let extra = shape.rank() - self.rank();
+        let mut strides = vec![0; shape.rank()];
+        for (i, (&d, &s)) in self.dims().iter().zip(&self.strides).enumerate() {
+            let target = shape.dims()[extra + i];
+            strides[extra + i] = if d == target {
+                s
+            } else if d == 1 {
+                0
+            } else {
+                return Err(err());
+            };
+        }
+        Ok(Layout { shape: shape.clone(), strides, offset: self.offset })
+    }
+
+    /// A new shape over the same elements; `None` when the strides cannot express it
+    /// without a copy.
+    pub fn reshape(&self, shape: &Shape) -> Result<Option<Layout>> {
+        if shape.elem_count() != self.elem_count() {
+            return Err(Error::ElementCount {
+                op: "reshape",
+                shape: shape.clone(),
+                expected: shape.elem_count(),
+                got: self.elem_count(),
+            });
+        }
+        Ok(self.is_contiguous().then(|| Layout::contiguous_with_offset(shape.clone(), self.offset)))
+    }
+
+    /// Inserts a dim of size 1 at `dim` (which may equal the rank).
+    pub fn unsqueeze(&self, dim: usize) -> Result<Layout> {
+        if dim > self.rank() {
+            return Err(Error::DimOutOfRange { op: "unsqueeze", dim: dim as isize, rank: self.rank() });
+        }
+        let mut l = self.clone();
+        let stride = if dim < self.rank() { self.strides[dim] * self.dims()[dim] } else { 1 };
+        l.shape.0.insert(dim, 1);
+        l.strides.insert(dim, stride);
+        Ok(l)
+    }
+
+    /// Removes a dim of size 1.
+    pub fn squeeze(&self, dim: usize) -> Result<Layout> {
+        let dim = dim.to_index(self.rank(), "squeeze")?;
+        if self.dims()[dim] != 1 {
+            return Err(Error::InvalidView {
+                op: "squeeze",
+                msg: format!("dim {dim} of {} has size {}, not 1", self.shape, self.dims()[dim]),
+            });
+        }
+        let mut l = self.clone();
+        l.shape.0.remove(dim);
+        l.strides.remove(dim);
+        Ok(l)
+    }
+
+    /// Storage indices of every element, in row-major order of the shape.
+    pub fn strided_index(&self) -> StridedIndex<'_> {
+        StridedIndex::new(self)
+    }
+
+    /// The elements as runs of contiguous storage: the fast path of strided loops.
+    pub fn strided_blocks(&self) -> StridedBlocks<'_> {
+        let mut block_len = 1;
+        let mut inner_dims = 0;
+        for (&d, &s) in self.dims().iter().zip(&self.strides).rev() {
+            if s != block_len {
+                break;
+            }
+            block_len *= d;
+            inner_dims += 1;
+        }
+        if inner_dims == self.rank() {
+            StridedBlocks::Single { start: self.offset, len: block_len }
+        } else {
+            let outer = Layout {
+                shape: Shape(self.dims()[..self.rank() - inner_dims].to_vec()),
+                strides: self.strides[..self.rank() - inner_dims].to_vec(),
+                offset: self.offset,
+            };
+            StridedBlocks::Multi { starts: StridedIndex::owned(outer), len: block_len }
+        }
+    }
+}
+
+/// Runs of contiguous storage that make up a layout, in row-major order.
+pub enum StridedBlocks<'a> {
+    Single { start: usize, len: usize },
+    Multi { starts: StridedIndex<'a>, len: usize },
+}
+
+/// Iterates the storage index of every element of a layout, in row-major order.
+pub struct StridedIndex<'a> {
+    dims: std::borrow::Cow<'a, [usize]>,
+    strides: std::borrow::Cow<'a, [usize]>,
+    multi: Vec<usize>,
+    next: Option<usize>,
+}
+
+impl<'a> StridedIndex<'a> {
+    fn new(l: &'a Layout) -> Self {
+        let next = (l.elem_count() > 0).then_some(l.offset);
+        StridedIndex { dims: l.dims().into(), strides: l.strides().into(), multi: vec![0; l.rank()], next }
+    }
+
+    fn owned(l: Layout) -> StridedIndex<'static> {
+        let next = (l.elem_count() > 0).then_some(l.offset);
+        StridedIndex { multi: vec![0; l.rank()], dims: l.shape.0.into(), strides: l.strides.into(), next }
+    }
+}
+
+impl Iterator for StridedIndex<'_> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        let current = self.next?;
+        let mut index = current;
+        let mut advanced = false;
+        for ((m, &d), &s) in self.multi.iter_mut().zip(self.dims.iter()).zip(self.strides.iter()).rev() {
+            if *m + 1 < d {
+                *m += 1;
+                index += s;
+                advanced = true;
+                break;
+            }
+            index -= *m * s;
+            *m = 0;
+        }
+        self.next = advanced.then_some(index);
+        Some(current)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strided_index_walks_a_transpose() {
+        let l = Layout::contiguous([2, 3]).transpose(0, 1).unwrap();
+        assert_eq!(l.strided_index().collect::<Vec<_>>(), vec![0, 3, 1, 4, 2, 5]);
+        let b = Layout::contiguous_with_offset([3], 2).broadcast_as(&Shape::new([2, 3])).unwrap();
+        assert_eq!(b.strided_index().collect::<Vec<_>>(), vec![2, 3, 4, 2, 3, 4]);
+        assert_eq!(Layout::contiguous([2, 0]).strided_index().count(), 0);
+        assert_eq!(Layout::contiguous(()).strided_index().collect::<Vec<_>>(), vec![0]);
+    }
+
+    #[test]
+    fn blocks_cover_inner_contiguous_runs() {
+        let l = Layout::contiguous([4, 6]).narrow(1, 1, 3).unwrap();
+        match l.strided_blocks() {
+            StridedBlocks::Multi { starts, len } => {
+                assert_eq!(len, 3);
+                assert_eq!(starts.collect::<Vec<_>>(), vec![1, 7, 13, 19]);
+            }
+            StridedBlocks::Single { .. } => panic!("a narrowed row is not one block"),
+        }
+    }
+
+    #[test]
+    fn broadcast_shapes() {
+        let s = Shape::broadcast("t", &Shape::new([3, 1]), &Shape::new([4])).unwrap();
+        assert_eq!(s.dims(), &[3, 4]);
+        assert!(Shape::broadcast("t", &Shape::new([3]), &Shape::new([4])).is_err());
+    }
+}

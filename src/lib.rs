@@ -1,0 +1,31 @@
+//! GPU tensor ops with two execution paths behind one contract: native on AMD GPUs (HIP
+//! kernels, rocBLAS, MIOpen) and portable everywhere else through WGSL compute shaders on
+//! wgpu, with a cpu reference backend as the oracle and last resort.
+//!
+//! ```
+//! use rocm_wgpu_ops::{DType, Device, Tensor};
+//!
+//! let dev = Device::auto()?;
+//! let a = Tensor::from_vec(vec![1f32, 2., 3., 4., 5., 6.], [2, 3], &dev)?;
+//! let b = Tensor::ones([3, 2], DType::F32, &dev)?;
+//! let c = a.matmul(&b)?.relu()?;
+//! assert_eq!(c.to_vec::<f32>()?, vec![6., 6., 15., 15.]);
+//! # Ok::<(), rocm_wgpu_ops::Error>(())
+//! ```
+
+pub mod backend;
+pub mod cpu;
+mod device;
+mod dtype;
+mod error;
+mod layout;
+pub mod selfcheck;
+pub mod spec;
+mod tensor;
+
+pub use cpu::CpuStorage;
+pub use device::{BackendKind, Device};
+pub use dtype::{DType, Scalar, WithDType};
+pub use error::{Error, Result};
+pub use layout::{D, Dim, Layout, Shape, StridedBlocks, StridedIndex};
+pub use tensor::Tensor;

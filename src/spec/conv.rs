@@ -1,0 +1,171 @@
+//! Convolutions (cross-correlation, as in PyTorch) and their transposes, 1-D and 2-D.
+//!
+//! Input `(N, C_in, *S)`. Kernel `(C_out, C_in / groups, *K)` for conv,
+//! `(C_in, C_out / groups, *K)` for conv_transpose. Output `(N, C_out, *S_out)` with, per
+//! spatial dim, `S_out = (S + 2p - d (K - 1) - 1) / s + 1` for conv and
+//! `S_out = (S - 1) s - 2p + d (K - 1) + output_padding + 1` for conv_transpose. No bias.
+
+use super::{Out, check_dtype, check_same_dtype, invalid, spec_enum};
+use crate::{DType, Error, Layout, Result};
+
+spec_enum! {
+    pub enum ConvOp in Conv {
+        Conv1d = "conv1d": DType::FLOAT,
+        Conv2d = "conv2d": DType::FLOAT,
+        ConvTranspose1d = "conv_transpose1d": DType::FLOAT,
+        ConvTranspose2d = "conv_transpose2d": DType::FLOAT,
+    }
+}
+
+impl ConvOp {
+    pub fn is_transposed(self) -> bool {
+        matches!(self, ConvOp::ConvTranspose1d | ConvOp::ConvTranspose2d)
+    }
+
+    pub fn spatial_dims(self) -> usize {
+        match self {
+            ConvOp::Conv1d | ConvOp::ConvTranspose1d => 1,
+            ConvOp::Conv2d | ConvOp::ConvTranspose2d => 2,
+        }
+    }
+}
+
+/// Parameters per spatial dim (`D` of them). `output_padding` is for transposed convs only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConvParams<const D: usize> {
+    pub padding: [usize; D],
+    pub stride: [usize; D],
+    pub dilation: [usize; D],
+    pub output_padding: [usize; D],
+    pub groups: usize,
+}
+
+impl<const D: usize> Default for ConvParams<D> {
+    fn default() -> Self {
+        ConvParams { padding: [0; D], stride: [1; D], dilation: [1; D], output_padding: [0; D], groups: 1 }
+    }
+}
+
+impl<const D: usize> ConvParams<D> {
+    pub fn padding(mut self, p: usize) -> Self {
+        self.padding = [p; D];
+        self
+    }
+    pub fn stride(mut self, s: usize) -> Self {
+        self.stride = [s; D];
+        self
+    }
+    pub fn dilation(mut self, d: usize) -> Self {
+        self.dilation = [d; D];
+        self
+    }
+    pub fn output_padding(mut self, p: usize) -> Self {
+        self.output_padding = [p; D];
+        self
+    }
+    pub fn groups(mut self, g: usize) -> Self {
+        self.groups = g;
+        self
+    }
+}
+
+/// A validated convolution, in plain numbers every backend can use.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConvGeometry<const D: usize> {
+    pub batch: usize,
+    pub c_in: usize,
+    pub c_out: usize,
+    pub groups: usize,
+    pub input: [usize; D],
+    pub kernel: [usize; D],
+    pub output: [usize; D],
+    pub params: ConvParams<D>,
+    pub out: Out,
+}
+
+/// Checks ranks, channels, groups and parameters, and computes the output shape.
+pub fn conv<const D: usize>(
+    op: ConvOp,
+    x: (&Layout, DType),
+    k: (&Layout, DType),
+    p: &ConvParams<D>,
+) -> Result<ConvGeometry<D>> {
+    let name = op.name();
+    debug_assert_eq!(op.spatial_dims(), D);
+    check_dtype(name, x.1, op.dtypes())?;
+    check_same_dtype(name, x.1, k.1)?;
+    let rank_msg = if D == 1 { "3 (N, C, L)" } else { "4 (N, C, H, W)" };
+    super::check_rank(name, x.0.shape(), D + 2, rank_msg)?;
+    super::check_rank(name, k.0.shape(), D + 2, rank_msg)?;
+    let (xd, kd) = (x.0.dims(), k.0.dims());
+    let g = p.groups;
+    if g == 0 {
+        return Err(invalid(name, "groups must be at least 1"));
+    }
+    for i in 0..D {
+        if p.stride[i] == 0 {
+            return Err(invalid(name, format!("zero stride {:?}", p.stride)));
+        }
+        if p.dilation[i] == 0 {
+            return Err(invalid(name, format!("zero dilation {:?}", p.dilation)));
+        }
+    }
+    let (batch, c_in) = (xd[0], xd[1]);
+    if c_in % g != 0 {
+        return Err(invalid(name, format!("{c_in} input channels not divisible by {g} groups")));
+    }
+    let c_out = if op.is_transposed() {
+        if kd[0] != c_in {
+            return Err(Error::ShapeMismatch { op: name, lhs: x.0.shape().clone(), rhs: k.0.shape().clone() });
+        }
+        kd[1] * g
+    } else {
+        if kd[1] * g != c_in {
+            return Err(Error::ShapeMismatch { op: name, lhs: x.0.shape().clone(), rhs: k.0.shape().clone() });
+        }
+        if kd[0] % g != 0 {
+            return Err(invalid(name, format!("{} output channels not divisible by {g} groups", kd[0])));
+        }
+        kd[0]
+    };
+    let mut input = [0; D];
+    let mut kernel = [0; D];
+    let mut output = [0; D];
+    for i in 0..D {
+        let (s, kk) = (xd[2 + i], kd[2 + i]);
+        let (pad, st, dil, op_) = (p.padding[i], p.stride[i], p.dilation[i], p.output_padding[i]);
+        if kk == 0 {
+            return Err(invalid(name, format!("empty kernel {}", k.0.shape())));
+        }
+        let span = dil * (kk - 1) + 1;
+        output[i] = if op.is_transposed() {
+            if op_ >= st.max(dil) {
+                return Err(invalid(
+                    name,
+                    format!("output_padding {op_} must be smaller than stride {st} or dilation {dil}"),
+                ));
+            }
+            let full = (s.max(1) - 1) * st + span + op_;
+            if s == 0 {
+                0
+            } else if full <= 2 * pad {
+                return Err(invalid(name, format!("padding {pad} leaves no output for input {s}")));
+            } else {
+                full - 2 * pad
+            }
+        } else {
+            if op_ != 0 {
+                return Err(invalid(name, "output_padding applies to transposed convolutions only"));
+            }
+            if span > s + 2 * pad {
+                return Err(invalid(name, format!("kernel span {span} larger than padded input {}", s + 2 * pad)));
+            }
+            (s + 2 * pad - span) / st + 1
+        };
+        input[i] = s;
+        kernel[i] = kk;
+    }
+    let mut shape = vec![batch, c_out];
+    shape.extend_from_slice(&output);
+    Ok(ConvGeometry { batch, c_in, c_out, groups: g, input, kernel, output, params: *p, out: Out::new(shape, x.1) })
+}

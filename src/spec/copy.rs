@@ -1,0 +1,133 @@
+//! Copies and fills: copy_strided (any layout to contiguous), copy2d (a block of rows between
+//! two buffers, what `cat` and `slice_set` are made of), fill (a value into any layout, in
+//! place) and arange.
+
+use super::{Out, check_same_dtype, invalid, spec_enum};
+use crate::{DType, Error, Layout, Result, Scalar, Shape};
+
+spec_enum! {
+    pub enum CopyOp in Copy {
+        CopyStrided = "copy_strided": DType::ALL,
+        Copy2d = "copy2d": DType::ALL,
+        Fill = "fill": DType::ALL,
+        /// `start + i * step`: wrapping for integers; floats compute in f64 where they can.
+        Arange = "arange": DType::ALL,
+    }
+}
+
+/// `rows` rows of `cols` elements: row `r` of `src` starts at `src_offset + r * src_stride`,
+/// of `dst` at `dst_offset + r * dst_stride` (all in elements).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Copy2d {
+    pub rows: usize,
+    pub cols: usize,
+    pub src_stride: usize,
+    pub dst_stride: usize,
+    pub src_offset: usize,
+    pub dst_offset: usize,
+}
+
+impl Copy2d {
+    fn end(rows: usize, cols: usize, stride: usize, offset: usize) -> Option<usize> {
+        if rows == 0 || cols == 0 {
+            return Some(0);
+        }
+        (rows - 1).checked_mul(stride)?.checked_add(cols)?.checked_add(offset)
+    }
+}
+
+/// Both blocks must lie inside their buffers (lengths in elements) and share a dtype.
+pub fn copy2d(p: &Copy2d, src: (usize, DType), dst: (usize, DType)) -> Result<()> {
+    let op = CopyOp::Copy2d.name();
+    check_same_dtype(op, src.1, dst.1)?;
+    let src_end = Copy2d::end(p.rows, p.cols, p.src_stride, p.src_offset);
+    let dst_end = Copy2d::end(p.rows, p.cols, p.dst_stride, p.dst_offset);
+    if src_end.is_none_or(|e| e > src.0) || dst_end.is_none_or(|e| e > dst.0) {
+        return Err(invalid(op, format!("{p:?} runs past a buffer (src {} elements, dst {})", src.0, dst.0)));
+    }
+    if p.rows > 1 && p.dst_stride < p.cols {
+        return Err(invalid(op, format!("dst rows overlap: stride {} < {} columns", p.dst_stride, p.cols)));
+    }
+    Ok(())
+}
+
+/// The number of elements of `start, start + step, ...` below `end` (above, for a negative
+/// step). `step` must be non-zero and all three finite.
+pub fn arange(start: Scalar, end: Scalar, step: Scalar) -> Result<usize> {
+    let op = CopyOp::Arange.name();
+    let dtype = start.dtype();
+    check_same_dtype(op, dtype, end.dtype())?;
+    check_same_dtype(op, dtype, step.dtype())?;
+    let len = if dtype.is_int() {
+        let (s, e, st) = (start.to::<i64>() as i128, end.to::<i64>() as i128, step.to::<i64>() as i128);
+        if st == 0 {
+            return Err(invalid(op, "zero step"));
+        }
+        ((e - s + st - st.signum()) / st).max(0)
+    } else {
+        let (s, e, st) = (start.to_f64(), end.to_f64(), step.to_f64());
+        if st == 0.0 || !(s.is_finite() && e.is_finite() && st.is_finite()) {
+            return Err(invalid(
+                op,
+                format!("start {start}, end {end}, step {step}: need finite values and non-zero step"),
+            ));
+        }
+        ((e - s) / st).ceil().max(0.0) as i128
+    };
+    usize::try_from(len).map_err(|_| invalid(op, format!("{len} elements")))
+}
+
+/// `cat`: at least one tensor; one dtype and rank; dims equal but along `dim`.
+pub fn cat(ts: &[(&Layout, DType)], dim: usize) -> Result<Out> {
+    let op = "cat";
+    let Some(&(first, dtype)) = ts.first() else {
+        return Err(invalid(op, "no tensors to join"));
+    };
+    let dim = super::dim(op, dim, first.rank())?;
+    let mut out = first.dims().to_vec();
+    out[dim] = 0;
+    for &(l, d) in ts {
+        check_same_dtype(op, dtype, d)?;
+        check_block(op, first.shape(), l.shape(), dim)?;
+        out[dim] += l.dims()[dim];
+    }
+    Ok(Out::new(out, dtype))
+}
+
+/// `slice_set`: `dst` contiguous; one dtype and rank; dims equal but along `dim`, where
+/// `src` fits from `start` on.
+pub fn slice_set(dst: (&Layout, DType), src: (&Layout, DType), dim: usize, start: usize) -> Result<()> {
+    let op = "slice_set";
+    check_same_dtype(op, dst.1, src.1)?;
+    let dim = super::dim(op, dim, dst.0.rank())?;
+    check_block(op, dst.0.shape(), src.0.shape(), dim)?;
+    if !dst.0.is_contiguous() {
+        return Err(Error::InvalidView { op, msg: format!("destination {} is not contiguous", dst.0.shape()) });
+    }
+    let (len, size) = (src.0.dims()[dim], dst.0.dims()[dim]);
+    if start.checked_add(len).is_none_or(|end| end > size) {
+        return Err(invalid(op, format!("block {start}..{start}+{len} past size {size} of dim {dim}")));
+    }
+    Ok(())
+}
+
+/// Same rank and dims as `a`, except along `dim`.
+fn check_block(op: &'static str, a: &Shape, b: &Shape, dim: usize) -> Result<()> {
+    let same = a.rank() == b.rank() && a.dims().iter().zip(b.dims()).enumerate().all(|(i, (x, y))| i == dim || x == y);
+    if same { Ok(()) } else { Err(Error::ShapeMismatch { op, lhs: a.clone(), rhs: b.clone() }) }
+}
+
+/// The copy2d that writes contiguous `src` into contiguous `dst` from `start` along `dim`.
+pub fn block_copy2d(dst: &Layout, src: &Layout, dim: usize, start: usize) -> Copy2d {
+    let rows = dst.dims()[..dim].iter().product();
+    let inner: usize = dst.dims()[dim + 1..].iter().product();
+    let cols = src.dims()[dim] * inner;
+    Copy2d {
+        rows,
+        cols,
+        src_stride: cols,
+        dst_stride: dst.dims()[dim] * inner,
+        src_offset: src.offset(),
+        dst_offset: dst.offset() + start * inner,
+    }
+}

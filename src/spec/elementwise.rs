@@ -1,0 +1,154 @@
+//! Elementwise ops: unary maps, affine, powf, elu, clamp, broadcasting binary ops, comparisons,
+//! where_cond and cast.
+//!
+//! Integer arithmetic wraps (two's complement); integer division by zero gives 0. Float ops
+//! follow IEEE 754 and propagate NaN. Half types (f16, bf16) compute in f32 or wider and round
+//! once to the dtype.
+
+use super::{OpInfo, Out, check_dtype, check_same_dtype, invalid, spec_enum};
+use crate::{DType, Layout, Result, Scalar, Shape};
+
+spec_enum! {
+    /// Maps applied to each element.
+    pub enum UnaryOp in Elementwise {
+        /// `-x` (wraps for i64).
+        Neg = "neg": DType::SIGNED,
+        /// `1 / x`.
+        Recip = "recip": DType::FLOAT,
+        Exp = "exp": DType::FLOAT,
+        /// Natural log; `log(0) = -inf`, negative gives NaN.
+        Log = "log": DType::FLOAT,
+        Sin = "sin": DType::FLOAT,
+        Cos = "cos": DType::FLOAT,
+        Tanh = "tanh": DType::FLOAT,
+        /// `|x|`; identity on unsigned types, wraps on `i64::MIN`.
+        Abs = "abs": DType::ALL,
+        /// `x * x` (wraps for integers).
+        Sqr = "sqr": DType::ALL,
+        Sqrt = "sqrt": DType::FLOAT,
+        /// The tanh approximation: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
+        Gelu = "gelu": DType::FLOAT,
+        /// The exact form: `0.5 x (1 + erf(x / sqrt 2))`.
+        GeluErf = "gelu_erf": DType::FLOAT,
+        Erf = "erf": DType::FLOAT,
+        /// `max(x, 0)`; identity on unsigned types.
+        Relu = "relu": DType::ALL,
+        /// `x * sigmoid(x)`.
+        Silu = "silu": DType::FLOAT,
+        /// `1 / (1 + exp(-x))`.
+        Sigmoid = "sigmoid": DType::FLOAT,
+        Ceil = "ceil": DType::FLOAT,
+        Floor = "floor": DType::FLOAT,
+        /// Round half to even.
+        Round = "round": DType::FLOAT,
+        /// -1, 0 or 1 (0 and 1 on unsigned types); NaN stays NaN.
+        Sign = "sign": DType::ALL,
+    }
+}
+
+spec_enum! {
+    /// Binary ops; operands broadcast to a common shape.
+    pub enum BinaryOp in Elementwise {
+        Add = "add": DType::ALL,
+        Sub = "sub": DType::ALL,
+        Mul = "mul": DType::ALL,
+        /// Integer division truncates toward zero; division by zero gives 0.
+        Div = "div": DType::ALL,
+        /// Propagates NaN.
+        Maximum = "maximum": DType::ALL,
+        /// Propagates NaN.
+        Minimum = "minimum": DType::ALL,
+    }
+}
+
+spec_enum! {
+    /// Comparisons; give u8 (1 true, 0 false). Any comparison with NaN is false but `ne`.
+    pub enum CmpOp in Elementwise {
+        Eq = "eq": DType::ALL,
+        Ne = "ne": DType::ALL,
+        Lt = "lt": DType::ALL,
+        Le = "le": DType::ALL,
+        Gt = "gt": DType::ALL,
+        Ge = "ge": DType::ALL,
+    }
+}
+
+spec_enum! {
+    /// The elementwise ops that are not a family of variants.
+    pub enum ElementwiseOp in Elementwise {
+        /// `x * mul + add`, computed in the dtype's compute precision.
+        Affine = "affine": DType::FLOAT,
+        /// `x ^ e`.
+        Powf = "powf": DType::FLOAT,
+        /// `x` if `x >= 0`, else `alpha (exp(x) - 1)`.
+        Elu = "elu": DType::FLOAT,
+        /// `min(max(x, min), max)`; bounds are cast to the dtype first; NaN stays NaN.
+        Clamp = "clamp": DType::ALL,
+        /// `cond != 0 ? on_true : on_false`, all three broadcast.
+        WhereCond = "where_cond": DType::ALL,
+        /// Conversion with the casts of [`crate::WithDType`].
+        Cast = "cast": DType::ALL,
+    }
+}
+
+pub(crate) fn ops() -> Vec<OpInfo> {
+    [UnaryOp::infos(), BinaryOp::infos(), CmpOp::infos(), ElementwiseOp::infos()].concat()
+}
+
+/// The kernel entry name of a cast: `cast_f32_f16`.
+pub fn cast_kernel_name(from: DType, to: DType) -> String {
+    format!("cast_{from}_{to}")
+}
+
+pub fn unary(op: UnaryOp, x: &Layout, dtype: DType) -> Result<Out> {
+    check_dtype(op.name(), dtype, op.dtypes())?;
+    Ok(Out::new(x.shape().clone(), dtype))
+}
+
+/// affine, powf and elu: float maps with float parameters.
+pub fn float_map(op: ElementwiseOp, x: &Layout, dtype: DType, params: &[f64]) -> Result<Out> {
+    check_dtype(op.name(), dtype, op.dtypes())?;
+    if params.iter().any(|p| p.is_nan()) {
+        return Err(invalid(op.name(), format!("NaN parameter in {params:?}")));
+    }
+    Ok(Out::new(x.shape().clone(), dtype))
+}
+
+/// Casts both bounds to `dtype`; fails if either is NaN or `min > max`.
+pub fn clamp(x: &Layout, dtype: DType, min: Scalar, max: Scalar) -> Result<(Out, Scalar, Scalar)> {
+    let op = ElementwiseOp::Clamp.name();
+    check_dtype(op, dtype, ElementwiseOp::Clamp.dtypes())?;
+    let (min, max) = (min.to_dtype(dtype), max.to_dtype(dtype));
+    match min.partial_cmp_value(max) {
+        Some(std::cmp::Ordering::Greater) => Err(invalid(op, format!("min {min} > max {max}"))),
+        None => Err(invalid(op, format!("NaN bound: min {min}, max {max}"))),
+        _ => Ok((Out::new(x.shape().clone(), dtype), min, max)),
+    }
+}
+
+/// Same dtype, shapes broadcastable; the output has the broadcast shape.
+pub fn binary(op: &'static str, allowed: &[DType], lhs: (&Layout, DType), rhs: (&Layout, DType)) -> Result<Shape> {
+    check_same_dtype(op, lhs.1, rhs.1)?;
+    check_dtype(op, lhs.1, allowed)?;
+    Shape::broadcast(op, lhs.0.shape(), rhs.0.shape())
+}
+
+pub fn binary_op(op: BinaryOp, lhs: (&Layout, DType), rhs: (&Layout, DType)) -> Result<Out> {
+    Ok(Out::new(binary(op.name(), op.dtypes(), lhs, rhs)?, lhs.1))
+}
+
+pub fn cmp(op: CmpOp, lhs: (&Layout, DType), rhs: (&Layout, DType)) -> Result<Out> {
+    Ok(Out::new(binary(op.name(), op.dtypes(), lhs, rhs)?, DType::U8))
+}
+
+/// `cond` is an integer tensor; `on_true` and `on_false` share a dtype; all three broadcast.
+pub fn where_cond(cond: (&Layout, DType), on_true: (&Layout, DType), on_false: (&Layout, DType)) -> Result<Out> {
+    let op = ElementwiseOp::WhereCond.name();
+    check_dtype(op, cond.1, DType::INT)?;
+    let values = binary(op, DType::ALL, on_true, on_false)?;
+    Ok(Out::new(Shape::broadcast(op, cond.0.shape(), &values)?, on_true.1))
+}
+
+pub fn cast(x: &Layout, to: DType) -> Result<Out> {
+    Ok(Out::new(x.shape().clone(), to))
+}

@@ -1,0 +1,110 @@
+//! Indexing by integer ids: index_select, gather, scatter, scatter_add, index_add.
+//!
+//! Ids are u8, u32 or i64. An id outside `0..size` (negative ones included) is an
+//! [`crate::Error::IndexOutOfRange`] on every backend, never clamped or wrapped; ids can only
+//! be checked where the data is, so this is the one check backends make themselves.
+//! Scatter with repeated ids along `dim` leaves one of the written values (which one is
+//! unspecified); scatter_add and index_add add them all.
+
+use super::{OpInfo, Out, check_dtype, check_rank, check_same_dtype, dim, spec_enum};
+use crate::{DType, Error, Layout, Result, Shape};
+
+spec_enum! {
+    pub enum IndexOp in Index {
+        /// `out[.., i, ..] = x[.., ids[i], ..]` along `dim`; ids are 1-D.
+        IndexSelect = "index_select": DType::ALL,
+        /// `out[i][j][k] = x[i][ids[i][j][k]][k]` for dim 1; out has the shape of ids.
+        Gather = "gather": DType::ALL,
+        /// `out = dst; out[i][ids[i][j][k]][k] = src[i][j][k]` for dim 1.
+        Scatter = "scatter": DType::ALL,
+        /// As scatter, adding into `dst`.
+        ScatterAdd = "scatter_add": DType::ALL,
+        /// `out = dst; out[.., ids[i], ..] += src[.., i, ..]` along `dim`; ids are 1-D.
+        IndexAdd = "index_add": DType::ALL,
+    }
+}
+
+/// How scatter combines a source value with the destination.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ScatterMode {
+    Set,
+    Add,
+}
+
+impl ScatterMode {
+    pub fn op(self) -> IndexOp {
+        match self {
+            ScatterMode::Set => IndexOp::Scatter,
+            ScatterMode::Add => IndexOp::ScatterAdd,
+        }
+    }
+}
+
+pub(crate) fn ops() -> Vec<OpInfo> {
+    IndexOp::infos()
+}
+
+fn check_ids(op: &'static str, ids: DType) -> Result<()> {
+    check_dtype(op, ids, DType::INT)
+}
+
+/// `ids` is 1-D; the output is `x` with `dim` resized to `ids.len()`.
+pub fn index_select(x: (&Layout, DType), ids: (&Layout, DType), d: usize) -> Result<Out> {
+    let op = IndexOp::IndexSelect.name();
+    check_ids(op, ids.1)?;
+    check_rank(op, ids.0.shape(), 1, "1 for ids")?;
+    let d = dim(op, d, x.0.rank())?;
+    let mut out = x.0.dims().to_vec();
+    out[d] = ids.0.dims()[0];
+    Ok(Out::new(out, x.1))
+}
+
+/// `ids` has the rank of `x` and no dim (but `dim`) larger than `x`'s.
+pub fn gather(x: (&Layout, DType), ids: (&Layout, DType), d: usize) -> Result<Out> {
+    let op = IndexOp::Gather.name();
+    check_ids(op, ids.1)?;
+    let d = dim(op, d, x.0.rank())?;
+    check_fits(op, ids.0.shape(), x.0.shape(), d)?;
+    Ok(Out::new(ids.0.shape().clone(), x.1))
+}
+
+/// `ids` and `src` have one shape, of the rank of `dst`, no dim (but `dim`) larger than `dst`'s.
+pub fn scatter(
+    mode: ScatterMode,
+    dst: (&Layout, DType),
+    ids: (&Layout, DType),
+    src: (&Layout, DType),
+    d: usize,
+) -> Result<Out> {
+    let op = mode.op().name();
+    check_ids(op, ids.1)?;
+    check_same_dtype(op, dst.1, src.1)?;
+    let d = dim(op, d, dst.0.rank())?;
+    if ids.0.shape() != src.0.shape() {
+        return Err(Error::ShapeMismatch { op, lhs: ids.0.shape().clone(), rhs: src.0.shape().clone() });
+    }
+    check_fits(op, ids.0.shape(), dst.0.shape(), d)?;
+    Ok(Out::new(dst.0.shape().clone(), dst.1))
+}
+
+/// `ids` is 1-D; `src` is `dst` with `dim` resized to `ids.len()`.
+pub fn index_add(dst: (&Layout, DType), ids: (&Layout, DType), src: (&Layout, DType), d: usize) -> Result<Out> {
+    let op = IndexOp::IndexAdd.name();
+    check_ids(op, ids.1)?;
+    check_rank(op, ids.0.shape(), 1, "1 for ids")?;
+    check_same_dtype(op, dst.1, src.1)?;
+    let d = dim(op, d, dst.0.rank())?;
+    let mut expected = dst.0.dims().to_vec();
+    expected[d] = ids.0.dims()[0];
+    if src.0.dims() != expected {
+        return Err(Error::ShapeMismatch { op, lhs: src.0.shape().clone(), rhs: Shape::new(expected) });
+    }
+    Ok(Out::new(dst.0.shape().clone(), dst.1))
+}
+
+/// Same rank, and `small[i] <= big[i]` for every `i != d`.
+fn check_fits(op: &'static str, small: &Shape, big: &Shape, d: usize) -> Result<()> {
+    let fits = small.rank() == big.rank()
+        && small.dims().iter().zip(big.dims()).enumerate().all(|(i, (s, b))| i == d || s <= b);
+    if fits { Ok(()) } else { Err(Error::ShapeMismatch { op, lhs: small.clone(), rhs: big.clone() }) }
+}

@@ -1,0 +1,221 @@
+//! The op spec: what every op means, which dtypes it takes, its output, and the validation of
+//! its inputs. Every call is checked here once; backends trust what reaches them.
+//!
+//! Each op is declared once, as an enum variant with its name and dtypes (see [`spec_enum!`]);
+//! kernel entry names everywhere derive from that name ([`kernel_name`]).
+
+pub mod conv;
+pub mod copy;
+pub mod elementwise;
+pub mod index;
+pub mod matmul;
+pub mod nn;
+pub mod pool;
+pub mod random;
+pub mod reduce;
+pub mod sort;
+pub mod upsample;
+
+use crate::{DType, Dim, Error, Result, Shape};
+use std::fmt;
+
+/// The op families; one name per family for every file of every backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Family {
+    Elementwise,
+    Reduce,
+    Index,
+    Conv,
+    Pool,
+    Upsample,
+    Copy,
+    Matmul,
+    Nn,
+    Random,
+    Sort,
+}
+
+impl Family {
+    pub const ALL: &'static [Family] = &[
+        Family::Elementwise,
+        Family::Reduce,
+        Family::Index,
+        Family::Conv,
+        Family::Pool,
+        Family::Upsample,
+        Family::Copy,
+        Family::Matmul,
+        Family::Nn,
+        Family::Random,
+        Family::Sort,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Elementwise => "elementwise",
+            Family::Reduce => "reduce",
+            Family::Index => "index",
+            Family::Conv => "conv",
+            Family::Pool => "pool",
+            Family::Upsample => "upsample",
+            Family::Copy => "copy",
+            Family::Matmul => "matmul",
+            Family::Nn => "nn",
+            Family::Random => "random",
+            Family::Sort => "sort",
+        }
+    }
+}
+
+impl fmt::Display for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One op of the spec: its family, its unique name, the dtypes it takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpInfo {
+    pub family: Family,
+    pub name: &'static str,
+    pub dtypes: &'static [DType],
+}
+
+/// Declares an op enum once: variants with their names and dtypes, plus `ALL`, `name()`,
+/// `dtypes()` and `infos()`.
+macro_rules! spec_enum {
+    ($(#[$m:meta])* pub enum $ty:ident in $family:ident {
+        $($(#[$vm:meta])* $v:ident = $name:literal : $dt:expr),* $(,)?
+    }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $ty { $($(#[$vm])* $v),* }
+
+        impl $ty {
+            pub const ALL: &'static [$ty] = &[$($ty::$v),*];
+
+            /// The op's name: unique across the spec, the stem of its kernel entry names.
+            pub fn name(self) -> &'static str {
+                match self { $($ty::$v => $name),* }
+            }
+
+            /// The dtypes the op takes.
+            pub fn dtypes(self) -> &'static [crate::DType] {
+                match self { $($ty::$v => $dt),* }
+            }
+
+            pub fn infos() -> Vec<crate::spec::OpInfo> {
+                Self::ALL
+                    .iter()
+                    .map(|op| crate::spec::OpInfo {
+                        family: crate::spec::Family::$family,
+                        name: op.name(),
+                        dtypes: op.dtypes(),
+                    })
+                    .collect()
+            }
+        }
+
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+pub(crate) use spec_enum;
+
+/// Every op of the spec with its dtypes.
+pub fn ops() -> Vec<OpInfo> {
+    [
+        elementwise::ops(),
+        reduce::ops(),
+        index::ops(),
+        conv::ConvOp::infos(),
+        pool::PoolOp::infos(),
+        upsample::UpsampleOp::infos(),
+        copy::CopyOp::infos(),
+        matmul::MatmulOp::infos(),
+        nn::NnOp::infos(),
+        random::RandomOp::infos(),
+        sort::SortOp::infos(),
+    ]
+    .concat()
+}
+
+/// The kernel entry name of an op for one dtype, on every GPU backend: `exp_f32`.
+pub fn kernel_name(op: &str, dtype: DType) -> String {
+    format!("{op}_{dtype}")
+}
+
+/// What an op produces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Out {
+    pub shape: Shape,
+    pub dtype: DType,
+}
+
+impl Out {
+    pub fn new(shape: impl Into<Shape>, dtype: DType) -> Self {
+        Out { shape: shape.into(), dtype }
+    }
+}
+
+pub(crate) fn check_dtype(op: &'static str, dtype: DType, allowed: &[DType]) -> Result<()> {
+    if allowed.contains(&dtype) {
+        Ok(())
+    } else {
+        let expected = allowed.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ");
+        Err(Error::WrongDType { op, dtype, expected })
+    }
+}
+
+pub(crate) fn check_same_dtype(op: &'static str, lhs: DType, rhs: DType) -> Result<()> {
+    if lhs == rhs { Ok(()) } else { Err(Error::DTypeMismatch { op, lhs, rhs }) }
+}
+
+pub(crate) fn check_rank(op: &'static str, shape: &Shape, rank: usize, expected: &'static str) -> Result<()> {
+    if shape.rank() == rank { Ok(()) } else { Err(Error::Rank { op, expected, shape: shape.clone() }) }
+}
+
+/// Resolves a dim against a rank.
+pub fn dim(op: &'static str, d: impl Dim, rank: usize) -> Result<usize> {
+    d.to_index(rank, op)
+}
+
+/// A list of distinct dims, each below `rank`, sorted ascending.
+pub fn dims_list(op: &'static str, dims: &[usize], rank: usize) -> Result<Vec<usize>> {
+    let mut out = Vec::with_capacity(dims.len());
+    for &d in dims {
+        let d = d.to_index(rank, op)?;
+        if out.contains(&d) {
+            return Err(Error::DuplicateDim { op, dim: d });
+        }
+        out.push(d);
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+pub(crate) fn invalid(op: &'static str, msg: impl Into<String>) -> Error {
+    Error::InvalidParam { op, msg: msg.into() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn op_names_are_unique_and_families_complete() {
+        let ops = ops();
+        let mut names = ops.iter().map(|o| o.name).collect::<Vec<_>>();
+        names.sort_unstable();
+        let len = names.len();
+        names.dedup();
+        assert_eq!(names.len(), len, "two ops share a name");
+        for f in Family::ALL {
+            assert!(ops.iter().any(|o| o.family == *f), "family {f} has no op");
+        }
+        assert!(ops.iter().all(|o| !o.dtypes.is_empty()));
+    }
+}

@@ -1,0 +1,301 @@
+//! The tensor an app uses: a shared storage on a device, seen through a strided layout.
+//! Views (transpose, narrow, broadcast...) share storage and never copy.
+
+mod ops;
+
+use crate::backend::{CopyOps, Memory, RandomOps};
+use crate::device::{BackendOf, Storage, dispatch};
+use crate::spec::{self, random::Distribution};
+use crate::{CpuStorage, DType, Device, Dim, Error, Layout, Result, Scalar, Shape, WithDType};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// An n-dimensional array on a [`Device`]. Cloning is cheap and shares the data.
+#[derive(Clone)]
+pub struct Tensor {
+    storage: Arc<RwLock<Storage>>,
+    layout: Layout,
+    dtype: DType,
+    device: Device,
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tensor[{}, {}, {}]", self.shape(), self.dtype, self.device)
+    }
+}
+
+impl Tensor {
+    fn from_storage(storage: Storage, shape: impl Into<Shape>, device: &Device) -> Tensor {
+        let dtype = storage.dtype();
+        Tensor {
+            storage: Arc::new(RwLock::new(storage)),
+            layout: Layout::contiguous(shape),
+            dtype,
+            device: device.clone(),
+        }
+    }
+
+    fn view(&self, layout: Layout) -> Tensor {
+        Tensor { storage: self.storage.clone(), layout, dtype: self.dtype, device: self.device.clone() }
+    }
+
+    // A panic while a lock is held cannot leave a buffer half-described, so poison is ignored.
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Storage> {
+        self.storage.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Storage> {
+        self.storage.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn shares_storage(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.storage, &other.storage)
+    }
+
+    /// Host data in `shape` on `device`.
+    pub fn from_vec<T: WithDType>(data: Vec<T>, shape: impl Into<Shape>, device: &Device) -> Result<Tensor> {
+        Self::from_cpu(CpuStorage::from_vec(data), shape, device)
+    }
+
+    pub fn from_slice<T: WithDType>(data: &[T], shape: impl Into<Shape>, device: &Device) -> Result<Tensor> {
+        Self::from_vec(data.to_vec(), shape, device)
+    }
+
+    /// Host data of any dtype in `shape` on `device`.
+    pub fn from_cpu(data: CpuStorage, shape: impl Into<Shape>, device: &Device) -> Result<Tensor> {
+        use crate::backend::BackendStorage;
+        let shape = shape.into();
+        if shape.elem_count() != data.len() {
+            return Err(Error::ElementCount { op: "from_vec", expected: shape.elem_count(), got: data.len(), shape });
+        }
+        let storage = dispatch!(device, |b| b.wrap(b.upload(&data)?));
+        Ok(Self::from_storage(storage, shape, device))
+    }
+
+    /// A tensor with every element `value` (cast to `dtype`).
+    pub fn full(value: impl Into<Scalar>, shape: impl Into<Shape>, dtype: DType, device: &Device) -> Result<Tensor> {
+        let shape = shape.into();
+        let layout = Layout::contiguous(shape.clone());
+        let value = value.into().to_dtype(dtype);
+        let storage = dispatch!(device, |b| {
+            let mut s = b.alloc(dtype, shape.elem_count())?;
+            b.fill(&mut s, &layout, value)?;
+            b.wrap(s)
+        });
+        Ok(Self::from_storage(storage, shape, device))
+    }
+
+    pub fn zeros(shape: impl Into<Shape>, dtype: DType, device: &Device) -> Result<Tensor> {
+        Self::full(0u8, shape, dtype, device)
+    }
+
+    pub fn ones(shape: impl Into<Shape>, dtype: DType, device: &Device) -> Result<Tensor> {
+        Self::full(1u8, shape, dtype, device)
+    }
+
+    pub fn zeros_like(&self) -> Result<Tensor> {
+        Self::zeros(self.shape().clone(), self.dtype, &self.device)
+    }
+
+    /// `start, start + step, ...` up to `end` (excluded), 1-D, of `T`'s dtype.
+    pub fn arange_step<T: WithDType>(start: T, end: T, step: T, device: &Device) -> Result<Tensor>
+    where
+        Scalar: From<T>,
+    {
+        let (start, end, step) = (Scalar::from(start), Scalar::from(end), Scalar::from(step));
+        let len = spec::copy::arange(start, end, step)?;
+        let storage = dispatch!(device, |b| b.wrap(b.arange(start.dtype(), start, step, len)?));
+        Ok(Self::from_storage(storage, [len], device))
+    }
+
+    /// `start, start + 1, ...` up to `end` (excluded).
+    pub fn arange<T: WithDType>(start: T, end: T, device: &Device) -> Result<Tensor>
+    where
+        Scalar: From<T>,
+    {
+        Self::arange_step(start, end, T::from_i64(1), device)
+    }
+
+    /// Draws from `dist` at stream position `(seed, offset)`: the same numbers on every backend.
+    pub fn random(
+        shape: impl Into<Shape>,
+        dtype: DType,
+        dist: Distribution,
+        seed: u64,
+        offset: u64,
+        device: &Device,
+    ) -> Result<Tensor> {
+        let shape = shape.into();
+        spec::random::random(&shape, dtype, dist)?;
+        let len = shape.elem_count();
+        let storage = dispatch!(device, |b| b.wrap(b.random(dtype, len, dist, seed, offset)?));
+        Ok(Self::from_storage(storage, shape, device))
+    }
+
+    /// Uniform in `[low, high)` from the device's own stream (see [`Device::set_seed`]).
+    pub fn rand(low: f64, high: f64, shape: impl Into<Shape>, dtype: DType, device: &Device) -> Result<Tensor> {
+        let shape = shape.into();
+        let (seed, offset) = device.next_random(shape.elem_count());
+        Self::random(shape, dtype, Distribution::Uniform { low, high }, seed, offset, device)
+    }
+
+    /// Normal with `mean` and `std` from the device's own stream.
+    pub fn randn(mean: f64, std: f64, shape: impl Into<Shape>, dtype: DType, device: &Device) -> Result<Tensor> {
+        let shape = shape.into();
+        let (seed, offset) = device.next_random(shape.elem_count());
+        Self::random(shape, dtype, Distribution::Normal { mean, std }, seed, offset, device)
+    }
+
+    pub fn shape(&self) -> &Shape {
+        self.layout.shape()
+    }
+
+    pub fn dims(&self) -> &[usize] {
+        self.layout.dims()
+    }
+
+    pub fn rank(&self) -> usize {
+        self.layout.rank()
+    }
+
+    pub fn elem_count(&self) -> usize {
+        self.layout.elem_count()
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    pub fn is_contiguous(&self) -> bool {
+        self.layout.is_contiguous()
+    }
+
+    /// The elements, row-major, as host data (any layout).
+    pub fn to_cpu_storage(&self) -> Result<CpuStorage> {
+        let t = self.contiguous()?;
+        let all = dispatch!(t.device, |b| b.download(b.get(&t.read())?)?);
+        let (start, end) = (t.layout.offset(), t.layout.offset() + t.elem_count());
+        if start == 0 && end == crate::backend::BackendStorage::len(&all) {
+            return Ok(all);
+        }
+        Ok(crate::with_storage!(all, v => CpuStorage::from_vec(v[start..end].to_vec())))
+    }
+
+    /// The elements, row-major, as a `Vec<T>`; `T` must be the tensor's dtype.
+    pub fn to_vec<T: WithDType>(&self) -> Result<Vec<T>> {
+        let data = self.to_cpu_storage()?;
+        data.as_slice::<T>().map(|s| s.to_vec()).ok_or(Error::HostDType { expected: T::DTYPE, got: self.dtype })
+    }
+
+    /// The rows of a rank-2 tensor.
+    pub fn to_vec2<T: WithDType>(&self) -> Result<Vec<Vec<T>>> {
+        let [_, cols] = *self.dims() else {
+            return Err(Error::Rank { op: "to_vec2", expected: "2", shape: self.shape().clone() });
+        };
+        Ok(self.to_vec::<T>()?.chunks(cols.max(1)).map(|r| r.to_vec()).collect())
+    }
+
+    /// The one element of a tensor with one element.
+    pub fn to_scalar<T: WithDType>(&self) -> Result<T> {
+        match self.to_vec::<T>()?.as_slice() {
+            [x] => Ok(*x),
+            _ => Err(Error::ElementCount {
+                op: "to_scalar",
+                shape: self.shape().clone(),
+                expected: 1,
+                got: self.elem_count(),
+            }),
+        }
+    }
+
+    /// A copy on `device` (contiguous).
+    pub fn to_device(&self, device: &Device) -> Result<Tensor> {
+        Tensor::from_cpu(self.to_cpu_storage()?, self.shape().clone(), device)
+    }
+
+    /// This tensor if contiguous, else a contiguous copy.
+    pub fn contiguous(&self) -> Result<Tensor> {
+        if self.is_contiguous() {
+            return Ok(self.clone());
+        }
+        let shape = self.shape().clone();
+        let storage = dispatch!(self.device, |b| {
+            let mut dst = b.alloc(self.dtype, shape.elem_count())?;
+            b.copy_strided(b.get(&self.read())?, &self.layout, &mut dst, 0)?;
+            b.wrap(dst)
+        });
+        Ok(Self::from_storage(storage, shape, &self.device))
+    }
+
+    /// Swaps two dims (a view).
+    pub fn transpose(&self, a: impl Dim, b: impl Dim) -> Result<Tensor> {
+        let a = a.to_index(self.rank(), "transpose")?;
+        let b = b.to_index(self.rank(), "transpose")?;
+        Ok(self.view(self.layout.transpose(a, b)?))
+    }
+
+    /// Swaps the last two dims (a view).
+    pub fn t(&self) -> Result<Tensor> {
+        if self.rank() < 2 {
+            return Err(Error::Rank { op: "t", expected: "at least 2", shape: self.shape().clone() });
+        }
+        self.transpose(self.rank() - 2, self.rank() - 1)
+    }
+
+    /// Reorders dims: dim `i` of the result is dim `perm[i]` of `self` (a view).
+    pub fn permute(&self, perm: &[usize]) -> Result<Tensor> {
+        Ok(self.view(self.layout.permute(perm)?))
+    }
+
+    /// `len` entries of `dim` from `start` (a view).
+    pub fn narrow(&self, dim: impl Dim, start: usize, len: usize) -> Result<Tensor> {
+        let dim = dim.to_index(self.rank(), "narrow")?;
+        Ok(self.view(self.layout.narrow(dim, start, len)?))
+    }
+
+    /// Stretches size-1 dims to `shape` (a view with stride 0).
+    pub fn broadcast_as(&self, shape: impl Into<Shape>) -> Result<Tensor> {
+        Ok(self.view(self.layout.broadcast_as(&shape.into())?))
+    }
+
+    /// The same elements in a new shape: a view when contiguous, else a copy.
+    pub fn reshape(&self, shape: impl Into<Shape>) -> Result<Tensor> {
+        let shape = shape.into();
+        match self.layout.reshape(&shape)? {
+            Some(l) => Ok(self.view(l)),
+            None => self.contiguous()?.reshape(shape),
+        }
+    }
+
+    /// Adds a dim of size 1 at `dim` (a view).
+    pub fn unsqueeze(&self, dim: usize) -> Result<Tensor> {
+        Ok(self.view(self.layout.unsqueeze(dim)?))
+    }
+
+    /// Removes a dim of size 1 (a view).
+    pub fn squeeze(&self, dim: impl Dim) -> Result<Tensor> {
+        let dim = dim.to_index(self.rank(), "squeeze")?;
+        Ok(self.view(self.layout.squeeze(dim)?))
+    }
+
+    /// The same elements as one dim.
+    pub fn flatten_all(&self) -> Result<Tensor> {
+        self.reshape([self.elem_count()])
+    }
+
+    pub(crate) fn check_same_device(&self, op: &'static str, other: &Tensor) -> Result<()> {
+        if self.device.same_device(&other.device) {
+            Ok(())
+        } else {
+            Err(Error::DeviceMismatch { op, lhs: self.device.describe().into(), rhs: other.device.describe().into() })
+        }
+    }
+}

@@ -1,0 +1,543 @@
+//! Every op of the spec as a tensor method: validate once with the spec, run on the device.
+
+use super::Tensor;
+use crate::backend::*;
+use crate::device::{BackendOf, Storage, dispatch};
+use crate::spec::conv::{ConvGeometry, ConvOp, ConvParams};
+use crate::spec::elementwise::{self as ew, BinaryOp, CmpOp, ElementwiseOp, UnaryOp};
+use crate::spec::index::{self, ScatterMode};
+use crate::spec::nn::{self, NnOp};
+use crate::spec::pool::{Pool2dParams, PoolOp};
+use crate::spec::reduce::{self, ReduceOp};
+use crate::spec::upsample::UpsampleOp;
+use crate::spec::{self, Out};
+use crate::{DType, Dim, Layout, Result, Scalar};
+use std::sync::RwLockReadGuard;
+
+/// Read locks on the distinct storages of several tensors (a storage shared by two operands
+/// is locked once).
+struct Reads<'a> {
+    owners: Vec<&'a Tensor>,
+    guards: Vec<RwLockReadGuard<'a, Storage>>,
+}
+
+impl<'a> Reads<'a> {
+    fn new(ts: &[&'a Tensor]) -> Self {
+        let mut r = Reads { owners: vec![], guards: vec![] };
+        for &t in ts {
+            if !r.owners.iter().any(|o| o.shares_storage(t)) {
+                r.owners.push(t);
+                r.guards.push(t.read());
+            }
+        }
+        r
+    }
+
+    fn get(&self, t: &Tensor) -> &Storage {
+        let i = self.owners.iter().position(|o| o.shares_storage(t)).unwrap_or(0);
+        &self.guards[i]
+    }
+}
+
+/// Routes a convolution to the backend method of its rank.
+trait ConvRank {
+    fn run<B: ConvOps>(
+        &self,
+        b: &B,
+        transposed: bool,
+        x: (&B::Storage, &Layout),
+        k: (&B::Storage, &Layout),
+    ) -> Result<B::Storage>;
+}
+
+impl ConvRank for ConvGeometry<1> {
+    fn run<B: ConvOps>(
+        &self,
+        b: &B,
+        transposed: bool,
+        x: (&B::Storage, &Layout),
+        k: (&B::Storage, &Layout),
+    ) -> Result<B::Storage> {
+        if transposed { b.conv_transpose1d(x.0, x.1, k.0, k.1, self) } else { b.conv1d(x.0, x.1, k.0, k.1, self) }
+    }
+}
+
+impl ConvRank for ConvGeometry<2> {
+    fn run<B: ConvOps>(
+        &self,
+        b: &B,
+        transposed: bool,
+        x: (&B::Storage, &Layout),
+        k: (&B::Storage, &Layout),
+    ) -> Result<B::Storage> {
+        if transposed { b.conv_transpose2d(x.0, x.1, k.0, k.1, self) } else { b.conv2d(x.0, x.1, k.0, k.1, self) }
+    }
+}
+
+macro_rules! unary_methods {
+    ($($name:ident => $op:ident),* $(,)?) => {
+        impl Tensor {
+            $(
+                #[doc = concat!("Elementwise `", stringify!($name), "` (see [`UnaryOp`]).")]
+                pub fn $name(&self) -> Result<Tensor> {
+                    self.unary(UnaryOp::$op)
+                }
+            )*
+        }
+    };
+}
+unary_methods!(
+    neg => Neg, recip => Recip, exp => Exp, log => Log, sin => Sin, cos => Cos, tanh => Tanh,
+    abs => Abs, sqr => Sqr, sqrt => Sqrt, gelu => Gelu, gelu_erf => GeluErf, erf => Erf,
+    relu => Relu, silu => Silu, sigmoid => Sigmoid, ceil => Ceil, floor => Floor,
+    round => Round, sign => Sign,
+);
+
+macro_rules! binary_methods {
+    ($($name:ident => $ty:ident :: $op:ident via $method:ident),* $(,)?) => {
+        impl Tensor {
+            $(
+                #[doc = concat!("Elementwise `", stringify!($name), "` with broadcasting.")]
+                pub fn $name(&self, rhs: &Tensor) -> Result<Tensor> {
+                    self.$method(rhs, $ty::$op)
+                }
+            )*
+        }
+    };
+}
+binary_methods!(
+    add => BinaryOp::Add via binary, sub => BinaryOp::Sub via binary,
+    mul => BinaryOp::Mul via binary, div => BinaryOp::Div via binary,
+    maximum => BinaryOp::Maximum via binary, minimum => BinaryOp::Minimum via binary,
+    eq => CmpOp::Eq via cmp, ne => CmpOp::Ne via cmp, lt => CmpOp::Lt via cmp,
+    le => CmpOp::Le via cmp, gt => CmpOp::Gt via cmp, ge => CmpOp::Ge via cmp,
+);
+
+macro_rules! reduce_methods {
+    ($($name:ident, $keep:ident => $op:ident),* $(,)?) => {
+        impl Tensor {
+            $(
+                #[doc = concat!("`", stringify!($name), "` over `dims`, which are removed.")]
+                pub fn $name(&self, dims: &[usize]) -> Result<Tensor> {
+                    self.reduce(ReduceOp::$op, dims, false)
+                }
+                #[doc = concat!("`", stringify!($name), "` over `dims`, kept as size 1.")]
+                pub fn $keep(&self, dims: &[usize]) -> Result<Tensor> {
+                    self.reduce(ReduceOp::$op, dims, true)
+                }
+            )*
+        }
+    };
+}
+reduce_methods!(
+    sum, sum_keepdim => Sum, min, min_keepdim => Min, max, max_keepdim => Max,
+    argmin, argmin_keepdim => ArgMin, argmax, argmax_keepdim => ArgMax,
+);
+
+impl Tensor {
+    fn new_out(&self, storage: Storage, out: Out) -> Tensor {
+        debug_assert_eq!(storage.dtype(), out.dtype);
+        Tensor::from_storage(storage, out.shape, &self.device)
+    }
+
+    fn lay(&self) -> (&Layout, DType) {
+        (&self.layout, self.dtype)
+    }
+
+    fn same_device(&self, op: &'static str, others: &[&Tensor]) -> Result<()> {
+        others.iter().try_for_each(|o| self.check_same_device(op, o))
+    }
+
+    pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
+        let out = ew::unary(op, &self.layout, self.dtype)?;
+        let s = dispatch!(self.device, |b| b.wrap(b.unary(b.get(&self.read())?, &self.layout, op)?));
+        Ok(self.new_out(s, out))
+    }
+
+    /// `self * mul + add` (floats).
+    pub fn affine(&self, mul: f64, add: f64) -> Result<Tensor> {
+        let out = ew::float_map(ElementwiseOp::Affine, &self.layout, self.dtype, &[mul, add])?;
+        let s = dispatch!(self.device, |b| b.wrap(b.affine(b.get(&self.read())?, &self.layout, mul, add)?));
+        Ok(self.new_out(s, out))
+    }
+
+    /// `self ^ e` (floats).
+    pub fn powf(&self, e: f64) -> Result<Tensor> {
+        let out = ew::float_map(ElementwiseOp::Powf, &self.layout, self.dtype, &[e])?;
+        let s = dispatch!(self.device, |b| b.wrap(b.powf(b.get(&self.read())?, &self.layout, e)?));
+        Ok(self.new_out(s, out))
+    }
+
+    /// `x >= 0 ? x : alpha (exp(x) - 1)` (floats).
+    pub fn elu(&self, alpha: f64) -> Result<Tensor> {
+        let out = ew::float_map(ElementwiseOp::Elu, &self.layout, self.dtype, &[alpha])?;
+        let s = dispatch!(self.device, |b| b.wrap(b.elu(b.get(&self.read())?, &self.layout, alpha)?));
+        Ok(self.new_out(s, out))
+    }
+
+    /// Clamps into `[min, max]` (bounds cast to the tensor's dtype).
+    pub fn clamp(&self, min: impl Into<Scalar>, max: impl Into<Scalar>) -> Result<Tensor> {
+        let (out, min, max) = ew::clamp(&self.layout, self.dtype, min.into(), max.into())?;
+        let s = dispatch!(self.device, |b| b.wrap(b.clamp(b.get(&self.read())?, &self.layout, min, max)?));
+        Ok(self.new_out(s, out))
+    }
+
+    pub fn binary(&self, rhs: &Tensor, op: BinaryOp) -> Result<Tensor> {
+        self.same_device(op.name(), &[rhs])?;
+        let out = ew::binary_op(op, (&self.layout, self.dtype), (&rhs.layout, rhs.dtype))?;
+        let (ll, rl) = (self.layout.broadcast_as(&out.shape)?, rhs.layout.broadcast_as(&out.shape)?);
+        let r = Reads::new(&[self, rhs]);
+        let s = dispatch!(self.device, |b| b.wrap(b.binary(b.get(r.get(self))?, &ll, b.get(r.get(rhs))?, &rl, op)?));
+        Ok(self.new_out(s, out))
+    }
+
+    /// Comparison with broadcasting; u8 result.
+    pub fn cmp(&self, rhs: &Tensor, op: CmpOp) -> Result<Tensor> {
+        self.same_device(op.name(), &[rhs])?;
+        let out = ew::cmp(op, (&self.layout, self.dtype), (&rhs.layout, rhs.dtype))?;
+        let (ll, rl) = (self.layout.broadcast_as(&out.shape)?, rhs.layout.broadcast_as(&out.shape)?);
+        let r = Reads::new(&[self, rhs]);
+        let s = dispatch!(self.device, |b| b.wrap(b.cmp(b.get(r.get(self))?, &ll, b.get(r.get(rhs))?, &rl, op)?));
+        Ok(self.new_out(s, out))
+    }
+
+    /// `self != 0 ? on_true : on_false`, all three broadcast; `self` is an integer tensor.
+    pub fn where_cond(&self, on_true: &Tensor, on_false: &Tensor) -> Result<Tensor> {
+        self.same_device("where_cond", &[on_true, on_false])?;
+        let out = ew::where_cond(
+            (&self.layout, self.dtype),
+            (&on_true.layout, on_true.dtype),
+            (&on_false.layout, on_false.dtype),
+        )?;
+        let cl = self.layout.broadcast_as(&out.shape)?;
+        let tl = on_true.layout.broadcast_as(&out.shape)?;
+        let fl = on_false.layout.broadcast_as(&out.shape)?;
+        let r = Reads::new(&[self, on_true, on_false]);
+        let s = dispatch!(self.device, |b| b.wrap(b.where_cond(
+            b.get(r.get(self))?,
+            &cl,
+            b.get(r.get(on_true))?,
+            &tl,
+            b.get(r.get(on_false))?,
+            &fl
+        )?));
+        Ok(self.new_out(s, out))
+    }
+
+    /// A copy converted to `dtype` (this tensor itself if it already has it).
+    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
+        if dtype == self.dtype {
+            return Ok(self.clone());
+        }
+        let out = ew::cast(&self.layout, dtype)?;
+        let s = dispatch!(self.device, |b| b.wrap(b.cast(b.get(&self.read())?, &self.layout, dtype)?));
+        Ok(self.new_out(s, out))
+    }
+
+    /// Reduces over `dims`, keeping them as size 1 when `keepdim`.
+    pub fn reduce(&self, op: ReduceOp, dims: &[usize], keepdim: bool) -> Result<Tensor> {
+        let red = reduce::reduce(op, &self.layout, self.dtype, dims)?;
+        let s = dispatch!(self.device, |b| b.wrap(b.reduce(b.get(&self.read())?, &self.layout, op, &red.dims)?));
+        let t = self.new_out(s, red.out.clone());
+        if keepdim {
+            return Ok(t);
+        }
+        let dims = red.out.shape.dims().iter().enumerate().filter(|(i, _)| !red.dims.contains(i)).map(|(_, &d)| d);
+        t.reshape(dims.collect::<Vec<_>>())
+    }
+
+    /// The sum of every element, as a rank-0 tensor.
+    pub fn sum_all(&self) -> Result<Tensor> {
+        if self.rank() == 0 {
+            return self.reshape([1])?.sum(&[0]);
+        }
+        self.sum(&(0..self.rank()).collect::<Vec<_>>())
+    }
+
+    /// Rows of `self` along `dim` picked by the 1-D `ids`.
+    pub fn index_select(&self, ids: &Tensor, dim: impl Dim) -> Result<Tensor> {
+        let dim = dim.to_index(self.rank(), "index_select")?;
+        self.same_device("index_select", &[ids])?;
+        let out = index::index_select((&self.layout, self.dtype), (&ids.layout, ids.dtype), dim)?;
+        let r = Reads::new(&[self, ids]);
+        let s = dispatch!(self.device, |b| b.wrap(b.index_select(
+            b.get(r.get(self))?,
+            &self.layout,
+            b.get(r.get(ids))?,
+            &ids.layout,
+            dim
+        )?));
+        Ok(self.new_out(s, out))
+    }
+
+    /// Elements of `self` along `dim` picked by `ids` (same rank as `self`).
+    pub fn gather(&self, ids: &Tensor, dim: impl Dim) -> Result<Tensor> {
+        let dim = dim.to_index(self.rank(), "gather")?;
+        self.same_device("gather", &[ids])?;
+        let out = index::gather((&self.layout, self.dtype), (&ids.layout, ids.dtype), dim)?;
+        let r = Reads::new(&[self, ids]);
+        let s = dispatch!(self.device, |b| b.wrap(b.gather(
+            b.get(r.get(self))?,
+            &self.layout,
+            b.get(r.get(ids))?,
+            &ids.layout,
+            dim
+        )?));
+        Ok(self.new_out(s, out))
+    }
+
+    fn scatter_mode(&self, ids: &Tensor, src: &Tensor, dim: usize, mode: ScatterMode) -> Result<Tensor> {
+        self.same_device(mode.op().name(), &[ids, src])?;
+        let l = (&self.layout, self.dtype);
+        let out = index::scatter(mode, l, (&ids.layout, ids.dtype), (&src.layout, src.dtype), dim)?;
+        let r = Reads::new(&[self, ids, src]);
+        let s = dispatch!(self.device, |b| b.wrap(b.scatter(
+            b.get(r.get(self))?,
+            &self.layout,
+            b.get(r.get(ids))?,
+            &ids.layout,
+            b.get(r.get(src))?,
+            &src.layout,
+            dim,
+            mode
+        )?));
+        Ok(self.new_out(s, out))
+    }
+
+    /// A copy of `self` with `src` written at `ids` along `dim`.
+    pub fn scatter(&self, ids: &Tensor, src: &Tensor, dim: impl Dim) -> Result<Tensor> {
+        self.scatter_mode(ids, src, dim.to_index(self.rank(), "scatter")?, ScatterMode::Set)
+    }
+
+    /// A copy of `self` with `src` added at `ids` along `dim`.
+    pub fn scatter_add(&self, ids: &Tensor, src: &Tensor, dim: impl Dim) -> Result<Tensor> {
+        self.scatter_mode(ids, src, dim.to_index(self.rank(), "scatter_add")?, ScatterMode::Add)
+    }
+
+    /// A copy of `self` with the slices of `src` added at the 1-D `ids` along `dim`.
+    pub fn index_add(&self, ids: &Tensor, src: &Tensor, dim: impl Dim) -> Result<Tensor> {
+        let dim = dim.to_index(self.rank(), "index_add")?;
+        self.same_device("index_add", &[ids, src])?;
+        let out =
+            index::index_add((&self.layout, self.dtype), (&ids.layout, ids.dtype), (&src.layout, src.dtype), dim)?;
+        let r = Reads::new(&[self, ids, src]);
+        let s = dispatch!(self.device, |b| b.wrap(b.index_add(
+            b.get(r.get(self))?,
+            &self.layout,
+            b.get(r.get(ids))?,
+            &ids.layout,
+            b.get(r.get(src))?,
+            &src.layout,
+            dim
+        )?));
+        Ok(self.new_out(s, out))
+    }
+
+    /// `(N, C_in, L)` with kernel `(C_out, C_in / groups, K)`.
+    pub fn conv1d(&self, kernel: &Tensor, p: &ConvParams<1>) -> Result<Tensor> {
+        self.conv(kernel, ConvOp::Conv1d, p)
+    }
+
+    /// `(N, C_in, H, W)` with kernel `(C_out, C_in / groups, KH, KW)`.
+    pub fn conv2d(&self, kernel: &Tensor, p: &ConvParams<2>) -> Result<Tensor> {
+        self.conv(kernel, ConvOp::Conv2d, p)
+    }
+
+    /// `(N, C_in, L)` with kernel `(C_in, C_out / groups, K)`.
+    pub fn conv_transpose1d(&self, kernel: &Tensor, p: &ConvParams<1>) -> Result<Tensor> {
+        self.conv(kernel, ConvOp::ConvTranspose1d, p)
+    }
+
+    /// `(N, C_in, H, W)` with kernel `(C_in, C_out / groups, KH, KW)`.
+    pub fn conv_transpose2d(&self, kernel: &Tensor, p: &ConvParams<2>) -> Result<Tensor> {
+        self.conv(kernel, ConvOp::ConvTranspose2d, p)
+    }
+
+    fn conv<const N: usize>(&self, k: &Tensor, op: ConvOp, p: &ConvParams<N>) -> Result<Tensor>
+    where
+        ConvGeometry<N>: ConvRank,
+    {
+        self.same_device(op.name(), &[k])?;
+        let g = spec::conv::conv(op, (&self.layout, self.dtype), (&k.layout, k.dtype), p)?;
+        let r = Reads::new(&[self, k]);
+        let s = dispatch!(self.device, |b| b.wrap(g.run(
+            b,
+            op.is_transposed(),
+            (b.get(r.get(self))?, &self.layout),
+            (b.get(r.get(k))?, &k.layout)
+        )?));
+        Ok(self.new_out(s, g.out))
+    }
+
+    /// Average over windows of `(N, C, H, W)`.
+    pub fn avg_pool2d(&self, p: &Pool2dParams) -> Result<Tensor> {
+        self.pool2d(PoolOp::AvgPool2d, p)
+    }
+
+    /// Maximum over windows of `(N, C, H, W)`.
+    pub fn max_pool2d(&self, p: &Pool2dParams) -> Result<Tensor> {
+        self.pool2d(PoolOp::MaxPool2d, p)
+    }
+
+    fn pool2d(&self, op: PoolOp, p: &Pool2dParams) -> Result<Tensor> {
+        let out = spec::pool::pool2d(op, &self.layout, self.dtype, p)?;
+        let s = dispatch!(self.device, |b| b.wrap(b.pool2d(b.get(&self.read())?, &self.layout, op, p)?));
+        Ok(self.new_out(s, out))
+    }
+
+    /// `(N, C, L) -> (N, C, size)`, nearest neighbour.
+    pub fn upsample_nearest1d(&self, size: usize) -> Result<Tensor> {
+        let out = spec::upsample::upsample(UpsampleOp::UpsampleNearest1d, &self.layout, self.dtype, &[size])?;
+        let s = dispatch!(self.device, |b| b.wrap(b.upsample_nearest1d(b.get(&self.read())?, &self.layout, size)?));
+        Ok(self.new_out(s, out))
+    }
+
+    /// `(N, C, H, W) -> (N, C, h, w)`, nearest neighbour.
+    pub fn upsample_nearest2d(&self, h: usize, w: usize) -> Result<Tensor> {
+        let out = spec::upsample::upsample(UpsampleOp::UpsampleNearest2d, &self.layout, self.dtype, &[h, w])?;
+        let s = dispatch!(self.device, |b| b.wrap(b.upsample_nearest2d(b.get(&self.read())?, &self.layout, [h, w])?));
+        Ok(self.new_out(s, out))
+    }
+
+    /// A fresh contiguous copy (never shares storage with `self`).
+    pub fn copy(&self) -> Result<Tensor> {
+        let shape = self.shape().clone();
+        let s = dispatch!(self.device, |b| {
+            let mut dst = b.alloc(self.dtype, shape.elem_count())?;
+            b.copy_strided(b.get(&self.read())?, &self.layout, &mut dst, 0)?;
+            b.wrap(dst)
+        });
+        Ok(self.new_out(s, Out::new(shape, self.dtype)))
+    }
+
+    /// Writes `value` (cast to the dtype) into every element this tensor sees, in place:
+    /// through a view, the elements of the viewed tensor change.
+    pub fn fill_(&self, value: impl Into<Scalar>) -> Result<()> {
+        let value = value.into().to_dtype(self.dtype);
+        let mut guard = self.write();
+        dispatch!(self.device, |b| b.fill(b.get_mut(&mut guard)?, &self.layout, value))
+    }
+
+    /// Joins tensors along `dim`; all other dims must match.
+    pub fn cat(ts: &[&Tensor], dim: usize) -> Result<Tensor> {
+        let layouts = ts.iter().map(|t| (&t.layout, t.dtype)).collect::<Vec<_>>();
+        let out = spec::copy::cat(&layouts, dim)?;
+        let first = ts[0];
+        first.same_device("cat", &ts[1..])?;
+        let dst = Tensor::zeros(out.shape.clone(), out.dtype, &first.device)?;
+        let mut at = 0;
+        for t in ts {
+            dst.write_block(t, dim, at)?;
+            at += t.dims()[dim];
+        }
+        Ok(dst)
+    }
+
+    /// Writes `src` into this contiguous tensor at `start..start + src.dims()[dim]` along
+    /// `dim`, in place.
+    pub fn slice_set(&self, src: &Tensor, dim: usize, start: usize) -> Result<()> {
+        self.same_device("slice_set", &[src])?;
+        spec::copy::slice_set((&self.layout, self.dtype), (&src.layout, src.dtype), dim, start)?;
+        self.write_block(src, dim, start)
+    }
+
+    /// Copies `src` into the block of `self` that starts at `start` along `dim` (validated).
+    fn write_block(&self, src: &Tensor, dim: usize, start: usize) -> Result<()> {
+        let src = if src.shares_storage(self) || !src.is_contiguous() { src.copy()? } else { src.clone() };
+        let p = spec::copy::block_copy2d(self.layout(), src.layout(), dim, start);
+        let s = src.read();
+        let mut d = self.write();
+        dispatch!(self.device, |b| b.copy2d(b.get(&s)?, b.get_mut(&mut d)?, &p))
+    }
+
+    /// Batched matrix product with broadcast batch dims.
+    pub fn matmul(&self, rhs: &Tensor) -> Result<Tensor> {
+        self.same_device("matmul", &[rhs])?;
+        let g = spec::matmul::matmul((&self.layout, self.dtype), (&rhs.layout, rhs.dtype))?;
+        let (ll, rl) = (self.layout.broadcast_as(&g.lhs_shape())?, rhs.layout.broadcast_as(&g.rhs_shape())?);
+        let r = Reads::new(&[self, rhs]);
+        let s = dispatch!(self.device, |b| b.wrap(b.matmul(b.get(r.get(self))?, &ll, b.get(r.get(rhs))?, &rl, &g)?));
+        Ok(self.new_out(s, g.out))
+    }
+
+    pub fn softmax(&self, dim: impl Dim) -> Result<Tensor> {
+        self.softmax_op(NnOp::Softmax, dim)
+    }
+
+    pub fn log_softmax(&self, dim: impl Dim) -> Result<Tensor> {
+        self.softmax_op(NnOp::LogSoftmax, dim)
+    }
+
+    fn softmax_op(&self, op: NnOp, dim: impl Dim) -> Result<Tensor> {
+        let dim = dim.to_index(self.rank(), op.name())?;
+        let out = nn::softmax(op, &self.layout, self.dtype, dim)?;
+        let log = op == NnOp::LogSoftmax;
+        let s = dispatch!(self.device, |b| b.wrap(b.softmax(b.get(&self.read())?, &self.layout, dim, log)?));
+        Ok(self.new_out(s, out))
+    }
+
+    /// Normalises over the last dim, then scales by `weight` and shifts by `bias`.
+    pub fn layer_norm(&self, weight: Option<&Tensor>, bias: Option<&Tensor>, eps: f64) -> Result<Tensor> {
+        let params = [weight, bias].into_iter().flatten().collect::<Vec<_>>();
+        self.same_device("layer_norm", &params)?;
+        let out = nn::norm(NnOp::LayerNorm, self.lay(), weight.map(Tensor::lay), bias.map(Tensor::lay), eps)?;
+        let r = Reads::new(&[&[self][..], &params].concat());
+        let s = dispatch!(self.device, |b| {
+            let w = weight.map(|t| Ok::<_, crate::Error>((b.get(r.get(t))?, &t.layout))).transpose()?;
+            let bi = bias.map(|t| Ok::<_, crate::Error>((b.get(r.get(t))?, &t.layout))).transpose()?;
+            b.wrap(b.layer_norm(b.get(r.get(self))?, &self.layout, w, bi, eps)?)
+        });
+        Ok(self.new_out(s, out))
+    }
+
+    /// Divides by the root mean square over the last dim, then scales by `weight`.
+    pub fn rms_norm(&self, weight: Option<&Tensor>, eps: f64) -> Result<Tensor> {
+        let params = weight.into_iter().collect::<Vec<_>>();
+        self.same_device("rms_norm", &params)?;
+        let out = nn::norm(NnOp::RmsNorm, (&self.layout, self.dtype), weight.map(|t| (&t.layout, t.dtype)), None, eps)?;
+        let r = Reads::new(&[&[self][..], &params].concat());
+        let s = dispatch!(self.device, |b| {
+            let w = weight.map(|t| Ok::<_, crate::Error>((b.get(r.get(t))?, &t.layout))).transpose()?;
+            b.wrap(b.rms_norm(b.get(r.get(self))?, &self.layout, w, eps)?)
+        });
+        Ok(self.new_out(s, out))
+    }
+
+    /// Inference batch norm over `(N, C, ...)` with running statistics of shape `(C)`.
+    pub fn batch_norm(
+        &self,
+        mean: &Tensor,
+        var: &Tensor,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+    ) -> Result<Tensor> {
+        let params = [Some(mean), Some(var), weight, bias].into_iter().flatten().collect::<Vec<_>>();
+        self.same_device("batch_norm", &params)?;
+        let out =
+            nn::batch_norm(self.lay(), mean.lay(), var.lay(), weight.map(Tensor::lay), bias.map(Tensor::lay), eps)?;
+        let r = Reads::new(&[&[self][..], &params].concat());
+        let s = dispatch!(self.device, |b| {
+            let w = weight.map(|t| Ok::<_, crate::Error>((b.get(r.get(t))?, &t.layout))).transpose()?;
+            let bi = bias.map(|t| Ok::<_, crate::Error>((b.get(r.get(t))?, &t.layout))).transpose()?;
+            let m = (b.get(r.get(mean))?, &mean.layout);
+            let v = (b.get(r.get(var))?, &var.layout);
+            b.wrap(b.batch_norm(b.get(r.get(self))?, &self.layout, m, v, w, bi, eps)?)
+        });
+        Ok(self.new_out(s, out))
+    }
+
+    /// u32 indices that sort each row along the last dim (stable).
+    pub fn argsort(&self, descending: bool) -> Result<Tensor> {
+        let out = spec::sort::argsort(&self.layout, self.dtype)?;
+        let s = dispatch!(self.device, |b| b.wrap(b.argsort(b.get(&self.read())?, &self.layout, descending)?));
+        Ok(self.new_out(s, out))
+    }
+
+    /// Sorted values and their indices along the last dim.
+    pub fn sort(&self, descending: bool) -> Result<(Tensor, Tensor)> {
+        let ids = self.argsort(descending)?;
+        let last = self.rank().saturating_sub(1);
+        Ok((self.gather(&ids, last)?, ids))
+    }
+}

@@ -1,0 +1,252 @@
+//! The shared suite: one test body per case, written against `&Device`, run on every backend
+//! available here and compared with the cpu reference.
+//!
+//! `suite!(case)` makes one test per backend kind (`case::cpu`, `case::wgpu`, ...). A backend
+//! that is absent is skipped, unless `RWO_REQUIRE` names it: then its tests fail.
+
+mod conv;
+mod copy;
+mod elementwise;
+mod errors;
+mod index;
+mod matmul;
+mod nn;
+mod pool;
+mod random;
+mod reduce;
+mod sort;
+mod upsample;
+
+use rocm_wgpu_ops::{BackendKind, CpuStorage, DType, Device, Result, Shape, Tensor};
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+/// One test per backend kind for a case `fn(&Device) -> Result<()>`.
+#[macro_export]
+macro_rules! suite {
+    ($($case:ident),* $(,)?) => {
+        $(
+            mod $case {
+                use rocm_wgpu_ops::BackendKind;
+                #[test]
+                fn cpu() {
+                    $crate::run_case(BackendKind::Cpu, super::$case)
+                }
+                #[test]
+                fn wgpu() {
+                    $crate::run_case(BackendKind::Wgpu, super::$case)
+                }
+                #[test]
+                fn rocm() {
+                    $crate::run_case(BackendKind::Rocm, super::$case)
+                }
+                #[test]
+                fn cuda() {
+                    $crate::run_case(BackendKind::Cuda, super::$case)
+                }
+            }
+        )*
+    };
+}
+
+/// The kinds `RWO_REQUIRE` names (comma-separated).
+fn required() -> Vec<BackendKind> {
+    let list = std::env::var("RWO_REQUIRE").unwrap_or_default();
+    list.split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| BackendKind::parse(s).unwrap_or_else(|e| panic!("RWO_REQUIRE: {e}")))
+        .collect()
+}
+
+/// One device per kind for the whole run (GPU contexts are costly), or why there is none.
+pub fn device(kind: BackendKind) -> std::result::Result<Device, String> {
+    static DEVICES: OnceLock<Mutex<HashMap<BackendKind, std::result::Result<Device, String>>>> = OnceLock::new();
+    let mut map = DEVICES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    map.entry(kind).or_insert_with(|| Device::new(kind).map_err(|e| e.to_string())).clone()
+}
+
+/// Runs `case` on the backend of `kind`; skips an absent backend unless it is required.
+pub fn run_case(kind: BackendKind, case: fn(&Device) -> Result<()>) {
+    let dev = match device(kind) {
+        Ok(dev) => dev,
+        Err(why) if required().contains(&kind) => panic!("RWO_REQUIRE names {kind}, which is absent: {why}"),
+        Err(_) => return,
+    };
+    if let Err(e) = case(&dev) {
+        panic!("on {}: {e}", dev.describe());
+    }
+}
+
+#[test]
+fn required_backends_are_present() {
+    for kind in required() {
+        if let Err(why) = device(kind) {
+            panic!("RWO_REQUIRE names {kind}, which is absent: {why}");
+        }
+    }
+}
+
+pub fn cpu() -> Device {
+    device(BackendKind::Cpu).expect("the cpu backend always exists")
+}
+
+/// Absolute and relative tolerance: `|got - want| <= atol + rtol * |want|`.
+#[derive(Clone, Copy, Debug)]
+pub struct Tol {
+    pub atol: f64,
+    pub rtol: f64,
+}
+
+impl Tol {
+    pub const EXACT: Tol = Tol { atol: 0.0, rtol: 0.0 };
+
+    /// The rounding error of one op in `dtype` (ints: exact).
+    pub fn of(dtype: DType) -> Tol {
+        match dtype {
+            DType::F64 => Tol { atol: 1e-12, rtol: 1e-12 },
+            DType::F32 => Tol { atol: 1e-6, rtol: 1e-5 },
+            DType::F16 => Tol { atol: 1e-3, rtol: 2e-3 },
+            DType::BF16 => Tol { atol: 8e-3, rtol: 1.6e-2 },
+            _ => Tol::EXACT,
+        }
+    }
+
+    /// This tolerance times `k` (for ops whose error grows, e.g. sums of many terms).
+    pub fn times(self, k: f64) -> Tol {
+        Tol { atol: self.atol * k, rtol: self.rtol * k }
+    }
+}
+
+/// Compares every element; NaN matches NaN, infinities match by sign.
+pub fn assert_close(got: &Tensor, want: &Tensor, tol: Tol, what: &str) -> Result<()> {
+    assert_eq!(got.shape(), want.shape(), "{what}: shape");
+    assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
+    let (g, w) = (got.to_cpu_storage()?, want.to_cpu_storage()?);
+    if got.dtype() == DType::I64 {
+        assert_eq!(g, w, "{what}: i64 values");
+        return Ok(());
+    }
+    let (g, w) = (g.to_f64_vec(), w.to_f64_vec());
+    for (i, (&a, &b)) in g.iter().zip(&w).enumerate() {
+        let ok = if b.is_nan() {
+            a.is_nan()
+        } else if b.is_infinite() {
+            a == b
+        } else {
+            (a - b).abs() <= tol.atol + tol.rtol * b.abs()
+        };
+        assert!(ok, "{what}: element {i} of {}: got {a}, want {b} (tol {tol:?})", got.shape());
+    }
+    Ok(())
+}
+
+/// Runs `f` on `dev` and on the cpu reference and compares the results.
+pub fn same_as_cpu(dev: &Device, tol: Tol, what: &str, f: impl Fn(&Device) -> Result<Tensor>) -> Result<()> {
+    let got = f(dev)?;
+    let want = f(&cpu())?;
+    assert_close(&got, &want, tol, what)
+}
+
+/// Asserts a tensor's values exactly (a hand-computed answer; floats compared as f64).
+pub fn assert_values<T: rocm_wgpu_ops::WithDType>(t: &Tensor, shape: &[usize], want: &[T], tol: f64) -> Result<()> {
+    assert_eq!(t.dims(), shape, "shape");
+    let got = t.to_vec::<T>()?;
+    for (i, (a, b)) in got.iter().zip(want).enumerate() {
+        let (x, y) = (a.to_f64(), b.to_f64());
+        let ok = x == y || (x.is_nan() && y.is_nan()) || (x - y).abs() <= tol;
+        assert!(ok, "element {i}: got {a}, want {b}; all: {got:?}");
+    }
+    assert_eq!(got.len(), want.len());
+    Ok(())
+}
+
+/// Deterministic test data (an xorshift stream independent of the crate's Philox).
+pub struct Data(u64);
+
+impl Data {
+    pub fn new(seed: u64) -> Self {
+        Data(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// Uniform in `[lo, hi)`.
+    pub fn f64(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// `n` values of `dtype`: floats uniform in `[lo, hi)`, integers in `[lo, hi)` truncated
+    /// (u8 and u32 clamp the range at 0).
+    pub fn storage(&mut self, dtype: DType, n: usize, lo: f64, hi: f64) -> CpuStorage {
+        let v: Vec<f64> = (0..n).map(|_| self.f64(lo, hi)).collect();
+        match dtype {
+            DType::U8 => CpuStorage::U8(v.iter().map(|&x| x.max(0.0) as u8).collect()),
+            DType::U32 => CpuStorage::U32(v.iter().map(|&x| x.max(0.0) as u32).collect()),
+            DType::I64 => CpuStorage::I64(v.iter().map(|&x| x.floor() as i64).collect()),
+            DType::F16 => CpuStorage::F16(v.iter().map(|&x| half::f16::from_f64(x)).collect()),
+            DType::BF16 => CpuStorage::BF16(v.iter().map(|&x| half::bf16::from_f64(x)).collect()),
+            DType::F32 => CpuStorage::F32(v.iter().map(|&x| x as f32).collect()),
+            DType::F64 => CpuStorage::F64(v),
+        }
+    }
+}
+
+/// A tensor of `shape` with values in `[lo, hi)`, drawn from `seed`, on `dev`.
+pub fn rand_tensor(dev: &Device, dtype: DType, shape: &[usize], seed: u64, lo: f64, hi: f64) -> Result<Tensor> {
+    let n = shape.iter().product();
+    Tensor::from_cpu(Data::new(seed).storage(dtype, n, lo, hi), shape.to_vec(), dev)
+}
+
+/// How a test input is laid out in its storage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    Contiguous,
+    /// Stored with the first and last dims swapped, then transposed back.
+    Transposed,
+    /// A window of a larger tensor: non-zero offset, gaps between rows.
+    Offset,
+    /// Dim 0 stretched from size 1 (stride 0).
+    Broadcast,
+}
+
+impl View {
+    pub const ALL: [View; 4] = [View::Contiguous, View::Transposed, View::Offset, View::Broadcast];
+}
+
+/// A tensor of logical shape `shape` laid out as `view`, with values from `seed`.
+/// The same arguments give the same values on every device.
+pub fn view_tensor(
+    dev: &Device,
+    view: View,
+    dtype: DType,
+    shape: &[usize],
+    seed: u64,
+    lo: f64,
+    hi: f64,
+) -> Result<Tensor> {
+    let rank = shape.len();
+    match view {
+        View::Transposed if rank >= 2 => {
+            let mut s = shape.to_vec();
+            s.swap(0, rank - 1);
+            rand_tensor(dev, dtype, &s, seed, lo, hi)?.transpose(0, rank - 1)
+        }
+        View::Offset if rank >= 1 => {
+            let mut s = shape.to_vec();
+            s[rank - 1] += 3;
+            s[0] += 2;
+            rand_tensor(dev, dtype, &s, seed, lo, hi)?.narrow(0, 1, shape[0])?.narrow(rank - 1, 2, shape[rank - 1])
+        }
+        View::Broadcast if rank >= 1 => {
+            let mut s = shape.to_vec();
+            s[0] = 1;
+            rand_tensor(dev, dtype, &s, seed, lo, hi)?.broadcast_as(Shape::new(shape))
+        }
+        _ => rand_tensor(dev, dtype, shape, seed, lo, hi),
+    }
+}
