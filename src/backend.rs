@@ -31,6 +31,8 @@ pub type Param<'a, S> = Option<(&'a S, &'a Layout)>;
 pub trait Memory: Clone + Send + Sync + 'static {
     type Storage: BackendStorage;
     fn kind(&self) -> BackendKind;
+    /// The device's name, features and limits worth printing, as `(key, value)` pairs.
+    fn info(&self) -> Vec<(&'static str, String)>;
     /// A buffer of `len` elements; its contents are unspecified until written.
     fn alloc(&self, dtype: DType, len: usize) -> Result<Self::Storage>;
     fn upload(&self, data: &CpuStorage) -> Result<Self::Storage>;

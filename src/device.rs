@@ -205,6 +205,11 @@ impl Device {
         dispatch!(self, |b| b.kind())
     }
 
+    /// The device's name, features and limits, as `(key, value)` pairs.
+    pub fn info(&self) -> Vec<(&'static str, String)> {
+        dispatch!(self, |b| b.info())
+    }
+
     /// Which backend this is, and why it was chosen.
     pub fn describe(&self) -> &str {
         &self.0.description

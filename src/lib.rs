@@ -29,3 +29,7 @@ pub use dtype::{DType, Scalar, WithDType};
 pub use error::{Error, Result};
 pub use layout::{D, Dim, Layout, Shape, StridedBlocks, StridedIndex};
 pub use tensor::Tensor;
+
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -1,1 +1,354 @@
-//! Placeholder
+//! The self-check that `cargo run --release` runs: every op of the spec, for every dtype it
+//! takes, on a device, compared with the cpu reference; plus hand-computed answers per family,
+//! so the cpu reference itself is checked too.
+
+use crate::spec::Family;
+use crate::spec::conv::ConvParams;
+use crate::spec::elementwise::{BinaryOp, CmpOp, UnaryOp};
+use crate::spec::pool::Pool2dParams;
+use crate::spec::random::{self, Distribution};
+use crate::spec::reduce::ReduceOp;
+use crate::{CpuStorage, DType, Device, Result, Tensor, WithDType};
+
+/// How one family fared on one device.
+#[derive(Debug)]
+pub struct FamilyReport {
+    pub family: Family,
+    pub checks: usize,
+    pub failures: Vec<String>,
+}
+
+type Build = Box<dyn Fn(&Device) -> Result<Tensor>>;
+
+enum Expect {
+    /// Same as the cpu reference within the dtype's tolerance times this factor.
+    Reference(f64),
+    /// These values, within the dtype's tolerance.
+    Values(Vec<f64>),
+}
+
+struct Check {
+    name: String,
+    build: Build,
+    expect: Expect,
+}
+
+fn check(name: impl Into<String>, build: impl Fn(&Device) -> Result<Tensor> + 'static) -> Check {
+    Check { name: name.into(), build: Box::new(build), expect: Expect::Reference(4.0) }
+}
+
+fn known(name: &str, values: &[f64], build: impl Fn(&Device) -> Result<Tensor> + 'static) -> Check {
+    Check { name: name.into(), build: Box::new(build), expect: Expect::Values(values.to_vec()) }
+}
+
+/// Runs every family's checks on `dev`.
+pub fn run(dev: &Device) -> Vec<FamilyReport> {
+    Family::ALL.iter().map(|&family| run_family(dev, family)).collect()
+}
+
+fn run_family(dev: &Device, family: Family) -> FamilyReport {
+    let checks = checks(family);
+    let failures = checks.iter().filter_map(|c| evaluate(dev, c).err().map(|e| format!("{}: {e}", c.name))).collect();
+    FamilyReport { family, checks: checks.len(), failures }
+}
+
+fn tolerance(dtype: DType) -> (f64, f64) {
+    match dtype {
+        DType::F64 => (1e-12, 1e-12),
+        DType::F32 => (1e-6, 1e-5),
+        DType::F16 => (1e-3, 2e-3),
+        DType::BF16 => (8e-3, 1.6e-2),
+        _ => (0.0, 0.0),
+    }
+}
+
+fn evaluate(dev: &Device, c: &Check) -> std::result::Result<(), String> {
+    let got = (c.build)(dev).map_err(|e| e.to_string())?;
+    let (want, scale) = match &c.expect {
+        Expect::Reference(k) => {
+            let want = (c.build)(&Device::cpu()).map_err(|e| format!("cpu reference: {e}"))?;
+            if want.shape() != got.shape() || want.dtype() != got.dtype() {
+                return Err(format!("got {got:?}, reference {want:?}"));
+            }
+            (want.to_cpu_storage().map_err(|e| e.to_string())?.to_f64_vec(), *k)
+        }
+        Expect::Values(v) => (v.clone(), 1.0),
+    };
+    let got_v = got.to_cpu_storage().map_err(|e| e.to_string())?.to_f64_vec();
+    if got_v.len() != want.len() {
+        return Err(format!("{} elements, expected {}", got_v.len(), want.len()));
+    }
+    let (atol, rtol) = tolerance(got.dtype());
+    for (i, (&g, &w)) in got_v.iter().zip(&want).enumerate() {
+        let ok = g == w || (g.is_nan() && w.is_nan()) || (g - w).abs() <= scale * (atol + rtol * w.abs());
+        if !ok {
+            return Err(format!("element {i}: got {g}, expected {w}"));
+        }
+    }
+    Ok(())
+}
+
+/// Deterministic host data in `[lo, hi)` (integers truncated, unsigned clamped at 0).
+fn input(dev: &Device, dtype: DType, shape: &[usize], seed: u64, lo: f64, hi: f64) -> Result<Tensor> {
+    let n: usize = shape.iter().product();
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let vals: Vec<f64> = (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            lo + (hi - lo) * (x >> 11) as f64 / (1u64 << 53) as f64
+        })
+        .collect();
+    fn conv<T: WithDType>(v: &[f64]) -> CpuStorage {
+        CpuStorage::from_vec(v.iter().map(|&x| T::from_f64(if T::DTYPE.is_int() { x.floor() } else { x })).collect())
+    }
+    let data = match dtype {
+        DType::U8 => conv::<u8>(&vals),
+        DType::U32 => conv::<u32>(&vals),
+        DType::I64 => conv::<i64>(&vals),
+        DType::F16 => conv::<half::f16>(&vals),
+        DType::BF16 => conv::<half::bf16>(&vals),
+        DType::F32 => conv::<f32>(&vals),
+        DType::F64 => conv::<f64>(&vals),
+    };
+    Tensor::from_cpu(data, shape.to_vec(), dev)
+}
+
+/// A `[rows, cols]` input stored transposed, so every op also sees strides.
+fn input_t(dev: &Device, dtype: DType, rows: usize, cols: usize, seed: u64, lo: f64, hi: f64) -> Result<Tensor> {
+    input(dev, dtype, &[cols, rows], seed, lo, hi)?.t()
+}
+
+fn f32s(dev: &Device, v: &[f32], shape: &[usize]) -> Result<Tensor> {
+    Tensor::from_slice(v, shape.to_vec(), dev)
+}
+
+fn checks(family: Family) -> Vec<Check> {
+    match family {
+        Family::Elementwise => elementwise(),
+        Family::Reduce => reduce(),
+        Family::Index => index(),
+        Family::Conv => conv(),
+        Family::Pool => pool(),
+        Family::Upsample => upsample(),
+        Family::Copy => copy(),
+        Family::Matmul => matmul(),
+        Family::Nn => nn(),
+        Family::Random => random(),
+        Family::Sort => sort(),
+    }
+}
+
+fn elementwise() -> Vec<Check> {
+    let mut v = vec![
+        known("add", &[4.0, 6.0], |d| f32s(d, &[1., 2.], &[2])?.add(&f32s(d, &[3., 4.], &[2])?)),
+        known("exp", &[1.0, std::f64::consts::E], |d| f32s(d, &[0., 1.], &[2])?.exp()),
+    ];
+    for &op in UnaryOp::ALL {
+        for &dt in op.dtypes() {
+            let (lo, hi) = match op {
+                UnaryOp::Log | UnaryOp::Sqrt | UnaryOp::Recip => (0.1, 4.0),
+                _ => (-4.0, 4.0),
+            };
+            v.push(check(format!("{op} {dt}"), move |d| input_t(d, dt, 4, 33, 1, lo, hi)?.unary(op)));
+        }
+    }
+    for &dt in DType::FLOAT {
+        v.push(check(format!("affine {dt}"), move |d| input_t(d, dt, 4, 33, 2, -3., 3.)?.affine(0.5, 1.0)));
+        v.push(check(format!("powf {dt}"), move |d| input_t(d, dt, 4, 33, 3, 0.1, 3.)?.powf(1.5)));
+        v.push(check(format!("elu {dt}"), move |d| input_t(d, dt, 4, 33, 4, -3., 3.)?.elu(0.5)));
+    }
+    for &dt in DType::ALL {
+        v.push(check(format!("clamp {dt}"), move |d| input_t(d, dt, 4, 33, 5, -9., 9.)?.clamp(1u8, 5u8)));
+        v.push(check(format!("where_cond {dt}"), move |d| {
+            let c = input(d, DType::U8, &[4, 1], 6, 0., 2.)?;
+            c.where_cond(&input_t(d, dt, 4, 33, 7, -9., 9.)?, &input(d, dt, &[33], 8, -9., 9.)?)
+        }));
+        for &to in DType::ALL {
+            v.push(check(format!("cast {dt} {to}"), move |d| input_t(d, dt, 4, 33, 9, 0., 200.)?.to_dtype(to)));
+        }
+    }
+    for &op in BinaryOp::ALL {
+        for &dt in op.dtypes() {
+            v.push(check(format!("{op} {dt}"), move |d| {
+                input_t(d, dt, 4, 33, 10, -9., 9.)?.binary(&input(d, dt, &[33], 11, 1., 9.)?, op)
+            }));
+        }
+    }
+    for &op in CmpOp::ALL {
+        for &dt in op.dtypes() {
+            v.push(check(format!("{op} {dt}"), move |d| {
+                input_t(d, dt, 4, 33, 12, 0., 3.)?.cmp(&input(d, dt, &[33], 13, 0., 3.)?, op)
+            }));
+        }
+    }
+    v
+}
+
+fn reduce() -> Vec<Check> {
+    let mut v = vec![
+        known("sum", &[6.0], |d| f32s(d, &[1., 2., 3.], &[3])?.sum(&[0])),
+        known("argmax", &[1.0], |d| f32s(d, &[1., 3., 2.], &[3])?.argmax(&[0])),
+    ];
+    for &op in ReduceOp::ALL {
+        for &dt in op.dtypes() {
+            for dim in [0, 1] {
+                v.push(check(format!("{op} {dt} dim {dim}"), move |d| {
+                    input_t(d, dt, 8, 33, 14, -9., 9.)?.reduce(op, &[dim], false)
+                }));
+            }
+        }
+    }
+    v
+}
+
+fn index() -> Vec<Check> {
+    let mut v = vec![known("index_select", &[30.0, 10.0], |d| {
+        f32s(d, &[10., 20., 30.], &[3])?.index_select(&Tensor::from_slice(&[2u32, 0], [2], d)?, 0)
+    })];
+    for &dt in DType::ALL {
+        for &it in DType::INT {
+            v.push(check(format!("index_select {dt} ids {it}"), move |d| {
+                input_t(d, dt, 9, 5, 15, -9., 9.)?.index_select(&input(d, it, &[7], 16, 0., 9.)?, 0)
+            }));
+        }
+        v.push(check(format!("gather {dt}"), move |d| {
+            input_t(d, dt, 6, 5, 17, -9., 9.)?.gather(&input(d, DType::U32, &[6, 3], 18, 0., 5.)?, 1)
+        }));
+        v.push(check(format!("scatter {dt}"), move |d| {
+            let ids = Tensor::from_slice(&[2u32, 0, 1, 1, 2, 0], [2, 3], d)?;
+            input_t(d, dt, 3, 3, 19, -9., 9.)?.scatter(&ids, &input(d, dt, &[2, 3], 20, -9., 9.)?, 0)
+        }));
+        v.push(check(format!("scatter_add {dt}"), move |d| {
+            let ids = input(d, DType::I64, &[4, 3], 21, 0., 3.)?;
+            input_t(d, dt, 3, 3, 22, 0., 9.)?.scatter_add(&ids, &input(d, dt, &[4, 3], 23, 0., 9.)?, 0)
+        }));
+        v.push(check(format!("index_add {dt}"), move |d| {
+            let ids = input(d, DType::U8, &[5], 24, 0., 4.)?;
+            input_t(d, dt, 4, 3, 25, 0., 9.)?.index_add(&ids, &input(d, dt, &[5, 3], 26, 0., 9.)?, 0)
+        }));
+    }
+    v
+}
+
+fn conv() -> Vec<Check> {
+    let mut v = vec![known("conv1d", &[3.0, 5.0], |d| {
+        f32s(d, &[1., 2., 3.], &[1, 1, 3])?.conv1d(&f32s(d, &[1., 1.], &[1, 1, 2])?, &ConvParams::default())
+    })];
+    for &dt in DType::FLOAT {
+        let p2 = ConvParams::<2>::default().padding(1).stride(2).groups(2);
+        let p1 = ConvParams::<1>::default().padding(1).stride(2).dilation(2);
+        v.push(check(format!("conv2d {dt}"), move |d| {
+            input(d, dt, &[1, 4, 9, 9], 27, -1., 1.)?.conv2d(&input(d, dt, &[6, 2, 3, 3], 28, -1., 1.)?, &p2)
+        }));
+        v.push(check(format!("conv_transpose2d {dt}"), move |d| {
+            input(d, dt, &[1, 4, 5, 5], 29, -1., 1.)?.conv_transpose2d(&input(d, dt, &[4, 3, 3, 3], 30, -1., 1.)?, &p2)
+        }));
+        v.push(check(format!("conv1d {dt}"), move |d| {
+            input(d, dt, &[2, 3, 17], 31, -1., 1.)?.conv1d(&input(d, dt, &[4, 3, 3], 32, -1., 1.)?, &p1)
+        }));
+        v.push(check(format!("conv_transpose1d {dt}"), move |d| {
+            input(d, dt, &[2, 3, 9], 33, -1., 1.)?.conv_transpose1d(&input(d, dt, &[3, 4, 3], 34, -1., 1.)?, &p1)
+        }));
+    }
+    v
+}
+
+fn pool() -> Vec<Check> {
+    let mut v = vec![known("avg_pool2d", &[2.5], |d| {
+        f32s(d, &[1., 2., 3., 4.], &[1, 1, 2, 2])?.avg_pool2d(&Pool2dParams::new(2))
+    })];
+    for &dt in DType::FLOAT {
+        let p = Pool2dParams::new(3).stride(2).padding(1);
+        v.push(check(format!("avg_pool2d {dt}"), move |d| input(d, dt, &[2, 3, 8, 8], 35, -9., 9.)?.avg_pool2d(&p)));
+        v.push(check(format!("max_pool2d {dt}"), move |d| input(d, dt, &[2, 3, 8, 8], 36, -9., 9.)?.max_pool2d(&p)));
+    }
+    v
+}
+
+fn upsample() -> Vec<Check> {
+    let mut v =
+        vec![known("upsample_nearest1d", &[1., 1., 2., 2.], |d| f32s(d, &[1., 2.], &[1, 1, 2])?.upsample_nearest1d(4))];
+    for &dt in DType::ALL {
+        v.push(check(format!("upsample_nearest1d {dt}"), move |d| {
+            input(d, dt, &[2, 3, 5], 37, 0., 9.)?.upsample_nearest1d(12)
+        }));
+        v.push(check(format!("upsample_nearest2d {dt}"), move |d| {
+            input(d, dt, &[2, 3, 5, 4], 38, 0., 9.)?.upsample_nearest2d(7, 9)
+        }));
+    }
+    v
+}
+
+fn copy() -> Vec<Check> {
+    let mut v = vec![known("arange", &[0., 1., 2., 3.], |d| Tensor::arange(0i64, 4, d))];
+    for &dt in DType::ALL {
+        v.push(check(format!("copy_strided {dt}"), move |d| input_t(d, dt, 7, 9, 39, 0., 9.)?.contiguous()));
+        v.push(check(format!("copy2d {dt}"), move |d| {
+            Tensor::cat(&[&input(d, dt, &[3, 4], 40, 0., 9.)?, &input(d, dt, &[3, 2], 41, 0., 9.)?], 1)
+        }));
+        v.push(check(format!("fill {dt}"), move |d| Tensor::full(7u8, [3, 5], dt, d)));
+    }
+    v.push(check("arange i64", |d| Tensor::arange_step(-5i64, 20, 3, d)));
+    v.push(check("arange f32", |d| Tensor::arange_step(-1.0f32, 1.0, 0.125, d)));
+    v
+}
+
+fn matmul() -> Vec<Check> {
+    let mut v = vec![known("matmul", &[17., 39.], |d| {
+        f32s(d, &[1., 2., 3., 4.], &[2, 2])?.matmul(&f32s(d, &[5., 6.], &[2, 1])?)
+    })];
+    for &dt in DType::FLOAT {
+        v.push(check(format!("matmul {dt}"), move |d| {
+            input(d, dt, &[2, 17, 33], 42, -1., 1.)?.matmul(&input_t(d, dt, 33, 9, 43, -1., 1.)?)
+        }));
+    }
+    v
+}
+
+fn nn() -> Vec<Check> {
+    let mut v = vec![known("softmax", &[0.25, 0.75], |d| f32s(d, &[0., 3f32.ln()], &[1, 2])?.softmax(1))];
+    for &dt in DType::FLOAT {
+        v.push(check(format!("softmax {dt}"), move |d| input_t(d, dt, 5, 33, 44, -5., 5.)?.softmax(0)));
+        v.push(check(format!("log_softmax {dt}"), move |d| input_t(d, dt, 5, 33, 45, -5., 5.)?.log_softmax(1)));
+        v.push(check(format!("layer_norm {dt}"), move |d| {
+            let (w, b) = (input(d, dt, &[33], 46, 0., 2.)?, input(d, dt, &[33], 47, -1., 1.)?);
+            input_t(d, dt, 5, 33, 48, -5., 5.)?.layer_norm(Some(&w), Some(&b), 1e-5)
+        }));
+        v.push(check(format!("rms_norm {dt}"), move |d| {
+            input_t(d, dt, 5, 33, 49, -5., 5.)?.rms_norm(Some(&input(d, dt, &[33], 50, 0., 2.)?), 1e-5)
+        }));
+        v.push(check(format!("batch_norm {dt}"), move |d| {
+            let (m, var) = (input(d, dt, &[3], 51, -1., 1.)?, input(d, dt, &[3], 52, 0.5, 2.)?);
+            let (w, b) = (input(d, dt, &[3], 53, 0., 2.)?, input(d, dt, &[3], 54, -1., 1.)?);
+            input(d, dt, &[2, 3, 4, 4], 55, -5., 5.)?.batch_norm(&m, &var, Some(&w), Some(&b), 1e-5)
+        }));
+    }
+    v
+}
+
+fn random() -> Vec<Check> {
+    let first = random::unit_f32(random::word(0, 0)) as f64;
+    let uni = Distribution::Uniform { low: 0.0, high: 1.0 };
+    let mut v = vec![known("rand_uniform", &[first], move |d| Tensor::random([1], DType::F32, uni, 0, 0, d))];
+    for &dt in DType::FLOAT {
+        let normal = Distribution::Normal { mean: 1.0, std: 2.0 };
+        let uni = Distribution::Uniform { low: -2.0, high: 3.0 };
+        v.push(check(format!("rand_uniform {dt}"), move |d| Tensor::random([1001], dt, uni, 7, 5, d)));
+        v.push(check(format!("rand_normal {dt}"), move |d| Tensor::random([1001], dt, normal, 7, 5, d)));
+    }
+    v
+}
+
+fn sort() -> Vec<Check> {
+    let mut v = vec![known("argsort", &[1., 2., 0.], |d| f32s(d, &[3., 1., 2.], &[3])?.argsort(false))];
+    for &dt in DType::ALL {
+        for desc in [false, true] {
+            v.push(check(format!("argsort {dt} desc={desc}"), move |d| {
+                input_t(d, dt, 5, 37, 56, 0., 20.)?.argsort(desc)
+            }));
+        }
+    }
+    v
+}

@@ -149,6 +149,11 @@ impl Memory for CpuBackend {
         BackendKind::Cpu
     }
 
+    fn info(&self) -> Vec<(&'static str, String)> {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        vec![("name", "cpu reference (single-threaded)".into()), ("host threads", threads.to_string())]
+    }
+
     fn alloc(&self, dtype: DType, len: usize) -> Result<CpuStorage> {
         Ok(CpuStorage::zeros(dtype, len))
     }
