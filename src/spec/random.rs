@@ -2,16 +2,27 @@
 //! numbers on every backend.
 //!
 //! The generator is Philox 4x32-10 (Salmon et al., SC'11). Element `i` of a tensor drawn with
-//! `(seed, offset)` uses the 32-bit word [`word`]`(seed, offset + i)`:
-//! the block counter is `(offset + i) / 4` as a 64-bit number in counter words 0 and 1, the key
-//! is the seed's low and high halves, and the word is lane `(offset + i) % 4` of the block.
-//! - uniform: `u = (w >> 8) * 2^-24` in `[0, 1)`; the value is `low + (high - low) * u`.
-//! - normal: Box-Muller on the words of the pair `p = (offset + i) / 2`:
-//!   `u1 = ((word(2p) >> 8) + 1) * 2^-24` in `(0, 1]`, `u2 = (word(2p + 1) >> 8) * 2^-24`,
-//!   `r = sqrt(-2 ln u1)`, `z = r cos(2 pi u2)` for even `offset + i`, `r sin(2 pi u2)` for odd;
-//!   the value is `mean + std * z`.
+//! `(seed, offset)` sits at stream position `pos = (offset + i) mod 2^64` and uses the 32-bit
+//! word [`word`]`(seed, pos)`: the block counter is `pos / 4` as a 64-bit number in counter
+//! words 0 and 1 (words 2 and 3 are 0), the key is the seed's low and high halves, and the word
+//! is lane `pos % 4` of the block ([`block`]). Each element depends on its position alone, so
+//! any backend may compute elements in any order.
 //!
-//! Values are computed in f32 (f64 for f64 tensors) and rounded once to the dtype.
+//! Values are computed in a compute type `R`: f32 for f16, bf16 and f32 tensors, f64 for f64
+//! tensors. The parameters (`low`, `high`, `mean`, `std`) are first rounded to `R`; every
+//! `+ - *` below is one `R` operation rounded to nearest (not fused); the result is rounded
+//! once (to nearest even) to the dtype.
+//! - uniform: `u = (w >> 8) * 2^-24` in `[0, 1)` (exact in `R`); the value is
+//!   `low + (high - low) * u`. Rounding may reach `high` (e.g. f32 in `[1, 2)` at the top `u`).
+//! - normal: Box-Muller on the pair `p = pos / 2`, whose words `2p` and `2p + 1` are lanes
+//!   `(0, 1)` or `(2, 3)` of one block: `u1 = ((word(2p) >> 8) + 1) * 2^-24` in `(0, 1]`,
+//!   `u2 = (word(2p + 1) >> 8) * 2^-24` in `[0, 1)`, `r = sqrt(-2 ln u1)`, `t = 2pi * u2` with
+//!   `2pi` rounded to `R`, `z = r cos t` for even `pos`, `r sin t` for odd; the value is
+//!   `mean + std * z`. `ln`, `cos`, `sin` need not be correctly rounded: backends agree within a
+//!   few ulps of `R`, not bit for bit.
+//!
+//! Every value draws on 24 random bits, f64 included: f64 uniforms take 2^24 distinct values
+//! and every normal lies within `sqrt(48 ln 2) ~ 5.77` standard deviations of the mean.
 
 use super::{Out, check_dtype, invalid, spec_enum};
 use crate::{DType, Result, Shape};
@@ -41,16 +52,19 @@ impl Distribution {
     }
 }
 
-/// Finite parameters, `low < high`, `std >= 0`.
+/// `low < high`, `std >= 0`; the parameters and `high - low` finite in the compute type (f32
+/// but for f64 tensors), so that no draw is NaN.
 pub fn random(shape: &Shape, dtype: DType, dist: Distribution) -> Result<Out> {
     let op = dist.op().name();
     check_dtype(op, dtype, dist.op().dtypes())?;
+    let finite = |v: f64| if dtype == DType::F64 { v.is_finite() } else { (v as f32).is_finite() };
+    let span = |low: f64, high: f64| if dtype == DType::F64 { high - low } else { f64::from(high as f32 - low as f32) };
     let ok = match dist {
-        Distribution::Uniform { low, high } => low.is_finite() && high.is_finite() && low < high,
-        Distribution::Normal { mean, std } => mean.is_finite() && std.is_finite() && std >= 0.0,
+        Distribution::Uniform { low, high } => finite(low) && finite(high) && span(low, high).is_finite() && low < high,
+        Distribution::Normal { mean, std } => finite(mean) && finite(std) && std >= 0.0,
     };
     if !ok {
-        return Err(invalid(op, format!("{dist:?}: need finite values, low < high, std >= 0")));
+        return Err(invalid(op, format!("{dist:?}: need finite values in the compute type, low < high, std >= 0")));
     }
     Ok(Out::new(shape.clone(), dtype))
 }
@@ -73,11 +87,14 @@ pub fn philox4x32_10(mut ctr: [u32; 4], mut key: [u32; 2]) -> [u32; 4] {
     ctr
 }
 
+/// The four words of block `block` (stream positions `4 * block ..= 4 * block + 3`) for `seed`.
+pub fn block(seed: u64, block: u64) -> [u32; 4] {
+    philox4x32_10([block as u32, (block >> 32) as u32, 0, 0], [seed as u32, (seed >> 32) as u32])
+}
+
 /// The 32-bit word at stream position `pos` for `seed`.
 pub fn word(seed: u64, pos: u64) -> u32 {
-    let block = pos / 4;
-    let out = philox4x32_10([block as u32, (block >> 32) as u32, 0, 0], [seed as u32, (seed >> 32) as u32]);
-    out[(pos % 4) as usize]
+    block(seed, pos / 4)[(pos % 4) as usize]
 }
 
 /// `(w >> 8) * 2^-24`, in `[0, 1)`.
