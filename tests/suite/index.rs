@@ -1,1 +1,406 @@
-// placeholder
+use crate::{Data, Tol, View, assert_close, assert_values, same_as_cpu, suite};
+use rocm_wgpu_ops::spec::index::IndexOp;
+use rocm_wgpu_ops::{CpuStorage, DType, Device, Error, Layout, Result, Shape, Tensor};
+
+suite!(
+    index_select_matches_reference,
+    gather_matches_reference,
+    scatter_matches_reference,
+    scatter_add_matches_reference,
+    index_add_matches_reference,
+    index_select_hand_computed,
+    gather_hand_computed,
+    scatter_hand_computed,
+    scatter_add_hand_computed,
+    index_add_hand_computed,
+    out_of_range_ids_are_errors,
+    scatter_add_equals_index_add,
+    gather_arange_is_identity,
+    index_select_all_is_identity,
+);
+
+/// Host storage of `dtype` holding `v` (values every dtype holds exactly).
+fn host(dtype: DType, v: &[f64]) -> CpuStorage {
+    match dtype {
+        DType::U8 => CpuStorage::U8(v.iter().map(|&x| x as u8).collect()),
+        DType::U32 => CpuStorage::U32(v.iter().map(|&x| x as u32).collect()),
+        DType::I64 => CpuStorage::I64(v.iter().map(|&x| x as i64).collect()),
+        DType::F16 => CpuStorage::F16(v.iter().map(|&x| half::f16::from_f64(x)).collect()),
+        DType::BF16 => CpuStorage::BF16(v.iter().map(|&x| half::bf16::from_f64(x)).collect()),
+        DType::F32 => CpuStorage::F32(v.iter().map(|&x| x as f32).collect()),
+        DType::F64 => CpuStorage::F64(v.to_vec()),
+    }
+}
+
+/// The storage shape and the layout in it of a tensor of `shape` seen as `view`.
+fn view_layout(view: View, shape: &[usize]) -> Result<(Vec<usize>, Layout)> {
+    let rank = shape.len();
+    let mut s = shape.to_vec();
+    Ok(match view {
+        View::Transposed if rank >= 2 => {
+            s.swap(0, rank - 1);
+            let l = Layout::contiguous(s.clone()).transpose(0, rank - 1)?;
+            (s, l)
+        }
+        View::Offset if rank == 1 => {
+            s[0] += 5;
+            let l = Layout::contiguous(s.clone()).narrow(0, 3, shape[0])?;
+            (s, l)
+        }
+        View::Offset if rank >= 2 => {
+            s[0] += 2;
+            s[rank - 1] += 3;
+            let l = Layout::contiguous(s.clone()).narrow(0, 1, shape[0])?.narrow(rank - 1, 2, shape[rank - 1])?;
+            (s, l)
+        }
+        View::Broadcast if rank >= 1 => {
+            s[0] = 1;
+            let l = Layout::contiguous(s.clone()).broadcast_as(&Shape::new(shape))?;
+            (s, l)
+        }
+        _ => (s.clone(), Layout::contiguous(s)),
+    })
+}
+
+/// A tensor holding the row-major values `v` of `shape`, laid out as `view` (a broadcast keeps
+/// the last row written); storage cells outside the view hold `pad`, which a kernel must not read.
+fn laid_out(dev: &Device, view: View, dtype: DType, shape: &[usize], v: &[f64], pad: f64) -> Result<Tensor> {
+    let (storage_shape, l) = view_layout(view, shape)?;
+    let mut data = vec![pad; storage_shape.iter().product()];
+    for (i, &x) in l.strided_index().zip(v) {
+        data[i] = x;
+    }
+    let t = Tensor::from_cpu(host(dtype, &data), storage_shape, dev)?;
+    let rank = shape.len();
+    match view {
+        View::Transposed if rank >= 2 => t.transpose(0, rank - 1),
+        View::Offset if rank == 1 => t.narrow(0, 3, shape[0]),
+        View::Offset if rank >= 2 => t.narrow(0, 1, shape[0])?.narrow(rank - 1, 2, shape[rank - 1]),
+        View::Broadcast if rank >= 1 => t.broadcast_as(Shape::new(shape)),
+        _ => Ok(t),
+    }
+}
+
+/// `n` values for `dtype`: integers that make u8 sums wrap, floats on a grid of 1/4 in
+/// [-4, 4) so that sums of a few of them are exact in every float dtype, in any order.
+fn values(dtype: DType, n: usize, seed: u64) -> Vec<f64> {
+    let mut d = Data::new(seed);
+    (0..n)
+        .map(|_| match dtype {
+            DType::U8 | DType::U32 => d.f64(0.0, 200.0).floor(),
+            DType::I64 => d.f64(-100.0, 100.0).floor(),
+            _ => (d.f64(-4.0, 4.0) * 4.0).floor() / 4.0,
+        })
+        .collect()
+}
+
+fn value_tensor(dev: &Device, view: View, dtype: DType, shape: &[usize], seed: u64) -> Result<Tensor> {
+    let n = shape.iter().product();
+    laid_out(dev, view, dtype, shape, &values(dtype, n, seed), 0.0)
+}
+
+/// Random ids in `0..size` (repeats likely); the pad is out of range for any size used here.
+fn random_ids(dev: &Device, view: View, dtype: DType, shape: &[usize], size: usize, seed: u64) -> Result<Tensor> {
+    let mut d = Data::new(seed);
+    let v: Vec<f64> = (0..shape.iter().product()).map(|_| d.f64(0.0, size as f64).floor()).collect();
+    laid_out(dev, view, dtype, shape, &v, 200.0)
+}
+
+/// Ids distinct along `dim` (so scatter's result is defined): each line along `dim` is a
+/// rotation of `0..size`; needs `shape[dim] <= size`.
+fn distinct_ids(dev: &Device, view: View, dtype: DType, shape: &[usize], dim: usize, size: usize) -> Result<Tensor> {
+    let strides = Shape::new(shape).contiguous_strides();
+    let v: Vec<f64> = (0..shape.iter().product::<usize>())
+        .map(|flat| {
+            let pos: Vec<usize> = strides.iter().zip(shape).map(|(&s, &d)| flat / s % d).collect();
+            let shift: usize = pos.iter().enumerate().filter(|&(i, _)| i != dim).map(|(i, p)| p * (2 * i + 3)).sum();
+            ((pos[dim] + shift) % size) as f64
+        })
+        .collect();
+    laid_out(dev, view, dtype, shape, &v, 200.0)
+}
+
+/// Value shapes (and whether their ids are empty) every "matches reference" case runs over.
+const CASES: &[(&[usize], bool)] = &[(&[4, 5, 3], false), (&[4, 5, 3], true), (&[2, 0, 3], false)];
+
+/// Views of the ids (a broadcast would repeat ids, which scatter leaves unspecified).
+const ID_VIEWS: [View; 3] = [View::Contiguous, View::Transposed, View::Offset];
+
+/// Calls `f(dtype, id dtype, value view, ids view, value shape, dim, empty ids)` over every
+/// combination a "matches reference" case covers; dims whose size is 0 need empty ids.
+fn for_all(
+    op: IndexOp,
+    mut f: impl FnMut(DType, DType, View, View, &[usize], usize, bool) -> Result<()>,
+) -> Result<()> {
+    for &dtype in op.dtypes() {
+        for &idt in DType::INT {
+            for (vi, view) in View::ALL.into_iter().enumerate() {
+                for &(shape, empty) in CASES {
+                    for dim in 0..shape.len() {
+                        if shape[dim] == 0 && !empty {
+                            continue;
+                        }
+                        f(dtype, idt, view, ID_VIEWS[(vi + dim) % 3], shape, dim, empty)?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The shape of ids and src for gather and scatter: `n` along `dim`, smaller than `x` along
+/// the other dims where it can be (torch semantics allow that).
+fn fitted(x: &[usize], dim: usize, n: usize) -> Vec<usize> {
+    x.iter().enumerate().map(|(i, &d)| if i == dim { n } else { d - usize::from(d > 1) }).collect()
+}
+
+fn with_dim(x: &[usize], dim: usize, n: usize) -> Vec<usize> {
+    let mut s = x.to_vec();
+    s[dim] = n;
+    s
+}
+
+fn index_select_matches_reference(dev: &Device) -> Result<()> {
+    let op = IndexOp::IndexSelect;
+    for_all(op, |dtype, idt, view, iview, shape, dim, empty| {
+        let n = if empty { 0 } else { 6 };
+        let what = format!("{op} {dtype} ids {idt} {view:?} ids {iview:?} {shape:?} dim {dim} n {n}");
+        same_as_cpu(dev, Tol::EXACT, &what, |d| {
+            let x = value_tensor(d, view, dtype, shape, 1)?;
+            x.index_select(&random_ids(d, iview, idt, &[n], shape[dim], 2)?, dim)
+        })
+    })
+}
+
+fn gather_matches_reference(dev: &Device) -> Result<()> {
+    let op = IndexOp::Gather;
+    for_all(op, |dtype, idt, view, iview, shape, dim, empty| {
+        let ids_shape = fitted(shape, dim, if empty { 0 } else { 6 });
+        let what = format!("{op} {dtype} ids {idt} {view:?} ids {iview:?} {shape:?} dim {dim} ids {ids_shape:?}");
+        same_as_cpu(dev, Tol::EXACT, &what, |d| {
+            let x = value_tensor(d, view, dtype, shape, 3)?;
+            x.gather(&random_ids(d, iview, idt, &ids_shape, shape[dim], 4)?, dim)
+        })
+    })
+}
+
+fn scatter_matches_reference(dev: &Device) -> Result<()> {
+    let op = IndexOp::Scatter;
+    for_all(op, |dtype, idt, view, iview, shape, dim, empty| {
+        let n = if empty { 0 } else { shape[dim] - 1 };
+        let src_shape = fitted(shape, dim, n);
+        let what = format!("{op} {dtype} ids {idt} {view:?} ids {iview:?} {shape:?} dim {dim} src {src_shape:?}");
+        same_as_cpu(dev, Tol::EXACT, &what, |d| {
+            let dst = value_tensor(d, view, dtype, shape, 5)?;
+            let src = value_tensor(d, view, dtype, &src_shape, 6)?;
+            dst.scatter(&distinct_ids(d, iview, idt, &src_shape, dim, shape[dim])?, &src, dim)
+        })
+    })
+}
+
+fn scatter_add_matches_reference(dev: &Device) -> Result<()> {
+    let op = IndexOp::ScatterAdd;
+    for_all(op, |dtype, idt, view, iview, shape, dim, empty| {
+        let n = if empty { 0 } else { shape[dim] + 2 };
+        let src_shape = fitted(shape, dim, n);
+        let what = format!("{op} {dtype} ids {idt} {view:?} ids {iview:?} {shape:?} dim {dim} src {src_shape:?}");
+        same_as_cpu(dev, Tol::of(dtype), &what, |d| {
+            let dst = value_tensor(d, view, dtype, shape, 7)?;
+            let src = value_tensor(d, view, dtype, &src_shape, 8)?;
+            dst.scatter_add(&random_ids(d, iview, idt, &src_shape, shape[dim], 9)?, &src, dim)
+        })
+    })
+}
+
+fn index_add_matches_reference(dev: &Device) -> Result<()> {
+    let op = IndexOp::IndexAdd;
+    for_all(op, |dtype, idt, view, iview, shape, dim, empty| {
+        let n = if empty { 0 } else { 6 };
+        let src_shape = with_dim(shape, dim, n);
+        let what = format!("{op} {dtype} ids {idt} {view:?} ids {iview:?} {shape:?} dim {dim} n {n}");
+        same_as_cpu(dev, Tol::of(dtype), &what, |d| {
+            let dst = value_tensor(d, view, dtype, shape, 10)?;
+            let src = value_tensor(d, view, dtype, &src_shape, 11)?;
+            dst.index_add(&random_ids(d, iview, idt, &[n], shape[dim], 12)?, &src, dim)
+        })
+    })
+}
+
+fn index_select_hand_computed(dev: &Device) -> Result<()> {
+    let x = Tensor::from_vec(vec![1f32, 2., 3., 4., 5., 6.], [3, 2], dev)?;
+    let rows = Tensor::from_vec(vec![2u32, 0, 2], [3], dev)?;
+    assert_values(&x.index_select(&rows, 0)?, &[3, 2], &[5f32, 6., 1., 2., 5., 6.], 0.0)?;
+    let cols = Tensor::from_vec(vec![1u8, 1, 0], [3], dev)?;
+    assert_values(&x.index_select(&cols, 1)?, &[3, 3], &[2f32, 2., 1., 4., 4., 3., 6., 6., 5.], 0.0)?;
+    // x.t() is [[1, 3, 5], [2, 4, 6]]; its columns 2 and 0.
+    let ids = Tensor::from_vec(vec![2i64, 0], [2], dev)?;
+    assert_values(&x.t()?.index_select(&ids, 1)?, &[2, 2], &[5f32, 1., 6., 2.], 0.0)?;
+    let none = Tensor::from_vec(Vec::<i64>::new(), [0], dev)?;
+    assert_values::<f32>(&x.index_select(&none, 0)?, &[0, 2], &[], 0.0)?;
+    Ok(())
+}
+
+fn gather_hand_computed(dev: &Device) -> Result<()> {
+    let x = Tensor::from_vec(vec![1i64, 2, 3, 4, 5, 6], [2, 3], dev)?;
+    let ids = Tensor::from_vec(vec![2u32, 0, 1, 1], [2, 2], dev)?;
+    assert_values(&x.gather(&ids, 1)?, &[2, 2], &[3i64, 1, 5, 5], 0.0)?;
+    // Along dim 0 with ids narrower than x along dim 1: out[i][j] = x[ids[i][j]][j].
+    let ids = Tensor::from_vec(vec![1i64, 0, 1, 1], [4, 1], dev)?;
+    assert_values(&x.gather(&ids, 0)?, &[4, 1], &[4i64, 1, 4, 4], 0.0)?;
+    // Transposed ids: logical [[0, 2], [1, 0]].
+    let ids = Tensor::from_vec(vec![0u8, 1, 2, 0], [2, 2], dev)?.t()?;
+    assert_values(&x.gather(&ids, 1)?, &[2, 2], &[1i64, 3, 5, 4], 0.0)?;
+    Ok(())
+}
+
+fn scatter_hand_computed(dev: &Device) -> Result<()> {
+    let dst_values: Vec<f32> = (1..=12).map(|v| v as f32).collect();
+    let dst = Tensor::from_vec(dst_values.clone(), [3, 4], dev)?;
+    let ids = Tensor::from_vec(vec![3i64, 0, 1, 2], [2, 2], dev)?;
+    let src = Tensor::from_vec(vec![10f32, 20., 30., 40.], [2, 2], dev)?;
+    let want = [20f32, 2., 3., 10., 5., 30., 40., 8., 9., 10., 11., 12.];
+    assert_values(&dst.scatter(&ids, &src, 1)?, &[3, 4], &want, 0.0)?;
+    assert_eq!(dst.to_vec::<f32>()?, dst_values, "scatter leaves dst untouched");
+    // Along dim 0: out[ids[i][j]][j] = src[i][j].
+    let ids = Tensor::from_vec(vec![2u8, 0, 1], [1, 3], dev)?;
+    let src = Tensor::from_vec(vec![-1f32, -2., -3.], [1, 3], dev)?;
+    let want = [1f32, -2., 3., 4., 5., 6., -3., 8., -1., 10., 11., 12.];
+    assert_values(&dst.scatter(&ids, &src, 0)?, &[3, 4], &want, 0.0)?;
+    Ok(())
+}
+
+fn scatter_add_hand_computed(dev: &Device) -> Result<()> {
+    let dst = Tensor::ones([2, 3], DType::F32, dev)?;
+    // Repeated ids accumulate; ids may be longer than dst along dim.
+    let ids = Tensor::from_vec(vec![0u32, 0, 2, 0, 1, 1, 1, 1], [2, 4], dev)?;
+    let src = Tensor::from_vec(vec![1f32, 2., 3., 4., 5., 6., 7., 8.], [2, 4], dev)?;
+    assert_values(&dst.scatter_add(&ids, &src, 1)?, &[2, 3], &[8f32, 1., 4., 1., 27., 1.], 0.0)?;
+    assert_values(&dst, &[2, 3], &[1f32; 6], 0.0)?;
+    // u8 wraps: 200 + 100 + 1 = 301 = 45 (mod 256).
+    let dst = Tensor::from_vec(vec![200u8, 7], [2], dev)?;
+    let ids = Tensor::from_vec(vec![0i64, 0], [2], dev)?;
+    let src = Tensor::from_vec(vec![100u8, 1], [2], dev)?;
+    assert_values(&dst.scatter_add(&ids, &src, 0)?, &[2], &[45u8, 7], 0.0)?;
+    Ok(())
+}
+
+fn index_add_hand_computed(dev: &Device) -> Result<()> {
+    let dst = Tensor::ones([3, 2], DType::I64, dev)?;
+    let ids = Tensor::from_vec(vec![0u8, 2, 0], [3], dev)?;
+    let src = Tensor::from_vec(vec![1i64, 2, 3, 4, 5, 6], [3, 2], dev)?;
+    assert_values(&dst.index_add(&ids, &src, 0)?, &[3, 2], &[7i64, 9, 1, 1, 4, 5], 0.0)?;
+    // Along dim 1: columns 0, 1, 1 of src go to columns 1, 0, 1 of dst.
+    let ids = Tensor::from_vec(vec![1u32, 0, 1], [3], dev)?;
+    let src = Tensor::from_vec(vec![1i64, 2, 3, 4, 5, 6, 7, 8, 9], [3, 3], dev)?;
+    assert_values(&dst.index_add(&ids, &src, 1)?, &[3, 2], &[3i64, 5, 6, 11, 9, 17], 0.0)?;
+    assert_values(&dst, &[3, 2], &[1i64; 6], 0.0)?;
+    let f = Tensor::from_vec(vec![0.5f64, 0.25], [2], dev)?;
+    let src = Tensor::from_vec(vec![0.125f64, 1.0, 2.0], [3], dev)?;
+    let ids = Tensor::from_vec(vec![1i64, 1, 0], [3], dev)?;
+    assert_values(&f.index_add(&ids, &src, 0)?, &[2], &[2.5f64, 1.375], 0.0)?;
+    Ok(())
+}
+
+/// `r` (read back, where a backend reports bad ids) must be an `IndexOutOfRange` for `index`.
+fn expect_out_of_range(r: Result<Tensor>, op: IndexOp, index: i64, size: usize) -> Result<()> {
+    match r.and_then(|t| t.to_cpu_storage()) {
+        Err(e @ Error::IndexOutOfRange { .. }) => {
+            assert_eq!(e, Error::IndexOutOfRange { op: op.name(), index, size });
+            let msg = e.to_string();
+            assert!(msg.contains(&index.to_string()) && msg.contains(op.name()), "message: {msg}");
+            Ok(())
+        }
+        other => panic!("{op} with id {index} of size {size}: expected IndexOutOfRange, got {other:?}"),
+    }
+}
+
+fn out_of_range_ids_are_errors(dev: &Device) -> Result<()> {
+    let x = Tensor::from_vec((0..12).map(|v| v as f32).collect(), [3, 4], dev)?;
+    let src = Tensor::from_vec(vec![10f32, 20., 30., 40., 50., 60.], [3, 2], dev)?;
+    let x_before = x.to_cpu_storage()?;
+    let src_before = src.to_cpu_storage()?;
+    for &idt in DType::INT {
+        let mut bad = vec![4i64];
+        if idt == DType::I64 {
+            bad.push(-1);
+        }
+        for b in bad {
+            // One bad id among good ones; dim 1 has size 4.
+            let ids1 = Tensor::from_cpu(host(idt, &[1.0, b as f64]), [2], dev)?;
+            let ids2 = Tensor::from_cpu(host(idt, &[0.0, 3.0, 2.0, b as f64, 1.0, 0.0]), [3, 2], dev)?;
+            let (ids1_before, ids2_before) = (ids1.to_cpu_storage()?, ids2.to_cpu_storage()?);
+            expect_out_of_range(x.index_select(&ids1, 1), IndexOp::IndexSelect, b, 4)?;
+            expect_out_of_range(x.gather(&ids2, 1), IndexOp::Gather, b, 4)?;
+            expect_out_of_range(x.scatter(&ids2, &src, 1), IndexOp::Scatter, b, 4)?;
+            expect_out_of_range(x.scatter_add(&ids2, &src, 1), IndexOp::ScatterAdd, b, 4)?;
+            expect_out_of_range(x.index_add(&ids1, &src, 1), IndexOp::IndexAdd, b, 4)?;
+            assert_eq!(x.to_cpu_storage()?, x_before, "x unchanged after {idt} id {b}");
+            assert_eq!(src.to_cpu_storage()?, src_before, "src unchanged after {idt} id {b}");
+            assert_eq!(ids1.to_cpu_storage()?, ids1_before, "1-D ids unchanged");
+            assert_eq!(ids2.to_cpu_storage()?, ids2_before, "2-D ids unchanged");
+        }
+        // Along dim 0 (size 3), id == size.
+        let ids = Tensor::from_cpu(host(idt, &[3.0]), [1], dev)?;
+        expect_out_of_range(x.index_select(&ids, 0), IndexOp::IndexSelect, 3, 3)?;
+    }
+    // The device still works after the errors.
+    let ids = Tensor::from_vec(vec![2u32], [1], dev)?;
+    assert_values(&x.index_select(&ids, 0)?, &[1, 4], &[8f32, 9., 10., 11.], 0.0)?;
+    Ok(())
+}
+
+fn scatter_add_equals_index_add(dev: &Device) -> Result<()> {
+    let shape = [3, 4, 2];
+    for dtype in [DType::F32, DType::BF16, DType::I64, DType::U8] {
+        for &idt in DType::INT {
+            for dim in 0..3 {
+                let n = 5;
+                let dst = value_tensor(dev, View::Transposed, dtype, &shape, 13)?;
+                let src_shape = with_dim(&shape, dim, n);
+                let src = value_tensor(dev, View::Offset, dtype, &src_shape, 14)?;
+                let ids = random_ids(dev, View::Contiguous, idt, &[n], shape[dim], 15)?;
+                let spread = ids.reshape(with_dim(&[1, 1, 1], dim, n))?.broadcast_as(src_shape.clone())?;
+                let what = format!("scatter_add vs index_add {dtype} ids {idt} dim {dim}");
+                assert_close(
+                    &dst.scatter_add(&spread, &src, dim)?,
+                    &dst.index_add(&ids, &src, dim)?,
+                    Tol::EXACT,
+                    &what,
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn gather_arange_is_identity(dev: &Device) -> Result<()> {
+    let shape = [3, 4, 5];
+    for dtype in [DType::F16, DType::U32, DType::F64] {
+        for view in View::ALL {
+            let x = value_tensor(dev, view, dtype, &shape, 16)?;
+            for (dim, &size) in shape.iter().enumerate() {
+                let ids = Tensor::arange(0i64, size as i64, dev)?
+                    .reshape(with_dim(&[1, 1, 1], dim, size))?
+                    .broadcast_as(shape)?;
+                assert_close(&x.gather(&ids, dim)?, &x, Tol::EXACT, &format!("gather arange {dtype} {view:?} {dim}"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn index_select_all_is_identity(dev: &Device) -> Result<()> {
+    let shape = [3, 4, 5];
+    for dtype in [DType::BF16, DType::I64, DType::F32] {
+        for view in View::ALL {
+            let x = value_tensor(dev, view, dtype, &shape, 17)?;
+            for (dim, &size) in shape.iter().enumerate() {
+                let ids = Tensor::arange(0u32, size as u32, dev)?;
+                let what = format!("index_select all {dtype} {view:?} {dim}");
+                assert_close(&x.index_select(&ids, dim)?, &x, Tol::EXACT, &what)?;
+            }
+        }
+    }
+    Ok(())
+}
