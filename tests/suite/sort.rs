@@ -1,1 +1,200 @@
-// placeholder
+use crate::{Tol, View, assert_values, rand_tensor, same_as_cpu, suite, view_tensor};
+use half::{bf16, f16};
+use rocm_wgpu_ops::{DType, Device, Error, Result, Tensor};
+use std::cmp::Ordering;
+
+suite!(
+    argsort_matches_reference,
+    argsort_hand_computed,
+    argsort_is_stable,
+    argsort_places_nan,
+    argsort_orders_sorted_rows,
+    argsort_of_sorted_is_identity,
+    argsort_rejects_rank_0,
+);
+
+/// Rows of 1 and 0, rank 1, short and long rows, and no rows at all.
+const SHAPES: &[&[usize]] = &[&[5, 7], &[2, 3, 4], &[4, 1], &[9], &[3, 0], &[0, 5], &[2, 300]];
+
+/// Few distinct values, so ties (and stability) are common; floats get fractions too.
+fn range(dtype: DType) -> (f64, f64) {
+    if dtype.is_int() { (0.0, 6.0) } else { (-3.0, 3.0) }
+}
+
+/// `view_tensor`, except that a rank-1 offset view is a window of a longer vector (the shared
+/// helper widens dim 0 twice there and then cannot narrow it).
+fn input(dev: &Device, view: View, dtype: DType, shape: &[usize], seed: u64, lo: f64, hi: f64) -> Result<Tensor> {
+    match (view, shape) {
+        (View::Offset, &[n]) => rand_tensor(dev, dtype, &[n + 5], seed, lo, hi)?.narrow(0, 2, n),
+        _ => view_tensor(dev, view, dtype, shape, seed, lo, hi),
+    }
+}
+
+fn argsort_matches_reference(dev: &Device) -> Result<()> {
+    for &dtype in DType::ALL {
+        let (lo, hi) = range(dtype);
+        for view in View::ALL {
+            for &shape in SHAPES {
+                for descending in [false, true] {
+                    let what = format!("argsort {dtype} {view:?} {shape:?} descending {descending}");
+                    same_as_cpu(dev, Tol::EXACT, &what, |d| {
+                        input(d, view, dtype, shape, 30, lo, hi)?.argsort(descending)
+                    })?;
+                    // Integer-valued floats: many exact ties.
+                    same_as_cpu(dev, Tol::EXACT, &what, |d| {
+                        let x = input(d, view, dtype, shape, 31, -2.0, 3.0)?;
+                        x.to_dtype(DType::I64)?.to_dtype(dtype)?.argsort(descending)
+                    })?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn argsort_hand_computed(dev: &Device) -> Result<()> {
+    let x = Tensor::from_vec(vec![3i64, -1, 2, 0, 0, -1], [2, 3], dev)?;
+    assert_values(&x.argsort(false)?, &[2, 3], &[1u32, 2, 0, 2, 0, 1], 0.0)?;
+    assert_values(&x.argsort(true)?, &[2, 3], &[0u32, 2, 1, 0, 1, 2], 0.0)?;
+    // The transpose [[3, 0], [-1, 0], [2, -1]] sorted along its rows of 2.
+    assert_values(&x.t()?.argsort(false)?, &[3, 2], &[1u32, 0, 0, 1, 1, 0], 0.0)?;
+    let f = Tensor::from_vec(vec![0.5f32, -2.0, 1.25, f32::NEG_INFINITY, f32::INFINITY], [5], dev)?;
+    assert_values(&f.argsort(false)?, &[5], &[3u32, 1, 0, 2, 4], 0.0)?;
+    assert_values(&f.argsort(true)?, &[5], &[4u32, 2, 0, 1, 3], 0.0)?;
+    let u = Tensor::from_vec(vec![200u8, 7, 255, 0], [4], dev)?;
+    assert_values(&u.argsort(false)?, &[4], &[3u32, 1, 0, 2], 0.0)?;
+    let w = Tensor::from_vec(vec![u32::MAX, 1, 0], [3], dev)?;
+    assert_values(&w.argsort(true)?, &[3], &[0u32, 1, 2], 0.0)?;
+    let h = Tensor::from_vec([1.5f32, -0.5, 0.25].map(f16::from_f32).to_vec(), [3], dev)?;
+    assert_values(&h.argsort(false)?, &[3], &[1u32, 2, 0], 0.0)?;
+    let b = Tensor::from_vec([1.5f32, -0.5, 0.25].map(bf16::from_f32).to_vec(), [3], dev)?;
+    assert_values(&b.argsort(true)?, &[3], &[0u32, 2, 1], 0.0)?;
+    // A broadcast: every row the same.
+    let r = Tensor::from_vec(vec![2.0f64, 1.0, 3.0], [3], dev)?.broadcast_as([2, 3])?;
+    assert_values(&r.argsort(false)?, &[2, 3], &[1u32, 0, 2, 1, 0, 2], 0.0)?;
+    let one = Tensor::from_vec(vec![4.0f32, 9.0], [2, 1], dev)?;
+    assert_values(&one.argsort(true)?, &[2, 1], &[0u32, 0], 0.0)?;
+    let empty = Tensor::zeros([3, 0], DType::F32, dev)?;
+    assert_values(&empty.argsort(false)?, &[3, 0], &[] as &[u32], 0.0)?;
+    Ok(())
+}
+
+fn argsort_is_stable(dev: &Device) -> Result<()> {
+    let x = Tensor::from_vec(vec![3u32, 1, 2, 1, 3], [5], dev)?;
+    assert_values(&x.argsort(false)?, &[5], &[1u32, 3, 2, 0, 4], 0.0)?;
+    assert_values(&x.argsort(true)?, &[5], &[0u32, 4, 2, 1, 3], 0.0)?;
+    // -0.0 equals 0.0: neither moves ahead of the other.
+    let z = Tensor::from_vec(vec![0.0f32, -0.0, -1.0, 0.0], [4], dev)?;
+    assert_values(&z.argsort(false)?, &[4], &[2u32, 0, 1, 3], 0.0)?;
+    assert_values(&z.argsort(true)?, &[4], &[0u32, 1, 3, 2], 0.0)?;
+    let n = Tensor::from_vec(vec![-0.0f64, 0.0], [2], dev)?;
+    assert_values(&n.argsort(false)?, &[2], &[0u32, 1], 0.0)?;
+    assert_values(&n.argsort(true)?, &[2], &[0u32, 1], 0.0)?;
+    let c = Tensor::from_vec(vec![5i64; 6], [2, 3], dev)?;
+    assert_values(&c.argsort(true)?, &[2, 3], &[0u32, 1, 2, 0, 1, 2], 0.0)?;
+    Ok(())
+}
+
+fn argsort_places_nan(dev: &Device) -> Result<()> {
+    let nan = f32::NAN;
+    let x = Tensor::from_vec(vec![2.0f32, nan, -1.0, nan, 0.0], [5], dev)?;
+    assert_values(&x.argsort(false)?, &[5], &[2u32, 4, 0, 1, 3], 0.0)?;
+    assert_values(&x.argsort(true)?, &[5], &[1u32, 3, 0, 4, 2], 0.0)?;
+    let y = Tensor::from_vec(vec![f64::INFINITY, f64::NAN, f64::NEG_INFINITY], [3], dev)?;
+    assert_values(&y.argsort(false)?, &[3], &[2u32, 0, 1], 0.0)?;
+    assert_values(&y.argsort(true)?, &[3], &[1u32, 0, 2], 0.0)?;
+    let h = Tensor::from_vec(vec![f16::NAN, f16::ONE, f16::NAN, f16::ZERO], [2, 2], dev)?;
+    assert_values(&h.argsort(false)?, &[2, 2], &[1u32, 0, 1, 0], 0.0)?;
+    assert_values(&h.argsort(true)?, &[2, 2], &[0u32, 1, 0, 1], 0.0)?;
+    Ok(())
+}
+
+/// The spec's order: NaN above every number and equal to every NaN; -0.0 equals 0.0.
+fn key_order(a: f64, b: f64) -> Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        (false, false) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+    }
+}
+
+/// The rows of `x` (as f64, row-major) and of `ids`; checks each index row is a permutation.
+fn sorted_rows(x: &Tensor, ids: &Tensor, what: &str) -> Result<Vec<Vec<f64>>> {
+    let n = x.dims().last().copied().unwrap_or(1);
+    let (xs, is) = (x.to_cpu_storage()?.to_f64_vec(), ids.to_vec::<u32>()?);
+    assert_eq!(ids.dims(), x.dims(), "{what}: shape");
+    let mut rows = vec![];
+    for (r, (xr, ir)) in xs.chunks(n.max(1)).zip(is.chunks(n.max(1))).enumerate() {
+        let mut seen = vec![false; n];
+        for &i in ir {
+            let i = i as usize;
+            assert!(i < n && !std::mem::replace(&mut seen[i], true), "{what}: row {r} {ir:?} is no permutation");
+        }
+        rows.push(ir.iter().map(|&i| xr[i as usize]).collect());
+        // Equal keys keep their order: indices rise across every tie.
+        for (k, w) in ir.windows(2).enumerate() {
+            let tie = key_order(xr[w[0] as usize], xr[w[1] as usize]) == Ordering::Equal;
+            assert!(!tie || w[0] < w[1], "{what}: row {r}: tie at {k} out of order in {ir:?}");
+        }
+    }
+    Ok(rows)
+}
+
+/// Inputs with ties, NaN (floats), and every view.
+fn inputs(dev: &Device) -> Result<Vec<(String, Tensor)>> {
+    let mut out = vec![];
+    for &dtype in DType::ALL {
+        let (lo, hi) = range(dtype);
+        for view in View::ALL {
+            for &shape in SHAPES {
+                out.push((format!("{dtype} {view:?} {shape:?}"), input(dev, view, dtype, shape, 32, lo, hi)?));
+            }
+        }
+    }
+    for &dtype in DType::FLOAT {
+        let mut v = crate::Data::new(33).storage(DType::F64, 24, -2.0, 3.0).to_f64_vec();
+        v.iter_mut().for_each(|x| *x = x.floor());
+        for k in [0, 5, 6, 11, 19, 23] {
+            v[k] = f64::NAN;
+        }
+        v[7] = -0.0;
+        out.push((format!("{dtype} with NaN"), Tensor::from_vec(v, [4, 6], dev)?.to_dtype(dtype)?));
+    }
+    Ok(out)
+}
+
+fn argsort_orders_sorted_rows(dev: &Device) -> Result<()> {
+    for (what, x) in inputs(dev)? {
+        for descending in [false, true] {
+            let what = format!("{what} descending {descending}");
+            for row in sorted_rows(&x, &x.argsort(descending)?, &what)? {
+                for w in row.windows(2) {
+                    let order = if descending { key_order(w[1], w[0]) } else { key_order(w[0], w[1]) };
+                    assert!(order != Ordering::Greater, "{what}: not monotone: {row:?}");
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn argsort_of_sorted_is_identity(dev: &Device) -> Result<()> {
+    for (what, x) in inputs(dev)? {
+        for descending in [false, true] {
+            let what = format!("{what} descending {descending}");
+            let rows = sorted_rows(&x, &x.argsort(descending)?, &what)?;
+            let sorted = Tensor::from_vec(rows.concat(), x.shape().clone(), dev)?.to_dtype(x.dtype())?;
+            let n = x.dims().last().copied().unwrap_or(1);
+            let iota: Vec<u32> = (0..x.elem_count()).map(|i| (i % n.max(1)) as u32).collect();
+            assert_values(&sorted.argsort(descending)?, x.dims(), &iota, 0.0)?;
+        }
+    }
+    Ok(())
+}
+
+fn argsort_rejects_rank_0(dev: &Device) -> Result<()> {
+    let s = Tensor::from_vec(vec![1.0f32], (), dev)?;
+    assert!(matches!(s.argsort(false), Err(Error::Rank { .. })));
+    Ok(())
+}
