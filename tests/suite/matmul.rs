@@ -1,1 +1,210 @@
-// placeholder
+use crate::{Tol, View, assert_close, assert_values, rand_tensor, same_as_cpu, suite, view_tensor};
+use rocm_wgpu_ops::{DType, Device, Result, Tensor};
+
+suite!(
+    matmul_layouts_match_reference,
+    matmul_views_match_reference,
+    matmul_batches_match_reference,
+    matmul_empty_match_reference,
+    matmul_hand_computed,
+    matmul_transpose_identity,
+    matmul_identity_matrix,
+    matmul_row_is_host_dot,
+);
+
+/// A k-term sum of products accumulated in precision u errs by at most ~k·u·Σ|a_i b_i| (the
+/// classic γ_k bound); with operands in [-1, 1] that sum is below k, so the allowed error grows
+/// linearly in k on top of the one rounding to the output dtype.
+fn tol(dtype: DType, k: usize) -> Tol {
+    Tol::of(dtype).times(1.0 + k as f64 / 4.0)
+}
+
+/// Operands of logical shapes `ls` and `rs`; `lt`/`rt` store an operand with its last two dims
+/// swapped and hand out a transposed view of it.
+fn operands(d: &Device, dtype: DType, ls: &[usize], lt: bool, rs: &[usize], rt: bool) -> Result<(Tensor, Tensor)> {
+    let operand = |shape: &[usize], t: bool, seed| {
+        if !t {
+            return rand_tensor(d, dtype, shape, seed, -1.0, 1.0);
+        }
+        let r = shape.len();
+        let mut s = shape.to_vec();
+        s.swap(r - 2, r - 1);
+        rand_tensor(d, dtype, &s, seed, -1.0, 1.0)?.t()
+    };
+    Ok((operand(ls, lt, 1)?, operand(rs, rt, 2)?))
+}
+
+/// Matches the cpu reference, and on `dev` equals the product of fresh contiguous copies of
+/// the operands with their batch dims materialised (so strides, offsets and stride-0 batches are
+/// checked against plain row-major data even on the cpu).
+fn check(dev: &Device, tol: Tol, what: &str, f: impl Fn(&Device) -> Result<(Tensor, Tensor)>) -> Result<()> {
+    same_as_cpu(dev, tol, what, |d| {
+        let (a, b) = f(d)?;
+        a.matmul(&b)
+    })?;
+    let (a, b) = f(dev)?;
+    let got = a.matmul(&b)?;
+    let batch = &got.dims()[..got.rank() - 2];
+    let full = |t: &Tensor| {
+        let r = t.rank();
+        t.broadcast_as([batch, &t.dims()[r - 2..]].concat())?.copy()
+    };
+    assert_close(&got, &full(&a)?.matmul(&full(&b)?)?, tol, &format!("{what}: vs contiguous copies"))
+}
+
+fn matmul_layouts_match_reference(dev: &Device) -> Result<()> {
+    for &dtype in DType::FLOAT {
+        for (m, k, n) in [(5, 7, 3), (1, 33, 6), (8, 1, 9)] {
+            for (lt, rt) in [(false, false), (true, false), (false, true), (true, true)] {
+                let what = format!("matmul {dtype} ({m},{k})x({k},{n}) lhs^T {lt} rhs^T {rt}");
+                check(dev, tol(dtype, k), &what, |d| operands(d, dtype, &[m, k], lt, &[k, n], rt))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every test view of each operand: transposed (batch and column dims swapped), offset
+/// windows and stride-0 batches, crossed with each other.
+fn matmul_views_match_reference(dev: &Device) -> Result<()> {
+    let (b, m, k, n) = (3, 4, 6, 5);
+    for &dtype in DType::FLOAT {
+        for lv in View::ALL {
+            for rv in View::ALL {
+                let what = format!("matmul {dtype} lhs {lv:?} rhs {rv:?}");
+                check(dev, tol(dtype, k), &what, |d| {
+                    let lhs = view_tensor(d, lv, dtype, &[b, m, k], 3, -1.0, 1.0)?;
+                    Ok((lhs, view_tensor(d, rv, dtype, &[b, k, n], 4, -1.0, 1.0)?))
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn matmul_batches_match_reference(dev: &Device) -> Result<()> {
+    for &dtype in DType::FLOAT {
+        let t = tol(dtype, 5);
+        let cases: [(&str, &[usize], &[usize]); 5] = [
+            ("rank 3", &[2, 4, 5], &[2, 5, 3]),
+            ("rank 4", &[2, 3, 4, 5], &[2, 3, 5, 3]),
+            ("broadcast batch", &[2, 1, 4, 5], &[3, 5, 3]),
+            ("rank-2 lhs, batched rhs", &[4, 5], &[2, 2, 5, 3]),
+            ("batched lhs, rank-2 rhs", &[3, 4, 5], &[5, 3]),
+        ];
+        for (name, ls, rs) in cases {
+            for (lt, rt) in [(false, false), (true, true)] {
+                let what = format!("matmul {dtype} {name} {ls:?}x{rs:?} transposed {lt}");
+                check(dev, t, &what, |d| operands(d, dtype, ls, lt, rs, rt))?;
+            }
+        }
+        check(dev, t, &format!("matmul {dtype} stride-0 batch via broadcast_as"), |d| {
+            let lhs = rand_tensor(d, dtype, &[1, 4, 5], 5, -1.0, 1.0)?.broadcast_as([4, 4, 5])?;
+            Ok((lhs, rand_tensor(d, dtype, &[4, 5, 3], 6, -1.0, 1.0)?))
+        })?;
+        check(dev, t, &format!("matmul {dtype} both batches stride 0"), |d| {
+            let lhs = rand_tensor(d, dtype, &[1, 4, 5], 5, -1.0, 1.0)?.broadcast_as([2, 3, 4, 5])?;
+            Ok((lhs, rand_tensor(d, dtype, &[1, 3, 5, 3], 6, -1.0, 1.0)?.broadcast_as([2, 3, 5, 3])?))
+        })?;
+        check(dev, t, &format!("matmul {dtype} offset windows (narrow)"), |d| {
+            let lhs = rand_tensor(d, dtype, &[4, 7, 9], 7, -1.0, 1.0)?.narrow(0, 1, 2)?.narrow(1, 2, 4)?;
+            let rhs = rand_tensor(d, dtype, &[3, 6, 8], 8, -1.0, 1.0)?.narrow(0, 1, 2)?.narrow(2, 3, 3)?;
+            Ok((lhs.narrow(2, 3, 5)?, rhs.narrow(1, 1, 5)?))
+        })?;
+    }
+    Ok(())
+}
+
+fn matmul_empty_match_reference(dev: &Device) -> Result<()> {
+    for &dtype in DType::FLOAT {
+        let cases: [(&[usize], &[usize], &[usize]); 5] = [
+            (&[0, 4], &[4, 3], &[0, 3]),
+            (&[2, 4], &[4, 0], &[2, 0]),
+            (&[2, 0], &[0, 3], &[2, 3]),
+            (&[0, 2, 4], &[0, 4, 3], &[0, 2, 3]),
+            (&[2, 3, 0], &[2, 0, 5], &[2, 3, 5]),
+        ];
+        for (ls, rs, out) in cases {
+            for (lt, rt) in [(false, false), (true, true)] {
+                let what = format!("matmul {dtype} {ls:?}x{rs:?} transposed {lt}");
+                check(dev, Tol::EXACT, &what, |d| {
+                    let (a, b) = operands(d, dtype, ls, lt, rs, rt)?;
+                    assert_eq!(a.matmul(&b)?.dims(), out, "{what}: shape");
+                    Ok((a, b))
+                })?;
+            }
+        }
+    }
+    // k = 0 sums nothing: all zeros.
+    let (a, b) = operands(dev, DType::F32, &[2, 0], false, &[0, 3], true)?;
+    assert_values(&a.matmul(&b)?, &[2, 3], &[0f32; 6], 0.0)
+}
+
+fn matmul_hand_computed(dev: &Device) -> Result<()> {
+    for &dtype in DType::FLOAT {
+        let a = Tensor::from_vec(vec![1f64, 2., 3., 4., 5., 6.], [2, 3], dev)?.to_dtype(dtype)?;
+        let b = Tensor::from_vec(vec![7f64, 8., 9., 10., 11., 12.], [3, 2], dev)?.to_dtype(dtype)?;
+        let p = a.matmul(&b)?.to_dtype(DType::F64)?;
+        assert_values(&p, &[2, 2], &[58f64, 64., 139., 154.], 0.0)?;
+        // The same product from transposed storage.
+        let at = Tensor::from_vec(vec![1f64, 4., 2., 5., 3., 6.], [3, 2], dev)?.to_dtype(dtype)?.t()?;
+        let bt = Tensor::from_vec(vec![7f64, 9., 11., 8., 10., 12.], [2, 3], dev)?.to_dtype(dtype)?.t()?;
+        assert_values(&at.matmul(&bt)?.to_dtype(DType::F64)?, &[2, 2], &[58f64, 64., 139., 154.], 0.0)?;
+    }
+    // [[1,2],[3,4]] [[5,6],[7,8]] = [[19,22],[43,50]]; [[0,1],[1,0]] [[1,2],[3,4]] swaps rows.
+    let a = Tensor::from_vec(vec![1f32, 2., 3., 4., 0., 1., 1., 0.], [2, 2, 2], dev)?;
+    let b = Tensor::from_vec(vec![5f32, 6., 7., 8., 1., 2., 3., 4.], [2, 2, 2], dev)?;
+    assert_values(&a.matmul(&b)?, &[2, 2, 2], &[19f32, 22., 43., 50., 3., 4., 1., 2.], 0.0)?;
+    // One lhs against two rhs matrices by broadcasting: [1,2] [[1,0],[0,1]] and [1,2] [[2,1],[1,2]].
+    let a = Tensor::from_vec(vec![1f64, 2.], [1, 2], dev)?;
+    let b = Tensor::from_vec(vec![1f64, 0., 0., 1., 2., 1., 1., 2.], [2, 2, 2], dev)?;
+    assert_values(&a.matmul(&b)?, &[2, 1, 2], &[1f64, 2., 4., 5.], 0.0)
+}
+
+/// (A B)^T == B^T A^T: the same terms of every sum, multiplied in the other order.
+fn matmul_transpose_identity(dev: &Device) -> Result<()> {
+    for &dtype in DType::FLOAT {
+        let a = rand_tensor(dev, dtype, &[2, 5, 9], 11, -1.0, 1.0)?;
+        let b = rand_tensor(dev, dtype, &[2, 9, 4], 12, -1.0, 1.0)?;
+        let lhs = a.matmul(&b)?.t()?;
+        let rhs = b.t()?.matmul(&a.t()?)?;
+        assert_close(&lhs, &rhs, tol(dtype, 9), &format!("(AB)^T vs B^T A^T {dtype}"))?;
+    }
+    Ok(())
+}
+
+/// Products with an identity matrix are exact: every sum has one non-zero term.
+fn matmul_identity_matrix(dev: &Device) -> Result<()> {
+    let eye = |n: usize, dtype| {
+        let v = (0..n * n).map(|i| if i % (n + 1) == 0 { 1f64 } else { 0. }).collect();
+        Tensor::from_vec(v, [n, n], dev)?.to_dtype(dtype)
+    };
+    for &dtype in DType::FLOAT {
+        for view in View::ALL {
+            let a = view_tensor(dev, view, dtype, &[6, 4], 13, -2.0, 2.0)?;
+            let what = format!("identity {dtype} {view:?}");
+            assert_close(&a.matmul(&eye(4, dtype)?)?, &a, Tol::EXACT, &format!("A I, {what}"))?;
+            assert_close(&eye(6, dtype)?.matmul(&a)?, &a, Tol::EXACT, &format!("I A, {what}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Each element of a row is the host's f64 dot product of the operands, rounded once; the lhs
+/// batch is a transposed view and the rhs one matrix broadcast over the batch.
+fn matmul_row_is_host_dot(dev: &Device) -> Result<()> {
+    let (bs, m, k, n) = (2, 3, 40, 5);
+    for &dtype in DType::FLOAT {
+        let a = rand_tensor(dev, dtype, &[bs, k, m], 14, -1.0, 1.0)?.transpose(1, 2)?;
+        let b = rand_tensor(dev, dtype, &[k, n], 15, -1.0, 1.0)?;
+        let (ah, bh) = (a.to_cpu_storage()?.to_f64_vec(), b.to_cpu_storage()?.to_f64_vec());
+        let p = a.matmul(&b)?;
+        for (bi, i) in (0..bs).flat_map(|bi| (0..m).map(move |i| (bi, i))) {
+            let dot = |j: usize| (0..k).map(|q| ah[(bi * m + i) * k + q] * bh[q * n + j]).sum::<f64>();
+            let want = Tensor::from_vec((0..n).map(dot).collect(), [1, n], dev)?.to_dtype(dtype)?;
+            let got = p.narrow(0, bi, 1)?.squeeze(0)?.narrow(0, i, 1)?;
+            assert_close(&got, &want, tol(dtype, k), &format!("batch {bi} row {i} vs host dot {dtype}"))?;
+        }
+    }
+    Ok(())
+}

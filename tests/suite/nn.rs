@@ -1,1 +1,345 @@
-// placeholder
+use crate::{Tol, View, assert_close, assert_values, rand_tensor, same_as_cpu, suite, view_tensor};
+use rocm_wgpu_ops::spec::nn::NnOp;
+use rocm_wgpu_ops::{DType, Device, Result, Tensor};
+
+suite!(
+    softmax_matches_reference,
+    layer_norm_matches_reference,
+    rms_norm_matches_reference,
+    batch_norm_matches_reference,
+    softmax_hand_computed,
+    norms_hand_computed,
+    batch_norm_hand_computed,
+    softmax_rows_sum_to_one,
+    exp_log_softmax_is_softmax,
+    softmax_large_inputs_do_not_overflow,
+    layer_norm_rows_are_standardised,
+    batch_norm_unit_stats_is_identity,
+);
+
+/// Each output goes through a handful of roundings in the computing precision (max, exp, sum,
+/// log or divide; mean, variance, sqrt, scale, shift) on top of the one rounding to the dtype.
+fn tol(dtype: DType) -> Tol {
+    Tol::of(dtype).times(8.0)
+}
+
+/// Matches the cpu reference, and on `dev` equals `op` of fresh contiguous copies of the
+/// inputs (so strided, offset and stride-0 reads are checked against row-major data even on
+/// the cpu).
+fn check(
+    dev: &Device,
+    tol: Tol,
+    what: &str,
+    inputs: impl Fn(&Device) -> Result<Inputs>,
+    op: impl Fn(&Inputs) -> Result<Tensor>,
+) -> Result<()> {
+    same_as_cpu(dev, tol, what, |d| op(&inputs(d)?))?;
+    let ins = inputs(dev)?;
+    let copies = Inputs {
+        x: ins.x.copy()?,
+        stats: ins.stats.iter().map(Tensor::copy).collect::<Result<_>>()?,
+        params: ins.params.iter().map(|t| t.as_ref().map(Tensor::copy).transpose()).collect::<Result<_>>()?,
+    };
+    assert_close(&op(&ins)?, &op(&copies)?, tol, &format!("{what}: vs contiguous copies"))
+}
+
+/// An op's input, its running statistics and its optional weight and bias.
+struct Inputs {
+    x: Tensor,
+    stats: Vec<Tensor>,
+    params: Vec<Option<Tensor>>,
+}
+
+impl Inputs {
+    fn new(x: Tensor, stats: Vec<Tensor>, params: Vec<Option<Tensor>>) -> Self {
+        Inputs { x, stats, params }
+    }
+
+    fn param(&self, i: usize) -> Option<&Tensor> {
+        self.params.get(i).and_then(Option::as_ref)
+    }
+}
+
+/// A 1-D parameter of length `len` laid out as `view`: `Transposed` is a column of a matrix
+/// (stride 2), `Offset` a window of a longer vector, `Broadcast` one value with stride 0.
+fn param(d: &Device, view: View, dtype: DType, len: usize, seed: u64, lo: f64, hi: f64) -> Result<Tensor> {
+    match view {
+        View::Contiguous => rand_tensor(d, dtype, &[len], seed, lo, hi),
+        View::Transposed => rand_tensor(d, dtype, &[len, 2], seed, lo, hi)?.narrow(1, 1, 1)?.squeeze(1),
+        View::Offset => rand_tensor(d, dtype, &[len + 3], seed, lo, hi)?.narrow(0, 2, len),
+        View::Broadcast => rand_tensor(d, dtype, &[1], seed, lo, hi)?.broadcast_as([len]),
+    }
+}
+
+/// Which optional parameters are present, and the views they get.
+fn param_cases() -> Vec<(bool, bool, View)> {
+    let mut cases =
+        vec![(false, false, View::Contiguous), (true, false, View::Offset), (false, true, View::Transposed)];
+    cases.extend(View::ALL.map(|v| (true, true, v)));
+    cases
+}
+
+fn softmax_matches_reference(dev: &Device) -> Result<()> {
+    let shapes: [(&[usize], &[usize]); 6] = [
+        (&[4, 5, 6], &[0, 1, 2]),
+        (&[3, 7], &[0, 1]),
+        (&[3, 1], &[1]),
+        (&[0, 5], &[0, 1]),
+        (&[4, 0, 3], &[1, 2]),
+        (&[2, 3, 2, 3], &[1, 3]),
+    ];
+    for op in [NnOp::Softmax, NnOp::LogSoftmax] {
+        for &dtype in op.dtypes() {
+            for view in View::ALL {
+                for (shape, dims) in shapes {
+                    for &dim in dims {
+                        let what = format!("{op} {dtype} {view:?} {shape:?} dim {dim}");
+                        let x = |d: &Device| {
+                            Ok(Inputs::new(view_tensor(d, view, dtype, shape, 1, -4.0, 4.0)?, vec![], vec![]))
+                        };
+                        check(dev, tol(dtype), &what, x, |i| {
+                            if op == NnOp::Softmax { i.x.softmax(dim) } else { i.x.log_softmax(dim) }
+                        })?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+const NORM_SHAPES: [&[usize]; 4] = [&[3, 8], &[2, 3, 5], &[0, 4], &[2, 1]];
+
+fn layer_norm_matches_reference(dev: &Device) -> Result<()> {
+    for &dtype in NnOp::LayerNorm.dtypes() {
+        for view in View::ALL {
+            for shape in NORM_SHAPES {
+                let len = shape[shape.len() - 1];
+                for (has_w, has_b, pv) in param_cases() {
+                    let what = format!("layer_norm {dtype} {view:?} {shape:?} w {has_w} b {has_b} {pv:?}");
+                    let inputs = |d: &Device| {
+                        let x = view_tensor(d, view, dtype, shape, 2, -3.0, 3.0)?;
+                        let w = has_w.then(|| param(d, pv, dtype, len, 3, -2.0, 2.0)).transpose()?;
+                        let b = has_b.then(|| param(d, pv, dtype, len, 4, -1.0, 1.0)).transpose()?;
+                        Ok(Inputs::new(x, vec![], vec![w, b]))
+                    };
+                    check(dev, tol(dtype), &what, inputs, |i| i.x.layer_norm(i.param(0), i.param(1), 1e-5))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn rms_norm_matches_reference(dev: &Device) -> Result<()> {
+    for &dtype in NnOp::RmsNorm.dtypes() {
+        for view in View::ALL {
+            for shape in NORM_SHAPES {
+                let len = shape[shape.len() - 1];
+                for pv in
+                    [None, Some(View::Contiguous), Some(View::Transposed), Some(View::Offset), Some(View::Broadcast)]
+                {
+                    let what = format!("rms_norm {dtype} {view:?} {shape:?} weight {pv:?}");
+                    let inputs = |d: &Device| {
+                        let x = view_tensor(d, view, dtype, shape, 5, -3.0, 3.0)?;
+                        let w = pv.map(|pv| param(d, pv, dtype, len, 6, -2.0, 2.0)).transpose()?;
+                        Ok(Inputs::new(x, vec![], vec![w]))
+                    };
+                    check(dev, tol(dtype), &what, inputs, |i| i.x.rms_norm(i.param(0), 1e-6))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn batch_norm_matches_reference(dev: &Device) -> Result<()> {
+    let shapes: [&[usize]; 5] = [&[2, 3, 4, 5], &[4, 3], &[2, 3, 0], &[0, 3, 2], &[2, 0, 3]];
+    for &dtype in NnOp::BatchNorm.dtypes() {
+        for view in View::ALL {
+            for shape in shapes {
+                let c = shape[1];
+                for (has_w, has_b, pv) in param_cases() {
+                    let what = format!("batch_norm {dtype} {view:?} {shape:?} w {has_w} b {has_b} {pv:?}");
+                    let inputs = |d: &Device| {
+                        let x = view_tensor(d, view, dtype, shape, 7, -3.0, 3.0)?;
+                        let mean = param(d, pv, dtype, c, 8, -1.0, 1.0)?;
+                        let var = param(d, pv, dtype, c, 9, 0.25, 2.0)?;
+                        let w = has_w.then(|| param(d, pv, dtype, c, 10, -2.0, 2.0)).transpose()?;
+                        let b = has_b.then(|| param(d, pv, dtype, c, 11, -1.0, 1.0)).transpose()?;
+                        Ok(Inputs::new(x, vec![mean, var], vec![w, b]))
+                    };
+                    check(dev, tol(dtype), &what, inputs, |i| {
+                        i.x.batch_norm(&i.stats[0], &i.stats[1], i.param(0), i.param(1), 1e-5)
+                    })?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn softmax_hand_computed(dev: &Device) -> Result<()> {
+    let x = Tensor::from_vec(vec![1f64, 2., 3.], [3], dev)?;
+    let e = 1e-15;
+    assert_values(
+        &x.softmax(0)?,
+        &[3],
+        &[0.090_030_573_170_380_46, 0.244_728_471_054_797_64, 0.665_240_955_774_821_8],
+        e,
+    )?;
+    assert_values(
+        &x.log_softmax(0)?,
+        &[3],
+        &[-2.407_605_964_444_380_6, -1.407_605_964_444_380_4, -0.407_605_964_444_380_4],
+        e,
+    )?;
+    for &dtype in DType::FLOAT {
+        let x = x.to_dtype(dtype)?;
+        let want = Tensor::from_vec(
+            vec![0.090_030_573_170_380_46f64, 0.244_728_471_054_797_64, 0.665_240_955_774_821_8],
+            [3],
+            dev,
+        )?;
+        assert_close(&x.softmax(0)?, &want.to_dtype(dtype)?, Tol::of(dtype), &format!("softmax [1,2,3] {dtype}"))?;
+    }
+    // Over dim 0 of [[1, 2], [3, 5]] (a transposed view): the columns are [1, 3] and [2, 5].
+    let x = Tensor::from_vec(vec![1f64, 3., 2., 5.], [2, 2], dev)?.t()?;
+    let (a, b) = (0.119_202_922_022_117_55, 0.047_425_873_177_566_78);
+    assert_values(&x.softmax(0)?, &[2, 2], &[a, b, 1.0 - a, 1.0 - b], e)?;
+    // A -inf entry weighs 0; a line of -inf has max -inf, so x - max is NaN throughout (PyTorch).
+    let x = Tensor::from_vec(vec![f32::NEG_INFINITY, 0.0, f32::NEG_INFINITY, f32::NEG_INFINITY], [2, 2], dev)?;
+    assert_values(&x.softmax(1)?, &[2, 2], &[0f32, 1.0, f32::NAN, f32::NAN], 0.0)?;
+    assert_values(&x.log_softmax(1)?, &[2, 2], &[f32::NEG_INFINITY, 0.0, f32::NAN, f32::NAN], 0.0)
+}
+
+fn norms_hand_computed(dev: &Device) -> Result<()> {
+    let e = 1e-15;
+    let x = Tensor::from_vec(vec![1f64, 2., 3., 4.], [1, 4], dev)?;
+    let s = [-1.341_640_786_499_873_8, -0.447_213_595_499_957_9, 0.447_213_595_499_957_9, 1.341_640_786_499_873_8];
+    assert_values(&x.layer_norm(None, None, 0.0)?, &[1, 4], &s, e)?;
+    let w = Tensor::from_vec(vec![1f64, 0.5, 2., -1.], [4], dev)?;
+    let b = Tensor::from_vec(vec![0f64, 1., -1., 0.5], [4], dev)?;
+    let want = [-1.341_640_786_499_873_8, 0.776_393_202_250_021_1, -0.105_572_809_000_084_14, -0.841_640_786_499_873_8];
+    assert_values(&x.layer_norm(Some(&w), Some(&b), 0.0)?, &[1, 4], &want, e)?;
+    // eps 1 adds to the variance 1.25 before the square root: (x - 2.5) / 1.5.
+    assert_values(&x.layer_norm(None, None, 1.0)?, &[1, 4], &[-1f64, -1. / 3., 1. / 3., 1.], e)?;
+    let y = Tensor::from_vec(vec![3f64, 4.], [1, 2], dev)?;
+    assert_values(&y.rms_norm(None, 0.0)?, &[1, 2], &[0.848_528_137_423_857, 1.131_370_849_898_476], e)?;
+    let w = Tensor::from_vec(vec![2f64, 0.5], [2], dev)?;
+    assert_values(&y.rms_norm(Some(&w), 0.0)?, &[1, 2], &[1.697_056_274_847_714, 0.565_685_424_949_238], e)?;
+    // eps 3 adds to the mean square 1: divide by sqrt(4).
+    let o = Tensor::from_vec(vec![1f32, -1.], [1, 2], dev)?;
+    assert_values(&o.rms_norm(None, 3.0)?, &[1, 2], &[0.5f32, -0.5], 0.0)
+}
+
+fn batch_norm_hand_computed(dev: &Device) -> Result<()> {
+    let x = Tensor::from_vec(vec![1f64, 3., 2., 4., 5., -1., 0., 6.], [2, 2, 2], dev)?;
+    let v = |d: Vec<f64>| Tensor::from_vec(d, [2], dev);
+    let (mean, var, w, b) = (v(vec![1., 2.])?, v(vec![4., 0.25])?, v(vec![2., 3.])?, v(vec![0.5, -1.])?);
+    // Channel 0: (x - 1) / 2 * 2 + 0.5; channel 1: (x - 2) / 0.5 * 3 - 1.
+    let want = [0.5, 2.5, -1., 11., 4.5, -1.5, -13., 23.];
+    assert_values(&x.batch_norm(&mean, &var, Some(&w), Some(&b), 0.0)?, &[2, 2, 2], &want, 1e-15)?;
+    // eps 1 over variances 3 and 0: channel 0 (x - 1) / 2, channel 1 (x - 2) / 1.
+    let var = v(vec![3., 0.])?;
+    let want = [0., 1., 0., 2., 2., -1., -2., 4.];
+    assert_values(&x.batch_norm(&mean, &var, None, None, 1.0)?, &[2, 2, 2], &want, 1e-15)?;
+    for &dtype in DType::FLOAT {
+        let c = |t: &Tensor| t.to_dtype(dtype);
+        let (x, mean, var, w, b) = (c(&x)?, c(&mean)?, c(&v(vec![4., 0.25])?)?, c(&w)?, c(&b)?);
+        let got = x.batch_norm(&mean, &var, Some(&w), Some(&b), 0.0)?.to_dtype(DType::F64)?;
+        assert_values(&got, &[2, 2, 2], &[0.5f64, 2.5, -1., 11., 4.5, -1.5, -13., 23.], 0.0)?;
+    }
+    Ok(())
+}
+
+/// The row-major values of `t` as f64, grouped into the lines along `dim`.
+fn lines(t: &Tensor, dim: usize) -> Result<Vec<Vec<f64>>> {
+    let moved = t.transpose(dim, t.rank() - 1)?;
+    let len = moved.dims()[moved.rank() - 1];
+    let v = moved.to_dtype(DType::F64)?.to_vec::<f64>()?;
+    Ok(v.chunks(len.max(1)).map(|c| c.to_vec()).collect())
+}
+
+fn softmax_rows_sum_to_one(dev: &Device) -> Result<()> {
+    for &dtype in DType::FLOAT {
+        for view in View::ALL {
+            let x = view_tensor(dev, view, dtype, &[4, 6, 5], 12, -5.0, 5.0)?;
+            for dim in 0..3 {
+                let n = x.dims()[dim] as f64;
+                for line in lines(&x.softmax(dim)?, dim)? {
+                    // Each term is within atol + rtol * v of its exact value, and the exact values sum to 1.
+                    let (t, sum) = (Tol::of(dtype), line.iter().sum::<f64>());
+                    assert!((sum - 1.0).abs() <= n * t.atol + t.rtol, "softmax {dtype} {view:?} dim {dim}: sum {sum}");
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn exp_log_softmax_is_softmax(dev: &Device) -> Result<()> {
+    for &dtype in DType::FLOAT {
+        for view in View::ALL {
+            let x = view_tensor(dev, view, dtype, &[3, 5, 4], 13, -6.0, 6.0)?;
+            for dim in 0..3 {
+                // exp turns the rounding of log_softmax L (relative to |L|) into at most |L| e^L u <= u / e,
+                // on top of the roundings of exp and of softmax.
+                let what = format!("exp(log_softmax) {dtype} {view:?} dim {dim}");
+                assert_close(&x.log_softmax(dim)?.exp()?, &x.softmax(dim)?, Tol::of(dtype).times(3.0), &what)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// exp(1000) overflows every dtype; softmax subtracts the max first, so it equals the
+/// softmax of the shifted input.
+fn softmax_large_inputs_do_not_overflow(dev: &Device) -> Result<()> {
+    for &dtype in DType::FLOAT {
+        // Steps of 4 are exact even in bf16 at this magnitude.
+        let big = Tensor::from_vec(vec![1000f64, 1004., 1008., -1000., 1000., 1000.], [2, 3], dev)?.to_dtype(dtype)?;
+        let small = Tensor::from_vec(vec![0f64, 4., 8., -2000., 0., 0.], [2, 3], dev)?.to_dtype(dtype)?;
+        for dim in [0, 1] {
+            let what = format!("softmax of large inputs {dtype} dim {dim}");
+            let s = big.softmax(dim)?;
+            assert!(s.to_dtype(DType::F64)?.to_vec::<f64>()?.iter().all(|v| v.is_finite()), "{what}: not finite");
+            assert_close(&s, &small.softmax(dim)?, Tol::of(dtype), &what)?;
+            let what = format!("log_softmax of large inputs {dtype} dim {dim}");
+            assert_close(&big.log_softmax(dim)?, &small.log_softmax(dim)?, Tol::of(dtype), &what)?;
+        }
+    }
+    Ok(())
+}
+
+/// Without weight and bias each row has mean 0 and (biased) variance 1, up to eps.
+fn layer_norm_rows_are_standardised(dev: &Device) -> Result<()> {
+    for (dtype, eps, tol) in [(DType::F64, 0.0, 1e-12), (DType::F64, 1e-12, 1e-9), (DType::F32, 0.0, 1e-5)] {
+        for view in View::ALL {
+            let x = view_tensor(dev, view, dtype, &[5, 3, 16], 14, -10.0, 10.0)?;
+            for row in lines(&x.layer_norm(None, None, eps)?, 2)? {
+                let n = row.len() as f64;
+                let mean = row.iter().sum::<f64>() / n;
+                let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+                assert!(mean.abs() <= tol, "layer_norm {dtype} {view:?} eps {eps}: row mean {mean}");
+                assert!((var - 1.0).abs() <= tol, "layer_norm {dtype} {view:?} eps {eps}: row variance {var}");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Mean 0, variance 1, weight 1, bias 0 and eps 0 leave every value exactly as it was.
+fn batch_norm_unit_stats_is_identity(dev: &Device) -> Result<()> {
+    for &dtype in DType::FLOAT {
+        for view in View::ALL {
+            let x = view_tensor(dev, view, dtype, &[2, 4, 3, 2], 15, -50.0, 50.0)?;
+            let (zero, one) = (Tensor::zeros([4], dtype, dev)?, Tensor::ones([4], dtype, dev)?);
+            let y = x.batch_norm(&zero, &one, Some(&one), Some(&zero), 0.0)?;
+            assert_close(&y, &x, Tol::EXACT, &format!("batch_norm identity {dtype} {view:?}"))?;
+            let y = x.batch_norm(&zero, &one, None, None, 0.0)?;
+            assert_close(&y, &x, Tol::EXACT, &format!("batch_norm identity, no affine {dtype} {view:?}"))?;
+        }
+    }
+    Ok(())
+}
