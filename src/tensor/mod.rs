@@ -197,10 +197,11 @@ impl Tensor {
 
     /// The rows of a rank-2 tensor.
     pub fn to_vec2<T: WithDType>(&self) -> Result<Vec<Vec<T>>> {
-        let [_, cols] = *self.dims() else {
+        let [rows, cols] = *self.dims() else {
             return Err(Error::Rank { op: "to_vec2", expected: "2", shape: self.shape().clone() });
         };
-        Ok(self.to_vec::<T>()?.chunks(cols.max(1)).map(|r| r.to_vec()).collect())
+        let v = self.to_vec::<T>()?;
+        Ok((0..rows).map(|r| v[r * cols..(r + 1) * cols].to_vec()).collect())
     }
 
     /// The one element of a tensor with one element.

@@ -236,7 +236,8 @@ pub fn view_tensor(
             s.swap(0, rank - 1);
             rand_tensor(dev, dtype, &s, seed, lo, hi)?.transpose(0, rank - 1)
         }
-        View::Offset if rank >= 1 => {
+        View::Offset if rank == 1 => rand_tensor(dev, dtype, &[shape[0] + 5], seed, lo, hi)?.narrow(0, 3, shape[0]),
+        View::Offset if rank >= 2 => {
             let mut s = shape.to_vec();
             s[rank - 1] += 3;
             s[0] += 2;
