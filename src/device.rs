@@ -7,6 +7,7 @@
 
 use crate::backend::{BackendStorage, Memory};
 use crate::cpu::{CpuBackend, CpuStorage};
+use crate::wgpu::{WgpuBackend, WgpuStorage};
 use crate::{Error, Result};
 use std::fmt;
 use std::sync::{Arc, Mutex};
@@ -53,20 +54,34 @@ impl fmt::Display for BackendKind {
 #[derive(Clone, Debug)]
 pub(crate) enum AnyBackend {
     Cpu(CpuBackend),
+    Wgpu(WgpuBackend),
 }
 
 /// A buffer of any backend.
 #[derive(Debug)]
 pub(crate) enum Storage {
     Cpu(CpuStorage),
+    Wgpu(WgpuStorage),
 }
 
 impl Storage {
     pub(crate) fn dtype(&self) -> crate::DType {
         match self {
             Storage::Cpu(s) => s.dtype(),
+            Storage::Wgpu(s) => s.dtype(),
         }
     }
+
+    fn backend_name(&self) -> &'static str {
+        match self {
+            Storage::Cpu(_) => "cpu",
+            Storage::Wgpu(_) => "wgpu",
+        }
+    }
+}
+
+fn mismatch(want: &'static str, s: &Storage) -> Error {
+    Error::DeviceMismatch { op: "storage", lhs: want.into(), rhs: s.backend_name().into() }
 }
 
 /// Maps between a backend's own storage and [`Storage`].
@@ -76,27 +91,38 @@ pub(crate) trait BackendOf: crate::backend::Backend {
     fn wrap(&self, s: Self::Storage) -> Storage;
 }
 
-impl BackendOf for CpuBackend {
-    fn get<'a>(&self, s: &'a Storage) -> Result<&'a CpuStorage> {
-        match s {
-            Storage::Cpu(s) => Ok(s),
+macro_rules! backend_of {
+    ($backend:ty, $storage:ty, $variant:ident, $name:literal) => {
+        impl BackendOf for $backend {
+            fn get<'a>(&self, s: &'a Storage) -> Result<&'a $storage> {
+                match s {
+                    Storage::$variant(s) => Ok(s),
+                    #[allow(unreachable_patterns)]
+                    other => Err(mismatch($name, other)),
+                }
+            }
+            fn get_mut<'a>(&self, s: &'a mut Storage) -> Result<&'a mut $storage> {
+                match s {
+                    Storage::$variant(s) => Ok(s),
+                    #[allow(unreachable_patterns)]
+                    other => Err(mismatch($name, other)),
+                }
+            }
+            fn wrap(&self, s: $storage) -> Storage {
+                Storage::$variant(s)
+            }
         }
-    }
-    fn get_mut<'a>(&self, s: &'a mut Storage) -> Result<&'a mut CpuStorage> {
-        match s {
-            Storage::Cpu(s) => Ok(s),
-        }
-    }
-    fn wrap(&self, s: CpuStorage) -> Storage {
-        Storage::Cpu(s)
-    }
+    };
 }
+backend_of!(CpuBackend, CpuStorage, Cpu, "cpu");
+backend_of!(WgpuBackend, WgpuStorage, Wgpu, "wgpu");
 
 /// Runs `$body` with `$b` bound to the concrete backend of a [`Device`].
 macro_rules! dispatch {
     ($dev:expr, |$b:ident| $body:expr) => {
         match $dev.backend() {
             $crate::device::AnyBackend::Cpu($b) => $body,
+            $crate::device::AnyBackend::Wgpu($b) => $body,
         }
     };
 }
@@ -138,7 +164,10 @@ pub(crate) fn choose<T>(
 fn probe(kind: BackendKind) -> Probe<AnyBackend> {
     match kind {
         BackendKind::Cpu => Ok((AnyBackend::Cpu(CpuBackend), "cpu: reference backend".into())),
-        BackendKind::Wgpu => Err("no wgpu runtime in this build".into()),
+        BackendKind::Wgpu => WgpuBackend::from_env().map(|b| {
+            let label = b.describe();
+            (AnyBackend::Wgpu(b), label)
+        }),
         BackendKind::Rocm => Err("not compiled in (build with --features rocm)".into()),
         BackendKind::Cuda => Err("not compiled in (build with --features cuda)".into()),
     }
@@ -219,6 +248,24 @@ impl Device {
     pub fn same_device(&self, other: &Device) -> bool {
         match (self.backend(), other.backend()) {
             (AnyBackend::Cpu(_), AnyBackend::Cpu(_)) => true,
+            (AnyBackend::Wgpu(a), AnyBackend::Wgpu(b)) => a.same(b),
+            _ => false,
+        }
+    }
+
+    /// A wgpu device on the adapter whose name holds `adapter` (or the preferred one), with
+    /// the optional features `features` names (`"none"`, `"f16,i64"`; all by default).
+    pub fn wgpu(adapter: Option<&str>, features: Option<&str>) -> Result<Device> {
+        let b = WgpuBackend::open(adapter, features)?;
+        let label = b.describe();
+        Ok(Device::from_backend(AnyBackend::Wgpu(b), format!("{label}: asked for by name")))
+    }
+
+    /// What the GPU buffer pool holds (`None` on backends without one).
+    pub fn memory_stats(&self) -> Option<crate::wgpu::MemoryStats> {
+        match self.backend() {
+            AnyBackend::Wgpu(b) => Some(b.memory_stats()),
+            _ => None,
         }
     }
 

@@ -22,6 +22,7 @@ mod layout;
 pub mod selfcheck;
 pub mod spec;
 mod tensor;
+pub mod wgpu;
 
 pub use cpu::CpuStorage;
 pub use device::{BackendKind, Device};

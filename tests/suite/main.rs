@@ -14,6 +14,7 @@ mod nn;
 mod pool;
 mod random;
 mod reduce;
+mod shaders;
 mod sort;
 mod upsample;
 

@@ -1,0 +1,108 @@
+// Elementwise maps over a shared logical shape. The builder defines per specialisation: the
+// bindings with their loads (`x_load`), index maps (`x_at`) and word-wise output (`y_set`,
+// `y_flush`, `Y_EPW`), and the op itself: `op(..)`. One invocation writes one output word.
+
+// f32 maps without a WGSL builtin, or whose builtin is undefined somewhere we need it.
+
+// tanh is exactly +-1 in f32 past |15|; clamping keeps implementations from inf / inf.
+fn tanh32(v: f32) -> f32 {
+    return tanh(clamp(v, -15.0, 15.0));
+}
+
+// erf: its Taylor series below 1 (error < 1e-8), the Numerical Recipes erfc fit above
+// (relative error < 1.2e-7 on erfc).
+fn erf32(x: f32) -> f32 {
+    let a = abs(x);
+    if (a < 1.0) {
+        let z = x * x;
+        var term = x;
+        var sum = x;
+        for (var n = 1; n <= 11; n++) {
+            term *= -z / f32(n);
+            sum += term / f32(2 * n + 1);
+        }
+        return sum * 1.1283791670955126;
+    }
+    let t = 1.0 / (1.0 + 0.5 * a);
+    let p = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806
+        + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+    let c = t * exp(-a * a + p);
+    return select(1.0 - c, c - 1.0, x < 0.0);
+}
+
+// x^e as Rust's powf: negative bases take integer exponents only (else NaN).
+fn pow32(x: f32, e: f32) -> f32 {
+    if (e == 0.0 || x == 1.0) {
+        return 1.0;
+    }
+    if (is_nan(x) || is_nan(e)) {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    let ax = abs(x);
+    var r = exp2(e * log2(ax));
+    if (ax == 0.0) {
+        r = select(0.0, bitcast<f32>(0x7f800000u), e < 0.0);
+    }
+    if (x < 0.0) {
+        if (e != floor(e)) {
+            return bitcast<f32>(0x7fc00000u);
+        }
+        let odd = abs(e) < 16777216.0 && fract(e * 0.5) != 0.0;
+        return select(r, -r, odd);
+    }
+    return r;
+}
+
+// @kernel map1
+@compute @workgroup_size(WG)
+fn map1(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let w = flat_id(gid, nwg);
+    let n = md[0];
+    let first = w * Y_EPW;
+    if (first >= n) {
+        return;
+    }
+    for (var k = 0u; k < Y_EPW; k++) {
+        let i = first + k;
+        if (i < n) {
+            y_set(i, op(x_load(x_at(i))));
+        }
+    }
+    y_flush(w);
+}
+
+// @kernel map2
+@compute @workgroup_size(WG)
+fn map2(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let w = flat_id(gid, nwg);
+    let n = md[0];
+    let first = w * Y_EPW;
+    if (first >= n) {
+        return;
+    }
+    for (var k = 0u; k < Y_EPW; k++) {
+        let i = first + k;
+        if (i < n) {
+            y_set(i, op(a_load(a_at(i)), b_load(b_at(i))));
+        }
+    }
+    y_flush(w);
+}
+
+// @kernel map3
+@compute @workgroup_size(WG)
+fn map3(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let w = flat_id(gid, nwg);
+    let n = md[0];
+    let first = w * Y_EPW;
+    if (first >= n) {
+        return;
+    }
+    for (var k = 0u; k < Y_EPW; k++) {
+        let i = first + k;
+        if (i < n) {
+            y_set(i, op(c_load(c_at(i)), a_load(a_at(i)), b_load(b_at(i))));
+        }
+    }
+    y_flush(w);
+}

@@ -1,0 +1,136 @@
+//! Lazy submission: dispatches are recorded into one command encoder (in one compute pass)
+//! and submitted in batches; the CPU waits only on readback or `synchronize`. Per-dispatch
+//! metadata goes into one arena buffer per batch, bound with a dynamic offset.
+
+use super::context::Gpu;
+use super::pool::{Pool, PooledBuffer};
+use crate::{BackendKind, Error, Result};
+use std::sync::Arc;
+
+/// Bytes of metadata one dispatch may read.
+pub(crate) const META_WINDOW: u64 = 1024;
+/// Bytes of the metadata arena of one batch.
+const ARENA: u64 = 256 << 10;
+/// Dispatches per batch before an early submit (bounds encoder memory).
+const MAX_DISPATCHES: usize = 1024;
+
+#[derive(Default)]
+pub(crate) struct Recorder {
+    encoder: Option<wgpu::CommandEncoder>,
+    pass: Option<wgpu::ComputePass<'static>>,
+    meta: Vec<u32>,
+    arena: Option<PooledBuffer>,
+    dispatches: usize,
+}
+
+impl Recorder {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.encoder.is_none()
+    }
+
+    /// Reserves room for one dispatch's metadata, submitting first if the arena is full; returns
+    /// the arena buffer and the byte offset the words were placed at.
+    fn place_meta(&mut self, gpu: &Gpu, pool: &Arc<Pool>, words: &[u32]) -> Result<u32> {
+        if (words.len() * 4) as u64 > META_WINDOW {
+            return Err(Error::Backend { backend: BackendKind::Wgpu, msg: format!("{} metadata words", words.len()) });
+        }
+        let align = (gpu.limits.min_storage_buffer_offset_alignment as usize / 4).max(1);
+        let at = self.meta.len().next_multiple_of(align);
+        if (at * 4) as u64 + META_WINDOW > ARENA || self.dispatches >= MAX_DISPATCHES {
+            self.submit(gpu)?;
+            return self.place_meta(gpu, pool, words);
+        }
+        if self.arena.is_none() {
+            self.arena = Some(pool.alloc(gpu, ARENA)?);
+        }
+        self.meta.resize(at, 0);
+        self.meta.extend_from_slice(words);
+        Ok((at * 4) as u32)
+    }
+
+    /// Records one dispatch of `pipeline` over `groups` workgroups.
+    pub(crate) fn dispatch(
+        &mut self,
+        gpu: &Gpu,
+        meta_pool: &Arc<Pool>,
+        pipeline: &super::Pipeline,
+        buffers: &[&wgpu::Buffer],
+        meta: &[u32],
+        groups: (u32, u32),
+    ) -> Result<()> {
+        let offset = self.place_meta(gpu, meta_pool, meta)?;
+        let arena = self.arena.as_ref().unwrap_or_else(|| unreachable!("place_meta allocates the arena")).buffer();
+        let mut entries = vec![wgpu::BindGroupEntry {
+            binding: 0,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: arena,
+                offset: 0,
+                size: wgpu::BufferSize::new(META_WINDOW),
+            }),
+        }];
+        for (i, b) in buffers.iter().enumerate() {
+            entries.push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: b.as_entire_binding() });
+        }
+        let group = gpu.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.layout,
+            entries: &entries,
+        });
+        let pass = self.pass(gpu);
+        pass.set_pipeline(&pipeline.pipeline);
+        pass.set_bind_group(0, &group, &[offset]);
+        pass.dispatch_workgroups(groups.0, groups.1, 1);
+        self.dispatches += 1;
+        Ok(())
+    }
+
+    fn pass(&mut self, gpu: &Gpu) -> &mut wgpu::ComputePass<'static> {
+        if self.pass.is_none() {
+            let encoder = self.encoder.get_or_insert_with(|| gpu.device.create_command_encoder(&Default::default()));
+            self.pass = Some(encoder.begin_compute_pass(&Default::default()).forget_lifetime());
+        }
+        self.pass.as_mut().unwrap_or_else(|| unreachable!("pass just opened"))
+    }
+
+    /// The encoder outside any pass, for copies.
+    pub(crate) fn encoder(&mut self, gpu: &Gpu) -> &mut wgpu::CommandEncoder {
+        self.pass = None;
+        self.encoder.get_or_insert_with(|| gpu.device.create_command_encoder(&Default::default()))
+    }
+
+    /// Submits everything recorded; the metadata is written just before.
+    pub(crate) fn submit(&mut self, gpu: &Gpu) -> Result<()> {
+        self.pass = None;
+        if let Some(encoder) = self.encoder.take() {
+            if let Some(arena) = &self.arena {
+                gpu.queue.write_buffer(arena.buffer(), 0, bytemuck::cast_slice(&self.meta));
+            }
+            gpu.queue.submit([encoder.finish()]);
+        }
+        // Reusing the arena in a later batch is safe: its next write happens at that batch's
+        // submit, after this one in queue order.
+        self.arena = None;
+        self.meta.clear();
+        self.dispatches = 0;
+        gpu.errors.take()
+    }
+}
+
+/// Blocks until `buffer` (MAP_READ, already copied into by submitted work) is mapped, and
+/// returns its first `len` bytes.
+pub(crate) fn read_mapped(gpu: &Gpu, buffer: &wgpu::Buffer, len: u64) -> Result<Vec<u8>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    buffer.map_async(wgpu::MapMode::Read, ..len.max(4).next_multiple_of(4), move |r| {
+        let _ = tx.send(r);
+    });
+    let err = |msg: String| Error::Backend { backend: BackendKind::Wgpu, msg };
+    gpu.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| err(e.to_string()))?;
+    rx.recv().map_err(|e| err(e.to_string()))?.map_err(|e| err(e.to_string()))?;
+    let bytes = {
+        let view = buffer.get_mapped_range(..len.max(4).next_multiple_of(4)).map_err(|e| err(e.to_string()))?;
+        view[..len as usize].to_vec()
+    };
+    buffer.unmap();
+    gpu.errors.take()?;
+    Ok(bytes)
+}

@@ -1,0 +1,159 @@
+//! The wgpu device: adapter choice, the features and limits asked for, and the capture of
+//! wgpu errors as values.
+
+use crate::{BackendKind, Error, Result};
+use std::sync::{Arc, Mutex};
+use wgpu::{DeviceType, Features};
+
+/// The optional features that make kernels faster or a dtype possible; none is assumed.
+pub(crate) const WANTED: &[(&str, Features)] = &[
+    ("f16", Features::SHADER_F16),
+    ("f64", Features::SHADER_F64),
+    ("i64", Features::SHADER_INT64),
+    ("subgroup", Features::SUBGROUP),
+    ("timestamp", Features::TIMESTAMP_QUERY),
+];
+
+/// Which optional features to request: all of [`WANTED`] unless `RWO_WGPU_FEATURES` says
+/// `none` or lists some by name (`f16,i64`).
+pub(crate) fn allowed_features(setting: Option<&str>) -> Result<Features> {
+    let Some(list) = setting.map(str::trim).filter(|s| !s.is_empty()) else {
+        return Ok(WANTED.iter().fold(Features::empty(), |f, (_, x)| f | *x));
+    };
+    if list == "none" {
+        return Ok(Features::empty());
+    }
+    list.split(',').try_fold(Features::empty(), |acc, name| {
+        let found = WANTED.iter().find(|(n, _)| *n == name.trim()).map(|(_, f)| *f);
+        found.map(|f| acc | f).ok_or_else(|| Error::BackendUnavailable {
+            kind: "wgpu".into(),
+            reason: format!("RWO_WGPU_FEATURES: unknown feature {name:?}; known: none, f16, f64, i64, subgroup, timestamp"),
+        })
+    })
+}
+
+/// Errors wgpu reports through callbacks, kept until the next synchronisation point.
+#[derive(Default)]
+pub(crate) struct ErrorSink(Mutex<Option<String>>);
+
+impl ErrorSink {
+    fn record(&self, msg: String) {
+        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        slot.get_or_insert(msg);
+    }
+
+    /// The first error recorded since the last call, as an [`Error`].
+    pub(crate) fn take(&self) -> Result<()> {
+        match self.0.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            Some(msg) => Err(Error::Backend { backend: BackendKind::Wgpu, msg }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// An open wgpu device and what it can do.
+pub(crate) struct Gpu {
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub info: wgpu::AdapterInfo,
+    pub features: Features,
+    pub limits: wgpu::Limits,
+    pub errors: Arc<ErrorSink>,
+}
+
+/// Preference of an adapter: hardware before software, native APIs before GL.
+fn rank(info: &wgpu::AdapterInfo) -> (u8, u8) {
+    let ty = match info.device_type {
+        DeviceType::DiscreteGpu => 0,
+        DeviceType::IntegratedGpu => 1,
+        DeviceType::VirtualGpu => 2,
+        DeviceType::Other => 3,
+        DeviceType::Cpu => 4,
+    };
+    let api = if info.backend == wgpu::Backend::Gl { 1 } else { 0 };
+    (ty, api)
+}
+
+/// Whether an adapter is a software rasteriser (lavapipe, SwiftShader, WARP).
+pub(crate) fn is_software(info: &wgpu::AdapterInfo) -> bool {
+    info.device_type == DeviceType::Cpu
+}
+
+impl Gpu {
+    /// Opens the preferred adapter (or the first whose name holds `name_filter`), asking for
+    /// its own limits and the wanted features it has, within `allowed`.
+    pub(crate) fn open(name_filter: Option<&str>, allowed: Features) -> std::result::Result<Gpu, String> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+        let all_names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+        if let Some(f) = name_filter {
+            adapters.retain(|a| a.get_info().name.to_lowercase().contains(&f.to_lowercase()));
+        }
+        // Compute needs storage buffers in compute shaders; some GL adapters have none.
+        adapters.retain(|a| a.limits().max_storage_buffers_per_shader_stage >= 8);
+        adapters.sort_by_key(|a| rank(&a.get_info()));
+        let Some(adapter) = adapters.into_iter().next() else {
+            return Err(match name_filter {
+                Some(f) => format!("no adapter named like {f:?} (RWO_ADAPTER); found {all_names:?}"),
+                None if all_names.is_empty() => {
+                    "no adapter (install a Vulkan driver, e.g. apt-get install mesa-vulkan-drivers)".into()
+                }
+                None => format!("no adapter with compute storage buffers among {all_names:?}"),
+            });
+        };
+        let info = adapter.get_info();
+        let features = adapter.features() & allowed;
+        let limits = adapter.limits();
+        let desc = wgpu::DeviceDescriptor {
+            label: Some("rocm-wgpu-ops"),
+            required_features: features,
+            required_limits: limits.clone(),
+            ..Default::default()
+        };
+        let (device, queue) =
+            pollster::block_on(adapter.request_device(&desc)).map_err(|e| format!("{}: {e}", info.name))?;
+        let errors = Arc::new(ErrorSink::default());
+        let sink = errors.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| sink.record(e.to_string())));
+        let sink = errors.clone();
+        device.set_device_lost_callback(move |reason, msg| sink.record(format!("device lost ({reason:?}): {msg}")));
+        Ok(Gpu { device, queue, info, features, limits, errors })
+    }
+
+    pub(crate) fn has(&self, f: Features) -> bool {
+        self.features.contains(f)
+    }
+
+    /// The largest buffer a kernel can bind, in bytes.
+    pub(crate) fn max_binding(&self) -> u64 {
+        self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size)
+    }
+
+    /// Runs `f` inside an error scope and returns what it produced, or the error it raised.
+    pub(crate) fn scoped<T>(&self, filter: wgpu::ErrorFilter, f: impl FnOnce() -> T) -> Result<T> {
+        let scope = self.device.push_error_scope(filter);
+        let out = f();
+        match pollster::block_on(scope.pop()) {
+            None => Ok(out),
+            Some(e) => Err(Error::Backend { backend: BackendKind::Wgpu, msg: e.to_string() }),
+        }
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        let software = if is_software(&self.info) { ", software" } else { "" };
+        format!("wgpu: {} ({:?}{software})", self.info.name, self.info.backend)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn feature_setting_parses() {
+        assert_eq!(allowed_features(Some("none")).unwrap(), Features::empty());
+        assert_eq!(allowed_features(Some("f16, i64")).unwrap(), Features::SHADER_F16 | Features::SHADER_INT64);
+        assert!(allowed_features(None).unwrap().contains(Features::SHADER_F64));
+        assert!(allowed_features(Some("f128")).unwrap_err().to_string().contains("unknown feature"));
+    }
+}

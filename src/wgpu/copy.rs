@@ -1,0 +1,96 @@
+//! Copies, fills and arange on wgpu (`shaders/copy.wgsl`). Copies use kernels, not
+//! `copy_buffer_to_buffer`: a kernel reaches several times the copy engine's bandwidth.
+
+use super::kernel::{Index, Spec};
+use super::repr::{Access, Caps, Compute, Repr, params};
+use super::{WgpuBackend, WgpuStorage};
+use crate::backend::CopyOps;
+use crate::spec::Family;
+use crate::spec::copy::{Copy2d, CopyOp};
+use crate::{DType, Layout, Result, Scalar};
+
+/// Element `i` of a strided `x` to element `offset + i` of `y`; whole words when `aligned`.
+pub(crate) fn strided_spec(caps: Caps, dtype: DType, x: Index, aligned: bool) -> Result<Spec> {
+    let r = Repr::of(dtype, caps, CopyOp::CopyStrided.name())?;
+    let (entry, access) = if aligned { ("strided", Access::Write) } else { ("strided_any", Access::Update) };
+    Ok(Spec::new(Family::Copy, entry, caps).bind("x", r, Access::Read, x).bind("y", r, access, Index::None))
+}
+
+pub(crate) fn copy2d_spec(caps: Caps, dtype: DType) -> Result<Spec> {
+    let r = Repr::of(dtype, caps, CopyOp::Copy2d.name())?;
+    Ok(Spec::new(Family::Copy, "copy2d", caps).bind("x", r, Access::Read, Index::None).bind("y", r, Access::Update, Index::None))
+}
+
+pub(crate) fn fill_spec(caps: Caps, dtype: DType, y: Index) -> Result<Spec> {
+    let r = Repr::of(dtype, caps, CopyOp::Fill.name())?;
+    Ok(Spec::new(Family::Copy, "fill", caps).bind("y", r, Access::Update, y).code(params::decoder(r.compute())))
+}
+
+pub(crate) fn arange_spec(caps: Caps, dtype: DType) -> Result<Spec> {
+    let r = Repr::of(dtype, caps, CopyOp::Arange.name())?;
+    let c = r.compute();
+    let at = match c {
+        Compute::F32 => "param(0u) + f32(i) * param(1u)",
+        Compute::F64 => "param(0u) + f64(i) * param(1u)",
+        Compute::U32 => "param(0u) + i * param(1u)",
+        Compute::I64 => "param(0u) + i64(i) * param(1u)",
+        Compute::I64e => "i64e_add(param(0u), i64e_mul(vec2<u32>(i, 0u), param(1u)))",
+    };
+    let code = format!("{}fn arange_at(i: u32) -> {} {{ return {at}; }}", params::decoder(c), c.wgsl());
+    Ok(Spec::new(Family::Copy, "arange", caps).bind("y", r, Access::Write, Index::None).code(code))
+}
+
+impl CopyOps for WgpuBackend {
+    fn copy_strided(&self, src: &WgpuStorage, sl: &Layout, dst: &mut WgpuStorage, dst_offset: usize) -> Result<()> {
+        let n = sl.elem_count();
+        let r = Repr::of(src.dtype, self.caps(), CopyOp::CopyStrided.name())?;
+        let epw = r.per_word() as usize;
+        let aligned = dst_offset % epw == 0 && (n % epw == 0 || dst_offset + n == dst.len);
+        let spec = strided_spec(self.caps(), src.dtype, Index::of(sl), aligned)?;
+        let extra = if aligned { dst_offset / epw } else { dst_offset };
+        let meta = spec.meta(n as u32, &[sl], &[extra as u32]);
+        let threads = if aligned { n.div_ceil(epw) } else { n };
+        self.run(&spec, &[src.buffer(), dst.buffer()], &meta, threads as u64)
+    }
+
+    fn copy2d(&self, src: &WgpuStorage, dst: &mut WgpuStorage, p: &Copy2d) -> Result<()> {
+        let spec = copy2d_spec(self.caps(), src.dtype)?;
+        let n = p.rows * p.cols;
+        let extra = [p.cols, p.src_stride, p.dst_stride, p.src_offset, p.dst_offset].map(|v| v as u32);
+        let meta = spec.meta(n as u32, &[], &extra);
+        self.run(&spec, &[src.buffer(), dst.buffer()], &meta, n as u64)
+    }
+
+    fn fill(&self, dst: &mut WgpuStorage, l: &Layout, value: Scalar) -> Result<()> {
+        let spec = fill_spec(self.caps(), dst.dtype, Index::of(l))?;
+        let compute = spec.bindings[0].repr.compute();
+        let n = l.elem_count();
+        let meta = spec.meta(n as u32, &[l], &params::encode(compute, &[value]));
+        self.run(&spec, &[dst.buffer()], &meta, n as u64)
+    }
+
+    fn arange(&self, dtype: DType, start: Scalar, step: Scalar, len: usize) -> Result<WgpuStorage> {
+        let spec = arange_spec(self.caps(), dtype)?;
+        let r = spec.bindings[0].repr;
+        let y = self.storage(dtype, len)?;
+        let meta = spec.meta(len as u32, &[], &params::encode(r.compute(), &[start, step]));
+        self.run(&spec, &[y.buffer()], &meta, (len as u64).div_ceil(r.per_word() as u64))?;
+        Ok(y)
+    }
+}
+
+/// Every copy kernel for `caps`, named by op and dtype.
+pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
+    use crate::spec::kernel_name;
+    let s = Index::Strided(3);
+    let mut v = vec![];
+    for dt in caps.dtypes() {
+        let name = |op: CopyOp| kernel_name(op.name(), dt);
+        v.push((name(CopyOp::CopyStrided), strided_spec(caps, dt, s, true)));
+        v.push((format!("{}_any", name(CopyOp::CopyStrided)), strided_spec(caps, dt, s, false)));
+        v.push((name(CopyOp::Copy2d), copy2d_spec(caps, dt)));
+        v.push((name(CopyOp::Fill), fill_spec(caps, dt, s)));
+        v.push((name(CopyOp::Arange), arange_spec(caps, dt)));
+    }
+    v
+}

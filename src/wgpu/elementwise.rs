@@ -1,0 +1,318 @@
+//! Elementwise ops on wgpu: three generic map kernels (`shaders/elementwise.wgsl`) whose `op`
+//! is generated here per op and compute type.
+
+use super::kernel::{Index, Spec};
+use super::repr::{Access, Caps, Compute, Repr, convert, params};
+use super::{WgpuBackend, WgpuStorage};
+use crate::backend::ElementwiseOps;
+use crate::spec::Family;
+use crate::spec::elementwise::{BinaryOp, CmpOp, ElementwiseOp, UnaryOp};
+use crate::{DType, Layout, Result, Scalar};
+
+/// WGSL for `op(v)` in compute type `c`; `None` if the spec does not give `op` that type.
+fn unary_expr(op: UnaryOp, c: Compute) -> Option<String> {
+    use UnaryOp::*;
+    let e = match c {
+        Compute::F32 => match op {
+            Neg => "-v",
+            Recip => "1.0 / v",
+            Exp => "exp(v)",
+            Log => "log(v)",
+            Sin => "sin(v)",
+            Cos => "cos(v)",
+            Tanh => "tanh32(v)",
+            Abs => "abs(v)",
+            Sqr => "v * v",
+            Sqrt => "sqrt(v)",
+            Gelu => "0.5 * v * (1.0 + tanh32(0.7978845608028654 * (v + 0.044715 * v * v * v)))",
+            GeluErf => "0.5 * v * (1.0 + erf32(v * 0.7071067811865476))",
+            Erf => "erf32(v)",
+            Relu => "select(v, 0.0, v < 0.0)",
+            Silu => "v / (1.0 + exp(-v))",
+            Sigmoid => "1.0 / (1.0 + exp(-v))",
+            Ceil => "ceil(v)",
+            Floor => "floor(v)",
+            Round => "round(v)",
+            Sign => "select(sign(v), v, is_nan(v) || v == 0.0)",
+        },
+        Compute::F64 => match op {
+            Neg => "-v",
+            Recip => "1.0lf / v",
+            Exp => "f64_exp(v)",
+            Log => "f64_log(v)",
+            Sin => "f64_sin(v)",
+            Cos => "f64_cos(v)",
+            Tanh => "f64_tanh(v)",
+            Abs => "abs(v)",
+            Sqr => "v * v",
+            Sqrt => "sqrt(v)",
+            Gelu => "0.5lf * v * (1.0lf + f64_tanh(0.7978845608028654lf * (v + 0.044715lf * v * v * v)))",
+            GeluErf => "0.5lf * v * (1.0lf + f64_erf(v * 0.7071067811865476lf))",
+            Erf => "f64_erf(v)",
+            Relu => "select(v, 0.0lf, v < 0.0lf)",
+            Silu => "v / (1.0lf + f64_exp(-v))",
+            Sigmoid => "1.0lf / (1.0lf + f64_exp(-v))",
+            Ceil => "ceil(v)",
+            Floor => "floor(v)",
+            Round => "round(v)",
+            Sign => "select(sign(v), v, is_nan64(v) || v == 0.0lf)",
+        },
+        Compute::U32 => match op {
+            Abs | Relu => "v",
+            Sqr => "v * v",
+            Sign => "min(v, 1u)",
+            _ => return None,
+        },
+        Compute::I64 => match op {
+            Neg => "-v",
+            Abs => "select(v, -v, v < 0li)",
+            Sqr => "v * v",
+            Relu => "select(v, 0li, v < 0li)",
+            Sign => "select(select(0li, 1li, v > 0li), -1li, v < 0li)",
+            _ => return None,
+        },
+        Compute::I64e => match op {
+            Neg => "i64e_neg(v)",
+            Abs => "i64e_abs(v)",
+            Sqr => "i64e_mul(v, v)",
+            Relu => "select(v, vec2<u32>(0u, 0u), i64e_is_neg(v))",
+            Sign => "i64e_sign(v)",
+            _ => return None,
+        },
+    };
+    Some(e.to_string())
+}
+
+/// WGSL for `op(a, b)` in compute type `c`.
+fn binary_expr(op: BinaryOp, c: Compute) -> &'static str {
+    use BinaryOp::*;
+    match (c, op) {
+        (Compute::I64e, Add) => "i64e_add(a, b)",
+        (Compute::I64e, Sub) => "i64e_sub(a, b)",
+        (Compute::I64e, Mul) => "i64e_mul(a, b)",
+        (Compute::I64e, Div) => "i64e_div(a, b)",
+        (Compute::I64e, Maximum) => "i64e_max(a, b)",
+        (Compute::I64e, Minimum) => "i64e_min(a, b)",
+        (_, Add) => "a + b",
+        (_, Sub) => "a - b",
+        (_, Mul) => "a * b",
+        (Compute::U32, Div) => "select(a / b, 0u, b == 0u)",
+        (Compute::I64, Div) => "i64_div(a, b)",
+        (_, Div) => "a / b",
+        (Compute::F32, Maximum) => "max_nan(a, b)",
+        (Compute::F32, Minimum) => "min_nan(a, b)",
+        (Compute::F64, Maximum) => "max_nan64(a, b)",
+        (Compute::F64, Minimum) => "min_nan64(a, b)",
+        (_, Maximum) => "max(a, b)",
+        (_, Minimum) => "min(a, b)",
+    }
+}
+
+/// WGSL for the comparison `a op b` as a bool.
+fn cmp_expr(op: CmpOp, c: Compute) -> &'static str {
+    use CmpOp::*;
+    match (c, op) {
+        (Compute::I64e, Eq) => "i64e_eq(a, b)",
+        (Compute::I64e, Ne) => "!i64e_eq(a, b)",
+        (Compute::I64e, Lt) => "i64e_lt(a, b)",
+        (Compute::I64e, Le) => "i64e_le(a, b)",
+        (Compute::I64e, Gt) => "i64e_lt(b, a)",
+        (Compute::I64e, Ge) => "i64e_le(b, a)",
+        (_, Eq) => "a == b",
+        // `!(a == b)`: drivers may lower `!=` as an ordered compare, false for NaN.
+        (_, Ne) => "!(a == b)",
+        (_, Lt) => "a < b",
+        (_, Le) => "a <= b",
+        (_, Gt) => "a > b",
+        (_, Ge) => "a >= b",
+    }
+}
+
+/// The spec of an elementwise kernel: inputs (named `x`, or `a`/`b`, or `c`/`a`/`b`) with
+/// their reprs and index maps, output `y`, and the generated `op` (with `param` if it takes
+/// scalars).
+fn spec(caps: Caps, entry: &'static str, inputs: &[(&'static str, Repr, Index)], out: Repr, code: String, scalars: bool) -> Spec {
+    let mut spec = Spec::new(Family::Elementwise, entry, caps);
+    for &(name, r, i) in inputs {
+        spec = spec.bind(name, r, Access::Read, i);
+    }
+    spec = spec.bind("y", out, Access::Write, Index::None).code(code);
+    if scalars {
+        spec = spec.code(params::decoder(inputs[0].1.compute()));
+    }
+    spec
+}
+
+fn wrong(op: &'static str, dtype: DType, allowed: &[DType]) -> crate::Error {
+    crate::Error::WrongDType { op, dtype, expected: allowed.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ") }
+}
+
+pub(crate) fn unary_spec(caps: Caps, op: UnaryOp, dtype: DType, x: Index) -> Result<Spec> {
+    let r = Repr::of(dtype, caps, op.name())?;
+    let expr = unary_expr(op, r.compute()).ok_or_else(|| wrong(op.name(), dtype, op.dtypes()))?;
+    let c = r.compute().wgsl();
+    Ok(spec(caps, "map1", &[("x", r, x)], r, format!("fn op(v: {c}) -> {c} {{ return {expr}; }}"), false))
+}
+
+/// affine, powf, elu and clamp: maps with scalars `param(0)`, `param(1)`.
+pub(crate) fn scalar_map_spec(caps: Caps, op: ElementwiseOp, dtype: DType, x: Index) -> Result<Spec> {
+    let r = Repr::of(dtype, caps, op.name())?;
+    let c = r.compute();
+    let f64 = c == Compute::F64;
+    let expr = match op {
+        ElementwiseOp::Affine => "v * param(0u) + param(1u)",
+        ElementwiseOp::Powf if f64 => "f64_pow(v, param(0u))",
+        ElementwiseOp::Powf => "pow32(v, param(0u))",
+        ElementwiseOp::Elu if f64 => "select(param(0u) * f64_expm1(v), v, v >= 0.0lf)",
+        ElementwiseOp::Elu => "select(param(0u) * (exp(v) - 1.0), v, v >= 0.0)",
+        ElementwiseOp::Clamp if c == Compute::I64e => {
+            "select(select(v, param(0u), i64e_lt(v, param(0u))), param(1u), i64e_lt(param(1u), v))"
+        }
+        ElementwiseOp::Clamp => "select(select(v, param(0u), v < param(0u)), param(1u), v > param(1u))",
+        ElementwiseOp::WhereCond | ElementwiseOp::Cast => return Err(wrong(op.name(), dtype, &[])),
+    };
+    if !op.dtypes().contains(&dtype) {
+        return Err(wrong(op.name(), dtype, op.dtypes()));
+    }
+    let c = c.wgsl();
+    Ok(spec(caps, "map1", &[("x", r, x)], r, format!("fn op(v: {c}) -> {c} {{ return {expr}; }}"), true))
+}
+
+pub(crate) fn binary_spec(caps: Caps, op: BinaryOp, dtype: DType, a: Index, b: Index) -> Result<Spec> {
+    let r = Repr::of(dtype, caps, op.name())?;
+    let c = r.compute().wgsl();
+    let code = format!("fn op(a: {c}, b: {c}) -> {c} {{ return {}; }}", binary_expr(op, r.compute()));
+    Ok(spec(caps, "map2", &[("a", r, a), ("b", r, b)], r, code, false))
+}
+
+pub(crate) fn cmp_spec(caps: Caps, op: CmpOp, dtype: DType, a: Index, b: Index) -> Result<Spec> {
+    let r = Repr::of(dtype, caps, op.name())?;
+    let c = r.compute().wgsl();
+    let code = format!("fn op(a: {c}, b: {c}) -> u32 {{ return select(0u, 1u, {}); }}", cmp_expr(op, r.compute()));
+    Ok(spec(caps, "map2", &[("a", r, a), ("b", r, b)], Repr::U8, code, false))
+}
+
+pub(crate) fn where_spec(caps: Caps, cond: DType, dtype: DType, idx: [Index; 3]) -> Result<Spec> {
+    let op = ElementwiseOp::WhereCond.name();
+    let (cr, vr) = (Repr::of(cond, caps, op)?, Repr::of(dtype, caps, op)?);
+    let test = match cr.compute() {
+        Compute::I64e => "c.x != 0u || c.y != 0u",
+        Compute::I64 => "c != 0li",
+        _ => "c != 0u",
+    };
+    let v = vr.compute().wgsl();
+    let code = format!("fn op(c: {}, a: {v}, b: {v}) -> {v} {{ return select(b, a, {test}); }}", cr.compute().wgsl());
+    Ok(spec(caps, "map3", &[("c", cr, idx[0]), ("a", vr, idx[1]), ("b", vr, idx[2])], vr, code, false))
+}
+
+pub(crate) fn cast_spec(caps: Caps, from: DType, to: DType, x: Index) -> Result<Spec> {
+    let op = ElementwiseOp::Cast.name();
+    let (fr, tr) = (Repr::of(from, caps, op)?, Repr::of(to, caps, op)?);
+    let expr = convert(from, to, fr, tr, "v");
+    let code = format!("fn op(v: {}) -> {} {{ return {expr}; }}", fr.compute().wgsl(), tr.compute().wgsl());
+    Ok(spec(caps, "map1", &[("x", fr, x)], tr, code, false))
+}
+
+impl WgpuBackend {
+    /// Runs an elementwise spec over inputs of one shape into a new `out` tensor.
+    fn launch(&self, spec: Spec, inputs: &[(&WgpuStorage, &Layout)], out: DType, scalars: &[Scalar]) -> Result<WgpuStorage> {
+        let n = inputs[0].1.elem_count();
+        let y = self.storage(out, n)?;
+        let compute = spec.bindings[0].repr.compute();
+        let layouts: Vec<&Layout> = inputs.iter().map(|i| i.1).collect();
+        let meta = spec.meta(n as u32, &layouts, &params::encode(compute, scalars));
+        let mut buffers: Vec<&wgpu::Buffer> = inputs.iter().map(|i| i.0.buffer()).collect();
+        buffers.push(y.buffer());
+        let per_word = spec.bindings.last().map_or(1, |b| b.repr.per_word()) as u64;
+        self.run(&spec, &buffers, &meta, (n as u64).div_ceil(per_word))?;
+        Ok(y)
+    }
+
+    fn scalar_map(&self, op: ElementwiseOp, x: &WgpuStorage, l: &Layout, scalars: &[Scalar]) -> Result<WgpuStorage> {
+        let spec = scalar_map_spec(self.caps(), op, x.dtype, Index::of(l))?;
+        self.launch(spec, &[(x, l)], x.dtype, scalars)
+    }
+}
+
+impl ElementwiseOps for WgpuBackend {
+    fn unary(&self, x: &WgpuStorage, l: &Layout, op: UnaryOp) -> Result<WgpuStorage> {
+        self.launch(unary_spec(self.caps(), op, x.dtype, Index::of(l))?, &[(x, l)], x.dtype, &[])
+    }
+
+    fn affine(&self, x: &WgpuStorage, l: &Layout, mul: f64, add: f64) -> Result<WgpuStorage> {
+        self.scalar_map(ElementwiseOp::Affine, x, l, &[Scalar::F64(mul), Scalar::F64(add)])
+    }
+
+    fn powf(&self, x: &WgpuStorage, l: &Layout, e: f64) -> Result<WgpuStorage> {
+        self.scalar_map(ElementwiseOp::Powf, x, l, &[Scalar::F64(e)])
+    }
+
+    fn elu(&self, x: &WgpuStorage, l: &Layout, alpha: f64) -> Result<WgpuStorage> {
+        self.scalar_map(ElementwiseOp::Elu, x, l, &[Scalar::F64(alpha)])
+    }
+
+    fn clamp(&self, x: &WgpuStorage, l: &Layout, min: Scalar, max: Scalar) -> Result<WgpuStorage> {
+        self.scalar_map(ElementwiseOp::Clamp, x, l, &[min, max])
+    }
+
+    fn binary(&self, lhs: &WgpuStorage, ll: &Layout, rhs: &WgpuStorage, rl: &Layout, op: BinaryOp) -> Result<WgpuStorage> {
+        let spec = binary_spec(self.caps(), op, lhs.dtype, Index::of(ll), Index::of(rl))?;
+        self.launch(spec, &[(lhs, ll), (rhs, rl)], lhs.dtype, &[])
+    }
+
+    fn cmp(&self, lhs: &WgpuStorage, ll: &Layout, rhs: &WgpuStorage, rl: &Layout, op: CmpOp) -> Result<WgpuStorage> {
+        let spec = cmp_spec(self.caps(), op, lhs.dtype, Index::of(ll), Index::of(rl))?;
+        self.launch(spec, &[(lhs, ll), (rhs, rl)], DType::U8, &[])
+    }
+
+    fn where_cond(
+        &self,
+        cond: &WgpuStorage,
+        cl: &Layout,
+        on_true: &WgpuStorage,
+        tl: &Layout,
+        on_false: &WgpuStorage,
+        fl: &Layout,
+    ) -> Result<WgpuStorage> {
+        let idx = [Index::of(cl), Index::of(tl), Index::of(fl)];
+        let spec = where_spec(self.caps(), cond.dtype, on_true.dtype, idx)?;
+        self.launch(spec, &[(cond, cl), (on_true, tl), (on_false, fl)], on_true.dtype, &[])
+    }
+
+    fn cast(&self, x: &WgpuStorage, l: &Layout, to: DType) -> Result<WgpuStorage> {
+        self.launch(cast_spec(self.caps(), x.dtype, to, Index::of(l))?, &[(x, l)], to, &[])
+    }
+}
+
+/// Every elementwise kernel for `caps`, as (kernel name, spec), for shader validation and the
+/// op coverage test.
+pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
+    use crate::spec::elementwise::cast_kernel_name;
+    use crate::spec::kernel_name;
+    let s = Index::Strided(2);
+    let mut v = vec![];
+    for dt in caps.dtypes() {
+        for &op in UnaryOp::ALL.iter().filter(|o| o.dtypes().contains(&dt)) {
+            v.push((kernel_name(op.name(), dt), unary_spec(caps, op, dt, s)));
+        }
+        for op in [ElementwiseOp::Affine, ElementwiseOp::Powf, ElementwiseOp::Elu, ElementwiseOp::Clamp] {
+            if op.dtypes().contains(&dt) {
+                v.push((kernel_name(op.name(), dt), scalar_map_spec(caps, op, dt, Index::Contiguous)));
+            }
+        }
+        for &op in BinaryOp::ALL {
+            v.push((kernel_name(op.name(), dt), binary_spec(caps, op, dt, s, Index::Contiguous)));
+        }
+        for &op in CmpOp::ALL {
+            v.push((kernel_name(op.name(), dt), cmp_spec(caps, op, dt, Index::Contiguous, s)));
+        }
+        for cond in DType::INT {
+            let name = format!("{}_{cond}", kernel_name(ElementwiseOp::WhereCond.name(), dt));
+            v.push((name, where_spec(caps, *cond, dt, [s, Index::Contiguous, s])));
+        }
+        for to in caps.dtypes() {
+            v.push((cast_kernel_name(dt, to), cast_spec(caps, dt, to, s)));
+        }
+    }
+    v
+}

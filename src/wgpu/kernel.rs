@@ -1,0 +1,271 @@
+//! Kernel specialisation: a [`Spec`] decides a kernel's whole WGSL source (family file, entry,
+//! bindings with their dtype representations, index maps, constants, op code); sources are
+//! assembled on first use and their pipelines cached by spec.
+
+use super::repr::{Access, Caps, Compute, Repr, binding};
+use crate::Layout;
+use crate::spec::Family;
+use std::fmt::Write;
+
+const COMMON: &str = include_str!("../../shaders/common.wgsl");
+const I64: &str = include_str!("../../shaders/i64.wgsl");
+const F64: &str = include_str!("../../shaders/f64.wgsl");
+
+/// The WGSL file of a family.
+pub fn family_source(f: Family) -> &'static str {
+    match f {
+        Family::Elementwise => include_str!("../../shaders/elementwise.wgsl"),
+        Family::Copy => include_str!("../../shaders/copy.wgsl"),
+        Family::Reduce => include_str!("../../shaders/reduce.wgsl"),
+        Family::Index => include_str!("../../shaders/index.wgsl"),
+        Family::Random => include_str!("../../shaders/random.wgsl"),
+        Family::Sort => include_str!("../../shaders/sort.wgsl"),
+        Family::Conv | Family::Pool | Family::Upsample | Family::Matmul | Family::Nn => "",
+    }
+}
+
+/// How a binding's logical element index maps to its storage index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Index {
+    /// No `NAME_at` function (the kernel indexes the buffer itself).
+    None,
+    /// `NAME_at(i) = offset + i`.
+    Contiguous,
+    /// Row-major `i` through dims and strides of this rank.
+    Strided(u8),
+}
+
+impl Index {
+    /// The simplest map for `l` (dims of size 1 dropped, mergeable dims merged).
+    pub fn of(l: &Layout) -> Index {
+        let (dims, _) = simplify(l);
+        if dims.is_empty() { Index::Contiguous } else { Index::Strided(dims.len() as u8) }
+    }
+
+    fn words(self) -> usize {
+        match self {
+            Index::None => 0,
+            Index::Contiguous => 1,
+            Index::Strided(r) => 1 + 2 * r as usize,
+        }
+    }
+}
+
+/// `l` as (dims, strides) with size-1 dims dropped and adjacent dims merged where the strides
+/// allow; a contiguous layout becomes empty lists.
+pub fn simplify(l: &Layout) -> (Vec<u32>, Vec<u32>) {
+    let mut dims: Vec<u32> = vec![];
+    let mut strides: Vec<u32> = vec![];
+    for (&d, &s) in l.dims().iter().zip(l.strides()) {
+        if d == 1 {
+            continue;
+        }
+        match (dims.last_mut(), strides.last_mut()) {
+            (Some(pd), Some(ps)) if *ps as usize == s * d => {
+                *pd *= d as u32;
+                *ps = s as u32;
+            }
+            _ => {
+                dims.push(d as u32);
+                strides.push(s as u32);
+            }
+        }
+    }
+    if dims.len() == 1 && strides[0] == 1 {
+        return (vec![], vec![]);
+    }
+    (dims, strides)
+}
+
+/// One buffer of a kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Bind {
+    pub name: &'static str,
+    pub repr: Repr,
+    pub access: Access,
+    pub index: Index,
+}
+
+impl Bind {
+    pub fn new(name: &'static str, repr: Repr, access: Access, index: Index) -> Self {
+        Bind { name, repr, access, index }
+    }
+}
+
+/// Everything that decides a kernel's source.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Spec {
+    pub family: Family,
+    pub entry: &'static str,
+    pub bindings: Vec<Bind>,
+    /// Binds the error-flag buffer (`flags`) after the others: kernels that check index ids.
+    pub flags: bool,
+    /// `const NAME = VALUE;` lines (VALUE is WGSL text).
+    pub consts: Vec<(&'static str, String)>,
+    /// Extra WGSL: the op bodies.
+    pub code: String,
+    pub caps: Caps,
+    pub workgroup: u32,
+}
+
+impl Spec {
+    pub fn new(family: Family, entry: &'static str, caps: Caps) -> Spec {
+        Spec { family, entry, bindings: vec![], flags: false, consts: vec![], code: String::new(), caps, workgroup: 256 }
+    }
+
+    pub fn bind(mut self, name: &'static str, repr: Repr, access: Access, index: Index) -> Spec {
+        self.bindings.push(Bind::new(name, repr, access, index));
+        self
+    }
+
+    pub fn constant(mut self, name: &'static str, value: impl Into<String>) -> Spec {
+        self.consts.push((name, value.into()));
+        self
+    }
+
+    pub fn code(mut self, code: impl AsRef<str>) -> Spec {
+        self.code.push_str(code.as_ref());
+        self.code.push('\n');
+        self
+    }
+
+    pub fn with_flags(mut self) -> Spec {
+        self.flags = true;
+        self
+    }
+
+    /// The metadata words: `n`, each indexed binding's layout, then `extra` (at `EXTRA`).
+    pub fn meta(&self, n: u32, layouts: &[&Layout], extra: &[u32]) -> Vec<u32> {
+        let mut m = vec![n];
+        let mut layouts = layouts.iter();
+        for b in &self.bindings {
+            if b.index == Index::None {
+                continue;
+            }
+            let l = layouts.next().unwrap_or_else(|| unreachable!("one layout per indexed binding"));
+            m.push(l.offset() as u32);
+            if let Index::Strided(_) = b.index {
+                let (dims, strides) = simplify(l);
+                m.extend(dims);
+                m.extend(strides);
+            }
+        }
+        m.extend_from_slice(extra);
+        m
+    }
+
+    fn computes(&self) -> impl Iterator<Item = Compute> + '_ {
+        self.bindings.iter().map(|b| b.repr.compute())
+    }
+
+    /// The complete WGSL source.
+    pub fn source(&self) -> String {
+        let mut s = String::new();
+        if self.caps.f16 {
+            s.push_str("enable f16;\n");
+        }
+        let _ = writeln!(s, "const WG: u32 = {}u;", self.workgroup);
+        s.push_str(COMMON);
+        let uses = |c: Compute| self.computes().any(|x| x == c) || self.code.contains(c.wgsl());
+        let f64 = self.caps.f64 && uses(Compute::F64);
+        if f64 {
+            s.push_str(F64);
+        }
+        if self.caps.i64 {
+            s.push_str(section(I64, "native"));
+            if f64 {
+                s.push_str(section(I64, "native_f64"));
+            }
+        } else if uses(Compute::I64e) {
+            s.push_str(section(I64, "emulated"));
+            if f64 {
+                s.push_str(section(I64, "emulated_f64"));
+            }
+        }
+        s.push_str("@group(0) @binding(0) var<storage, read> md: array<u32>;\n");
+        let mut pos = 1;
+        for (slot, b) in self.bindings.iter().enumerate() {
+            s.push_str(&binding(b.name, slot as u32 + 1, b.repr, b.access));
+            let upper = b.name.to_uppercase();
+            match b.index {
+                Index::None => {}
+                Index::Contiguous => {
+                    let _ = writeln!(s, "fn {}_at(i: u32) -> u32 {{ return md[{pos}u] + i; }}", b.name);
+                }
+                Index::Strided(r) => {
+                    let _ = writeln!(s, "const {upper}_META: u32 = {pos}u;");
+                    let _ = writeln!(
+                        s,
+                        "fn {}_at(i: u32) -> u32 {{\n    var rem = i;\n    var off = md[{pos}u];\n    \
+                         for (var d = {r}u; d > 0u; d--) {{\n        let size = md[{pos}u + d];\n        \
+                         off += (rem % size) * md[{pos}u + {r}u + d];\n        rem /= size;\n    }}\n    return off;\n}}",
+                        b.name
+                    );
+                }
+            }
+            pos += b.index.words();
+        }
+        if self.flags {
+            let slot = self.bindings.len() + 1;
+            let _ = writeln!(s, "@group(0) @binding({slot}) var<storage, read_write> flags: array<atomic<u32>, 4>;");
+        }
+        let _ = writeln!(s, "const EXTRA: u32 = {pos}u;");
+        for (name, value) in &self.consts {
+            let _ = writeln!(s, "const {name} = {value};");
+        }
+        s.push_str(&self.code);
+        let src = family_source(self.family);
+        s.push_str(header(src));
+        s.push_str(section(src, self.entry));
+        s
+    }
+
+    /// The number of storage buffers bound (metadata and flags included).
+    pub fn binding_count(&self) -> usize {
+        1 + self.bindings.len() + self.flags as usize
+    }
+
+    /// Which bindings (after metadata) are read-only.
+    pub fn read_only(&self) -> Vec<bool> {
+        let mut v: Vec<bool> = self.bindings.iter().map(|b| b.access == Access::Read).collect();
+        if self.flags {
+            v.push(false);
+        }
+        v
+    }
+}
+
+/// The text of a file before its first `// @kernel` or `// @section` marker.
+fn header(src: &str) -> &str {
+    let end = [src.find("// @kernel "), src.find("// @section ")].into_iter().flatten().min();
+    &src[..end.unwrap_or(src.len())]
+}
+
+/// The text after `// @kernel NAME` (or `// @section NAME`) up to the next marker.
+pub fn section<'a>(src: &'a str, name: &str) -> &'a str {
+    for marker in ["// @kernel ", "// @section "] {
+        let tag = format!("{marker}{name}\n");
+        if let Some(start) = src.find(&tag) {
+            let rest = &src[start + tag.len()..];
+            let end = [rest.find("// @kernel "), rest.find("// @section ")].into_iter().flatten().min();
+            return &rest[..end.unwrap_or(rest.len())];
+        }
+    }
+    ""
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_simplify_to_their_fewest_dims() {
+        assert_eq!(simplify(&Layout::contiguous([4, 5, 6])), (vec![], vec![]));
+        let t = Layout::contiguous([4, 5]).transpose(0, 1).unwrap();
+        assert_eq!(simplify(&t), (vec![5, 4], vec![1, 5]));
+        let b = Layout::contiguous([5]).broadcast_as(&[3, 5].into()).unwrap();
+        assert_eq!(simplify(&b), (vec![3, 5], vec![0, 1]));
+        let n = Layout::contiguous([4, 6, 2]).narrow(1, 1, 3).unwrap();
+        assert_eq!(simplify(&n), (vec![4, 6], vec![12, 1]));
+    }
+}

@@ -1,0 +1,343 @@
+//! The portable backend: WGSL compute shaders on wgpu (Vulkan, Metal, DX12, GL, and software
+//! adapters such as lavapipe).
+
+mod batch;
+mod context;
+mod copy;
+mod elementwise;
+mod fallback;
+mod index;
+pub mod kernel;
+mod pool;
+mod random;
+mod reduce;
+pub mod repr;
+mod sort;
+
+use crate::backend::{BackendStorage, Memory};
+use crate::spec::index::IndexOp;
+use crate::{BackendKind, CpuStorage, DType, Error, Result};
+use batch::Recorder;
+use context::Gpu;
+use kernel::Spec;
+use pool::{Pool, PooledBuffer};
+pub use pool::MemoryStats;
+pub use repr::Caps;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Every kernel the WGSL path builds for `caps`, named like `spec::kernel_name` (`exp_f32`):
+/// the shader validation test parses and validates each with naga, and checks that every op
+/// and dtype of the WGSL families has one.
+#[doc(hidden)]
+pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
+    [elementwise::shader_variants(caps), copy::shader_variants(caps)].concat()
+}
+
+/// A compiled kernel and the layout of its bind group.
+pub(crate) struct Pipeline {
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+}
+
+pub(crate) struct Context {
+    gpu: Gpu,
+    caps: Caps,
+    pool: Arc<Pool>,
+    meta_pool: Arc<Pool>,
+    rec: Mutex<Recorder>,
+    pipelines: Mutex<HashMap<Spec, Arc<Pipeline>>>,
+    /// `[op + 1, index low, index high, size]` of the first out-of-range id seen.
+    flags: wgpu::Buffer,
+}
+
+/// The wgpu backend: one device, its pools, pipelines and pending work.
+#[derive(Clone)]
+pub struct WgpuBackend(Arc<Context>);
+
+impl std::fmt::Debug for WgpuBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0.gpu.describe())
+    }
+}
+
+/// A tensor buffer on the device.
+#[derive(Clone)]
+pub struct WgpuStorage {
+    buf: Arc<PooledBuffer>,
+    dtype: DType,
+    len: usize,
+}
+
+impl std::fmt::Debug for WgpuStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "WgpuStorage[{} x {}]", self.len, self.dtype)
+    }
+}
+
+impl WgpuStorage {
+    pub(crate) fn buffer(&self) -> &wgpu::Buffer {
+        self.buf.buffer()
+    }
+}
+
+impl BackendStorage for WgpuStorage {
+    fn dtype(&self) -> DType {
+        self.dtype
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+fn wgpu_err(msg: impl std::fmt::Display) -> Error {
+    Error::Backend { backend: BackendKind::Wgpu, msg: msg.to_string() }
+}
+
+impl WgpuBackend {
+    /// Opens the adapter `RWO_ADAPTER` names (or the preferred one) with the features
+    /// `RWO_WGPU_FEATURES` allows (all wanted ones by default).
+    pub(crate) fn from_env() -> std::result::Result<WgpuBackend, String> {
+        let adapter = std::env::var("RWO_ADAPTER").ok();
+        let features = std::env::var("RWO_WGPU_FEATURES").ok();
+        Self::open(adapter.as_deref(), features.as_deref()).map_err(|e| match e {
+            Error::BackendUnavailable { reason, .. } => reason,
+            e => e.to_string(),
+        })
+    }
+
+    /// Opens an adapter by name substring with the named features (`"none"`, `"f16,i64"`...).
+    pub fn open(adapter: Option<&str>, features: Option<&str>) -> Result<WgpuBackend> {
+        let allowed = context::allowed_features(features)?;
+        let gpu = Gpu::open(adapter, allowed)
+            .map_err(|reason| Error::BackendUnavailable { kind: "wgpu".into(), reason })?;
+        let caps = Caps {
+            f16: gpu.has(wgpu::Features::SHADER_F16),
+            f64: gpu.has(wgpu::Features::SHADER_F64),
+            i64: gpu.has(wgpu::Features::SHADER_INT64),
+            subgroup: gpu.has(wgpu::Features::SUBGROUP),
+        };
+        use wgpu::BufferUsages as U;
+        let flags = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("index flags"),
+            size: 16,
+            usage: U::STORAGE | U::COPY_SRC | U::COPY_DST,
+            mapped_at_creation: false,
+        });
+        Ok(WgpuBackend(Arc::new(Context {
+            gpu,
+            caps,
+            pool: Pool::new(U::STORAGE | U::COPY_SRC | U::COPY_DST),
+            meta_pool: Pool::new(U::STORAGE | U::COPY_DST),
+            rec: Mutex::default(),
+            pipelines: Mutex::default(),
+            flags,
+        })))
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        self.0.gpu.describe()
+    }
+
+    pub(crate) fn caps(&self) -> Caps {
+        self.0.caps
+    }
+
+    /// What the tensor buffer pool holds.
+    pub fn memory_stats(&self) -> MemoryStats {
+        self.0.pool.stats()
+    }
+
+    pub(crate) fn same(&self, other: &WgpuBackend) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    fn rec(&self) -> MutexGuard<'_, Recorder> {
+        self.0.rec.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A new buffer for `len` elements of `dtype`.
+    pub(crate) fn storage(&self, dtype: DType, len: usize) -> Result<WgpuStorage> {
+        let bytes = (len as u64 * dtype.size_in_bytes() as u64).next_multiple_of(8);
+        if len as u64 > u32::MAX as u64 {
+            return Err(Error::LimitExceeded {
+                backend: BackendKind::Wgpu,
+                what: format!("{len} elements (kernels index with u32)"),
+                needed: bytes,
+                limit: u32::MAX as u64,
+            });
+        }
+        let buf = self.0.pool.alloc(&self.0.gpu, bytes)?;
+        Ok(WgpuStorage { buf: Arc::new(buf), dtype, len })
+    }
+
+    fn pipeline(&self, spec: &Spec) -> Result<Arc<Pipeline>> {
+        let mut cache = self.0.pipelines.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = cache.get(spec) {
+            return Ok(p.clone());
+        }
+        let p = Arc::new(self.build(spec)?);
+        cache.insert(spec.clone(), p.clone());
+        Ok(p)
+    }
+
+    fn build(&self, spec: &Spec) -> Result<Pipeline> {
+        let gpu = &self.0.gpu;
+        let source = spec.source();
+        let name = format!("{}::{}", spec.family, spec.entry);
+        let storage = |i: u32, read_only: bool, dynamic: bool| wgpu::BindGroupLayoutEntry {
+            binding: i,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Storage { read_only },
+                has_dynamic_offset: dynamic,
+                min_binding_size: None,
+            },
+            count: None,
+        };
+        let mut entries = vec![storage(0, true, true)];
+        for (i, &ro) in spec.read_only().iter().enumerate() {
+            entries.push(storage(i as u32 + 1, ro, false));
+        }
+        gpu.scoped(wgpu::ErrorFilter::Validation, || {
+            let layout = gpu.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: None, entries: &entries });
+            let pl = gpu.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: None,
+                bind_group_layouts: &[Some(&layout)],
+                immediate_size: 0,
+            });
+            let module = gpu.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(&name),
+                source: wgpu::ShaderSource::Wgsl(source.as_str().into()),
+            });
+            let pipeline = gpu.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(&name),
+                layout: Some(&pl),
+                module: &module,
+                entry_point: Some(spec.entry),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+            Pipeline { pipeline, layout }
+        })
+        .map_err(|e| wgpu_err(format!("building kernel {name}: {e}")))
+    }
+
+    /// Records `spec` over `threads` invocations. `buffers` follow `spec.bindings`; the flag
+    /// buffer is appended when the spec asks for it.
+    pub(crate) fn run(&self, spec: &Spec, buffers: &[&wgpu::Buffer], meta: &[u32], threads: u64) -> Result<()> {
+        if threads == 0 {
+            return Ok(());
+        }
+        let pipeline = self.pipeline(spec)?;
+        let groups = threads.div_ceil(spec.workgroup as u64);
+        let max = self.0.gpu.limits.max_compute_workgroups_per_dimension as u64;
+        let grid = if groups <= max { (groups as u32, 1) } else { (max as u32, groups.div_ceil(max) as u32) };
+        if grid.1 as u64 > max {
+            return Err(wgpu_err(format!("{threads} invocations exceed the dispatch limit")));
+        }
+        let mut all: Vec<&wgpu::Buffer> = buffers.to_vec();
+        if spec.flags {
+            all.push(&self.0.flags);
+        }
+        self.rec().dispatch(&self.0.gpu, &self.0.meta_pool, &pipeline, &all, meta, grid)
+    }
+
+    /// Submits pending work, copies `buf`'s first `bytes` and the flags back, and waits.
+    fn read(&self, buf: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>> {
+        let gpu = &self.0.gpu;
+        let data = bytes.next_multiple_of(4);
+        let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size: data + 16,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        {
+            let mut rec = self.rec();
+            let enc = rec.encoder(gpu);
+            if data > 0 {
+                enc.copy_buffer_to_buffer(buf, 0, &staging, 0, data);
+            }
+            enc.copy_buffer_to_buffer(&self.0.flags, 0, &staging, data, 16);
+            rec.submit(gpu)?;
+        }
+        let mut out = batch::read_mapped(gpu, &staging, data + 16)?;
+        let flags: Vec<u32> = out[data as usize..].chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        self.check_flags(&flags)?;
+        out.truncate(bytes as usize);
+        Ok(out)
+    }
+
+    /// Turns a set flag buffer into the index error it records, and clears it.
+    fn check_flags(&self, f: &[u32]) -> Result<()> {
+        if f[0] == 0 {
+            return Ok(());
+        }
+        self.0.gpu.queue.write_buffer(&self.0.flags, 0, &[0u8; 16]);
+        let op = IndexOp::ALL.get(f[0] as usize - 1).map_or("index", |o| o.name());
+        let index = (f[1] as u64 | (f[2] as u64) << 32) as i64;
+        Err(Error::IndexOutOfRange { op, index, size: f[3] as usize })
+    }
+}
+
+impl Memory for WgpuBackend {
+    type Storage = WgpuStorage;
+
+    fn kind(&self) -> BackendKind {
+        BackendKind::Wgpu
+    }
+
+    fn info(&self) -> Vec<(&'static str, String)> {
+        let gpu = &self.0.gpu;
+        let on: Vec<&str> = context::WANTED.iter().filter(|(_, f)| gpu.has(*f)).map(|(n, _)| *n).collect();
+        let l = &gpu.limits;
+        vec![
+            ("adapter", format!("{} ({:?}, {:?})", gpu.info.name, gpu.info.backend, gpu.info.device_type)),
+            ("driver", format!("{} {}", gpu.info.driver, gpu.info.driver_info)),
+            ("features", if on.is_empty() { "none".into() } else { on.join(", ") }),
+            ("max storage binding", format!("{} MiB", gpu.max_binding() >> 20)),
+            ("max workgroup", format!("{} invocations, {} groups per dim", l.max_compute_invocations_per_workgroup, l.max_compute_workgroups_per_dimension)),
+            ("f64", if self.0.caps.f64 { "yes".into() } else { "no: f64 ops return UnsupportedDType".into() }),
+            ("on the cpu reference", fallback::FAMILIES.into()),
+        ]
+    }
+
+    fn alloc(&self, dtype: DType, len: usize) -> Result<WgpuStorage> {
+        self.storage(dtype, len)
+    }
+
+    fn upload(&self, data: &CpuStorage) -> Result<WgpuStorage> {
+        let s = self.storage(data.dtype(), data.len())?;
+        let bytes = data.as_bytes();
+        // A buffer reused from the pool may still be read by recorded work: submit that first,
+        // since queued writes run before the commands of the next submit.
+        {
+            let mut rec = self.rec();
+            if !rec.is_empty() {
+                rec.submit(&self.0.gpu)?;
+            }
+        }
+        if !bytes.is_empty() {
+            let mut padded;
+            let bytes = if bytes.len() % 4 == 0 {
+                bytes
+            } else {
+                padded = bytes.to_vec();
+                padded.resize(bytes.len().next_multiple_of(4), 0);
+                &padded
+            };
+            self.0.gpu.queue.write_buffer(s.buffer(), 0, bytes);
+        }
+        Ok(s)
+    }
+
+    fn download(&self, s: &WgpuStorage) -> Result<CpuStorage> {
+        let bytes = s.len as u64 * s.dtype.size_in_bytes() as u64;
+        Ok(CpuStorage::from_bytes(s.dtype, &self.read(s.buffer(), bytes)?))
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.read(&self.0.flags, 0).map(drop)
+    }
+}

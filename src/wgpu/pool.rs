@@ -1,0 +1,183 @@
+//! A buffer pool bucketed by size: repeated ops of one size allocate nothing; freed tensors
+//! return their buffer; cached free buffers are trimmed so that the memory held stays within
+//! 1.5x of the live bytes (past a small slack).
+
+use super::context::Gpu;
+use crate::{BackendKind, Error, Result};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+/// Bytes of free buffers always allowed in the cache, however little is live.
+const SLACK: u64 = 16 << 20;
+
+/// The size class of a request: 256 bytes, then four classes per power of two (waste <= 25%).
+pub(crate) fn bucket(bytes: u64) -> u64 {
+    if bytes <= 256 {
+        return 256;
+    }
+    let top = 63 - (bytes - 1).leading_zeros() as u64; // 2^top < bytes <= 2^(top+1)
+    let quarter = 1u64 << (top - 2);
+    bytes.div_ceil(quarter) * quarter
+}
+
+/// What the pool holds, in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryStats {
+    /// Bytes asked for by live tensors.
+    pub live: u64,
+    /// Bytes of every buffer the pool owns (live and cached free ones).
+    pub held: u64,
+    pub peak_live: u64,
+    pub peak_held: u64,
+}
+
+#[derive(Default)]
+struct State {
+    free: BTreeMap<u64, Vec<wgpu::Buffer>>,
+    free_bytes: u64,
+    stats: MemoryStats,
+}
+
+impl State {
+    /// Drops cached buffers, largest first, until the cache is within its allowance.
+    fn trim(&mut self, slack: u64) {
+        while self.free_bytes > (self.stats.live / 4).max(slack) {
+            let Some(mut entry) = self.free.last_entry() else { break };
+            let size = *entry.key();
+            entry.get_mut().pop();
+            if entry.get().is_empty() {
+                entry.remove();
+            }
+            self.free_bytes -= size;
+            self.stats.held -= size;
+        }
+    }
+}
+
+/// The pool; buffers come back to it when their [`PooledBuffer`] drops.
+pub(crate) struct Pool {
+    state: Mutex<State>,
+    usage: wgpu::BufferUsages,
+    slack: u64,
+}
+
+/// A buffer on loan from the pool; returns on drop.
+pub(crate) struct PooledBuffer {
+    buffer: Option<wgpu::Buffer>,
+    size: u64,
+    bytes: u64,
+    pool: Arc<Pool>,
+}
+
+impl PooledBuffer {
+    pub(crate) fn buffer(&self) -> &wgpu::Buffer {
+        // Only `drop` takes the buffer out.
+        self.buffer.as_ref().unwrap_or_else(|| unreachable!("buffer taken before drop"))
+    }
+
+    /// The bytes asked for (the buffer may be larger).
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+impl Drop for PooledBuffer {
+    fn drop(&mut self) {
+        if let Some(b) = self.buffer.take() {
+            self.pool.give_back(b, self.size, self.bytes);
+        }
+    }
+}
+
+impl Pool {
+    pub(crate) fn new(usage: wgpu::BufferUsages) -> Arc<Pool> {
+        Arc::new(Pool { state: Mutex::default(), usage, slack: SLACK })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn stats(&self) -> MemoryStats {
+        self.lock().stats
+    }
+
+    /// A buffer of at least `bytes` (>= 4-byte aligned sizes), reused when one is free.
+    pub(crate) fn alloc(self: &Arc<Self>, gpu: &Gpu, bytes: u64) -> Result<PooledBuffer> {
+        let limit = gpu.max_binding();
+        if bytes > limit {
+            return Err(Error::LimitExceeded {
+                backend: BackendKind::Wgpu,
+                what: "a tensor buffer (max_storage_buffer_binding_size)".into(),
+                needed: bytes,
+                limit,
+            });
+        }
+        let size = bucket(bytes).min(limit.max(256) / 16 * 16).max(bytes.next_multiple_of(16));
+        let reused = {
+            let mut st = self.lock();
+            let b = st.free.get_mut(&size).and_then(Vec::pop);
+            if b.is_some() {
+                st.free_bytes -= size;
+            }
+            b
+        };
+        let buffer = match reused {
+            Some(b) => b,
+            None => self.create(gpu, size)?,
+        };
+        let mut st = self.lock();
+        st.stats.live += bytes;
+        st.stats.peak_live = st.stats.peak_live.max(st.stats.live);
+        Ok(PooledBuffer { buffer: Some(buffer), size, bytes, pool: self.clone() })
+    }
+
+    fn create(&self, gpu: &Gpu, size: u64) -> Result<wgpu::Buffer> {
+        let desc = wgpu::BufferDescriptor { label: None, size, usage: self.usage, mapped_at_creation: false };
+        let make = || gpu.scoped(wgpu::ErrorFilter::OutOfMemory, || gpu.device.create_buffer(&desc));
+        let buffer = match make() {
+            Ok(b) => b,
+            Err(_) => {
+                // Out of memory: give every cached buffer back to the driver and try once more.
+                self.release_cache();
+                make()?
+            }
+        };
+        let mut st = self.lock();
+        st.stats.held += size;
+        st.stats.peak_held = st.stats.peak_held.max(st.stats.held);
+        Ok(buffer)
+    }
+
+    fn give_back(&self, buffer: wgpu::Buffer, size: u64, bytes: u64) {
+        let mut st = self.lock();
+        st.stats.live -= bytes;
+        st.free.entry(size).or_default().push(buffer);
+        st.free_bytes += size;
+        st.trim(self.slack);
+    }
+
+    /// Frees every cached buffer.
+    pub(crate) fn release_cache(&self) {
+        let mut st = self.lock();
+        st.stats.held -= st.free_bytes;
+        st.free_bytes = 0;
+        st.free.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_waste_at_most_a_quarter() {
+        assert_eq!(bucket(1), 256);
+        assert_eq!(bucket(257), 320);
+        assert_eq!(bucket(1024), 1024);
+        assert_eq!(bucket(1025), 1280);
+        for b in [300u64, 4097, 1 << 20, (1 << 30) + 1, 123_456_789] {
+            assert!(bucket(b) >= b && (bucket(b) as f64) <= 1.25 * b as f64 + 256.0, "{b} -> {}", bucket(b));
+        }
+    }
+}
