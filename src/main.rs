@@ -43,7 +43,15 @@ fn check() -> ExitCode {
         for report in selfcheck::run(dev) {
             let status = if report.failures.is_empty() { "pass" } else { "FAIL" };
             let (kind, family) = (dev.kind().name(), report.family.name());
-            println!("  {kind:5} {family:12} {status} ({} checks, {} failed)", report.checks, report.failures.len());
+            let unsupported = match report.unsupported.len() {
+                0 => String::new(),
+                n => format!(", {n} unsupported here (UnsupportedDType)"),
+            };
+            println!(
+                "  {kind:5} {family:12} {status} ({} checks, {} failed{unsupported})",
+                report.checks,
+                report.failures.len()
+            );
             for f in report.failures.iter().take(5) {
                 println!("        {f}");
             }

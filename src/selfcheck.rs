@@ -8,7 +8,7 @@ use crate::spec::elementwise::{BinaryOp, CmpOp, UnaryOp};
 use crate::spec::pool::Pool2dParams;
 use crate::spec::random::{self, Distribution};
 use crate::spec::reduce::ReduceOp;
-use crate::{CpuStorage, DType, Device, Result, Tensor, WithDType};
+use crate::{CpuStorage, DType, Device, Error, Result, Tensor, WithDType};
 
 /// How one family fared on one device.
 #[derive(Debug)]
@@ -16,6 +16,8 @@ pub struct FamilyReport {
     pub family: Family,
     pub checks: usize,
     pub failures: Vec<String>,
+    /// Checks the backend declined with `Error::UnsupportedDType` (f64 without SHADER_F64).
+    pub unsupported: Vec<String>,
 }
 
 type Build = Box<dyn Fn(&Device) -> Result<Tensor>>;
@@ -48,8 +50,27 @@ pub fn run(dev: &Device) -> Vec<FamilyReport> {
 
 fn run_family(dev: &Device, family: Family) -> FamilyReport {
     let checks = checks(family);
-    let failures = checks.iter().filter_map(|c| evaluate(dev, c).err().map(|e| format!("{}: {e}", c.name))).collect();
-    FamilyReport { family, checks: checks.len(), failures }
+    let (mut failures, mut unsupported) = (vec![], vec![]);
+    for c in &checks {
+        match evaluate(dev, c) {
+            Ok(()) => {}
+            Err(Outcome::Unsupported(e)) => unsupported.push(format!("{}: {e}", c.name)),
+            Err(Outcome::Failed(e)) => failures.push(format!("{}: {e}", c.name)),
+        }
+    }
+    FamilyReport { family, checks: checks.len(), failures, unsupported }
+}
+
+/// Why a check did not pass.
+enum Outcome {
+    Unsupported(Error),
+    Failed(String),
+}
+
+impl From<String> for Outcome {
+    fn from(s: String) -> Self {
+        Outcome::Failed(s)
+    }
 }
 
 fn tolerance(dtype: DType) -> (f64, f64) {
@@ -62,27 +83,32 @@ fn tolerance(dtype: DType) -> (f64, f64) {
     }
 }
 
-fn evaluate(dev: &Device, c: &Check) -> std::result::Result<(), String> {
-    let got = (c.build)(dev).map_err(|e| e.to_string())?;
+fn evaluate(dev: &Device, c: &Check) -> std::result::Result<(), Outcome> {
+    let got = match (c.build)(dev).and_then(|t| t.to_cpu_storage().map(|s| (t, s))) {
+        Ok(got) => got,
+        Err(e @ Error::UnsupportedDType { .. }) => return Err(Outcome::Unsupported(e)),
+        Err(e) => return Err(Outcome::Failed(e.to_string())),
+    };
+    let (got, got_data) = got;
     let (want, scale) = match &c.expect {
         Expect::Reference(k) => {
             let want = (c.build)(&Device::cpu()).map_err(|e| format!("cpu reference: {e}"))?;
             if want.shape() != got.shape() || want.dtype() != got.dtype() {
-                return Err(format!("got {got:?}, reference {want:?}"));
+                return Err(format!("got {got:?}, reference {want:?}").into());
             }
             (want.to_cpu_storage().map_err(|e| e.to_string())?.to_f64_vec(), *k)
         }
         Expect::Values(v) => (v.clone(), 1.0),
     };
-    let got_v = got.to_cpu_storage().map_err(|e| e.to_string())?.to_f64_vec();
+    let got_v = got_data.to_f64_vec();
     if got_v.len() != want.len() {
-        return Err(format!("{} elements, expected {}", got_v.len(), want.len()));
+        return Err(format!("{} elements, expected {}", got_v.len(), want.len()).into());
     }
     let (atol, rtol) = tolerance(got.dtype());
     for (i, (&g, &w)) in got_v.iter().zip(&want).enumerate() {
         let ok = g == w || (g.is_nan() && w.is_nan()) || (g - w).abs() <= scale * (atol + rtol * w.abs());
         if !ok {
-            return Err(format!("element {i}: got {g}, expected {w}"));
+            return Err(format!("element {i}: got {g}, expected {w}").into());
         }
     }
     Ok(())

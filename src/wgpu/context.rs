@@ -27,7 +27,9 @@ pub(crate) fn allowed_features(setting: Option<&str>) -> Result<Features> {
         let found = WANTED.iter().find(|(n, _)| *n == name.trim()).map(|(_, f)| *f);
         found.map(|f| acc | f).ok_or_else(|| Error::BackendUnavailable {
             kind: "wgpu".into(),
-            reason: format!("RWO_WGPU_FEATURES: unknown feature {name:?}; known: none, f16, f64, i64, subgroup, timestamp"),
+            reason: format!(
+                "RWO_WGPU_FEATURES: unknown feature {name:?}; known: none, f16, f64, i64, subgroup, timestamp"
+            ),
         })
     })
 }
@@ -83,8 +85,13 @@ impl Gpu {
     /// Opens the preferred adapter (or the first whose name holds `name_filter`), asking for
     /// its own limits and the wanted features it has, within `allowed`.
     pub(crate) fn open(name_filter: Option<&str>, allowed: Features) -> std::result::Result<Gpu, String> {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        // GL only when no native API answers: probing it costs time and prints display noise.
+        let mut instance = Self::instance(wgpu::Backends::PRIMARY);
         let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+        if adapters.is_empty() {
+            instance = Self::instance(wgpu::Backends::all());
+            adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+        }
         let all_names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
         if let Some(f) = name_filter {
             adapters.retain(|a| a.get_info().name.to_lowercase().contains(&f.to_lowercase()));
@@ -118,6 +125,13 @@ impl Gpu {
         let sink = errors.clone();
         device.set_device_lost_callback(move |reason, msg| sink.record(format!("device lost ({reason:?}): {msg}")));
         Ok(Gpu { device, queue, info, features, limits, errors })
+    }
+
+    /// An instance of `backends`, unless `WGPU_BACKEND` in the environment says otherwise.
+    fn instance(backends: wgpu::Backends) -> wgpu::Instance {
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+        desc.backends = backends;
+        wgpu::Instance::new(desc.with_env())
     }
 
     pub(crate) fn has(&self, f: Features) -> bool {

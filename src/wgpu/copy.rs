@@ -18,7 +18,12 @@ pub(crate) fn strided_spec(caps: Caps, dtype: DType, x: Index, aligned: bool) ->
 
 pub(crate) fn copy2d_spec(caps: Caps, dtype: DType) -> Result<Spec> {
     let r = Repr::of(dtype, caps, CopyOp::Copy2d.name())?;
-    Ok(Spec::new(Family::Copy, "copy2d", caps).bind("x", r, Access::Read, Index::None).bind("y", r, Access::Update, Index::None))
+    Ok(Spec::new(Family::Copy, "copy2d", caps).bind("x", r, Access::Read, Index::None).bind(
+        "y",
+        r,
+        Access::Update,
+        Index::None,
+    ))
 }
 
 pub(crate) fn fill_spec(caps: Caps, dtype: DType, y: Index) -> Result<Spec> {

@@ -131,7 +131,14 @@ fn cmp_expr(op: CmpOp, c: Compute) -> &'static str {
 /// The spec of an elementwise kernel: inputs (named `x`, or `a`/`b`, or `c`/`a`/`b`) with
 /// their reprs and index maps, output `y`, and the generated `op` (with `param` if it takes
 /// scalars).
-fn spec(caps: Caps, entry: &'static str, inputs: &[(&'static str, Repr, Index)], out: Repr, code: String, scalars: bool) -> Spec {
+fn spec(
+    caps: Caps,
+    entry: &'static str,
+    inputs: &[(&'static str, Repr, Index)],
+    out: Repr,
+    code: String,
+    scalars: bool,
+) -> Spec {
     let mut spec = Spec::new(Family::Elementwise, entry, caps);
     for &(name, r, i) in inputs {
         spec = spec.bind(name, r, Access::Read, i);
@@ -215,7 +222,13 @@ pub(crate) fn cast_spec(caps: Caps, from: DType, to: DType, x: Index) -> Result<
 
 impl WgpuBackend {
     /// Runs an elementwise spec over inputs of one shape into a new `out` tensor.
-    fn launch(&self, spec: Spec, inputs: &[(&WgpuStorage, &Layout)], out: DType, scalars: &[Scalar]) -> Result<WgpuStorage> {
+    fn launch(
+        &self,
+        spec: Spec,
+        inputs: &[(&WgpuStorage, &Layout)],
+        out: DType,
+        scalars: &[Scalar],
+    ) -> Result<WgpuStorage> {
         let n = inputs[0].1.elem_count();
         let y = self.storage(out, n)?;
         let compute = spec.bindings[0].repr.compute();
@@ -255,7 +268,14 @@ impl ElementwiseOps for WgpuBackend {
         self.scalar_map(ElementwiseOp::Clamp, x, l, &[min, max])
     }
 
-    fn binary(&self, lhs: &WgpuStorage, ll: &Layout, rhs: &WgpuStorage, rl: &Layout, op: BinaryOp) -> Result<WgpuStorage> {
+    fn binary(
+        &self,
+        lhs: &WgpuStorage,
+        ll: &Layout,
+        rhs: &WgpuStorage,
+        rl: &Layout,
+        op: BinaryOp,
+    ) -> Result<WgpuStorage> {
         let spec = binary_spec(self.caps(), op, lhs.dtype, Index::of(ll), Index::of(rl))?;
         self.launch(spec, &[(lhs, ll), (rhs, rl)], lhs.dtype, &[])
     }

@@ -28,16 +28,44 @@ fn as_param(p: &Option<(CpuStorage, Layout)>) -> Param<'_, CpuStorage> {
 }
 
 impl ConvOps for WgpuBackend {
-    fn conv1d(&self, x: &WgpuStorage, xl: &Layout, k: &WgpuStorage, kl: &Layout, g: &ConvGeometry<1>) -> Result<WgpuStorage> {
+    fn conv1d(
+        &self,
+        x: &WgpuStorage,
+        xl: &Layout,
+        k: &WgpuStorage,
+        kl: &Layout,
+        g: &ConvGeometry<1>,
+    ) -> Result<WgpuStorage> {
         self.upload(&CpuBackend.conv1d(&self.host(x)?, xl, &self.host(k)?, kl, g)?)
     }
-    fn conv2d(&self, x: &WgpuStorage, xl: &Layout, k: &WgpuStorage, kl: &Layout, g: &ConvGeometry<2>) -> Result<WgpuStorage> {
+    fn conv2d(
+        &self,
+        x: &WgpuStorage,
+        xl: &Layout,
+        k: &WgpuStorage,
+        kl: &Layout,
+        g: &ConvGeometry<2>,
+    ) -> Result<WgpuStorage> {
         self.upload(&CpuBackend.conv2d(&self.host(x)?, xl, &self.host(k)?, kl, g)?)
     }
-    fn conv_transpose1d(&self, x: &WgpuStorage, xl: &Layout, k: &WgpuStorage, kl: &Layout, g: &ConvGeometry<1>) -> Result<WgpuStorage> {
+    fn conv_transpose1d(
+        &self,
+        x: &WgpuStorage,
+        xl: &Layout,
+        k: &WgpuStorage,
+        kl: &Layout,
+        g: &ConvGeometry<1>,
+    ) -> Result<WgpuStorage> {
         self.upload(&CpuBackend.conv_transpose1d(&self.host(x)?, xl, &self.host(k)?, kl, g)?)
     }
-    fn conv_transpose2d(&self, x: &WgpuStorage, xl: &Layout, k: &WgpuStorage, kl: &Layout, g: &ConvGeometry<2>) -> Result<WgpuStorage> {
+    fn conv_transpose2d(
+        &self,
+        x: &WgpuStorage,
+        xl: &Layout,
+        k: &WgpuStorage,
+        kl: &Layout,
+        g: &ConvGeometry<2>,
+    ) -> Result<WgpuStorage> {
         self.upload(&CpuBackend.conv_transpose2d(&self.host(x)?, xl, &self.host(k)?, kl, g)?)
     }
 }
@@ -58,7 +86,14 @@ impl UpsampleOps for WgpuBackend {
 }
 
 impl MatmulOps for WgpuBackend {
-    fn matmul(&self, a: &WgpuStorage, al: &Layout, b: &WgpuStorage, bl: &Layout, g: &MatmulGeometry) -> Result<WgpuStorage> {
+    fn matmul(
+        &self,
+        a: &WgpuStorage,
+        al: &Layout,
+        b: &WgpuStorage,
+        bl: &Layout,
+        g: &MatmulGeometry,
+    ) -> Result<WgpuStorage> {
         self.upload(&CpuBackend.matmul(&self.host(a)?, al, &self.host(b)?, bl, g)?)
     }
 }
@@ -67,7 +102,14 @@ impl NnOps for WgpuBackend {
     fn softmax(&self, x: &WgpuStorage, l: &Layout, dim: usize, log: bool) -> Result<WgpuStorage> {
         self.upload(&CpuBackend.softmax(&self.host(x)?, l, dim, log)?)
     }
-    fn layer_norm(&self, x: &WgpuStorage, l: &Layout, w: Param<WgpuStorage>, b: Param<WgpuStorage>, eps: f64) -> Result<WgpuStorage> {
+    fn layer_norm(
+        &self,
+        x: &WgpuStorage,
+        l: &Layout,
+        w: Param<WgpuStorage>,
+        b: Param<WgpuStorage>,
+        eps: f64,
+    ) -> Result<WgpuStorage> {
         let (w, b) = (self.host_param(w)?, self.host_param(b)?);
         self.upload(&CpuBackend.layer_norm(&self.host(x)?, l, as_param(&w), as_param(&b), eps)?)
     }
@@ -87,7 +129,8 @@ impl NnOps for WgpuBackend {
     ) -> Result<WgpuStorage> {
         let (m, v) = (self.host(mean.0)?, self.host(var.0)?);
         let (w, b) = (self.host_param(w)?, self.host_param(b)?);
-        let out = CpuBackend.batch_norm(&self.host(x)?, l, (&m, mean.1), (&v, var.1), as_param(&w), as_param(&b), eps)?;
+        let out =
+            CpuBackend.batch_norm(&self.host(x)?, l, (&m, mean.1), (&v, var.1), as_param(&w), as_param(&b), eps)?;
         self.upload(&out)
     }
 }

@@ -110,7 +110,16 @@ pub struct Spec {
 
 impl Spec {
     pub fn new(family: Family, entry: &'static str, caps: Caps) -> Spec {
-        Spec { family, entry, bindings: vec![], flags: false, consts: vec![], code: String::new(), caps, workgroup: 256 }
+        Spec {
+            family,
+            entry,
+            bindings: vec![],
+            flags: false,
+            consts: vec![],
+            code: String::new(),
+            caps,
+            workgroup: 256,
+        }
     }
 
     pub fn bind(mut self, name: &'static str, repr: Repr, access: Access, index: Index) -> Spec {

@@ -20,8 +20,8 @@ use crate::{BackendKind, CpuStorage, DType, Error, Result};
 use batch::Recorder;
 use context::Gpu;
 use kernel::Spec;
+pub use pool::{MemoryStats, SLACK as POOL_SLACK};
 use pool::{Pool, PooledBuffer};
-pub use pool::MemoryStats;
 pub use repr::Caps;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -109,8 +109,8 @@ impl WgpuBackend {
     /// Opens an adapter by name substring with the named features (`"none"`, `"f16,i64"`...).
     pub fn open(adapter: Option<&str>, features: Option<&str>) -> Result<WgpuBackend> {
         let allowed = context::allowed_features(features)?;
-        let gpu = Gpu::open(adapter, allowed)
-            .map_err(|reason| Error::BackendUnavailable { kind: "wgpu".into(), reason })?;
+        let gpu =
+            Gpu::open(adapter, allowed).map_err(|reason| Error::BackendUnavailable { kind: "wgpu".into(), reason })?;
         let caps = Caps {
             f16: gpu.has(wgpu::Features::SHADER_F16),
             f64: gpu.has(wgpu::Features::SHADER_F64),
@@ -158,7 +158,7 @@ impl WgpuBackend {
 
     /// A new buffer for `len` elements of `dtype`.
     pub(crate) fn storage(&self, dtype: DType, len: usize) -> Result<WgpuStorage> {
-        let bytes = (len as u64 * dtype.size_in_bytes() as u64).next_multiple_of(8);
+        let bytes = len as u64 * dtype.size_in_bytes() as u64;
         if len as u64 > u32::MAX as u64 {
             return Err(Error::LimitExceeded {
                 backend: BackendKind::Wgpu,
@@ -200,7 +200,9 @@ impl WgpuBackend {
             entries.push(storage(i as u32 + 1, ro, false));
         }
         gpu.scoped(wgpu::ErrorFilter::Validation, || {
-            let layout = gpu.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: None, entries: &entries });
+            let layout = gpu
+                .device
+                .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: None, entries: &entries });
             let pl = gpu.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
                 label: None,
                 bind_group_layouts: &[Some(&layout)],
@@ -263,7 +265,8 @@ impl WgpuBackend {
             rec.submit(gpu)?;
         }
         let mut out = batch::read_mapped(gpu, &staging, data + 16)?;
-        let flags: Vec<u32> = out[data as usize..].chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+        let flags: Vec<u32> =
+            out[data as usize..].chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
         self.check_flags(&flags)?;
         out.truncate(bytes as usize);
         Ok(out)
@@ -297,7 +300,13 @@ impl Memory for WgpuBackend {
             ("driver", format!("{} {}", gpu.info.driver, gpu.info.driver_info)),
             ("features", if on.is_empty() { "none".into() } else { on.join(", ") }),
             ("max storage binding", format!("{} MiB", gpu.max_binding() >> 20)),
-            ("max workgroup", format!("{} invocations, {} groups per dim", l.max_compute_invocations_per_workgroup, l.max_compute_workgroups_per_dimension)),
+            (
+                "max workgroup",
+                format!(
+                    "{} invocations, {} groups per dim",
+                    l.max_compute_invocations_per_workgroup, l.max_compute_workgroups_per_dimension
+                ),
+            ),
             ("f64", if self.0.caps.f64 { "yes".into() } else { "no: f64 ops return UnsupportedDType".into() }),
             ("on the cpu reference", fallback::FAMILIES.into()),
         ]

@@ -7,8 +7,9 @@ use crate::{BackendKind, Error, Result};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-/// Bytes of free buffers always allowed in the cache, however little is live.
-const SLACK: u64 = 16 << 20;
+/// Bytes of free buffers always allowed in the cache, however little is live: the pool holds
+/// at most `1.5 * live + SLACK` bytes.
+pub const SLACK: u64 = 16 << 20;
 
 /// The size class of a request: 256 bytes, then four classes per power of two (waste <= 25%).
 pub(crate) fn bucket(bytes: u64) -> u64 {
@@ -29,6 +30,8 @@ pub struct MemoryStats {
     pub held: u64,
     pub peak_live: u64,
     pub peak_held: u64,
+    /// Buffers created from the driver so far (a reused buffer is not counted).
+    pub created: u64,
 }
 
 #[derive(Default)]
@@ -73,11 +76,6 @@ impl PooledBuffer {
     pub(crate) fn buffer(&self) -> &wgpu::Buffer {
         // Only `drop` takes the buffer out.
         self.buffer.as_ref().unwrap_or_else(|| unreachable!("buffer taken before drop"))
-    }
-
-    /// The bytes asked for (the buffer may be larger).
-    pub(crate) fn bytes(&self) -> u64 {
-        self.bytes
     }
 }
 
@@ -144,6 +142,7 @@ impl Pool {
             }
         };
         let mut st = self.lock();
+        st.stats.created += 1;
         st.stats.held += size;
         st.stats.peak_held = st.stats.peak_held.max(st.stats.held);
         Ok(buffer)

@@ -3,8 +3,8 @@
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::*;
 use crate::cpu::CpuBackend;
-use crate::{Layout, Result};
 use crate::spec::reduce::ReduceOp;
+use crate::{Layout, Result};
 
 impl ReduceOps for WgpuBackend {
     fn reduce(&self, x: &WgpuStorage, l: &Layout, op: ReduceOp, dims: &[usize]) -> Result<WgpuStorage> {

@@ -17,9 +17,7 @@ pub struct Caps {
 impl Caps {
     /// Every combination of the dtype features (for shader validation tests).
     pub fn all_combinations() -> Vec<Caps> {
-        (0..8)
-            .map(|b| Caps { f16: b & 1 != 0, f64: b & 2 != 0, i64: b & 4 != 0, subgroup: false })
-            .collect()
+        (0..8).map(|b| Caps { f16: b & 1 != 0, f64: b & 2 != 0, i64: b & 4 != 0, subgroup: false }).collect()
     }
 
     /// The dtypes a kernel may use with these caps.
@@ -192,13 +190,13 @@ pub fn binding(name: &str, slot: u32, r: Repr, access: Access) -> String {
     let upper = name.to_uppercase();
     // Update views f16 as packed words so that neighbours can be stored atomically.
     let r = if access == Access::Update && r == Repr::F16 { Repr::F16Packed } else { r };
-    let atomic = access == Access::Update && matches!(r, Repr::F32 | Repr::U32 | Repr::U8 | Repr::F16Packed | Repr::BF16);
+    let atomic =
+        access == Access::Update && matches!(r, Repr::F32 | Repr::U32 | Repr::U8 | Repr::F16Packed | Repr::BF16);
     let mode = if access == Access::Read { "read" } else { "read_write" };
     let mut s = format!("@group(0) @binding({slot}) var<storage, {mode}> {name}: array<{}>;\n", r.array_elem(atomic));
     let epw = r.per_word();
-    let word = |i: &str| -> String {
-        if atomic { format!("atomicLoad(&{name}[{i}])") } else { format!("{name}[{i}]") }
-    };
+    let word =
+        |i: &str| -> String { if atomic { format!("atomicLoad(&{name}[{i}])") } else { format!("{name}[{i}]") } };
     // Loads.
     let load = match r {
         Repr::F16 => format!("f32({name}[i])"),
@@ -338,12 +336,9 @@ pub mod params {
         let w = |j: u32| format!("md[EXTRA + 3u * k + {j}u]");
         let body = match c {
             Compute::F32 => format!("bitcast<f32>({})", w(0)),
-            Compute::F64 => format!(
-                "f64(bitcast<f32>({})) + f64(bitcast<f32>({})) + f64(bitcast<f32>({}))",
-                w(0),
-                w(1),
-                w(2)
-            ),
+            Compute::F64 => {
+                format!("f64(bitcast<f32>({})) + f64(bitcast<f32>({})) + f64(bitcast<f32>({}))", w(0), w(1), w(2))
+            }
             Compute::U32 => w(0),
             Compute::I64 => format!("(i64({}) << 32u) | i64({})", w(1), w(0)),
             Compute::I64e => format!("vec2<u32>({}, {})", w(0), w(1)),

@@ -154,7 +154,11 @@ fn index_errors(dev: &Device) -> Result<()> {
         "index 3 out of range for size 3",
     );
     let neg = Tensor::from_vec(vec![-1i64], [1], dev)?;
-    expect(a.index_select(&neg, 1).and_then(|t| t.to_vec::<f32>()), |e| matches!(e, Error::IndexOutOfRange { index: -1, size: 2, .. }), "index -1");
+    expect(
+        a.index_select(&neg, 1).and_then(|t| t.to_vec::<f32>()),
+        |e| matches!(e, Error::IndexOutOfRange { index: -1, size: 2, .. }),
+        "index -1",
+    );
     intact(&a)
 }
 

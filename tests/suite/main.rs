@@ -14,6 +14,7 @@ mod nn;
 mod pool;
 mod random;
 mod reduce;
+mod runtime;
 mod shaders;
 mod sort;
 mod upsample;
@@ -51,7 +52,7 @@ macro_rules! suite {
 }
 
 /// The kinds `RWO_REQUIRE` names (comma-separated).
-fn required() -> Vec<BackendKind> {
+pub fn required_kinds() -> Vec<BackendKind> {
     let list = std::env::var("RWO_REQUIRE").unwrap_or_default();
     list.split(',')
         .filter(|s| !s.trim().is_empty())
@@ -70,7 +71,7 @@ pub fn device(kind: BackendKind) -> std::result::Result<Device, String> {
 pub fn run_case(kind: BackendKind, case: fn(&Device) -> Result<()>) {
     let dev = match device(kind) {
         Ok(dev) => dev,
-        Err(why) if required().contains(&kind) => panic!("RWO_REQUIRE names {kind}, which is absent: {why}"),
+        Err(why) if required_kinds().contains(&kind) => panic!("RWO_REQUIRE names {kind}, which is absent: {why}"),
         Err(_) => return,
     };
     if let Err(e) = case(&dev) {
@@ -80,7 +81,7 @@ pub fn run_case(kind: BackendKind, case: fn(&Device) -> Result<()>) {
 
 #[test]
 fn required_backends_are_present() {
-    for kind in required() {
+    for kind in required_kinds() {
         if let Err(why) = device(kind) {
             panic!("RWO_REQUIRE names {kind}, which is absent: {why}");
         }

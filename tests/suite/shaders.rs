@@ -43,7 +43,12 @@ fn every_kernel_variant_validates() {
         }
     }
     let shown: Vec<_> = failures.iter().take(5).collect();
-    assert!(failures.is_empty(), "{} of {count} variants fail:\n{}", failures.len(), shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {count} variants fail:\n{}",
+        failures.len(),
+        shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
+    );
 }
 
 #[test]

@@ -1,0 +1,130 @@
+//! The wgpu runtime itself: buffer pool accounting, the binding limit, an adapter without the
+//! optional features, and errors as values. Each test opens its own device (so pool figures
+//! are its own); without an adapter they skip, unless `RWO_REQUIRE` names wgpu.
+
+use rocm_wgpu_ops::spec::Family;
+use rocm_wgpu_ops::wgpu::POOL_SLACK;
+use rocm_wgpu_ops::{BackendKind, DType, Device, Error, Result, Tensor, selfcheck};
+
+/// A fresh wgpu device with `features`, or `None` where there is no adapter.
+fn fresh(features: Option<&str>) -> Option<Device> {
+    match Device::wgpu(None, features) {
+        Ok(d) => Some(d),
+        Err(e) if crate::required_kinds().contains(&BackendKind::Wgpu) => panic!("RWO_REQUIRE names wgpu: {e}"),
+        Err(_) => None,
+    }
+}
+
+#[test]
+fn repeated_ops_of_one_size_allocate_nothing() -> Result<()> {
+    let Some(dev) = fresh(None) else { return Ok(()) };
+    let a = Tensor::rand(-1.0, 1.0, [256, 1024], DType::F32, &dev)?;
+    let b = Tensor::rand(-1.0, 1.0, [1024], DType::F32, &dev)?;
+    for _ in 0..3 {
+        a.add(&b)?.exp()?;
+    }
+    dev.synchronize()?;
+    let stats = |d: &Device| d.memory_stats().expect("a wgpu device has a pool");
+    let before = stats(&dev);
+    for _ in 0..100 {
+        a.add(&b)?.exp()?;
+    }
+    dev.synchronize()?;
+    let after = stats(&dev);
+    assert_eq!(after.created, before.created, "buffers created by 100 repeated ops: {before:?} -> {after:?}");
+    assert_eq!(after.held, before.held);
+    Ok(())
+}
+
+#[test]
+fn pool_holds_at_most_one_and_a_half_times_the_live_bytes() -> Result<()> {
+    let Some(dev) = fresh(None) else { return Ok(()) };
+    let mut live: Vec<Tensor> = vec![];
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut peak_ratio = 0f64;
+    for step in 0..3000 {
+        if live.len() < 12 && (next() % 3 != 0 || live.is_empty()) {
+            // 1 KiB to 16 MiB: tensors below 1 KiB round up to the 256-byte minimum bucket.
+            let elems = 256usize << (next() % 13) as usize;
+            let elems = elems + (next() as usize % elems);
+            live.push(Tensor::zeros([elems], DType::F32, &dev)?);
+        } else {
+            let i = next() as usize % live.len();
+            live.swap_remove(i);
+        }
+        let s = dev.memory_stats().expect("a wgpu device has a pool");
+        let live_bytes: u64 = live.iter().map(|t| t.elem_count() as u64 * 4).sum();
+        assert_eq!(s.live, live_bytes, "step {step}: the pool's live bytes are the tensors' bytes");
+        assert!(s.held as f64 <= 1.5 * s.live as f64 + POOL_SLACK as f64, "step {step}: {s:?}");
+        peak_ratio = peak_ratio.max(s.held as f64 / (s.live as f64 + POOL_SLACK as f64));
+    }
+    let s = dev.memory_stats().expect("a wgpu device has a pool");
+    assert!(s.peak_held as f64 <= 1.5 * s.peak_live as f64 + POOL_SLACK as f64, "{s:?}");
+    assert!(s.created < 3000, "the pool reused buffers: {} created", s.created);
+    assert!(peak_ratio > 0.0);
+    Ok(())
+}
+
+#[test]
+fn tensors_past_the_binding_limit_are_refused() -> Result<()> {
+    let Some(dev) = fresh(None) else { return Ok(()) };
+    let info = dev.info();
+    let mib: u64 = info
+        .iter()
+        .find(|(k, _)| *k == "max storage binding")
+        .and_then(|(_, v)| v.trim_end_matches(" MiB").parse().ok())
+        .expect("info names the binding limit");
+    let elems = (mib << 20) / 4 + 1;
+    let err = Tensor::zeros([elems as usize], DType::F32, &dev).unwrap_err();
+    assert!(matches!(err, Error::LimitExceeded { backend: BackendKind::Wgpu, .. }), "{err:?}");
+    assert!(err.to_string().contains("max_storage_buffer_binding_size"), "{err}");
+    // An op whose output would pass the limit fails the same way, and the device goes on.
+    let row = Tensor::ones([1, 1024], DType::F32, &dev)?;
+    let big = row.broadcast_as([(elems as usize).div_ceil(1024), 1024])?;
+    assert!(matches!(big.contiguous(), Err(Error::LimitExceeded { .. })));
+    assert_eq!(row.sum_all()?.to_scalar::<f32>()?, 1024.0);
+    Ok(())
+}
+
+#[test]
+fn an_adapter_without_optional_features_passes_the_selfcheck() -> Result<()> {
+    let Some(dev) = fresh(Some("none")) else { return Ok(()) };
+    let features = dev.info().into_iter().find(|(k, _)| *k == "features").map(|(_, v)| v);
+    assert_eq!(features.as_deref(), Some("none"));
+    let mut unsupported = 0;
+    for report in selfcheck::run(&dev) {
+        assert!(report.failures.is_empty(), "{}: {:?}", report.family, report.failures);
+        for u in &report.unsupported {
+            assert!(u.contains("f64"), "{}: only f64 may be unsupported: {u}", report.family);
+        }
+        unsupported += report.unsupported.len();
+        if report.family == Family::Elementwise {
+            assert!(!report.unsupported.is_empty(), "f64 elementwise checks are declined");
+        }
+    }
+    assert!(unsupported > 0);
+    let err = Tensor::zeros([2], DType::F64, &dev).unwrap_err();
+    assert!(matches!(err, Error::UnsupportedDType { backend: BackendKind::Wgpu, dtype: DType::F64, .. }), "{err:?}");
+    assert!(err.to_string().contains("SHADER_F64"), "{err}");
+    Ok(())
+}
+
+#[test]
+fn tensors_of_two_devices_do_not_mix() -> Result<()> {
+    let (Some(d1), Some(d2)) = (fresh(None), fresh(None)) else { return Ok(()) };
+    let a = Tensor::ones([3], DType::F32, &d1)?;
+    let b = Tensor::ones([3], DType::F32, &d2)?;
+    let err = a.add(&b).unwrap_err();
+    assert!(matches!(err, Error::DeviceMismatch { op: "add", .. }), "{err:?}");
+    assert!(err.to_string().contains("different devices"), "{err}");
+    let cpu = Tensor::ones([3], DType::F32, &Device::cpu())?;
+    assert!(matches!(a.mul(&cpu), Err(Error::DeviceMismatch { .. })));
+    assert_eq!(a.add(&b.to_device(&d1)?)?.to_vec::<f32>()?, vec![2.0; 3]);
+    Ok(())
+}
