@@ -14,6 +14,7 @@
 //! ```
 
 pub mod backend;
+pub mod bench;
 pub mod cpu;
 mod device;
 mod dtype;

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""PyTorch's figures for the cases of src/bench.rs, by the same names, on the same GPU.
+
+    python3 benches/torch_ref.py [RWO_BENCH_OUTPUT] [--scale N]
+
+With the output of `rocm-wgpu-ops bench` (its BENCH lines), prints each backend's throughput
+as a ratio of torch's, measured in the same run on the same GPU.
+"""
+import sys
+import torch
+
+args = [a for a in sys.argv[1:]]
+scale = 1
+if "--scale" in args:
+    i = args.index("--scale")
+    scale = int(args[i + 1])
+    del args[i : i + 2]
+ours = args[0] if args else None
+dev = "cuda"
+
+
+def s(n):
+    return max(n // scale, 1)
+
+
+def rand(*shape, dtype=torch.float32):
+    return torch.rand(*shape, device=dev, dtype=dtype) * 2 - 1
+
+
+def cases():
+    big = s(64 << 20)
+    rows, cols = s(8192), 8192
+    rr, rc = s(4096), 16384
+    a, b = rand(big), rand(big)
+    yield f"add f32 [{big}]", 12 * big, lambda: a + b
+    yield f"mul f32 [{big}]", 12 * big, lambda: a * b
+    h1, h2 = rand(big, dtype=torch.float16), rand(big, dtype=torch.float16)
+    yield f"add f16 [{big}]", 6 * big, lambda: h1 + h2
+    m, r = rand(rows, cols), rand(cols)
+    yield f"add f32 [{rows},{cols}] + [{cols}]", 8 * rows * cols + 4 * cols, lambda: m + r
+    mt = rand(cols, rows)
+    yield f"add f32 [{rows},{cols}] + [{cols},{rows}]^T", 12 * rows * cols, lambda: m + mt.t()
+    yield f"cast f32->f16 [{big}]", 6 * big, lambda: a.to(torch.float16)
+    yield f"exp f32 [{big}]", 8 * big, lambda: torch.exp(a)
+    x = rand(rr, rc)
+    for name, f in [("sum", lambda d: x.sum(d)), ("max", lambda d: x.amax(d))]:
+        for d in [1, 0]:
+            out = rr if d == 1 else rc
+            yield f"{name} f32 [{rr},{rc}] dim {d}", 4 * (rr * rc + out), (lambda f=f, d=d: f(d))
+    table, picked, width = s(50000), s(4096), 4096
+    t = rand(table, width)
+    ids = torch.tensor([((i * 2654435761) % (1 << 32) >> 7) % table for i in range(picked)], device=dev)
+    yield f"index_select f32 {picked} of [{table},{width}]", 8 * picked * width + 4 * picked, lambda: t.index_select(0, ids)
+    yield f"copy f32 [{rows},{cols}]^T", 8 * rows * cols, lambda: mt.t().contiguous()
+    yield f"fill f32 [{big}]", 4 * big, lambda: torch.full((big,), 1.5, device=dev)
+    yield f"rand_uniform f32 [{big}]", 4 * big, lambda: torch.rand(big, device=dev)
+    sr = rand(s(4096), 4096)
+    yield f"argsort f32 [{s(4096)},4096]", 8 * s(4096) * 4096, lambda: torch.argsort(sr, dim=-1, stable=True)
+
+
+def measure(f):
+    for _ in range(3):
+        f()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    f()
+    end.record()
+    torch.cuda.synchronize()
+    one = max(start.elapsed_time(end), 1e-3)
+    batch = max(1, min(1000, int(40.0 / one)))
+    times = []
+    for _ in range(7):
+        start.record()
+        for _ in range(batch):
+            f()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / batch)
+    times.sort()
+    return times[len(times) // 2] / 1e3
+
+
+torch_rate = {}
+print(f"# torch {torch.__version__} on {torch.cuda.get_device_name()}")
+for name, nbytes, f in cases():
+    t = measure(f)
+    torch_rate[name] = nbytes / t / 1e9
+    print(f"TORCH\t{name}\t{t * 1e6:.1f}us\t{torch_rate[name]:.1f} GB/s")
+
+if ours:
+    print(f"\n{'case':<48} {'backend':>7} {'GB/s':>8} {'torch':>8} {'ratio':>6}")
+    for line in open(ours):
+        parts = line.rstrip("\n").split("\t")
+        if len(parts) == 5 and parts[0] == "BENCH":
+            _, kind, name, _, gbs = parts
+            ref = torch_rate.get(name)
+            ratio = f"{float(gbs) / ref:.2f}" if ref else "-"
+            print(f"{name:<48} {kind:>7} {float(gbs):>8.1f} {ref or 0:>8.1f} {ratio:>6}")

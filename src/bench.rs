@@ -1,0 +1,159 @@
+//! Benchmark cases, shared by `cargo bench` (criterion, `benches/<family>.rs`) and by the main
+//! job's `bench` command, which prints them as a table. `benches/torch_ref.py` times the same
+//! cases, by the same names, with PyTorch.
+//!
+//! Sizes are those the speed targets are stated at; `scale` divides every size (for a quick run
+//! on a software adapter).
+
+use crate::spec::Family;
+use crate::spec::random::Distribution;
+use crate::{DType, Device, Result, Tensor};
+use std::time::{Duration, Instant};
+
+/// A prepared benchmark: one call records one op.
+pub type Op = Box<dyn Fn() -> Result<Tensor>>;
+
+/// Makes a case's inputs on a device and returns its op.
+type Setup = Box<dyn Fn(&Device) -> Result<Op>>;
+
+/// One benchmark case.
+pub struct Case {
+    pub family: Family,
+    pub name: String,
+    /// Bytes the op must read and write at least (each input once, the output once).
+    pub bytes: u64,
+    setup: Setup,
+}
+
+impl Case {
+    fn new(family: Family, name: String, bytes: u64, setup: impl Fn(&Device) -> Result<Op> + 'static) -> Case {
+        Case { family, name, bytes, setup: Box::new(setup) }
+    }
+
+    /// Creates the inputs on `dev` and returns the op to time.
+    pub fn prepare(&self, dev: &Device) -> Result<Op> {
+        (self.setup)(dev)
+    }
+}
+
+fn rand(shape: &[usize], dtype: DType, dev: &Device) -> Result<Tensor> {
+    Tensor::random(shape.to_vec(), dtype, Distribution::Uniform { low: -1.0, high: 1.0 }, 1, 0, dev)
+}
+
+/// Every case, sizes divided by `scale` (1 for the stated sizes).
+pub fn cases(scale: usize) -> Vec<Case> {
+    let s = |n: usize| (n / scale).max(1);
+    let big = s(64 << 20);
+    let (rows, cols) = (s(8192), 8192);
+    let (rr, rc) = (s(4096), 16384);
+    let mut v = vec![];
+    for (op, name) in
+        [(crate::spec::elementwise::BinaryOp::Add, "add"), (crate::spec::elementwise::BinaryOp::Mul, "mul")]
+    {
+        v.push(Case::new(Family::Elementwise, format!("{name} f32 [{big}]"), 12 * big as u64, move |d| {
+            let (a, b) = (rand(&[big], DType::F32, d)?, rand(&[big], DType::F32, d)?);
+            Ok(Box::new(move || a.binary(&b, op)))
+        }));
+    }
+    v.push(Case::new(Family::Elementwise, format!("add f16 [{big}]"), 6 * big as u64, move |d| {
+        let (a, b) = (rand(&[big], DType::F16, d)?, rand(&[big], DType::F16, d)?);
+        Ok(Box::new(move || a.add(&b)))
+    }));
+    v.push(Case::new(
+        Family::Elementwise,
+        format!("add f32 [{rows},{cols}] + [{cols}]"),
+        (8 * rows * cols + 4 * cols) as u64,
+        move |d| {
+            let (a, b) = (rand(&[rows, cols], DType::F32, d)?, rand(&[cols], DType::F32, d)?);
+            Ok(Box::new(move || a.add(&b)))
+        },
+    ));
+    v.push(Case::new(
+        Family::Elementwise,
+        format!("add f32 [{rows},{cols}] + [{cols},{rows}]^T"),
+        12 * (rows * cols) as u64,
+        move |d| {
+            let (a, b) = (rand(&[rows, cols], DType::F32, d)?, rand(&[cols, rows], DType::F32, d)?);
+            Ok(Box::new(move || a.add(&b.t()?)))
+        },
+    ));
+    v.push(Case::new(Family::Elementwise, format!("cast f32->f16 [{big}]"), 6 * big as u64, move |d| {
+        let a = rand(&[big], DType::F32, d)?;
+        Ok(Box::new(move || a.to_dtype(DType::F16)))
+    }));
+    v.push(Case::new(Family::Elementwise, format!("exp f32 [{big}]"), 8 * big as u64, move |d| {
+        let a = rand(&[big], DType::F32, d)?;
+        Ok(Box::new(move || a.exp()))
+    }));
+    for (op, name) in [(crate::spec::reduce::ReduceOp::Sum, "sum"), (crate::spec::reduce::ReduceOp::Max, "max")] {
+        for dim in [1, 0] {
+            let out = if dim == 1 { rr } else { rc };
+            v.push(Case::new(
+                Family::Reduce,
+                format!("{name} f32 [{rr},{rc}] dim {dim}"),
+                4 * (rr * rc + out) as u64,
+                move |d| {
+                    let a = rand(&[rr, rc], DType::F32, d)?;
+                    Ok(Box::new(move || a.reduce(op, &[dim], false)))
+                },
+            ));
+        }
+    }
+    let (table, picked, width) = (s(50000), s(4096), 4096);
+    v.push(Case::new(
+        Family::Index,
+        format!("index_select f32 {picked} of [{table},{width}]"),
+        (8 * picked * width + 4 * picked) as u64,
+        move |d| {
+            let t = rand(&[table, width], DType::F32, d)?;
+            let ids: Vec<u32> =
+                (0..picked as u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 7) % table as u32).collect();
+            let ids = Tensor::from_vec(ids, [picked], d)?;
+            Ok(Box::new(move || t.index_select(&ids, 0)))
+        },
+    ));
+    v.push(Case::new(Family::Copy, format!("copy f32 [{rows},{cols}]^T"), 8 * (rows * cols) as u64, move |d| {
+        let a = rand(&[cols, rows], DType::F32, d)?;
+        Ok(Box::new(move || a.t()?.contiguous()))
+    }));
+    v.push(Case::new(Family::Copy, format!("fill f32 [{big}]"), 4 * big as u64, move |d| {
+        let dev = d.clone();
+        Ok(Box::new(move || Tensor::full(1.5f32, [big], DType::F32, &dev)))
+    }));
+    v.push(Case::new(Family::Random, format!("rand_uniform f32 [{big}]"), 4 * big as u64, move |d| {
+        let dev = d.clone();
+        Ok(Box::new(move || rand(&[big], DType::F32, &dev)))
+    }));
+    let (srows, scols) = (s(4096), 4096);
+    v.push(Case::new(Family::Sort, format!("argsort f32 [{srows},{scols}]"), 8 * (srows * scols) as u64, move |d| {
+        let a = rand(&[srows, scols], DType::F32, d)?;
+        Ok(Box::new(move || a.argsort(false)))
+    }));
+    v
+}
+
+/// The median time of one op: batches of ops recorded back to back, then one synchronise, so
+/// launch and readback latency are amortised as they are in real use.
+pub fn measure(dev: &Device, op: &Op, budget: Duration) -> Result<Duration> {
+    for _ in 0..3 {
+        op()?;
+    }
+    dev.synchronize()?;
+    let t = Instant::now();
+    op()?;
+    dev.synchronize()?;
+    let one = t.elapsed().max(Duration::from_micros(1));
+    let batch = ((budget.as_secs_f64() / 10.0 / one.as_secs_f64()) as u32).clamp(1, 1000);
+    let mut times = Vec::new();
+    let start = Instant::now();
+    while times.len() < 3 || (start.elapsed() < budget && times.len() < 15) {
+        let t = Instant::now();
+        for _ in 0..batch {
+            op()?;
+        }
+        dev.synchronize()?;
+        times.push(t.elapsed() / batch);
+    }
+    times.sort();
+    Ok(times[times.len() / 2])
+}
