@@ -1,7 +1,7 @@
 //! Copies, fills and arange on wgpu (`shaders/copy.wgsl`). Copies use kernels, not
 //! `copy_buffer_to_buffer`: a kernel reaches several times the copy engine's bandwidth.
 
-use super::kernel::{Index, Spec};
+use super::kernel::{Index, Spec, vec_ok};
 use super::repr::{Access, Caps, Compute, Repr, params};
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::CopyOps;
@@ -14,6 +14,24 @@ pub(crate) fn strided_spec(caps: Caps, dtype: DType, x: Index, aligned: bool) ->
     let r = Repr::of(dtype, caps, CopyOp::CopyStrided.name())?;
     let (entry, access) = if aligned { ("strided", Access::Write) } else { ("strided_any", Access::Update) };
     Ok(Spec::new(Family::Copy, entry, caps).bind("x", r, Access::Read, x).bind("y", r, access, Index::None))
+}
+
+/// The vector form of [`strided_spec`] (dst offset a multiple of 4, whole vectors in bounds).
+pub(crate) fn strided_v4_spec(caps: Caps, dtype: DType, x: Index, x_vec: bool) -> Result<Spec> {
+    Ok(strided_spec(caps, dtype, x, true)?.lanes("strided_v4", &[x_vec, true]))
+}
+
+/// Contiguous fill of elements `off..off + n` with vector stores.
+pub(crate) fn fill_v4_spec(caps: Caps, dtype: DType) -> Result<Spec> {
+    let r = Repr::of(dtype, caps, CopyOp::Fill.name())?;
+    let spec = Spec::new(Family::Copy, "fill_v4", caps).bind("y", r, Access::Write, Index::None);
+    Ok(spec.code(params::decoder(r.compute())).lanes("fill_v4", &[true]))
+}
+
+/// Whether a write of `n` elements from `offset` of a `len`-element buffer can use whole
+/// vectors: aligned, and the last partial vector only covers the tensor's own tail padding.
+fn vec_write_ok(r: Repr, offset: usize, n: usize, len: usize) -> bool {
+    r.vectorizes() && offset % 4 == 0 && (n % 4 == 0 || offset + n == len)
 }
 
 pub(crate) fn copy2d_spec(caps: Caps, dtype: DType) -> Result<Spec> {
@@ -49,6 +67,11 @@ impl CopyOps for WgpuBackend {
     fn copy_strided(&self, src: &WgpuStorage, sl: &Layout, dst: &mut WgpuStorage, dst_offset: usize) -> Result<()> {
         let n = sl.elem_count();
         let r = Repr::of(src.dtype, self.caps(), CopyOp::CopyStrided.name())?;
+        if vec_write_ok(r, dst_offset, n, dst.len) {
+            let spec = strided_v4_spec(self.caps(), src.dtype, Index::of(sl), vec_ok(r, sl))?;
+            let meta = spec.meta(n as u32, &[sl], &[dst_offset as u32]);
+            return self.run(&spec, &[src.buffer(), dst.buffer()], &meta, n.div_ceil(4) as u64);
+        }
         let epw = r.per_word() as usize;
         let aligned = dst_offset % epw == 0 && (n % epw == 0 || dst_offset + n == dst.len);
         let spec = strided_spec(self.caps(), src.dtype, Index::of(sl), aligned)?;
@@ -67,6 +90,15 @@ impl CopyOps for WgpuBackend {
     }
 
     fn fill(&self, dst: &mut WgpuStorage, l: &Layout, value: Scalar) -> Result<()> {
+        let r = Repr::of(dst.dtype, self.caps(), CopyOp::Fill.name())?;
+        let n = l.elem_count();
+        if l.is_contiguous() && vec_write_ok(r, l.offset(), n, dst.len) {
+            let spec = fill_v4_spec(self.caps(), dst.dtype)?;
+            let mut extra = params::encode(r.compute(), &[value]);
+            extra.push(l.offset() as u32);
+            let meta = spec.meta(n as u32, &[], &extra);
+            return self.run(&spec, &[dst.buffer()], &meta, n.div_ceil(4) as u64);
+        }
         let spec = fill_spec(self.caps(), dst.dtype, Index::of(l))?;
         let compute = spec.bindings[0].repr.compute();
         let n = l.elem_count();
@@ -95,6 +127,8 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         v.push((format!("{}_any", name(CopyOp::CopyStrided)), strided_spec(caps, dt, s, false)));
         v.push((name(CopyOp::Copy2d), copy2d_spec(caps, dt)));
         v.push((name(CopyOp::Fill), fill_spec(caps, dt, s)));
+        v.push((format!("{}_v4", name(CopyOp::Fill)), fill_v4_spec(caps, dt)));
+        v.push((format!("{}_v4", name(CopyOp::CopyStrided)), strided_v4_spec(caps, dt, s, false)));
         v.push((name(CopyOp::Arange), arange_spec(caps, dt)));
     }
     v

@@ -1,7 +1,7 @@
 //! Elementwise ops on wgpu: three generic map kernels (`shaders/elementwise.wgsl`) whose `op`
 //! is generated here per op and compute type.
 
-use super::kernel::{Index, Spec};
+use super::kernel::{Index, Spec, vec_ok};
 use super::repr::{Access, Caps, Compute, Repr, convert, params};
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::ElementwiseOps;
@@ -27,7 +27,8 @@ fn unary_expr(op: UnaryOp, c: Compute) -> Option<String> {
             Gelu => "0.5 * v * (1.0 + tanh32(0.7978845608028654 * (v + 0.044715 * v * v * v)))",
             GeluErf => "0.5 * v * (1.0 + erf32(v * 0.7071067811865476))",
             Erf => "erf32(v)",
-            Relu => "select(v, 0.0, v < 0.0)",
+            // NaN guards on the bits: NVIDIA's compiler folds compare-and-select into min/max.
+            Relu => "select(select(v, 0.0, v < 0.0), v, is_nan(v))",
             Silu => "v / (1.0 + exp(-v))",
             Sigmoid => "1.0 / (1.0 + exp(-v))",
             Ceil => "ceil(v)",
@@ -49,7 +50,7 @@ fn unary_expr(op: UnaryOp, c: Compute) -> Option<String> {
             Gelu => "0.5lf * v * (1.0lf + f64_tanh(0.7978845608028654lf * (v + 0.044715lf * v * v * v)))",
             GeluErf => "0.5lf * v * (1.0lf + f64_erf(v * 0.7071067811865476lf))",
             Erf => "f64_erf(v)",
-            Relu => "select(v, 0.0lf, v < 0.0lf)",
+            Relu => "select(select(v, 0.0lf, v < 0.0lf), v, is_nan64(v))",
             Silu => "v / (1.0lf + f64_exp(-v))",
             Sigmoid => "1.0lf / (1.0lf + f64_exp(-v))",
             Ceil => "ceil(v)",
@@ -175,6 +176,12 @@ pub(crate) fn scalar_map_spec(caps: Caps, op: ElementwiseOp, dtype: DType, x: In
         ElementwiseOp::Clamp if c == Compute::I64e => {
             "select(select(v, param(0u), i64e_lt(v, param(0u))), param(1u), i64e_lt(param(1u), v))"
         }
+        ElementwiseOp::Clamp if c == Compute::F32 => {
+            "select(select(select(v, param(0u), v < param(0u)), param(1u), v > param(1u)), v, is_nan(v))"
+        }
+        ElementwiseOp::Clamp if f64 => {
+            "select(select(select(v, param(0u), v < param(0u)), param(1u), v > param(1u)), v, is_nan64(v))"
+        }
         ElementwiseOp::Clamp => "select(select(v, param(0u), v < param(0u)), param(1u), v > param(1u))",
         ElementwiseOp::WhereCond | ElementwiseOp::Cast => return Err(wrong(op.name(), dtype, &[])),
     };
@@ -220,24 +227,40 @@ pub(crate) fn cast_spec(caps: Caps, from: DType, to: DType, x: Index) -> Result<
     Ok(spec(caps, "map1", &[("x", fr, x)], tr, code, false))
 }
 
+/// The four-lane form of a map spec where its output allows vector stores: each input loads
+/// whole vectors where its layout allows (`vec[k]`), else gathers lane by lane.
+fn four_lanes(spec: Spec, vec: &[bool]) -> Option<Spec> {
+    let out = spec.bindings.last()?.repr;
+    if !out.vectorizes() || spec.bindings.iter().any(|b| b.repr.compute() == Compute::I64e) {
+        return None;
+    }
+    let entry = match spec.entry {
+        "map1" => "map1_v4",
+        "map2" => "map2_v4",
+        "map3" => "map3_v4",
+        _ => return None,
+    };
+    let vec: Vec<bool> = vec.iter().copied().chain([true]).collect();
+    Some(spec.lanes(entry, &vec))
+}
+
 impl WgpuBackend {
     /// Runs an elementwise spec over inputs of one shape into a new `out` tensor.
-    fn launch(
-        &self,
-        spec: Spec,
-        inputs: &[(&WgpuStorage, &Layout)],
-        out: DType,
-        scalars: &[Scalar],
-    ) -> Result<WgpuStorage> {
+    fn launch(&self, spec: Spec, inputs: &[(&WgpuStorage, &Layout)], out: DType, scalars: &[Scalar]) -> Result<WgpuStorage> {
         let n = inputs[0].1.elem_count();
         let y = self.storage(out, n)?;
         let compute = spec.bindings[0].repr.compute();
         let layouts: Vec<&Layout> = inputs.iter().map(|i| i.1).collect();
+        let vec: Vec<bool> = layouts.iter().zip(&spec.bindings).map(|(l, b)| vec_ok(b.repr, l)).collect();
+        let per_word = spec.bindings.last().map_or(1, |b| b.repr.per_word()) as u64;
+        let (spec, per_thread) = match four_lanes(spec.clone(), &vec) {
+            Some(lanes) => (lanes, 4),
+            None => (spec, per_word),
+        };
         let meta = spec.meta(n as u32, &layouts, &params::encode(compute, scalars));
         let mut buffers: Vec<&wgpu::Buffer> = inputs.iter().map(|i| i.0.buffer()).collect();
         buffers.push(y.buffer());
-        let per_word = spec.bindings.last().map_or(1, |b| b.repr.per_word()) as u64;
-        self.run(&spec, &buffers, &meta, (n as u64).div_ceil(per_word))?;
+        self.run(&spec, &buffers, &meta, (n as u64).div_ceil(per_thread))?;
         Ok(y)
     }
 
@@ -322,6 +345,8 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         }
         for &op in BinaryOp::ALL {
             v.push((kernel_name(op.name(), dt), binary_spec(caps, op, dt, s, Index::Contiguous)));
+            let lanes = binary_spec(caps, op, dt, Index::Contiguous, s).map(|sp| four_lanes(sp.clone(), &[true, false]).unwrap_or(sp));
+            v.push((format!("{}_v4", kernel_name(op.name(), dt)), lanes));
         }
         for &op in CmpOp::ALL {
             v.push((kernel_name(op.name(), dt), cmp_spec(caps, op, dt, Index::Contiguous, s)));
@@ -332,6 +357,17 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         }
         for to in caps.dtypes() {
             v.push((cast_kernel_name(dt, to), cast_spec(caps, dt, to, s)));
+            let lanes = cast_spec(caps, dt, to, Index::Contiguous).map(|sp| four_lanes(sp.clone(), &[true]).unwrap_or(sp));
+            v.push((format!("{}_v4", cast_kernel_name(dt, to)), lanes));
+        }
+        for &op in UnaryOp::ALL.iter().filter(|o| o.dtypes().contains(&dt)) {
+            let lanes = unary_spec(caps, op, dt, s).map(|sp| four_lanes(sp.clone(), &[false]).unwrap_or(sp));
+            v.push((format!("{}_v4", kernel_name(op.name(), dt)), lanes));
+        }
+        for cond in DType::INT {
+            let name = format!("{}_{cond}_v4", kernel_name(ElementwiseOp::WhereCond.name(), dt));
+            let sp = where_spec(caps, *cond, dt, [s, Index::Contiguous, Index::Contiguous]);
+            v.push((name, sp.map(|sp| four_lanes(sp.clone(), &[false, true, true]).unwrap_or(sp))));
         }
     }
     v

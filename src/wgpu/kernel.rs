@@ -84,11 +84,27 @@ pub struct Bind {
     pub repr: Repr,
     pub access: Access,
     pub index: Index,
+    /// Viewed as `array<vec4<T>>`: loads and stores of four aligned, consecutive elements.
+    pub vec: bool,
 }
 
 impl Bind {
     pub fn new(name: &'static str, repr: Repr, access: Access, index: Index) -> Self {
-        Bind { name, repr, access, index }
+        Bind { name, repr, access, index, vec: false }
+    }
+}
+
+/// Whether elements `4k..4k+4` of `l` (in logical order) are four consecutive, 4-aligned
+/// storage elements, so a binding of `r` can load them as one vector.
+pub fn vec_ok(r: Repr, l: &Layout) -> bool {
+    if !r.vectorizes() || l.offset() % 4 != 0 {
+        return false;
+    }
+    let (dims, strides) = simplify(l);
+    match (dims.last(), strides.last()) {
+        (None, _) => true,
+        (Some(&d), Some(&1)) => d % 4 == 0 && strides.iter().all(|s| s % 4 == 0 || *s == 1),
+        _ => false,
     }
 }
 
@@ -106,6 +122,8 @@ pub struct Spec {
     pub code: String,
     pub caps: Caps,
     pub workgroup: u32,
+    /// Four elements per invocation: every read binding gets `NAME_get4(i)`, the output `NAME_set4`.
+    pub lanes: bool,
 }
 
 impl Spec {
@@ -119,11 +137,23 @@ impl Spec {
             code: String::new(),
             caps,
             workgroup: 256,
+            lanes: false,
         }
     }
 
     pub fn bind(mut self, name: &'static str, repr: Repr, access: Access, index: Index) -> Spec {
         self.bindings.push(Bind::new(name, repr, access, index));
+        self
+    }
+
+    /// This spec with four elements per invocation, on entry `entry`; `vec[k]` says whether
+    /// binding `k` loads or stores whole vectors (the others gather lane by lane).
+    pub fn lanes(mut self, entry: &'static str, vec: &[bool]) -> Spec {
+        self.entry = entry;
+        self.lanes = true;
+        for (b, &v) in self.bindings.iter_mut().zip(vec) {
+            b.vec = v && b.repr.vectorizes();
+        }
         self
     }
 
@@ -194,7 +224,7 @@ impl Spec {
         s.push_str("@group(0) @binding(0) var<storage, read> md: array<u32>;\n");
         let mut pos = 1;
         for (slot, b) in self.bindings.iter().enumerate() {
-            s.push_str(&binding(b.name, slot as u32 + 1, b.repr, b.access));
+            s.push_str(&binding(b.name, slot as u32 + 1, b.repr, b.access, b.vec));
             let upper = b.name.to_uppercase();
             match b.index {
                 Index::None => {}
@@ -213,6 +243,9 @@ impl Spec {
                 }
             }
             pos += b.index.words();
+            if self.lanes && b.access == Access::Read && b.index != Index::None {
+                s.push_str(&get4(b));
+            }
         }
         if self.flags {
             let slot = self.bindings.len() + 1;
@@ -242,6 +275,18 @@ impl Spec {
         }
         v
     }
+}
+
+/// `NAME_get4(i)`: logical elements `i..i+4` of a read binding, as one vector load or four.
+fn get4(b: &Bind) -> String {
+    let (n, c) = (b.name, b.repr.compute().wgsl());
+    let body = if b.vec {
+        format!("{n}_load4({n}_at(i))")
+    } else {
+        let lane = |k: u32| format!("{n}_load({n}_at(i + {k}u))");
+        format!("vec4<{c}>({}, {}, {}, {})", lane(0), lane(1), lane(2), lane(3))
+    };
+    format!("fn {n}_get4(i: u32) -> vec4<{c}> {{ return {body}; }}\n")
 }
 
 /// The text of a file before its first `// @kernel` or `// @section` marker.

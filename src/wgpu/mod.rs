@@ -299,7 +299,7 @@ impl Memory for WgpuBackend {
             ("adapter", format!("{} ({:?}, {:?})", gpu.info.name, gpu.info.backend, gpu.info.device_type)),
             ("driver", format!("{} {}", gpu.info.driver, gpu.info.driver_info)),
             ("features", if on.is_empty() { "none".into() } else { on.join(", ") }),
-            ("max storage binding", format!("{} MiB", gpu.max_binding() >> 20)),
+            ("max storage binding", format!("{} bytes ({} MiB)", gpu.max_binding(), gpu.max_binding() >> 20)),
             (
                 "max workgroup",
                 format!(

@@ -1,6 +1,6 @@
 //! A buffer pool bucketed by size: repeated ops of one size allocate nothing; freed tensors
 //! return their buffer; cached free buffers are trimmed so that the memory held stays within
-//! 1.5x of the live bytes (past a small slack).
+//! 1.5x of the peak of live bytes (past a small slack).
 
 use super::context::Gpu;
 use crate::{BackendKind, Error, Result};
@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 /// Bytes of free buffers always allowed in the cache, however little is live: the pool holds
-/// at most `1.5 * live + SLACK` bytes.
+/// at most `1.5 * peak_live + SLACK` bytes.
 pub const SLACK: u64 = 16 << 20;
 
 /// The size class of a request: 256 bytes, then four classes per power of two (waste <= 25%).
@@ -42,9 +42,11 @@ struct State {
 }
 
 impl State {
-    /// Drops cached buffers, largest first, until the cache is within its allowance.
+    /// Drops cached buffers, largest first, until the pool holds at most 1.5x the peak of
+    /// live bytes (plus the slack): a freed buffer stays for the next op of its size.
     fn trim(&mut self, slack: u64) {
-        while self.free_bytes > (self.stats.live / 4).max(slack) {
+        let allowance = self.stats.peak_live + self.stats.peak_live / 2 + slack;
+        while self.free_bytes > 0 && self.stats.held > allowance {
             let Some(mut entry) = self.free.last_entry() else { break };
             let size = *entry.key();
             entry.get_mut().pop();

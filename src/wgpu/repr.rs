@@ -135,6 +135,12 @@ impl Repr {
         self.per_word() > 1
     }
 
+    /// Whether bindings of this repr can be viewed as `array<vec4<T>>` (2- and 4-byte types;
+    /// buffers are allocated in multiples of 16 bytes, so a last partial vector stays inside).
+    pub fn vectorizes(self) -> bool {
+        matches!(self, Repr::F32 | Repr::U32 | Repr::F16)
+    }
+
     /// The element type of the WGSL array.
     fn array_elem(self, atomic: bool) -> &'static str {
         match self {
@@ -184,8 +190,13 @@ pub enum Access {
     Update,
 }
 
-/// WGSL declaring binding `slot` named `name` of repr `r` used as `access`, with its helpers.
-pub fn binding(name: &str, slot: u32, r: Repr, access: Access) -> String {
+/// WGSL declaring binding `slot` named `name` of repr `r` used as `access`, with its helpers;
+/// `vec` views it as vectors of four (reads: `NAME_load4(i)`, writes: `NAME_set4(i, v)`, `i` a
+/// multiple of 4).
+pub fn binding(name: &str, slot: u32, r: Repr, access: Access, vec: bool) -> String {
+    if vec && r.vectorizes() && access != Access::Update {
+        return vec_binding(name, slot, r, access);
+    }
     let c = r.compute().wgsl();
     let upper = name.to_uppercase();
     // Update views f16 as packed words so that neighbours can be stored atomically.
@@ -245,6 +256,19 @@ pub fn binding(name: &str, slot: u32, r: Repr, access: Access) -> String {
                 let _ = writeln!(s, "fn {name}_store(i: u32, v: {c}) {{ {store} }}");
             }
         }
+    }
+    s
+}
+
+fn vec_binding(name: &str, slot: u32, r: Repr, access: Access) -> String {
+    let c = r.compute().wgsl();
+    let elem = r.array_elem(false);
+    let mode = if access == Access::Read { "read" } else { "read_write" };
+    let mut s = format!("@group(0) @binding({slot}) var<storage, {mode}> {name}: array<vec4<{elem}>>;\n");
+    if access == Access::Read {
+        let _ = writeln!(s, "fn {name}_load4(i: u32) -> vec4<{c}> {{ return vec4<{c}>({name}[i >> 2u]); }}");
+    } else {
+        let _ = writeln!(s, "fn {name}_set4(i: u32, v: vec4<{c}>) {{ {name}[i >> 2u] = vec4<{elem}>(v); }}");
     }
     s
 }
