@@ -1,4 +1,4 @@
-use crate::{Tol, View, assert_values, rand_tensor, same_as_cpu, suite, view_tensor};
+use crate::{Data, Tol, View, assert_values, cpu, rand_tensor, same_as_cpu, suite, view_tensor};
 use half::{bf16, f16};
 use rocm_wgpu_ops::{DType, Device, Error, Result, Tensor};
 use std::cmp::Ordering;
@@ -11,6 +11,8 @@ suite!(
     argsort_orders_sorted_rows,
     argsort_of_sorted_is_identity,
     argsort_rejects_rank_0,
+    argsort_long_rows_match_reference,
+    argsort_many_short_rows_match_reference,
 );
 
 /// Rows of 1 and 0, rank 1, short and long rows, and no rows at all.
@@ -30,6 +32,65 @@ fn input(dev: &Device, view: View, dtype: DType, shape: &[usize], seed: u64, lo:
     }
 }
 
+/// `v` as `dtype` on `dev`, converted on the host (a device may lack f64 casts).
+fn on_device(dev: &Device, v: Vec<f64>, shape: &[usize], dtype: DType) -> Result<Tensor> {
+    Tensor::from_vec(v, shape, &cpu())?.to_dtype(dtype)?.to_device(dev)
+}
+
+/// `shape` laid out as `view` (as `input` does it) over a tensor `make` builds for the shape
+/// stored.
+fn viewed(view: View, shape: &[usize], make: impl Fn(&[usize]) -> Result<Tensor>) -> Result<Tensor> {
+    let (rank, mut s) = (shape.len(), shape.to_vec());
+    match view {
+        View::Transposed if rank >= 2 => {
+            s.swap(0, rank - 1);
+            make(&s)?.transpose(0, rank - 1)
+        }
+        View::Offset if rank == 1 => make(&[shape[0] + 5])?.narrow(0, 2, shape[0]),
+        View::Offset if rank >= 2 => {
+            s[rank - 1] += 3;
+            s[0] += 2;
+            make(&s)?.narrow(0, 1, shape[0])?.narrow(rank - 1, 2, shape[rank - 1])
+        }
+        View::Broadcast if rank >= 1 => {
+            s[0] = 1;
+            make(&s)?.broadcast_as(shape)
+        }
+        _ => make(shape),
+    }
+}
+
+/// Integer values in `[-spread, spread]` (many exact ties; u8 and u32 clamp at 0) laid out as
+/// `view`; floats get a NaN at every `nan_every`-th stored element (0: none) and both zeros.
+fn tied_input(
+    dev: &Device,
+    view: View,
+    dtype: DType,
+    shape: &[usize],
+    seed: u64,
+    spread: i32,
+    nan_every: usize,
+) -> Result<Tensor> {
+    viewed(view, shape, |s| {
+        let n: usize = s.iter().product();
+        let spread = spread as f64;
+        let mut v: Vec<f64> = Data::new(seed).storage(DType::F64, n, -spread, spread + 1.0).to_f64_vec();
+        for (k, x) in v.iter_mut().enumerate() {
+            *x = x.floor();
+            if matches!(dtype, DType::U8 | DType::U32) {
+                *x = x.max(0.0);
+            }
+            if *x == 0.0 && k % 2 == 1 {
+                *x = -0.0;
+            }
+            if !dtype.is_int() && nan_every > 0 && k % nan_every == nan_every - 1 {
+                *x = f64::NAN;
+            }
+        }
+        on_device(dev, v, s, dtype)
+    })
+}
+
 fn argsort_matches_reference(dev: &Device) -> Result<()> {
     for &dtype in DType::ALL {
         let (lo, hi) = range(dtype);
@@ -42,8 +103,7 @@ fn argsort_matches_reference(dev: &Device) -> Result<()> {
                     })?;
                     // Integer-valued floats: many exact ties.
                     same_as_cpu(dev, Tol::EXACT, &what, |d| {
-                        let x = input(d, view, dtype, shape, 31, -2.0, 3.0)?;
-                        x.to_dtype(DType::I64)?.to_dtype(dtype)?.argsort(descending)
+                        tied_input(d, view, dtype, shape, 31, 2, 0)?.argsort(descending)
                     })?;
                 }
             }
@@ -119,7 +179,8 @@ fn key_order(a: f64, b: f64) -> Ordering {
     }
 }
 
-/// The rows of `x` (as f64, row-major) and of `ids`; checks each index row is a permutation.
+/// The rows of `x` (as f64, row-major) sorted by `ids`; checks each index row is a permutation
+/// that keeps ties in order.
 fn sorted_rows(x: &Tensor, ids: &Tensor, what: &str) -> Result<Vec<Vec<f64>>> {
     let n = x.dims().last().copied().unwrap_or(1);
     let (xs, is) = (x.to_cpu_storage()?.to_f64_vec(), ids.to_vec::<u32>()?);
@@ -159,16 +220,17 @@ fn inputs(dev: &Device) -> Result<Vec<(String, Tensor)>> {
             v[k] = f64::NAN;
         }
         v[7] = -0.0;
-        out.push((format!("{dtype} with NaN"), Tensor::from_vec(v, [4, 6], dev)?.to_dtype(dtype)?));
+        out.push((format!("{dtype} with NaN"), on_device(dev, v, &[4, 6], dtype)?));
     }
     Ok(out)
 }
 
 fn argsort_orders_sorted_rows(dev: &Device) -> Result<()> {
-    for (what, x) in inputs(dev)? {
+    // The values are read from the cpu twin of each input (a device may lack f64 copies).
+    for ((what, x), (_, host)) in inputs(dev)?.into_iter().zip(inputs(&cpu())?) {
         for descending in [false, true] {
             let what = format!("{what} descending {descending}");
-            for row in sorted_rows(&x, &x.argsort(descending)?, &what)? {
+            for row in sorted_rows(&host, &x.argsort(descending)?, &what)? {
                 for w in row.windows(2) {
                     let order = if descending { key_order(w[1], w[0]) } else { key_order(w[0], w[1]) };
                     assert!(order != Ordering::Greater, "{what}: not monotone: {row:?}");
@@ -180,11 +242,12 @@ fn argsort_orders_sorted_rows(dev: &Device) -> Result<()> {
 }
 
 fn argsort_of_sorted_is_identity(dev: &Device) -> Result<()> {
-    for (what, x) in inputs(dev)? {
+    // The values are read from the cpu twin of each input (a device may lack f64 copies).
+    for ((what, x), (_, host)) in inputs(dev)?.into_iter().zip(inputs(&cpu())?) {
         for descending in [false, true] {
             let what = format!("{what} descending {descending}");
-            let rows = sorted_rows(&x, &x.argsort(descending)?, &what)?;
-            let sorted = Tensor::from_vec(rows.concat(), x.shape().clone(), dev)?.to_dtype(x.dtype())?;
+            let rows = sorted_rows(&host, &x.argsort(descending)?, &what)?;
+            let sorted = on_device(dev, rows.concat(), x.dims(), x.dtype())?;
             let n = x.dims().last().copied().unwrap_or(1);
             let iota: Vec<u32> = (0..x.elem_count()).map(|i| (i % n.max(1)) as u32).collect();
             assert_values(&sorted.argsort(descending)?, x.dims(), &iota, 0.0)?;
@@ -196,5 +259,52 @@ fn argsort_of_sorted_is_identity(dev: &Device) -> Result<()> {
 fn argsort_rejects_rank_0(dev: &Device) -> Result<()> {
     let s = Tensor::from_vec(vec![1.0f32], (), dev)?;
     assert!(matches!(s.argsort(false), Err(Error::Rank { .. })));
+    Ok(())
+}
+
+/// Rows longer than one workgroup's block (merged in passes), around the block sizes.
+fn argsort_long_rows_match_reference(dev: &Device) -> Result<()> {
+    let shapes: &[(&[usize], &[DType])] = &[
+        (&[2, 5000], DType::ALL),
+        (&[3, 2049], &[DType::F32, DType::I64, DType::U8]),
+        (&[2, 4097], &[DType::F32, DType::F16, DType::I64]),
+        (&[1, 8192], &[DType::BF16, DType::U32, DType::F64]),
+        (&[1, 70000], &[DType::F32, DType::I64]),
+        (&[100_003], &[DType::F32]),
+    ];
+    for &(shape, dtypes) in shapes {
+        for &dtype in dtypes {
+            for view in [View::Contiguous, View::Transposed, View::Offset] {
+                for descending in [false, true] {
+                    let what = format!("argsort {dtype} {view:?} {shape:?} descending {descending}");
+                    same_as_cpu(dev, Tol::EXACT, &what, |d| {
+                        tied_input(d, view, dtype, shape, 34, 20, 37)?.argsort(descending)
+                    })?;
+                }
+            }
+        }
+    }
+    // Distinct values: every element moves.
+    same_as_cpu(dev, Tol::EXACT, "argsort f32 [2, 30000] distinct", |d| {
+        rand_tensor(d, DType::F32, &[2, 30000], 35, -1e3, 1e3)?.argsort(false)
+    })?;
+    Ok(())
+}
+
+/// Many rows of a few elements (several rows per workgroup).
+fn argsort_many_short_rows_match_reference(dev: &Device) -> Result<()> {
+    let shapes: &[&[usize]] = &[&[3000, 5], &[1000, 33], &[700, 1], &[257, 2], &[40, 3, 129], &[5, 3000]];
+    for &dtype in DType::ALL {
+        for view in View::ALL {
+            for &shape in shapes {
+                for descending in [false, true] {
+                    let what = format!("argsort {dtype} {view:?} {shape:?} descending {descending}");
+                    same_as_cpu(dev, Tol::EXACT, &what, |d| {
+                        tied_input(d, view, dtype, shape, 36, 3, 11)?.argsort(descending)
+                    })?;
+                }
+            }
+        }
+    }
     Ok(())
 }
