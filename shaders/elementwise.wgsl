@@ -30,7 +30,9 @@ fn erf32(x: f32) -> f32 {
     return select(1.0 - c, c - 1.0, x < 0.0);
 }
 
-// x^e as Rust's powf: negative bases take integer exponents only (else NaN).
+// x^e as Rust's powf (C99 pow): x^0 = 1 and 1^e = 1 even for NaN; a negative base takes
+// integer exponents only (else NaN); zeros and infinities by the signs, negative for a
+// negative base (-0 included) and an odd exponent; (-1)^inf = 1, |x| < 1 to +inf is 0.
 fn pow32(x: f32, e: f32) -> f32 {
     if (e == 0.0 || x == 1.0) {
         return 1.0;
@@ -38,19 +40,26 @@ fn pow32(x: f32, e: f32) -> f32 {
     if (is_nan(x) || is_nan(e)) {
         return bitcast<f32>(0x7fc00000u);
     }
+    let inf = bitcast<f32>(0x7f800000u);
     let ax = abs(x);
-    var r = exp2(e * log2(ax));
-    if (ax == 0.0) {
-        r = select(0.0, bitcast<f32>(0x7f800000u), e < 0.0);
-    }
-    if (x < 0.0) {
-        if (e != floor(e)) {
-            return bitcast<f32>(0x7fc00000u);
+    if (abs(e) == inf) {
+        if (ax == 1.0) {
+            return 1.0;
         }
-        let odd = abs(e) < 16777216.0 && fract(e * 0.5) != 0.0;
-        return select(r, -r, odd);
+        return select(0.0, inf, (ax > 1.0) == (e > 0.0));
     }
-    return r;
+    let is_int = floor(e) == e;
+    let odd = is_int && abs(e) < 16777216.0 && !(floor(e * 0.5) == e * 0.5);
+    let negate = odd && (bitcast<u32>(x) >> 31u) != 0u;
+    var r: f32;
+    if (ax == 0.0 || ax == inf) {
+        r = select(0.0, inf, (ax == 0.0) == (e < 0.0));
+    } else if (x < 0.0 && !is_int) {
+        return bitcast<f32>(0x7fc00000u);
+    } else {
+        r = exp2(e * log2(ax));
+    }
+    return select(r, -r, negate);
 }
 
 // @kernel map1

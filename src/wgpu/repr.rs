@@ -183,7 +183,8 @@ pub enum Access {
     /// Read-only: `NAME_load(i)`.
     Read,
     /// A fresh contiguous output written in whole words: `NAME_set(i, v)` for the elements
-    /// of word `w` (`NAME_EPW` of them), then `NAME_flush(w)`.
+    /// of word `w` (`NAME_EPW` of them), then `NAME_flush(w)` (an invocation may write several
+    /// words, one after the other).
     Write,
     /// Read-write at any element: `NAME_load(i)`, `NAME_store(i, v)`; sub-word types update
     /// their word atomically (compare-exchange), so neighbours may be written concurrently.
@@ -230,7 +231,8 @@ pub fn binding(name: &str, slot: u32, r: Repr, access: Access, vec: bool) -> Str
                     "fn {name}_set(i: u32, v: {c}) {{ {name}_acc |= {} << ((i % {epw}u) * {bits}u); }}",
                     r.pack("v")
                 );
-                let _ = writeln!(s, "fn {name}_flush(w: u32) {{ {name}[w] = {name}_acc; }}");
+                // Clearing the accumulator lets one invocation write several words.
+                let _ = writeln!(s, "fn {name}_flush(w: u32) {{ {name}[w] = {name}_acc; {name}_acc = 0u; }}");
             } else {
                 let store = direct_store(name, r);
                 let _ = writeln!(s, "fn {name}_set(i: u32, v: {c}) {{ {store} }}");
@@ -331,18 +333,16 @@ pub mod params {
     use super::Compute;
     use crate::Scalar;
 
-    /// Words for `values` as the compute type `c` sees them (f64 as three f32 that sum to it).
+    /// Words for `values` as the compute type `c` sees them (f64 as its bits, low word first:
+    /// every f64, infinities and subnormals included, comes back exactly).
     pub fn encode(c: Compute, values: &[Scalar]) -> Vec<u32> {
         let mut out = Vec::with_capacity(values.len() * 3);
         for v in values {
             let words = match c {
                 Compute::F32 => [v.to::<f32>().to_bits(), 0, 0],
                 Compute::F64 => {
-                    let x = v.to_f64();
-                    let a = x as f32;
-                    let b = (x - a as f64) as f32;
-                    let c = (x - a as f64 - b as f64) as f32;
-                    [a.to_bits(), b.to_bits(), c.to_bits()]
+                    let bits = v.to_f64().to_bits();
+                    [bits as u32, (bits >> 32) as u32, 0]
                 }
                 Compute::U32 => [v.to::<u32>(), 0, 0],
                 Compute::I64 | Compute::I64e => {
@@ -360,8 +360,18 @@ pub mod params {
         let w = |j: u32| format!("md[EXTRA + 3u * k + {j}u]");
         let body = match c {
             Compute::F32 => format!("bitcast<f32>({})", w(0)),
+            // The bits rebuilt arithmetically (reading them as an f64 needs SHADER_INT64).
             Compute::F64 => {
-                format!("f64(bitcast<f32>({})) + f64(bitcast<f32>({})) + f64(bitcast<f32>({}))", w(0), w(1), w(2))
+                return format!(
+                    "fn param(k: u32) -> f64 {{\n    let lo = {};\n    let hi = {};\n    \
+                     let e = (hi >> 20u) & 0x7ffu;\n    let m = f64(hi & 0xfffffu) * 4294967296.0lf + f64(lo);\n    \
+                     var v: f64;\n    if (e == 0x7ffu) {{\n        v = select(f64_inf(), f64_nan(), m != 0.0lf);\n    }} \
+                     else if (e == 0u) {{\n        v = m * 2.220446049250313e-16lf * 2.2250738585072014e-308lf;\n    }} \
+                     else {{\n        v = ldexp(m + 4503599627370496.0lf, i32(e) - 1075);\n    }}\n    \
+                     return select(v, -v, (hi >> 31u) != 0u);\n}}\n",
+                    w(0),
+                    w(1)
+                );
             }
             Compute::U32 => w(0),
             Compute::I64 => format!("(i64({}) << 32u) | i64({})", w(1), w(0)),

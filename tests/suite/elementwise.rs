@@ -1,3 +1,4 @@
+use crate::random::unless_unsupported;
 use crate::{Tol, View, assert_values, rand_tensor, same_as_cpu, suite, view_tensor};
 use rocm_wgpu_ops::spec::elementwise::{BinaryOp, CmpOp, ElementwiseOp, UnaryOp};
 use rocm_wgpu_ops::{DType, Device, Result, Tensor};
@@ -7,6 +8,8 @@ suite!(
     unary_hand_computed,
     float_maps_match_reference,
     float_maps_hand_computed,
+    f64_math_edge_cases,
+    powf_special_values,
     clamp_matches_reference,
     binary_matches_reference,
     binary_hand_computed,
@@ -170,6 +173,115 @@ fn float_maps_hand_computed(dev: &Device) -> Result<()> {
     assert_values(&x.elu(1.0)?, &[3], &[1f32, 2.0, -0.632_120_56], 1e-6)?;
     let y = Tensor::from_vec(vec![4.0f64, 9.0, 2.0], [3], dev)?;
     assert_values(&y.powf(0.5)?, &[3], &[2.0, 3.0, std::f64::consts::SQRT_2], 1e-12)?;
+    Ok(())
+}
+
+/// `got` against `want` within `ulps` units in the last place; NaN matches NaN, and zeros and
+/// infinities must match with their sign.
+fn assert_ulps(what: &str, x: &[f64], got: &[f64], want: &[f64], ulps: u64) {
+    let key = |v: f64| if v.is_sign_negative() { i64::MIN - v.to_bits() as i64 } else { v.to_bits() as i64 };
+    for ((&x, &g), &w) in x.iter().zip(got).zip(want) {
+        let ok = if w.is_nan() || g.is_nan() {
+            w.is_nan() && g.is_nan()
+        } else if w == 0.0 || w.is_infinite() {
+            g == w && g.is_sign_negative() == w.is_sign_negative()
+        } else {
+            key(g).abs_diff(key(w)) <= ulps
+        };
+        assert!(ok, "{what}({x:e}): got {g:e}, want {w:e} (within {ulps} ulps)");
+    }
+}
+
+/// The f64 library of the WGSL path (exp, log, sin, cos, tanh, erf, pow, and expm1 through
+/// elu) at the ends of its range, against Rust's std (and libm's erf), within 2 ulps.
+fn f64_math_edge_cases(dev: &Device) -> Result<()> {
+    unless_unsupported(DType::F64, || {
+        let check =
+            |what: &str, xs: &[f64], op: &dyn Fn(&Tensor) -> Result<Tensor>, f: &dyn Fn(f64) -> f64| -> Result<()> {
+                let got = op(&Tensor::from_vec(xs.to_vec(), [xs.len()], dev)?)?.to_vec::<f64>()?;
+                let want: Vec<f64> = xs.iter().map(|&x| f(x)).collect();
+                assert_ulps(what, xs, &got, &want, 2);
+                Ok(())
+            };
+        let (nan, inf) = (f64::NAN, f64::INFINITY);
+        // Overflow just past 709.78, the subnormal tail down to 2^-1074, then 0.
+        let xs = [709.0, 709.78, 710.0, -708.0, -740.0, -745.0, -745.2, 1e-20, -0.0, 30.5, nan, inf, -inf];
+        check("exp", &xs, &|t| t.exp(), &f64::exp)?;
+        // Subnormal and huge arguments, 0 (-inf), negatives (NaN), around 1.
+        let xs = [
+            5e-324,
+            2.5e-310,
+            2.2250738585072014e-308,
+            1e-300,
+            0.0,
+            -0.0,
+            -1.0,
+            1.0,
+            1.0 + 1e-15,
+            0.75,
+            1e300,
+            f64::MAX,
+            nan,
+            inf,
+        ];
+        check("log", &xs, &|t| t.log(), &f64::ln)?;
+        // Cody-Waite reduction up to 2^20 pi/2, Payne-Hanek past it; near multiples of pi/2.
+        let pi = std::f64::consts::PI;
+        let xs = [1e-9, 0.785, 2.0, -pi, 100.0, 1e5, 355.0, 1.6e6, 1e7, 6.5e12, 1e22, 1e300, f64::MAX, -0.0, nan, inf];
+        check("sin", &xs, &|t| t.sin(), &f64::sin)?;
+        check("cos", &xs, &|t| t.cos(), &f64::cos)?;
+        let xs = [20.0, -20.0, 0.3, 0.55, -0.9, 3.0, 1e-10, -1e-300, 0.0, -0.0, nan, inf, -inf];
+        check("tanh", &xs, &|t| t.tanh(), &f64::tanh)?;
+        let xs = [6.0, -6.0, 0.5, 0.9, 1.2, 2.0, 3.0, 5.5, 1e-10, -1e-300, -0.0, nan, inf, -inf];
+        check("erf", &xs, &|t| t.erf(), &libm::erf)?;
+        // elu(x, 1) = expm1(x) below 0: expm1(-1e-10) is -1e-10 to 2^-53, which exp(x) - 1 is not.
+        let xs = [-1e-10, -1e-300, -0.3, -1.0, -30.0, -800.0];
+        check("elu", &xs, &|t| t.elu(1.0), &f64::exp_m1)?;
+        // Scalars past f32's range and subnormal reach the kernel exactly.
+        check("affine(1e300, -5e-324)", &[2.0, -3.0, 0.0], &|t| t.affine(1e300, -5e-324), &|x| x * 1e300 - 5e-324)?;
+        check("affine(3e-310, 1e-310)", &[2.0, -3.0, 0.0], &|t| t.affine(3e-310, 1e-310), &|x| x * 3e-310 + 1e-310)?;
+        // Negative bases with integer exponents, results near overflow and underflow.
+        for (e, xs) in [
+            (3.0, &[-2.0, -0.5, 1e100, -1e103, 7.0][..]),
+            (-2.0, &[-3.0, 1e-155, 1e160]),
+            (0.5, &[-4.0, 2.0, 5e-324]),
+            (709.78, &[std::f64::consts::E, 0.99]),
+            (1e19, &[1.0000000000000002, -1.0, 0.9999999999999999]),
+        ] {
+            check(&format!("powf({e})"), xs, &|t| t.powf(e), &|x| x.powf(e))?;
+        }
+        Ok(())
+    })
+}
+
+/// powf's special values (Rust's powf, C99 pow) in f32 and f64: NaN bases, zeros and
+/// infinities of both signs, negative bases, infinite exponents.
+fn powf_special_values(dev: &Device) -> Result<()> {
+    let (nan, inf) = (f64::NAN, f64::INFINITY);
+    let xs = [-2.0, -0.5, -0.0, 0.0, 0.5, 1.0, -1.0, 2.0, 4.0, -inf, inf, nan];
+    for &dtype in &[DType::F32, DType::F64] {
+        unless_unsupported(dtype, || {
+            // (The spec refuses a NaN exponent.)
+            for e in [3.0, -1.0, 2.0, -2.0, 0.5, -0.5, 0.0, -0.0, inf, -inf, 1.0] {
+                let got: Vec<f64> = if dtype == DType::F32 {
+                    let x = Tensor::from_vec(xs.iter().map(|&v| v as f32).collect::<Vec<_>>(), [xs.len()], dev)?;
+                    x.powf(e)?.to_vec::<f32>()?.into_iter().map(f64::from).collect()
+                } else {
+                    Tensor::from_vec(xs.to_vec(), [xs.len()], dev)?.powf(e)?.to_vec::<f64>()?
+                };
+                let want: Vec<f64> = xs.iter().map(|&x| x.powf(e)).collect();
+                // f64 within an ulp; f32 (exp2 and log2 of the driver) within 4 of its own ulps.
+                assert_ulps(
+                    &format!("{dtype} powf({e})"),
+                    &xs,
+                    &got,
+                    &want,
+                    if dtype == DType::F32 { 1 << 31 } else { 1 },
+                );
+            }
+            Ok(())
+        })?;
+    }
     Ok(())
 }
 

@@ -4,6 +4,8 @@ use rocm_wgpu_ops::{DType, Device, Error, Result, Tensor};
 
 suite!(
     random_matches_reference,
+    uniform_is_bit_identical,
+    large_draws_match_reference,
     uniform_known_values,
     normal_known_values,
     uniform_statistics,
@@ -21,6 +23,16 @@ const NORMAL: Distribution = Distribution::Normal { mean: 0.5, std: 2.0 };
 /// into its high word, offsets past 2^32, and positions wrapping past 2^64.
 const STREAMS: &[(u64, u64)] =
     &[(0, 0), (7, 1), (42, 3), (0xDEAD_BEEF_CAFE, 6), (1, (1 << 34) - 5), (3, (1 << 34) + 1), (u64::MAX, u64::MAX - 4)];
+
+/// Runs `case` for `dtype`, or skips it where the device cannot hold that dtype at all (f64 on
+/// a wgpu adapter without SHADER_F64): the backend answers `UnsupportedDType` for it, which is
+/// right there. Any other error, or that error for another dtype, fails.
+pub fn unless_unsupported(dtype: DType, case: impl FnOnce() -> Result<()>) -> Result<()> {
+    match case() {
+        Err(Error::UnsupportedDType { dtype: d, .. }) if d == dtype => Ok(()),
+        r => r,
+    }
+}
 
 /// Normal values go through ln/cos/sin, which backends need not round alike.
 fn tol(dist: Distribution, dtype: DType) -> Tol {
@@ -56,12 +68,53 @@ fn normal_at(seed: u64, pos: u64) -> f64 {
 fn random_matches_reference(dev: &Device) -> Result<()> {
     for dist in [UNIFORM, NORMAL] {
         for &dtype in DType::FLOAT {
-            for &(seed, offset) in STREAMS {
-                for shape in [&[37][..], &[3, 5], &[0, 4]] {
-                    let what = format!("{} {dtype} seed {seed} offset {offset} {shape:?}", dist.op());
-                    same_as_cpu(dev, tol(dist, dtype), &what, |d| Tensor::random(shape, dtype, dist, seed, offset, d))?;
+            unless_unsupported(dtype, || {
+                for &(seed, offset) in STREAMS {
+                    for shape in [&[37][..], &[3, 5], &[0, 4]] {
+                        let what = format!("{} {dtype} seed {seed} offset {offset} {shape:?}", dist.op());
+                        same_as_cpu(dev, tol(dist, dtype), &what, |d| {
+                            Tensor::random(shape, dtype, dist, seed, offset, d)
+                        })?;
+                    }
                 }
-            }
+                Ok(())
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Uniform values take one rounded product and one rounded sum, which every backend does alike.
+fn uniform_is_bit_identical(dev: &Device) -> Result<()> {
+    let wide = Distribution::Uniform { low: -1.0e30, high: 3.5e35 };
+    for dist in [UNIFORM, wide, Distribution::Uniform { low: 0.1, high: 0.7 }] {
+        for &dtype in DType::FLOAT {
+            unless_unsupported(dtype, || {
+                for &(seed, offset) in STREAMS {
+                    for n in [1, 2, 3, 5, 8, 61] {
+                        let what = format!("{dist:?} {dtype} seed {seed} offset {offset} n {n}");
+                        same_as_cpu(dev, Tol::EXACT, &what, |d| draw(d, dtype, dist, seed, offset, n))?;
+                    }
+                }
+                Ok(())
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Many workgroups, every alignment of the offset to the four positions of a block, and an
+/// odd length (half a word at the end for f16 and bf16).
+fn large_draws_match_reference(dev: &Device) -> Result<()> {
+    for dist in [UNIFORM, NORMAL] {
+        for &dtype in DType::FLOAT {
+            unless_unsupported(dtype, || {
+                for offset in [0, 1, 2, 3, (1 << 34) - 1, u64::MAX - 1000] {
+                    let what = format!("{} {dtype} offset {offset}", dist.op());
+                    same_as_cpu(dev, tol(dist, dtype), &what, |d| draw(d, dtype, dist, 77, offset, 300_001))?;
+                }
+                Ok(())
+            })?;
         }
     }
     Ok(())
@@ -79,7 +132,9 @@ fn uniform_known_values(dev: &Device) -> Result<()> {
     assert_values(&draw(dev, DType::F32, unit01, seed, offset, 10)?, &[10], &want, 0.0)?;
     // In [-2, 3) every step of the f64 formula is exact.
     let want: Vec<f64> = (0..10).map(|i| -2.0 + 5.0 * unit(word(seed, offset + i))).collect();
-    assert_values(&draw(dev, DType::F64, UNIFORM, seed, offset, 10)?, &[10], &want, 0.0)?;
+    unless_unsupported(DType::F64, || {
+        assert_values(&draw(dev, DType::F64, UNIFORM, seed, offset, 10)?, &[10], &want, 0.0)
+    })?;
     // Halves round the f32 value once: within half an ulp (2^-10 near 3).
     let h: Vec<half::f16> = want.iter().map(|&v| half::f16::from_f64(v)).collect();
     assert_values(&draw(dev, DType::F16, UNIFORM, seed, offset, 10)?, &[10], &h, 1e-3)?;
@@ -95,12 +150,16 @@ fn normal_known_values(dev: &Device) -> Result<()> {
     let std_normal = Distribution::Normal { mean: 0.0, std: 1.0 };
     assert_values(&draw(dev, DType::F32, std_normal, 0, 0, 4)?, &[4], &want, 4e-6)?;
     let want64: Vec<f64> = (0..4).map(|i| normal_at(0, i)).collect();
-    assert_values(&draw(dev, DType::F64, std_normal, 0, 0, 4)?, &[4], &want64, 1e-12)?;
+    unless_unsupported(DType::F64, || {
+        assert_values(&draw(dev, DType::F64, std_normal, 0, 0, 4)?, &[4], &want64, 1e-12)
+    })?;
     // An odd offset starts on the sine half of a pair; mean and std apply after.
     let (seed, offset) = (9, 1);
     let dist = Distribution::Normal { mean: 1.0, std: 3.0 };
     let want64: Vec<f64> = (0..16).map(|i| 1.0 + 3.0 * normal_at(seed, offset + i)).collect();
-    assert_values(&draw(dev, DType::F64, dist, seed, offset, 16)?, &[16], &want64, 1e-12)?;
+    unless_unsupported(DType::F64, || {
+        assert_values(&draw(dev, DType::F64, dist, seed, offset, 16)?, &[16], &want64, 1e-12)
+    })?;
     let want32: Vec<f32> = want64.iter().map(|&v| v as f32).collect();
     assert_values(&draw(dev, DType::F32, dist, seed, offset, 16)?, &[16], &want32, 2e-5)?;
     Ok(())
@@ -115,62 +174,75 @@ fn mean_var(v: &[f64]) -> (f64, f64) {
 const N: usize = 100_000;
 
 fn uniform_statistics(dev: &Device) -> Result<()> {
-    let (low, high) = (-2.0, 3.0);
     for &dtype in DType::FLOAT {
-        let v = values(&draw(dev, dtype, UNIFORM, 123, 0, N)?)?;
-        // Rounding to a half type may reach `high`; in f32 and f64 this range cannot.
-        let top_ok = |x: f64| if matches!(dtype, DType::F16 | DType::BF16) { x <= high } else { x < high };
-        assert!(v.iter().all(|&x| x >= low && top_ok(x)), "{dtype}: a uniform left [{low}, {high})");
-        let (mean, var) = mean_var(&v);
-        // Standard errors: mean 0.0046, variance 0.0043 (bf16 rounding adds about 2e-4).
-        assert!((mean - 0.5).abs() < 0.025, "{dtype}: mean {mean}");
-        assert!((var - 25.0 / 12.0).abs() < 0.03, "{dtype}: variance {var}");
-        let mut bins = [0usize; 10];
-        for &x in &v {
-            bins[(((x - low) / (high - low) * 10.0) as usize).min(9)] += 1;
-        }
-        // 10000 expected per bin, standard deviation 95 (bf16 moves bin edges by up to 1/64).
-        assert!(bins.iter().all(|&b| b.abs_diff(N / 10) < 600), "{dtype}: bins {bins:?}");
+        unless_unsupported(dtype, || uniform_statistics_of(dev, dtype))?;
     }
     Ok(())
 }
 
+fn uniform_statistics_of(dev: &Device, dtype: DType) -> Result<()> {
+    let (low, high) = (-2.0, 3.0);
+    let v = values(&draw(dev, dtype, UNIFORM, 123, 0, N)?)?;
+    // Rounding to a half type may reach `high`; in f32 and f64 this range cannot.
+    let top_ok = |x: f64| if matches!(dtype, DType::F16 | DType::BF16) { x <= high } else { x < high };
+    assert!(v.iter().all(|&x| x >= low && top_ok(x)), "{dtype}: a uniform left [{low}, {high})");
+    let (mean, var) = mean_var(&v);
+    // Standard errors: mean 0.0046, variance 0.0043 (bf16 rounding adds about 2e-4).
+    assert!((mean - 0.5).abs() < 0.025, "{dtype}: mean {mean}");
+    assert!((var - 25.0 / 12.0).abs() < 0.03, "{dtype}: variance {var}");
+    let mut bins = [0usize; 10];
+    for &x in &v {
+        bins[(((x - low) / (high - low) * 10.0) as usize).min(9)] += 1;
+    }
+    // 10000 expected per bin, standard deviation 95 (bf16 moves bin edges by up to 1/64).
+    assert!(bins.iter().all(|&b| b.abs_diff(N / 10) < 600), "{dtype}: bins {bins:?}");
+    Ok(())
+}
+
 fn normal_statistics(dev: &Device) -> Result<()> {
+    for &dtype in DType::FLOAT {
+        unless_unsupported(dtype, || normal_statistics_of(dev, dtype))?;
+    }
+    Ok(())
+}
+
+fn normal_statistics_of(dev: &Device, dtype: DType) -> Result<()> {
     let (mu, sigma) = (1.0, 2.0);
     let dist = Distribution::Normal { mean: mu, std: sigma };
-    for &dtype in DType::FLOAT {
-        let v = values(&draw(dev, dtype, dist, 321, 3, N)?)?;
-        assert!(v.iter().all(|x| x.is_finite()), "{dtype}: non-finite normal");
-        let (mean, var) = mean_var(&v);
-        // Standard errors: mean 0.0063, variance 0.018.
-        assert!((mean - mu).abs() < 0.035, "{dtype}: mean {mean}");
-        assert!((var - sigma * sigma).abs() < 0.1, "{dtype}: variance {var}");
-        let frac = |f: &dyn Fn(f64) -> bool| v.iter().filter(|&&x| f(x)).count() as f64 / N as f64;
-        // P(|z| < 1) = 0.6827, P(z > 0) = 0.5; standard errors 0.0015, 0.0016.
-        let within = frac(&|x| (x - mu).abs() < sigma);
-        assert!((within - 0.6827).abs() < 0.008, "{dtype}: {within} within one std");
-        let above = frac(&|x| x > mu);
-        assert!((above - 0.5).abs() < 0.008, "{dtype}: {above} above the mean");
-        // 24-bit u1 bounds |z| by sqrt(48 ln 2) = 5.768.
-        let max = v.iter().map(|x| ((x - mu) / sigma).abs()).fold(0.0, f64::max);
-        assert!(max < 5.8, "{dtype}: |z| reaches {max}");
-        assert!(max > 3.5, "{dtype}: no tail, max |z| {max}");
-    }
+    let v = values(&draw(dev, dtype, dist, 321, 3, N)?)?;
+    assert!(v.iter().all(|x| x.is_finite()), "{dtype}: non-finite normal");
+    let (mean, var) = mean_var(&v);
+    // Standard errors: mean 0.0063, variance 0.018.
+    assert!((mean - mu).abs() < 0.035, "{dtype}: mean {mean}");
+    assert!((var - sigma * sigma).abs() < 0.1, "{dtype}: variance {var}");
+    let frac = |f: &dyn Fn(f64) -> bool| v.iter().filter(|&&x| f(x)).count() as f64 / N as f64;
+    // P(|z| < 1) = 0.6827, P(z > 0) = 0.5; standard errors 0.0015, 0.0016.
+    let within = frac(&|x| (x - mu).abs() < sigma);
+    assert!((within - 0.6827).abs() < 0.008, "{dtype}: {within} within one std");
+    let above = frac(&|x| x > mu);
+    assert!((above - 0.5).abs() < 0.008, "{dtype}: {above} above the mean");
+    // 24-bit u1 bounds |z| by sqrt(48 ln 2) = 5.768.
+    let max = v.iter().map(|x| ((x - mu) / sigma).abs()).fold(0.0, f64::max);
+    assert!(max < 5.8, "{dtype}: |z| reaches {max}");
+    assert!(max > 3.5, "{dtype}: no tail, max |z| {max}");
     Ok(())
 }
 
 fn stream_is_continuous(dev: &Device) -> Result<()> {
     for dist in [UNIFORM, NORMAL] {
         for &dtype in DType::FLOAT {
-            for offset in [0, 3, (1u64 << 34) - 5] {
-                for n in [7, 8, 13] {
-                    let what = format!("{} {dtype} offset {offset} n {n}", dist.op());
-                    let a = values(&draw(dev, dtype, dist, 11, offset, n)?)?;
-                    let b = values(&draw(dev, dtype, dist, 11, offset + n as u64, n)?)?;
-                    let whole = values(&draw(dev, dtype, dist, 11, offset, 2 * n)?)?;
-                    assert_eq!([a, b].concat(), whole, "{what}");
+            unless_unsupported(dtype, || {
+                for offset in [0, 3, (1u64 << 34) - 5] {
+                    for n in [7, 8, 13] {
+                        let what = format!("{} {dtype} offset {offset} n {n}", dist.op());
+                        let a = values(&draw(dev, dtype, dist, 11, offset, n)?)?;
+                        let b = values(&draw(dev, dtype, dist, 11, offset + n as u64, n)?)?;
+                        let whole = values(&draw(dev, dtype, dist, 11, offset, 2 * n)?)?;
+                        assert_eq!([a, b].concat(), whole, "{what}");
+                    }
                 }
-            }
+                Ok(())
+            })?;
         }
     }
     Ok(())
@@ -192,13 +264,21 @@ fn seeds_and_offsets_give_different_streams(dev: &Device) -> Result<()> {
 }
 
 fn device_seed_reproduces_draws(dev: &Device) -> Result<()> {
+    for mid in [DType::F64, DType::F32] {
+        unless_unsupported(mid, || device_seed_reproduces_draws_of(dev, mid))?;
+    }
+    Ok(())
+}
+
+/// Three draws from the device stream, the second of dtype `mid`.
+fn device_seed_reproduces_draws_of(dev: &Device, mid: DType) -> Result<()> {
     // A device of its own: the shared one's stream moves with every other test's draws.
     let own = Device::new(dev.kind())?;
     let draws = |d: &Device| -> Result<[Tensor; 3]> {
         d.set_seed(42);
         Ok([
             Tensor::rand(-1.0, 1.0, [5], DType::F32, d)?,
-            Tensor::randn(0.0, 1.0, [2, 3], DType::F64, d)?,
+            Tensor::randn(0.0, 1.0, [2, 3], mid, d)?,
             Tensor::rand(0.0, 4.0, [3], DType::BF16, d)?,
         ])
     };
@@ -210,7 +290,7 @@ fn device_seed_reproduces_draws(dev: &Device) -> Result<()> {
     // Each draw starts on a fresh block of four positions.
     let explicit = [
         Tensor::random([5], DType::F32, Distribution::Uniform { low: -1.0, high: 1.0 }, 42, 0, &own)?,
-        Tensor::random([2, 3], DType::F64, Distribution::Normal { mean: 0.0, std: 1.0 }, 42, 8, &own)?,
+        Tensor::random([2, 3], mid, Distribution::Normal { mean: 0.0, std: 1.0 }, 42, 8, &own)?,
         Tensor::random([3], DType::BF16, Distribution::Uniform { low: 0.0, high: 4.0 }, 42, 16, &own)?,
     ];
     for (a, b) in first.iter().zip(&explicit) {
@@ -237,8 +317,11 @@ fn random_rejects_bad_params(dev: &Device) -> Result<()> {
         let r = Tensor::random([4], dtype, dist, 0, 0, dev);
         assert!(matches!(r, Err(Error::InvalidParam { .. })), "{dtype} {dist:?}: {r:?}");
     }
-    let wide = Tensor::random([4], DType::F64, Distribution::Uniform { low: -3e38, high: 3e38 }, 0, 0, dev)?;
-    assert!(values(&wide)?.iter().all(|x| x.is_finite()), "f64 takes what f32 cannot");
+    unless_unsupported(DType::F64, || {
+        let wide = Tensor::random([4], DType::F64, Distribution::Uniform { low: -3e38, high: 3e38 }, 0, 0, dev)?;
+        assert!(values(&wide)?.iter().all(|x| x.is_finite()), "f64 takes what f32 cannot");
+        Ok(())
+    })?;
     for dtype in [DType::U8, DType::U32, DType::I64] {
         let r = Tensor::random([4], dtype, UNIFORM, 0, 0, dev);
         assert!(matches!(r, Err(Error::WrongDType { .. })), "{dtype}: {r:?}");
