@@ -246,7 +246,13 @@ fn four_lanes(spec: Spec, vec: &[bool]) -> Option<Spec> {
 
 impl WgpuBackend {
     /// Runs an elementwise spec over inputs of one shape into a new `out` tensor.
-    fn launch(&self, spec: Spec, inputs: &[(&WgpuStorage, &Layout)], out: DType, scalars: &[Scalar]) -> Result<WgpuStorage> {
+    fn launch(
+        &self,
+        spec: Spec,
+        inputs: &[(&WgpuStorage, &Layout)],
+        out: DType,
+        scalars: &[Scalar],
+    ) -> Result<WgpuStorage> {
         let n = inputs[0].1.elem_count();
         let y = self.storage(out, n)?;
         let compute = spec.bindings[0].repr.compute();
@@ -345,7 +351,8 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         }
         for &op in BinaryOp::ALL {
             v.push((kernel_name(op.name(), dt), binary_spec(caps, op, dt, s, Index::Contiguous)));
-            let lanes = binary_spec(caps, op, dt, Index::Contiguous, s).map(|sp| four_lanes(sp.clone(), &[true, false]).unwrap_or(sp));
+            let lanes = binary_spec(caps, op, dt, Index::Contiguous, s)
+                .map(|sp| four_lanes(sp.clone(), &[true, false]).unwrap_or(sp));
             v.push((format!("{}_v4", kernel_name(op.name(), dt)), lanes));
         }
         for &op in CmpOp::ALL {
@@ -357,7 +364,8 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         }
         for to in caps.dtypes() {
             v.push((cast_kernel_name(dt, to), cast_spec(caps, dt, to, s)));
-            let lanes = cast_spec(caps, dt, to, Index::Contiguous).map(|sp| four_lanes(sp.clone(), &[true]).unwrap_or(sp));
+            let lanes =
+                cast_spec(caps, dt, to, Index::Contiguous).map(|sp| four_lanes(sp.clone(), &[true]).unwrap_or(sp));
             v.push((format!("{}_v4", cast_kernel_name(dt, to)), lanes));
         }
         for &op in UnaryOp::ALL.iter().filter(|o| o.dtypes().contains(&dt)) {
