@@ -1,10 +1,317 @@
-//! TEMPORARY: via cpu until the WGSL kernels land.
+//! Indexing on wgpu (`shaders/index.wgsl`).
+//!
+//! - index_select and gather: one invocation per output word picks each element through the
+//!   ids (`pick`); index_select whose rows (the dims after `dim`) are contiguous and start on a
+//!   4-byte boundary copies whole rows as u32 words instead, whatever the dtype (`rows`).
+//! - scatter, scatter_add, index_add: `dst` is copied into a new contiguous tensor (the copy
+//!   family's strided kernel), then every source position updates it (`put`): atomic stores,
+//!   atomic adds (u32), compare-exchange adds (f32, and the words of u8/f16/bf16), or for i64 an
+//!   atomic add of the low word whose carry goes into an atomic add of the high word. f64 has
+//!   no atomics and an i64 stored as two words could tear between two writers, so f64, and
+//!   scatter of i64, give one invocation to each column along `dim` and walk it in order
+//!   (`put_serial`), race-free and in the cpu's order. index_add is scatter_add with its 1-D
+//!   ids spread over the source shape.
+//!
+//! Every kernel checks its ids and records the first bad one in the flag buffer (reported at
+//! the next readback); a bad id is skipped, never followed.
 
+use super::kernel::{Index, Spec};
+use super::repr::{Access, Caps, Compute, Repr};
 use super::{WgpuBackend, WgpuStorage};
-use crate::backend::*;
-use crate::cpu::CpuBackend;
-use crate::spec::index::ScatterMode;
-use crate::{Layout, Result};
+use crate::backend::{CopyOps, IndexOps};
+use crate::spec::Family;
+use crate::spec::index::{IndexOp, ScatterMode};
+use crate::{DType, Layout, Result, Shape};
+
+/// The op's code in the flag buffer: 1 + its position in `IndexOp::ALL`.
+fn op_code(op: IndexOp) -> u32 {
+    IndexOp::ALL.iter().position(|&o| o == op).map_or(0, |p| p as u32 + 1)
+}
+
+/// `fn id_bits(j) -> vec2u`: the id at storage index `j` as the low and high words of an i64.
+/// (Spelt `vec2u`: the builder takes `vec2<u32>` in code for a sign of emulated i64 values.)
+fn id_code(ids: Repr) -> String {
+    let body = match ids.compute() {
+        Compute::I64 => {
+            "let v = ids_load(j);\n    return vec2u(u32(v & 4294967295li), u32((v >> 32u) & 4294967295li));"
+        }
+        Compute::I64e => "return ids_load(j);",
+        _ => "return vec2u(ids_load(j), 0u);",
+    };
+    format!("fn id_bits(j: u32) -> vec2u {{\n    {body}\n}}")
+}
+
+fn reprs(caps: Caps, op: IndexOp, dtype: DType, idt: DType) -> Result<(Repr, Repr)> {
+    Ok((Repr::of(dtype, caps, op.name())?, Repr::of(idt, caps, op.name())?))
+}
+
+/// index_select or gather, element by element: `x` indexed through the output positions with
+/// the coordinate along dim taken as 0, `ids` through the output positions.
+pub(crate) fn pick_spec(caps: Caps, op: IndexOp, dtype: DType, idt: DType, x: Index, ids: Index) -> Result<Spec> {
+    let (r, ir) = reprs(caps, op, dtype, idt)?;
+    Ok(Spec::new(Family::Index, "pick", caps)
+        .bind("x", r, Access::Read, x)
+        .bind("ids", ir, Access::Read, ids)
+        .bind("y", r, Access::Write, Index::None)
+        .with_flags()
+        .constant("ZERO", r.compute().lit(0.0))
+        .code(id_code(ir)))
+}
+
+/// index_select of contiguous rows as u32 words: `x` indexed through the leading positions.
+pub(crate) fn rows_spec(caps: Caps, idt: DType, x: Index, ids: Index) -> Result<Spec> {
+    let ir = Repr::of(idt, caps, IndexOp::IndexSelect.name())?;
+    Ok(Spec::new(Family::Index, "rows", caps)
+        .bind("x", Repr::U32, Access::Read, x)
+        .bind("ids", ir, Access::Read, ids)
+        .bind("y", Repr::U32, Access::Write, Index::None)
+        .with_flags()
+        .code(id_code(ir)))
+}
+
+/// A pass that only checks ids.
+pub(crate) fn check_spec(caps: Caps, op: IndexOp, idt: DType, ids: Index) -> Result<Spec> {
+    let ir = Repr::of(idt, caps, op.name())?;
+    Ok(Spec::new(Family::Index, "check", caps).bind("ids", ir, Access::Read, ids).with_flags().code(id_code(ir)))
+}
+
+/// Whether scatter of `dtype` in `mode` walks columns in order: f64 has no atomics, and an
+/// i64 set from two words could tear between two writers.
+fn serial(dtype: DType, mode: ScatterMode) -> bool {
+    dtype == DType::F64 || (dtype == DType::I64 && mode == ScatterMode::Set)
+}
+
+/// The repr y is bound with and `fn update(i, v)`, which stores or adds `v` (of `r`'s compute
+/// type) at element `i` of y; safe against concurrent updates of one element unless `serial`.
+fn update_code(r: Repr, mode: ScatterMode, serial: bool) -> (Repr, String) {
+    let c = r.compute();
+    let (yr, body) = match (mode, r) {
+        (ScatterMode::Set, _) => (r, "y_store(i, v);".to_string()),
+        (ScatterMode::Add, _) if serial && c == Compute::I64e => (r, "y_store(i, i64e_add(y_load(i), v));".into()),
+        (ScatterMode::Add, Repr::F64) => (r, "y_store(i, y_load(i) + v);".into()),
+        (ScatterMode::Add, _) if serial => (r, "y_store(i, y_load(i) + v);".into()),
+        (ScatterMode::Add, Repr::U32) => (r, "atomicAdd(&y[i], v);".into()),
+        (ScatterMode::Add, Repr::F32) => (
+            r,
+            "var old = atomicLoad(&y[i]);\n    loop {\n        \
+             let r = atomicCompareExchangeWeak(&y[i], old, bitcast<u32>(bitcast<f32>(old) + v));\n        \
+             if (r.exchanged) {\n            break;\n        }\n        old = r.old_value;\n    }"
+                .into(),
+        ),
+        (ScatterMode::Add, Repr::I64 | Repr::I64Pair) => {
+            // The carries out of the low words add up to the carry out of their sum, so the
+            // final value is exact whatever the order of the adds.
+            let split =
+                if c == Compute::I64 { "vec2u(u32(v & 4294967295li), u32((v >> 32u) & 4294967295li))" } else { "v" };
+            let body = format!(
+                "let b = {split};\n    let lo = atomicAdd(&y[2u * i], b.x);\n    \
+                 atomicAdd(&y[2u * i + 1u], b.y + select(0u, 1u, lo + b.x < lo));"
+            );
+            (Repr::U32, body)
+        }
+        (ScatterMode::Add, Repr::U8 | Repr::F16 | Repr::F16Packed | Repr::BF16) => {
+            let (epw, unpack, pack) = match r {
+                Repr::U8 => (4, "bits", "s"),
+                Repr::BF16 => (2, "bitcast<f32>(bits << 16u)", "bf16_bits(s)"),
+                _ => (2, "f16_to_f32(bits)", "f32_to_f16(s)"),
+            };
+            let (bits, mask) = (32 / epw, (1u64 << (32 / epw)) - 1);
+            let body = format!(
+                "let w = i / {epw}u;\n    let sh = (i % {epw}u) * {bits}u;\n    var old = atomicLoad(&y[w]);\n    \
+                 loop {{\n        let bits = (old >> sh) & {mask}u;\n        let s = {unpack} + v;\n        \
+                 let nv = (old & ~({mask}u << sh)) | (({pack} & {mask}u) << sh);\n        \
+                 let r = atomicCompareExchangeWeak(&y[w], old, nv);\n        if (r.exchanged) {{\n            \
+                 break;\n        }}\n        old = r.old_value;\n    }}"
+            );
+            (r, body)
+        }
+    };
+    (yr, format!("fn update(i: u32, v: {}) {{\n    {body}\n}}", c.wgsl()))
+}
+
+/// scatter, scatter_add or index_add (as `op`) of src into y, bound with `idx` for ids, src, y.
+pub(crate) fn put_spec(
+    caps: Caps,
+    op: IndexOp,
+    dtype: DType,
+    idt: DType,
+    mode: ScatterMode,
+    idx: [Index; 3],
+) -> Result<Spec> {
+    let (r, ir) = reprs(caps, op, dtype, idt)?;
+    let serial = serial(dtype, mode);
+    let (yr, update) = update_code(r, mode, serial);
+    Ok(Spec::new(Family::Index, if serial { "put_serial" } else { "put" }, caps)
+        .bind("ids", ir, Access::Read, idx[0])
+        .bind("src", r, Access::Read, idx[1])
+        .bind("y", yr, Access::Update, idx[2])
+        .with_flags()
+        .code(id_code(ir))
+        .code(update))
+}
+
+/// The positions of `shape` in a tensor of `strides` and `offset`, with the coordinate along
+/// `dim` taken as 0.
+fn along(shape: &Shape, strides: &[usize], offset: usize, dim: usize) -> Layout {
+    let mut strides = strides.to_vec();
+    strides[dim] = 0;
+    Layout::new(shape.clone(), strides, offset)
+}
+
+/// 1-D ids (`il`) spread over `shape` along `dim`: position `p` holds `ids[p[dim]]`.
+fn spread(il: &Layout, shape: &Shape, dim: usize) -> Layout {
+    let mut strides = vec![0; shape.rank()];
+    strides[dim] = il.strides()[0];
+    Layout::new(shape.clone(), strides, il.offset())
+}
+
+/// index_select's rows as u32 words.
+struct Rows {
+    /// Words per row (the dims after `dim`).
+    words: usize,
+    /// The leading positions (the dims before `dim`) in words, with the coordinate along `dim` 0.
+    lead: Layout,
+    /// The stride along `dim` in words.
+    stride: usize,
+    /// The size of `dim`.
+    size: usize,
+}
+
+/// The rows of `x` (`xl`, elements of `esz` bytes) selected along `dim`, when the dims after
+/// `dim` are contiguous and every row starts on a word.
+fn rows_of(xl: &Layout, dim: usize, esz: usize) -> Option<Rows> {
+    let (dims, strides) = (xl.dims(), xl.strides());
+    let mut post = 1;
+    for k in (dim + 1..dims.len()).rev() {
+        if dims[k] != 1 && strides[k] != post {
+            return None;
+        }
+        post *= dims[k];
+    }
+    let word = |v: usize| (v * esz % 4 == 0).then_some(v * esz / 4);
+    // A stride of a dim of size 1 is never followed.
+    let stride_of = |k: usize| if dims[k] == 1 { Some(0) } else { word(strides[k]) };
+    let lead: Option<Vec<usize>> = (0..dim).map(stride_of).collect();
+    Some(Rows {
+        words: word(post)?,
+        lead: Layout::new(Shape::new(dims[..dim].to_vec()), lead?, word(xl.offset())?),
+        stride: stride_of(dim)?,
+        size: dims[dim],
+    })
+}
+
+impl WgpuBackend {
+    /// Flags the bad ids among `ids` (`il`) for an op whose main pass visits none of them.
+    fn check_ids(&self, op: IndexOp, ids: &WgpuStorage, il: &Layout, size: usize) -> Result<()> {
+        let spec = check_spec(self.caps(), op, ids.dtype, Index::of(il))?;
+        let n = il.elem_count();
+        let meta = spec.meta(n as u32, &[il], &[op_code(op), size as u32]);
+        self.run(&spec, &[ids.buffer()], &meta, n as u64)
+    }
+
+    /// `out[p] = x[p with p[dim] = ids[p]]` over the positions of `out`, with `il` the ids'
+    /// layout over `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn pick(
+        &self,
+        op: IndexOp,
+        x: &WgpuStorage,
+        xl: &Layout,
+        ids: &WgpuStorage,
+        il: &Layout,
+        out: &Shape,
+        dim: usize,
+    ) -> Result<WgpuStorage> {
+        let n = out.elem_count();
+        let y = self.storage(x.dtype, n)?;
+        let xb = along(out, xl.strides(), xl.offset(), dim);
+        let spec = pick_spec(self.caps(), op, x.dtype, ids.dtype, Index::of(&xb), Index::of(il))?;
+        let extra = [op_code(op), xl.dims()[dim] as u32, xl.strides()[dim] as u32];
+        let meta = spec.meta(n as u32, &[&xb, il], &extra);
+        let epw = spec.bindings[2].repr.per_word() as usize;
+        self.run(&spec, &[x.buffer(), ids.buffer(), y.buffer()], &meta, n.div_ceil(epw) as u64)?;
+        Ok(y)
+    }
+
+    /// index_select of whole rows (`rows` from [`rows_of`]) into a new tensor of `out` elements.
+    fn select_rows(
+        &self,
+        x: &WgpuStorage,
+        ids: &WgpuStorage,
+        il: &Layout,
+        rows: Rows,
+        out: usize,
+    ) -> Result<WgpuStorage> {
+        let op = IndexOp::IndexSelect;
+        let y = self.storage(x.dtype, out)?;
+        let spec = rows_spec(self.caps(), ids.dtype, Index::of(&rows.lead), Index::of(il))?;
+        let wg = spec.workgroup as usize;
+        let n = il.dims()[0];
+        let count = rows.lead.elem_count() * n;
+        // Threads per row: a power of two moving 4 words each, at most a workgroup.
+        let tw = rows.words.div_ceil(4).next_power_of_two().min(wg);
+        let chunks = rows.words.div_ceil(4 * tw);
+        let extra = [
+            op_code(op),
+            rows.size as u32,
+            rows.words as u32,
+            tw.trailing_zeros(),
+            chunks as u32,
+            n as u32,
+            rows.stride as u32,
+        ];
+        let meta = spec.meta(count as u32, &[&rows.lead, il], &extra);
+        let groups = count.div_ceil(wg / tw) * chunks;
+        self.run(&spec, &[x.buffer(), ids.buffer(), y.buffer()], &meta, (groups * wg) as u64)?;
+        Ok(y)
+    }
+
+    /// A contiguous copy of `dst` updated at `ids` along `dim` with `src` (as `op` in `mode`);
+    /// `il` is the ids' layout over the shape of `src`.
+    #[allow(clippy::too_many_arguments)]
+    fn put(
+        &self,
+        op: IndexOp,
+        mode: ScatterMode,
+        dst: &WgpuStorage,
+        dl: &Layout,
+        ids: &WgpuStorage,
+        il: &Layout,
+        src: &WgpuStorage,
+        sl: &Layout,
+        dim: usize,
+    ) -> Result<WgpuStorage> {
+        let caps = self.caps();
+        let mut y = self.storage(dst.dtype, dl.elem_count())?;
+        self.copy_strided(dst, dl, &mut y, 0)?;
+        let ys = dl.shape().contiguous_strides();
+        let head = [op_code(op), dl.dims()[dim] as u32, ys[dim] as u32];
+        let buffers = [ids.buffer(), src.buffer(), y.buffer()];
+        if serial(dst.dtype, mode) {
+            let m = sl.dims()[dim];
+            let mut cols = sl.dims().to_vec();
+            cols[dim] = 1;
+            let cols = Shape::new(cols);
+            let l = [
+                Layout::new(cols.clone(), il.strides().to_vec(), il.offset()),
+                Layout::new(cols.clone(), sl.strides().to_vec(), sl.offset()),
+                Layout::new(cols.clone(), ys.clone(), 0),
+            ];
+            let spec = put_spec(caps, op, dst.dtype, ids.dtype, mode, [&l[0], &l[1], &l[2]].map(Index::of))?;
+            let extra = [&head[..], &[m as u32, il.strides()[dim] as u32, sl.strides()[dim] as u32]].concat();
+            let meta = spec.meta(cols.elem_count() as u32, &[&l[0], &l[1], &l[2]], &extra);
+            let threads = if m == 0 { 0 } else { cols.elem_count() };
+            self.run(&spec, &buffers, &meta, threads as u64)?;
+        } else {
+            let yb = along(sl.shape(), &ys, 0, dim);
+            let spec = put_spec(caps, op, dst.dtype, ids.dtype, mode, [Index::of(il), Index::of(sl), Index::of(&yb)])?;
+            let n = sl.elem_count();
+            let meta = spec.meta(n as u32, &[il, sl, &yb], &head);
+            self.run(&spec, &buffers, &meta, n as u64)?;
+        }
+        Ok(y)
+    }
+}
 
 impl IndexOps for WgpuBackend {
     fn index_select(
@@ -15,51 +322,80 @@ impl IndexOps for WgpuBackend {
         il: &Layout,
         dim: usize,
     ) -> Result<WgpuStorage> {
-        self.upload(&CpuBackend.index_select(&self.download(x)?, xl, &self.download(ids)?, il, dim)?)
+        let op = IndexOp::IndexSelect;
+        let mut dims = xl.dims().to_vec();
+        dims[dim] = il.dims()[0];
+        let out = Shape::new(dims);
+        if out.elem_count() == 0 {
+            self.check_ids(op, ids, il, xl.dims()[dim])?;
+            return self.storage(x.dtype, 0);
+        }
+        match rows_of(xl, dim, x.dtype.size_in_bytes()) {
+            Some(rows) => self.select_rows(x, ids, il, rows, out.elem_count()),
+            None => self.pick(op, x, xl, ids, &spread(il, &out, dim), &out, dim),
+        }
     }
+
     fn gather(&self, x: &WgpuStorage, xl: &Layout, ids: &WgpuStorage, il: &Layout, dim: usize) -> Result<WgpuStorage> {
-        self.upload(&CpuBackend.gather(&self.download(x)?, xl, &self.download(ids)?, il, dim)?)
+        self.pick(IndexOp::Gather, x, xl, ids, il, il.shape(), dim)
     }
+
     fn scatter(
         &self,
-        d: &WgpuStorage,
+        dst: &WgpuStorage,
         dl: &Layout,
         ids: &WgpuStorage,
         il: &Layout,
-        s: &WgpuStorage,
+        src: &WgpuStorage,
         sl: &Layout,
         dim: usize,
         mode: ScatterMode,
     ) -> Result<WgpuStorage> {
-        self.upload(&CpuBackend.scatter(
-            &self.download(d)?,
-            dl,
-            &self.download(ids)?,
-            il,
-            &self.download(s)?,
-            sl,
-            dim,
-            mode,
-        )?)
+        self.put(mode.op(), mode, dst, dl, ids, il, src, sl, dim)
     }
+
     fn index_add(
         &self,
-        d: &WgpuStorage,
+        dst: &WgpuStorage,
         dl: &Layout,
         ids: &WgpuStorage,
         il: &Layout,
-        s: &WgpuStorage,
+        src: &WgpuStorage,
         sl: &Layout,
         dim: usize,
     ) -> Result<WgpuStorage> {
-        self.upload(&CpuBackend.index_add(
-            &self.download(d)?,
-            dl,
-            &self.download(ids)?,
-            il,
-            &self.download(s)?,
-            sl,
-            dim,
-        )?)
+        let op = IndexOp::IndexAdd;
+        if sl.elem_count() == 0 {
+            self.check_ids(op, ids, il, dl.dims()[dim])?;
+        }
+        self.put(op, ScatterMode::Add, dst, dl, ids, &spread(il, sl.shape(), dim), src, sl, dim)
     }
+}
+
+/// Every index kernel for `caps`: `{op}_{dtype}` with u32 ids, `{op}_{dtype}_ids_{u8,i64}`
+/// with the others, and the dtype-free row copy and id check as `index_select_rows_ids_{ids}`
+/// and `index_check_ids_{ids}`.
+pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
+    use crate::spec::kernel_name;
+    let s = Index::Strided(2);
+    let mut v = vec![];
+    for &idt in DType::INT {
+        let suffix = if idt == DType::U32 { String::new() } else { format!("_ids_{idt}") };
+        v.push((format!("index_select_rows_ids_{idt}"), rows_spec(caps, idt, s, Index::Contiguous)));
+        v.push((format!("index_check_ids_{idt}"), check_spec(caps, IndexOp::Gather, idt, s)));
+        for dt in caps.dtypes() {
+            for &op in IndexOp::ALL {
+                let name = format!("{}{suffix}", kernel_name(op.name(), dt));
+                let spec = match op {
+                    IndexOp::IndexSelect | IndexOp::Gather => pick_spec(caps, op, dt, idt, s, s),
+                    IndexOp::Scatter => put_spec(caps, op, dt, idt, ScatterMode::Set, [s, s, s]),
+                    IndexOp::ScatterAdd | IndexOp::IndexAdd => {
+                        put_spec(caps, op, dt, idt, ScatterMode::Add, [s, Index::Contiguous, s])
+                    }
+                };
+                v.push((name, spec));
+            }
+        }
+    }
+    v
 }

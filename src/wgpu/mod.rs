@@ -34,6 +34,7 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
     [
         elementwise::shader_variants(caps),
         copy::shader_variants(caps),
+        index::shader_variants(caps),
         sort::shader_variants(caps),
         random::shader_variants(caps),
     ]
@@ -53,8 +54,21 @@ pub(crate) struct Context {
     meta_pool: Arc<Pool>,
     rec: Mutex<Recorder>,
     pipelines: Mutex<HashMap<Spec, Arc<Pipeline>>>,
-    /// `[op + 1, index low, index high, size]` of the first out-of-range id seen.
-    flags: wgpu::Buffer,
+    /// `[op + 1, index low, index high, size]` of the first out-of-range id seen, one buffer per
+    /// slot of [`flag_slot`]: a bad id surfaces at the next readback of the thread that ran the
+    /// op, not at another thread's (tests share one device across threads).
+    flags: Vec<wgpu::Buffer>,
+}
+
+/// Flag buffers per device; threads take slots round-robin.
+const FLAG_SLOTS: usize = 64;
+
+/// The calling thread's flag slot.
+fn flag_slot() -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local!(static SLOT: usize = NEXT.fetch_add(1, Ordering::Relaxed) % FLAG_SLOTS);
+    SLOT.with(|s| *s)
 }
 
 /// The wgpu backend: one device, its pools, pipelines and pending work.
@@ -124,12 +138,16 @@ impl WgpuBackend {
             subgroup: gpu.has(wgpu::Features::SUBGROUP),
         };
         use wgpu::BufferUsages as U;
-        let flags = gpu.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("index flags"),
-            size: 16,
-            usage: U::STORAGE | U::COPY_SRC | U::COPY_DST,
-            mapped_at_creation: false,
-        });
+        let flags = (0..FLAG_SLOTS)
+            .map(|_| {
+                gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("index flags"),
+                    size: 16,
+                    usage: U::STORAGE | U::COPY_SRC | U::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            })
+            .collect();
         Ok(WgpuBackend(Arc::new(Context {
             gpu,
             caps,
@@ -246,7 +264,7 @@ impl WgpuBackend {
         }
         let mut all: Vec<&wgpu::Buffer> = buffers.to_vec();
         if spec.flags {
-            all.push(&self.0.flags);
+            all.push(self.flags());
         }
         self.rec().dispatch(&self.0.gpu, &self.0.meta_pool, &pipeline, &all, meta, grid)
     }
@@ -267,7 +285,7 @@ impl WgpuBackend {
             if data > 0 {
                 enc.copy_buffer_to_buffer(buf, 0, &staging, 0, data);
             }
-            enc.copy_buffer_to_buffer(&self.0.flags, 0, &staging, data, 16);
+            enc.copy_buffer_to_buffer(self.flags(), 0, &staging, data, 16);
             rec.submit(gpu)?;
         }
         let mut out = batch::read_mapped(gpu, &staging, data + 16)?;
@@ -278,12 +296,17 @@ impl WgpuBackend {
         Ok(out)
     }
 
+    /// The calling thread's flag buffer.
+    fn flags(&self) -> &wgpu::Buffer {
+        &self.0.flags[flag_slot()]
+    }
+
     /// Turns a set flag buffer into the index error it records, and clears it.
     fn check_flags(&self, f: &[u32]) -> Result<()> {
         if f[0] == 0 {
             return Ok(());
         }
-        self.0.gpu.queue.write_buffer(&self.0.flags, 0, &[0u8; 16]);
+        self.0.gpu.queue.write_buffer(self.flags(), 0, &[0u8; 16]);
         let op = IndexOp::ALL.get(f[0] as usize - 1).map_or("index", |o| o.name());
         let index = (f[1] as u64 | (f[2] as u64) << 32) as i64;
         Err(Error::IndexOutOfRange { op, index, size: f[3] as usize })
@@ -353,6 +376,6 @@ impl Memory for WgpuBackend {
     }
 
     fn synchronize(&self) -> Result<()> {
-        self.read(&self.0.flags, 0).map(drop)
+        self.read(self.flags(), 0).map(drop)
     }
 }

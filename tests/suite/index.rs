@@ -17,6 +17,11 @@ suite!(
     scatter_add_equals_index_add,
     gather_arange_is_identity,
     index_select_all_is_identity,
+    index_select_large,
+    scatter_add_many_collisions,
+    index_add_many_collisions,
+    i64_sums_carry_between_words,
+    scatter_repeated_ids_leave_one_of_the_values,
 );
 
 /// Host storage of `dtype` holding `v` (values every dtype holds exactly).
@@ -400,6 +405,107 @@ fn index_select_all_is_identity(dev: &Device) -> Result<()> {
                 let what = format!("index_select all {dtype} {view:?} {dim}");
                 assert_close(&x.index_select(&ids, dim)?, &x, Tol::EXACT, &what)?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// Many rows from a large table: several workgroups per row and rows per workgroup where rows
+/// are copied whole, and the element path where they are not (transposed, or u8 rows off a
+/// word boundary in the offset view).
+fn index_select_large(dev: &Device) -> Result<()> {
+    let cases: &[(DType, &[usize], usize)] = &[
+        (DType::F32, &[5000, 1000], 0),
+        (DType::U8, &[5000, 1000], 0),
+        (DType::I64, &[5000, 1000], 0),
+        (DType::F16, &[3, 700, 50], 1),
+        (DType::BF16, &[40, 5000], 1),
+    ];
+    for &(dtype, shape, dim) in cases {
+        for view in [View::Contiguous, View::Transposed, View::Offset] {
+            for idt in [DType::U32, DType::I64] {
+                let what = format!("index_select {dtype} {view:?} {shape:?} dim {dim} ids {idt}");
+                same_as_cpu(dev, Tol::EXACT, &what, |d| {
+                    let x = value_tensor(d, view, dtype, shape, 20)?;
+                    x.index_select(&random_ids(d, View::Offset, idt, &[300], shape[dim], 21)?, dim)
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Sums whose every partial sum is exact in `dtype` (at most 120 terms of [-4, 4) on a grid of
+/// 1/4 stay within f16's integers of quarters), so any order of adding gives the reference.
+const COLLISION_DTYPES: [DType; 5] = [DType::F32, DType::F16, DType::U8, DType::I64, DType::F64];
+
+fn scatter_add_many_collisions(dev: &Device) -> Result<()> {
+    for dtype in COLLISION_DTYPES {
+        for &idt in DType::INT {
+            // 400 source values per row into 6 (about 67 on each), and 300 per column into 5.
+            for (dim, shape, src_shape) in [(1, [8, 6], [7, 400]), (0, [5, 9], [300, 9])] {
+                let what = format!("scatter_add collisions {dtype} ids {idt} dim {dim}");
+                same_as_cpu(dev, Tol::EXACT, &what, |d| {
+                    let dst = value_tensor(d, View::Offset, dtype, &shape, 22)?;
+                    let src = value_tensor(d, View::Transposed, dtype, &src_shape, 23)?;
+                    let ids = random_ids(d, View::Contiguous, idt, &src_shape, shape[dim], 24)?;
+                    dst.scatter_add(&ids, &src, dim)
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn index_add_many_collisions(dev: &Device) -> Result<()> {
+    for dtype in COLLISION_DTYPES {
+        for &idt in DType::INT {
+            // 500 slices into 6 along dim 0 (about 83 on each), 300 into 4 along dim 1.
+            for (dim, shape, n) in [(0, &[6, 33][..], 500), (1, &[3, 4, 5][..], 300)] {
+                let what = format!("index_add collisions {dtype} ids {idt} dim {dim}");
+                same_as_cpu(dev, Tol::EXACT, &what, |d| {
+                    let dst = value_tensor(d, View::Transposed, dtype, shape, 25)?;
+                    let src = value_tensor(d, View::Offset, dtype, &with_dim(shape, dim, n), 26)?;
+                    dst.index_add(&random_ids(d, View::Offset, idt, &[n], shape[dim], 27)?, &src, dim)
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// i64 sums crossing 2^32 both ways, so that adds carry into and borrow from the high word.
+fn i64_sums_carry_between_words(dev: &Device) -> Result<()> {
+    let big = [4294967295.0, 1.0, -1.0, 8589934599.0, -34359738368.0, 4294967296.0, -4294967297.0, 3.0];
+    let src_values: Vec<f64> = (0..64).map(|i| big[i % big.len()] * if i % 3 == 0 { -1.0 } else { 1.0 }).collect();
+    for &idt in DType::INT {
+        same_as_cpu(dev, Tol::EXACT, &format!("i64 scatter_add carries ids {idt}"), |d| {
+            let dst = Tensor::from_cpu(host(DType::I64, &[4294967290.0, -5.0, 0.0]), [3], d)?;
+            let src = Tensor::from_cpu(host(DType::I64, &src_values), [64], d)?;
+            dst.scatter_add(&random_ids(d, View::Contiguous, idt, &[64], 3, 28)?, &src, 0)
+        })?;
+        same_as_cpu(dev, Tol::EXACT, &format!("i64 index_add carries ids {idt}"), |d| {
+            let dst = Tensor::from_cpu(host(DType::I64, &[4294967290.0, -5.0, 0.0, 7.0]), [2, 2], d)?;
+            let src = Tensor::from_cpu(host(DType::I64, &src_values), [32, 2], d)?;
+            dst.index_add(&random_ids(d, View::Contiguous, idt, &[32], 2, 29)?, &src, 0)
+        })?;
+    }
+    Ok(())
+}
+
+/// Every source row goes to row 1: each element of that row is one of the values written to
+/// it (which one is unspecified), and the other rows are untouched.
+fn scatter_repeated_ids_leave_one_of_the_values(dev: &Device) -> Result<()> {
+    for dtype in [DType::F32, DType::F16, DType::U8, DType::I64, DType::BF16] {
+        let dst = value_tensor(dev, View::Contiguous, dtype, &[3, 5], 30)?;
+        let src = value_tensor(dev, View::Transposed, dtype, &[40, 5], 31)?;
+        let ids = Tensor::from_cpu(host(DType::U32, &[1.0; 200]), [40, 5], dev)?;
+        let got = dst.scatter(&ids, &src, 0)?.to_cpu_storage()?.to_f64_vec();
+        let (d, s) = (dst.to_cpu_storage()?.to_f64_vec(), src.contiguous()?.to_cpu_storage()?.to_f64_vec());
+        for c in 0..5 {
+            assert_eq!((got[c], got[10 + c]), (d[c], d[10 + c]), "scatter {dtype}: rows 0 and 2, column {c}");
+            let written: Vec<f64> = (0..40).map(|r| s[r * 5 + c]).collect();
+            assert!(written.contains(&got[5 + c]), "scatter {dtype}: column {c} got {}, not written", got[5 + c]);
         }
     }
     Ok(())
