@@ -127,8 +127,10 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         v.push((format!("{}_any", name(CopyOp::CopyStrided)), strided_spec(caps, dt, s, false)));
         v.push((name(CopyOp::Copy2d), copy2d_spec(caps, dt)));
         v.push((name(CopyOp::Fill), fill_spec(caps, dt, s)));
-        v.push((format!("{}_v4", name(CopyOp::Fill)), fill_v4_spec(caps, dt)));
-        v.push((format!("{}_v4", name(CopyOp::CopyStrided)), strided_v4_spec(caps, dt, s, false)));
+        if Repr::of(dt, caps, "copy").is_ok_and(|r| r.vectorizes()) {
+            v.push((format!("{}_v4", name(CopyOp::Fill)), fill_v4_spec(caps, dt)));
+            v.push((format!("{}_v4", name(CopyOp::CopyStrided)), strided_v4_spec(caps, dt, s, false)));
+        }
         v.push((name(CopyOp::Arange), arange_spec(caps, dt)));
     }
     v

@@ -45,8 +45,12 @@ impl State {
     /// Drops cached buffers, largest first, until the pool holds at most 1.5x the peak of
     /// live bytes (plus the slack): a freed buffer stays for the next op of its size.
     fn trim(&mut self, slack: u64) {
-        let allowance = self.stats.peak_live + self.stats.peak_live / 2 + slack;
-        while self.free_bytes > 0 && self.stats.held > allowance {
+        self.trim_to(self.stats.peak_live + self.stats.peak_live / 2 + slack, 0);
+    }
+
+    /// Drops cached buffers, largest first, until `held + extra` fits in `allowance`.
+    fn trim_to(&mut self, allowance: u64, extra: u64) {
+        while self.free_bytes > 0 && self.stats.held + extra > allowance {
             let Some(mut entry) = self.free.last_entry() else { break };
             let size = *entry.key();
             entry.get_mut().pop();
@@ -124,7 +128,15 @@ impl Pool {
         };
         let buffer = match reused {
             Some(b) => b,
-            None => self.create(gpu, size)?,
+            None => {
+                // Make room first: a new buffer must not push the pool past its allowance
+                // while cached buffers of other sizes sit idle.
+                let mut st = self.lock();
+                let peak = st.stats.peak_live.max(st.stats.live + bytes);
+                st.trim_to(peak + peak / 2 + self.slack, size);
+                drop(st);
+                self.create(gpu, size)?
+            }
         };
         let mut st = self.lock();
         st.stats.live += bytes;
