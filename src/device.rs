@@ -261,6 +261,16 @@ impl Device {
         Ok(Device::from_backend(AnyBackend::Wgpu(b), format!("{label}: asked for by name")))
     }
 
+    /// The dtypes this device cannot compute in at all, with the reason: the one list of
+    /// what a backend truly cannot do (today: f64 on a wgpu adapter without SHADER_F64). Ops
+    /// in these dtypes return `Error::UnsupportedDType`.
+    pub fn unsupported_dtypes(&self) -> Vec<(crate::DType, &'static str)> {
+        match self.backend() {
+            AnyBackend::Wgpu(b) if !b.caps().f64 => vec![(crate::DType::F64, "the adapter lacks SHADER_F64")],
+            _ => vec![],
+        }
+    }
+
     /// What the GPU buffer pool holds (`None` on backends without one).
     pub fn memory_stats(&self) -> Option<crate::wgpu::MemoryStats> {
         match self.backend() {

@@ -163,7 +163,7 @@ impl WgpuBackend {
         self.0.gpu.describe()
     }
 
-    pub(crate) fn caps(&self) -> Caps {
+    pub fn caps(&self) -> Caps {
         self.0.caps
     }
 

@@ -1,4 +1,3 @@
-use crate::random::unless_unsupported;
 use crate::{Tol, View, assert_values, rand_tensor, same_as_cpu, suite, view_tensor};
 use rocm_wgpu_ops::spec::elementwise::{BinaryOp, CmpOp, ElementwiseOp, UnaryOp};
 use rocm_wgpu_ops::{DType, Device, Result, Tensor};
@@ -195,7 +194,7 @@ fn assert_ulps(what: &str, x: &[f64], got: &[f64], want: &[f64], ulps: u64) {
 /// The f64 library of the WGSL path (exp, log, sin, cos, tanh, erf, pow, and expm1 through
 /// elu) at the ends of its range, against Rust's std (and libm's erf), within 2 ulps.
 fn f64_math_edge_cases(dev: &Device) -> Result<()> {
-    unless_unsupported(DType::F64, || {
+    crate::unless_unsupported(dev, DType::F64, || {
         let check =
             |what: &str, xs: &[f64], op: &dyn Fn(&Tensor) -> Result<Tensor>, f: &dyn Fn(f64) -> f64| -> Result<()> {
                 let got = op(&Tensor::from_vec(xs.to_vec(), [xs.len()], dev)?)?.to_vec::<f64>()?;
@@ -260,7 +259,7 @@ fn powf_special_values(dev: &Device) -> Result<()> {
     let (nan, inf) = (f64::NAN, f64::INFINITY);
     let xs = [-2.0, -0.5, -0.0, 0.0, 0.5, 1.0, -1.0, 2.0, 4.0, -inf, inf, nan];
     for &dtype in &[DType::F32, DType::F64] {
-        unless_unsupported(dtype, || {
+        crate::unless_unsupported(dev, dtype, || {
             // (The spec refuses a NaN exponent.)
             for e in [3.0, -1.0, 2.0, -2.0, 0.5, -0.5, 0.0, -0.0, inf, -inf, 1.0] {
                 let got: Vec<f64> = if dtype == DType::F32 {

@@ -24,16 +24,6 @@ const NORMAL: Distribution = Distribution::Normal { mean: 0.5, std: 2.0 };
 const STREAMS: &[(u64, u64)] =
     &[(0, 0), (7, 1), (42, 3), (0xDEAD_BEEF_CAFE, 6), (1, (1 << 34) - 5), (3, (1 << 34) + 1), (u64::MAX, u64::MAX - 4)];
 
-/// Runs `case` for `dtype`, or skips it where the device cannot hold that dtype at all (f64 on
-/// a wgpu adapter without SHADER_F64): the backend answers `UnsupportedDType` for it, which is
-/// right there. Any other error, or that error for another dtype, fails.
-pub fn unless_unsupported(dtype: DType, case: impl FnOnce() -> Result<()>) -> Result<()> {
-    match case() {
-        Err(Error::UnsupportedDType { dtype: d, .. }) if d == dtype => Ok(()),
-        r => r,
-    }
-}
-
 /// Normal values go through ln/cos/sin, which backends need not round alike.
 fn tol(dist: Distribution, dtype: DType) -> Tol {
     match dist {
@@ -68,7 +58,7 @@ fn normal_at(seed: u64, pos: u64) -> f64 {
 fn random_matches_reference(dev: &Device) -> Result<()> {
     for dist in [UNIFORM, NORMAL] {
         for &dtype in DType::FLOAT {
-            unless_unsupported(dtype, || {
+            crate::unless_unsupported(dev, dtype, || {
                 for &(seed, offset) in STREAMS {
                     for shape in [&[37][..], &[3, 5], &[0, 4]] {
                         let what = format!("{} {dtype} seed {seed} offset {offset} {shape:?}", dist.op());
@@ -89,7 +79,7 @@ fn uniform_is_bit_identical(dev: &Device) -> Result<()> {
     let wide = Distribution::Uniform { low: -1.0e30, high: 3.5e35 };
     for dist in [UNIFORM, wide, Distribution::Uniform { low: 0.1, high: 0.7 }] {
         for &dtype in DType::FLOAT {
-            unless_unsupported(dtype, || {
+            crate::unless_unsupported(dev, dtype, || {
                 for &(seed, offset) in STREAMS {
                     for n in [1, 2, 3, 5, 8, 61] {
                         let what = format!("{dist:?} {dtype} seed {seed} offset {offset} n {n}");
@@ -108,7 +98,7 @@ fn uniform_is_bit_identical(dev: &Device) -> Result<()> {
 fn large_draws_match_reference(dev: &Device) -> Result<()> {
     for dist in [UNIFORM, NORMAL] {
         for &dtype in DType::FLOAT {
-            unless_unsupported(dtype, || {
+            crate::unless_unsupported(dev, dtype, || {
                 for offset in [0, 1, 2, 3, (1 << 34) - 1, u64::MAX - 1000] {
                     let what = format!("{} {dtype} offset {offset}", dist.op());
                     same_as_cpu(dev, tol(dist, dtype), &what, |d| draw(d, dtype, dist, 77, offset, 300_001))?;
@@ -132,7 +122,7 @@ fn uniform_known_values(dev: &Device) -> Result<()> {
     assert_values(&draw(dev, DType::F32, unit01, seed, offset, 10)?, &[10], &want, 0.0)?;
     // In [-2, 3) every step of the f64 formula is exact.
     let want: Vec<f64> = (0..10).map(|i| -2.0 + 5.0 * unit(word(seed, offset + i))).collect();
-    unless_unsupported(DType::F64, || {
+    crate::unless_unsupported(dev, DType::F64, || {
         assert_values(&draw(dev, DType::F64, UNIFORM, seed, offset, 10)?, &[10], &want, 0.0)
     })?;
     // Halves round the f32 value once: within half an ulp (2^-10 near 3).
@@ -150,14 +140,14 @@ fn normal_known_values(dev: &Device) -> Result<()> {
     let std_normal = Distribution::Normal { mean: 0.0, std: 1.0 };
     assert_values(&draw(dev, DType::F32, std_normal, 0, 0, 4)?, &[4], &want, 4e-6)?;
     let want64: Vec<f64> = (0..4).map(|i| normal_at(0, i)).collect();
-    unless_unsupported(DType::F64, || {
+    crate::unless_unsupported(dev, DType::F64, || {
         assert_values(&draw(dev, DType::F64, std_normal, 0, 0, 4)?, &[4], &want64, 1e-12)
     })?;
     // An odd offset starts on the sine half of a pair; mean and std apply after.
     let (seed, offset) = (9, 1);
     let dist = Distribution::Normal { mean: 1.0, std: 3.0 };
     let want64: Vec<f64> = (0..16).map(|i| 1.0 + 3.0 * normal_at(seed, offset + i)).collect();
-    unless_unsupported(DType::F64, || {
+    crate::unless_unsupported(dev, DType::F64, || {
         assert_values(&draw(dev, DType::F64, dist, seed, offset, 16)?, &[16], &want64, 1e-12)
     })?;
     let want32: Vec<f32> = want64.iter().map(|&v| v as f32).collect();
@@ -175,7 +165,7 @@ const N: usize = 100_000;
 
 fn uniform_statistics(dev: &Device) -> Result<()> {
     for &dtype in DType::FLOAT {
-        unless_unsupported(dtype, || uniform_statistics_of(dev, dtype))?;
+        crate::unless_unsupported(dev, dtype, || uniform_statistics_of(dev, dtype))?;
     }
     Ok(())
 }
@@ -201,7 +191,7 @@ fn uniform_statistics_of(dev: &Device, dtype: DType) -> Result<()> {
 
 fn normal_statistics(dev: &Device) -> Result<()> {
     for &dtype in DType::FLOAT {
-        unless_unsupported(dtype, || normal_statistics_of(dev, dtype))?;
+        crate::unless_unsupported(dev, dtype, || normal_statistics_of(dev, dtype))?;
     }
     Ok(())
 }
@@ -231,7 +221,7 @@ fn normal_statistics_of(dev: &Device, dtype: DType) -> Result<()> {
 fn stream_is_continuous(dev: &Device) -> Result<()> {
     for dist in [UNIFORM, NORMAL] {
         for &dtype in DType::FLOAT {
-            unless_unsupported(dtype, || {
+            crate::unless_unsupported(dev, dtype, || {
                 for offset in [0, 3, (1u64 << 34) - 5] {
                     for n in [7, 8, 13] {
                         let what = format!("{} {dtype} offset {offset} n {n}", dist.op());
@@ -265,7 +255,7 @@ fn seeds_and_offsets_give_different_streams(dev: &Device) -> Result<()> {
 
 fn device_seed_reproduces_draws(dev: &Device) -> Result<()> {
     for mid in [DType::F64, DType::F32] {
-        unless_unsupported(mid, || device_seed_reproduces_draws_of(dev, mid))?;
+        crate::unless_unsupported(dev, mid, || device_seed_reproduces_draws_of(dev, mid))?;
     }
     Ok(())
 }
@@ -317,7 +307,7 @@ fn random_rejects_bad_params(dev: &Device) -> Result<()> {
         let r = Tensor::random([4], dtype, dist, 0, 0, dev);
         assert!(matches!(r, Err(Error::InvalidParam { .. })), "{dtype} {dist:?}: {r:?}");
     }
-    unless_unsupported(DType::F64, || {
+    crate::unless_unsupported(dev, DType::F64, || {
         let wide = Tensor::random([4], DType::F64, Distribution::Uniform { low: -3e38, high: 3e38 }, 0, 0, dev)?;
         assert!(values(&wide)?.iter().all(|x| x.is_finite()), "f64 takes what f32 cannot");
         Ok(())
