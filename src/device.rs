@@ -7,6 +7,12 @@
 
 use crate::backend::{BackendStorage, Memory};
 use crate::cpu::{CpuBackend, CpuStorage};
+#[cfg(any(feature = "rocm", feature = "cuda"))]
+use crate::native::NativeStorage;
+#[cfg(feature = "cuda")]
+use crate::native::cuda::{Cuda, CudaBackend};
+#[cfg(feature = "rocm")]
+use crate::native::rocm::{Hip, RocmBackend};
 use crate::wgpu::{WgpuBackend, WgpuStorage};
 use crate::{Error, Result};
 use std::fmt;
@@ -55,6 +61,10 @@ impl fmt::Display for BackendKind {
 pub(crate) enum AnyBackend {
     Cpu(CpuBackend),
     Wgpu(WgpuBackend),
+    #[cfg(feature = "rocm")]
+    Rocm(RocmBackend),
+    #[cfg(feature = "cuda")]
+    Cuda(CudaBackend),
 }
 
 /// A buffer of any backend.
@@ -62,6 +72,10 @@ pub(crate) enum AnyBackend {
 pub(crate) enum Storage {
     Cpu(CpuStorage),
     Wgpu(WgpuStorage),
+    #[cfg(feature = "rocm")]
+    Rocm(NativeStorage<Hip>),
+    #[cfg(feature = "cuda")]
+    Cuda(NativeStorage<Cuda>),
 }
 
 impl Storage {
@@ -69,6 +83,10 @@ impl Storage {
         match self {
             Storage::Cpu(s) => s.dtype(),
             Storage::Wgpu(s) => s.dtype(),
+            #[cfg(feature = "rocm")]
+            Storage::Rocm(s) => s.dtype(),
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(s) => s.dtype(),
         }
     }
 
@@ -76,6 +94,10 @@ impl Storage {
         match self {
             Storage::Cpu(_) => "cpu",
             Storage::Wgpu(_) => "wgpu",
+            #[cfg(feature = "rocm")]
+            Storage::Rocm(_) => "rocm",
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(_) => "cuda",
         }
     }
 }
@@ -116,6 +138,10 @@ macro_rules! backend_of {
 }
 backend_of!(CpuBackend, CpuStorage, Cpu, "cpu");
 backend_of!(WgpuBackend, WgpuStorage, Wgpu, "wgpu");
+#[cfg(feature = "rocm")]
+backend_of!(RocmBackend, NativeStorage<Hip>, Rocm, "rocm");
+#[cfg(feature = "cuda")]
+backend_of!(CudaBackend, NativeStorage<Cuda>, Cuda, "cuda");
 
 /// Runs `$body` with `$b` bound to the concrete backend of a [`Device`].
 macro_rules! dispatch {
@@ -123,6 +149,10 @@ macro_rules! dispatch {
         match $dev.backend() {
             $crate::device::AnyBackend::Cpu($b) => $body,
             $crate::device::AnyBackend::Wgpu($b) => $body,
+            #[cfg(feature = "rocm")]
+            $crate::device::AnyBackend::Rocm($b) => $body,
+            #[cfg(feature = "cuda")]
+            $crate::device::AnyBackend::Cuda($b) => $body,
         }
     };
 }
@@ -168,7 +198,19 @@ fn probe(kind: BackendKind) -> Probe<AnyBackend> {
             let label = b.describe();
             (AnyBackend::Wgpu(b), label)
         }),
+        #[cfg(feature = "rocm")]
+        BackendKind::Rocm => RocmBackend::open().map(|b| {
+            let label = b.describe();
+            (AnyBackend::Rocm(b), label)
+        }),
+        #[cfg(not(feature = "rocm"))]
         BackendKind::Rocm => Err("not compiled in (build with --features rocm)".into()),
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => CudaBackend::open().map(|b| {
+            let label = b.describe();
+            (AnyBackend::Cuda(b), label)
+        }),
+        #[cfg(not(feature = "cuda"))]
         BackendKind::Cuda => Err("not compiled in (build with --features cuda)".into()),
     }
 }
@@ -249,6 +291,10 @@ impl Device {
         match (self.backend(), other.backend()) {
             (AnyBackend::Cpu(_), AnyBackend::Cpu(_)) => true,
             (AnyBackend::Wgpu(a), AnyBackend::Wgpu(b)) => a.same(b),
+            #[cfg(feature = "rocm")]
+            (AnyBackend::Rocm(a), AnyBackend::Rocm(b)) => a.same(b),
+            #[cfg(feature = "cuda")]
+            (AnyBackend::Cuda(a), AnyBackend::Cuda(b)) => a.same(b),
             _ => false,
         }
     }

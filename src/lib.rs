@@ -20,6 +20,7 @@ mod device;
 mod dtype;
 mod error;
 mod layout;
+pub mod native;
 pub mod selfcheck;
 pub mod spec;
 mod tensor;

@@ -10,6 +10,7 @@ mod elementwise;
 mod errors;
 mod index;
 mod matmul;
+mod native;
 mod nn;
 mod pool;
 mod random;

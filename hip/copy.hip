@@ -1,0 +1,60 @@
+// Copies and fills (src/spec/copy.rs): copy_strided (any view to contiguous), copy2d (a block
+// of rows), fill (a value into any view) and arange. The host turns contiguous copies and
+// byte-uniform fills into memcpy/memset and splits launches past 2^32 elements.
+#include "common.h"
+
+// y[dst_offset + i] = x[element i of the view].
+#define RWO_COPY_STRIDED(op, T)                                                            \
+  RWO_KERNEL op##_##T(Dims d, View xv, const T* x, T* y, u64 dst_offset) {                 \
+    for_each(d.n, [&](u32 i) { y[dst_offset + i] = x[at(xv, d, i)]; });                    \
+  }
+
+// `rows` rows of `cols` elements from `x + src_offset` (row stride `src_stride`) to
+// `y + dst_offset` (row stride `dst_stride`); rows * cols < 2^32.
+#define RWO_COPY2D(op, T)                                                                  \
+  RWO_KERNEL op##_##T(u64 rows, u64 cols, u64 src_stride, u64 dst_stride, u64 src_offset,  \
+                      u64 dst_offset, const T* x, T* y) {                                  \
+    u32 c = (u32)cols;                                                                     \
+    for_each(rows * cols, [&](u32 i) {                                                     \
+      u32 r = i / c;                                                                       \
+      u32 k = i - r * c;                                                                   \
+      y[dst_offset + r * dst_stride + k] = x[src_offset + r * src_stride + k];             \
+    });                                                                                    \
+  }
+
+// Every element of the view of `y` set to `value`.
+#define RWO_FILL(op, T)                                                                    \
+  RWO_KERNEL op##_##T(Dims d, View yv, T* y, T value) {                                    \
+    for_each(d.n, [&](u32 i) { y[at(yv, d, i)] = value; });                                \
+  }
+
+// y[i] = start + (base + i) * step: in f64 for floats (rounded once to the dtype), wrapping
+// in i64 for integers. `base` is where this launch starts in the whole range.
+template <class T>
+__device__ __forceinline__ void arange_at(T* y, u64 n, u64 base, double start, double step) {
+  for_each(n, [&](u32 i) { y[i] = conv<T>::from(start + (double)(base + i) * step); });
+}
+template <class T>
+__device__ __forceinline__ void arange_at(T* y, u64 n, u64 base, i64 start, i64 step) {
+  for_each(n, [&](u32 i) { y[i] = conv<T>::from((i64)((u64)start + (base + i) * (u64)step)); });
+}
+#define RWO_ARANGE_FLOAT(op, T)                                                            \
+  RWO_KERNEL op##_##T(T* y, u64 n, u64 base, double start, double step) {                  \
+    arange_at<T>(y, n, base, start, step);                                                 \
+  }
+#define RWO_ARANGE_INT(op, T)                                                              \
+  RWO_KERNEL op##_##T(T* y, u64 n, u64 base, i64 start, i64 step) {                        \
+    arange_at<T>(y, n, base, start, step);                                                 \
+  }
+
+#define COPY_STRIDED(op, ...) RWO_EACH(RWO_COPY_STRIDED, op, __VA_ARGS__)
+#define COPY2D(op, ...) RWO_EACH(RWO_COPY2D, op, __VA_ARGS__)
+#define FILL(op, ...) RWO_EACH(RWO_FILL, op, __VA_ARGS__)
+#define ARANGE_FLOAT(op, ...) RWO_EACH(RWO_ARANGE_FLOAT, op, __VA_ARGS__)
+#define ARANGE_INT(op, ...) RWO_EACH(RWO_ARANGE_INT, op, __VA_ARGS__)
+
+COPY_STRIDED(copy_strided, u8, u32, i64, f16, bf16, f32, f64)
+COPY2D(copy2d, u8, u32, i64, f16, bf16, f32, f64)
+FILL(fill, u8, u32, i64, f16, bf16, f32, f64)
+ARANGE_INT(arange, u8, u32, i64)
+ARANGE_FLOAT(arange, f16, bf16, f32, f64)

@@ -1,0 +1,130 @@
+//! A caching device allocator. Freeing device memory synchronises the device (`hipFree`,
+//! `cuMemFree`), so released blocks are kept by size class and handed out again; they are
+//! freed only when an allocation fails (then everything cached is freed and the allocation
+//! retried) or when the backend goes away. All work runs on one in-order stream, so a block
+//! released while queued kernels still read it is safe to reuse: later writers queue behind.
+
+use super::runtime::{DevicePtr, Runtime};
+use crate::Result;
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+/// The smallest block handed out, in bytes.
+const MIN_BLOCK: usize = 512;
+
+/// The size class of a request: the smallest of `2^k` and `2^k * (1 + j/4)` (j = 1, 2, 3) that
+/// holds it, so a block wastes under a quarter of itself while blocks of near sizes are shared.
+pub(crate) fn size_class(bytes: usize) -> usize {
+    if bytes <= MIN_BLOCK {
+        return MIN_BLOCK;
+    }
+    let hi = bytes.next_power_of_two();
+    let lo = hi / 2;
+    let step = lo / 4;
+    lo + (bytes - lo).div_ceil(step) * step
+}
+
+#[derive(Default)]
+struct Pool {
+    free: HashMap<usize, Vec<DevicePtr>>,
+    cached: usize,
+    live: usize,
+}
+
+/// Bytes in use by storages and bytes cached for reuse.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    pub live: usize,
+    pub cached: usize,
+}
+
+#[derive(Default)]
+pub(crate) struct Allocator {
+    pool: Mutex<Pool>,
+}
+
+impl Allocator {
+    fn lock(&self) -> MutexGuard<'_, Pool> {
+        self.pool.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A block of at least `bytes` (> 0) bytes, and its size class (what to release it with).
+    pub(crate) fn alloc<R: Runtime>(&self, rt: &R, bytes: usize) -> Result<(DevicePtr, usize)> {
+        let class = size_class(bytes);
+        {
+            let mut pool = self.lock();
+            if let Some(ptr) = pool.free.get_mut(&class).and_then(|v| v.pop()) {
+                pool.cached -= class;
+                pool.live += class;
+                return Ok((ptr, class));
+            }
+        }
+        let ptr = match rt.alloc(class) {
+            Ok(ptr) => ptr,
+            Err(first) => {
+                // Out of memory, most likely: give the cache back and try once more.
+                if self.trim(rt)? == 0 {
+                    return Err(first);
+                }
+                rt.alloc(class)?
+            }
+        };
+        self.lock().live += class;
+        Ok((ptr, class))
+    }
+
+    /// Takes a block back for reuse.
+    pub(crate) fn release(&self, ptr: DevicePtr, class: usize) {
+        let mut pool = self.lock();
+        pool.free.entry(class).or_default().push(ptr);
+        pool.cached += class;
+        pool.live -= class;
+    }
+
+    /// Frees every cached block (after the stream is idle); returns how many it freed.
+    pub(crate) fn trim<R: Runtime>(&self, rt: &R) -> Result<usize> {
+        rt.synchronize()?;
+        let blocks: Vec<DevicePtr> = {
+            let mut pool = self.lock();
+            pool.cached = 0;
+            pool.free.drain().flat_map(|(_, v)| v).collect()
+        };
+        let mut freed = 0;
+        let mut first_err = None;
+        for ptr in blocks {
+            // SAFETY: cached blocks belong to no storage, and the stream is idle, so no queued
+            // work uses them.
+            match unsafe { rt.free(ptr) } {
+                Ok(()) => freed += 1,
+                Err(e) => first_err = first_err.or(Some(e)),
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(freed),
+        }
+    }
+
+    pub(crate) fn stats(&self) -> PoolStats {
+        let pool = self.lock();
+        PoolStats { live: pool.live, cached: pool.cached }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_classes_hold_the_request_and_waste_under_a_quarter() {
+        assert_eq!(size_class(1), MIN_BLOCK);
+        assert_eq!(size_class(513), 640);
+        assert_eq!(size_class(1024), 1024);
+        assert_eq!(size_class(1025), 1280);
+        for bytes in (1..100_000).step_by(37).chain([1 << 30, (1 << 30) + 1, 3 << 29]) {
+            let c = size_class(bytes);
+            assert!(c >= bytes && (c <= MIN_BLOCK || (c - bytes) * 4 < c), "{bytes} -> {c}");
+            assert_eq!(size_class(c), c, "classes are fixed points");
+        }
+    }
+}

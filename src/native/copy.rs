@@ -1,0 +1,121 @@
+//! Copies, fills and arange on the native backend (`hip/copy.hip`). Contiguous copies become
+//! device memcpys and byte-uniform contiguous fills memsets; the rest are kernels.
+
+use super::kernel::{Arg, Args, MAX_ELEMS};
+use super::{NativeBackend, NativeStorage, Runtime};
+use crate::backend::CopyOps;
+use crate::spec::copy::{Copy2d, CopyOp};
+use crate::spec::{Family, kernel_name};
+use crate::{DType, Layout, Result, Scalar};
+
+/// The value's bytes as stored, when they are all one byte (then a memset writes it).
+fn uniform_byte(dtype: DType, v: Scalar) -> Option<u8> {
+    let bytes = match Arg::element(dtype, v) {
+        Arg::U8(x) => vec![x],
+        Arg::U16(x) => x.to_le_bytes().to_vec(),
+        Arg::U32(x) => x.to_le_bytes().to_vec(),
+        Arg::I64(x) => x.to_le_bytes().to_vec(),
+        Arg::F32(x) => x.to_le_bytes().to_vec(),
+        Arg::F64(x) => x.to_le_bytes().to_vec(),
+    };
+    bytes.iter().all(|&b| b == bytes[0]).then_some(bytes[0])
+}
+
+impl<R: Runtime> CopyOps for NativeBackend<R> {
+    fn copy_strided(
+        &self,
+        src: &NativeStorage<R>,
+        sl: &Layout,
+        dst: &mut NativeStorage<R>,
+        dst_offset: usize,
+    ) -> Result<()> {
+        let n = sl.elem_count();
+        if n == 0 {
+            return Ok(());
+        }
+        if let Some((start, _)) = sl.contiguous_range() {
+            // SAFETY: the spec keeps `sl` inside `src` and `dst_offset + n` inside `dst`; the
+            // storages are distinct (one is borrowed mutably).
+            return unsafe { self.0.rt.dtod(src.at(start), dst.at(dst_offset), n * src.dtype.size_in_bytes()) };
+        }
+        let name = kernel_name(CopyOp::CopyStrided.name(), src.dtype);
+        let (x, y) = (src.ptr, dst.ptr);
+        // SAFETY: copy_strided_T(Dims, View, const T* x, T* y, u64 dst_offset) gets its
+        // parameters in order; each part writes `dst[dst_offset + first ..][.. n]`, inside `dst`.
+        unsafe {
+            self.strided(Family::Copy, &name, sl.dims(), &[sl], |part, args| {
+                args.ptr(x).ptr(y).u64((dst_offset as u64) + part.first);
+            })
+        }
+    }
+
+    fn copy2d(&self, src: &NativeStorage<R>, dst: &mut NativeStorage<R>, p: &Copy2d) -> Result<()> {
+        if p.rows == 0 || p.cols == 0 {
+            return Ok(());
+        }
+        let size = src.dtype.size_in_bytes();
+        if p.rows == 1 || (p.src_stride == p.cols && p.dst_stride == p.cols) {
+            // SAFETY: one run of `rows * cols` elements in each buffer, inside both (checked by
+            // the spec); the buffers are distinct.
+            return unsafe { self.0.rt.dtod(src.at(p.src_offset), dst.at(p.dst_offset), p.rows * p.cols * size) };
+        }
+        let name = kernel_name(CopyOp::Copy2d.name(), src.dtype);
+        // Launches of whole rows, under 2^32 elements each.
+        let rows_per = (MAX_ELEMS / p.cols as u64).max(1) as usize;
+        let mut row = 0;
+        while row < p.rows {
+            let rows = rows_per.min(p.rows - row);
+            let mut args = Args::default();
+            args.u64(rows as u64).u64(p.cols as u64).u64(p.src_stride as u64).u64(p.dst_stride as u64);
+            args.u64((p.src_offset + row * p.src_stride) as u64).u64((p.dst_offset + row * p.dst_stride) as u64);
+            args.ptr(src.ptr).ptr(dst.ptr);
+            // SAFETY: copy2d_T(rows, cols, src_stride, dst_stride, src_offset, dst_offset, x, y)
+            // in order; the spec keeps both blocks inside their buffers.
+            unsafe { self.launch(Family::Copy, &name, (rows * p.cols) as u64, &mut args)? };
+            row += rows;
+        }
+        Ok(())
+    }
+
+    fn fill(&self, dst: &mut NativeStorage<R>, l: &Layout, value: Scalar) -> Result<()> {
+        let n = l.elem_count();
+        if n == 0 {
+            return Ok(());
+        }
+        let dtype = dst.dtype;
+        if let (Some((start, _)), Some(byte)) = (l.contiguous_range(), uniform_byte(dtype, value)) {
+            // SAFETY: the spec keeps the layout, here one run, inside `dst`.
+            return unsafe { self.0.rt.memset(dst.at(start), byte, n * dtype.size_in_bytes()) };
+        }
+        let name = kernel_name(CopyOp::Fill.name(), dtype);
+        let (y, v) = (dst.ptr, Arg::element(dtype, value));
+        // SAFETY: fill_T(Dims, View, T* y, T value) in order, the value stored as a T; the view
+        // lies inside `dst`.
+        unsafe {
+            self.strided(Family::Copy, &name, l.dims(), &[l], |_, args| {
+                args.ptr(y).arg(v);
+            })
+        }
+    }
+
+    fn arange(&self, dtype: DType, start: Scalar, step: Scalar, len: usize) -> Result<NativeStorage<R>> {
+        let y = self.storage(dtype, len)?;
+        let name = kernel_name(CopyOp::Arange.name(), dtype);
+        let (a, b) = if dtype.is_int() {
+            (Arg::I64(start.to()), Arg::I64(step.to()))
+        } else {
+            (Arg::F64(start.to_f64()), Arg::F64(step.to_f64()))
+        };
+        let mut base = 0;
+        while base < len {
+            let n = (MAX_ELEMS as usize).min(len - base);
+            let mut args = Args::default();
+            args.ptr(y.at(base)).u64(n as u64).u64(base as u64).arg(a).arg(b);
+            // SAFETY: arange_T(T* y, u64 n, u64 base, A start, A step) in order, A being i64
+            // for integers and f64 for floats; it writes `y[base ..][.. n]`.
+            unsafe { self.launch(Family::Copy, &name, n as u64, &mut args)? };
+            base += n;
+        }
+        Ok(y)
+    }
+}

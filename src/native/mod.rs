@@ -1,0 +1,283 @@
+//! The native backend: our HIP kernels (`hip/*.hip`), written once and generic over a small
+//! vendor [`Runtime`]: ROCm through rocm-rs ([`rocm`], feature `rocm`) and the very same
+//! sources on NVIDIA through NVRTC ([`cuda`], feature `cuda`).
+//!
+//! This module holds what every runtime shares: storages on a caching allocator, the module and
+//! function cache, and the launch helpers; `kernel.rs` holds layout merging, argument packing
+//! and grid sizing; one file per op family dispatches that family's kernels.
+
+mod alloc;
+mod copy;
+mod elementwise;
+mod fallback;
+pub(crate) mod kernel;
+pub mod runtime;
+
+#[cfg(feature = "cuda")]
+pub mod cuda;
+#[cfg(feature = "rocm")]
+pub mod rocm;
+
+use crate::backend::{BackendStorage, Memory};
+use crate::spec::Family;
+use crate::{BackendKind, CpuStorage, DType, Error, Layout, Result};
+use alloc::Allocator;
+pub use alloc::PoolStats;
+pub use elementwise::where_kernel_name;
+use kernel::{Args, Part};
+pub use runtime::{DeviceInfo, DevicePtr, Runtime};
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::sync::{Arc, Mutex};
+
+/// The header every HIP source includes.
+pub const HIP_COMMON: &str = include_str!("../../hip/common.h");
+
+/// The HIP source of each family that has native kernels (the others run on the cpu
+/// reference for now: see `fallback.rs`).
+pub const HIP_SOURCES: &[(Family, &str)] = &[
+    (Family::Elementwise, include_str!("../../hip/elementwise.hip")),
+    (Family::Copy, include_str!("../../hip/copy.hip")),
+];
+
+/// The HIP source of `family`, if it has one.
+pub fn hip_source(family: Family) -> Option<&'static str> {
+    HIP_SOURCES.iter().find(|(f, _)| *f == family).map(|(_, s)| *s)
+}
+
+/// Loaded modules (or why a family's failed to build), one per family, and the functions found
+/// in them.
+struct Kernels<R: Runtime> {
+    functions: HashMap<String, R::Function>,
+    modules: HashMap<Family, Result<R::Module>>,
+}
+
+struct Inner<R: Runtime> {
+    kernels: Mutex<Kernels<R>>,
+    alloc: Allocator,
+    /// Last: dropped after the modules and the cached blocks that need it.
+    rt: R,
+}
+
+impl<R: Runtime> Drop for Inner<R> {
+    fn drop(&mut self) {
+        // Nothing can report an error from here; the device reclaims memory at exit anyway.
+        let _ = self.alloc.trim(&self.rt);
+    }
+}
+
+/// The native backend over runtime `R`: one device, one stream. Cheap to clone.
+pub struct NativeBackend<R: Runtime>(Arc<Inner<R>>);
+
+impl<R: Runtime> Clone for NativeBackend<R> {
+    fn clone(&self) -> Self {
+        NativeBackend(self.0.clone())
+    }
+}
+
+impl<R: Runtime> std::fmt::Debug for NativeBackend<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+/// A tensor buffer in device memory; its block goes back to the backend's cache on drop.
+pub struct NativeStorage<R: Runtime> {
+    ptr: DevicePtr,
+    /// The block's size class (0 for an empty storage, which owns no block).
+    class: usize,
+    dtype: DType,
+    len: usize,
+    owner: Arc<Inner<R>>,
+}
+
+impl<R: Runtime> NativeStorage<R> {
+    /// The device address of element `i`.
+    pub(crate) fn at(&self, i: usize) -> DevicePtr {
+        self.ptr.offset(i * self.dtype.size_in_bytes())
+    }
+
+    fn bytes(&self) -> usize {
+        self.len * self.dtype.size_in_bytes()
+    }
+}
+
+impl<R: Runtime> Drop for NativeStorage<R> {
+    fn drop(&mut self) {
+        if self.class > 0 {
+            self.owner.alloc.release(self.ptr, self.class);
+        }
+    }
+}
+
+impl<R: Runtime> std::fmt::Debug for NativeStorage<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}Storage[{} x {}]", R::KIND, self.len, self.dtype)
+    }
+}
+
+impl<R: Runtime> BackendStorage for NativeStorage<R> {
+    fn dtype(&self) -> DType {
+        self.dtype
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl<R: Runtime> NativeBackend<R> {
+    pub fn new(rt: R) -> Self {
+        let kernels = Kernels { functions: HashMap::new(), modules: HashMap::new() };
+        NativeBackend(Arc::new(Inner { kernels: Mutex::new(kernels), alloc: Allocator::default(), rt }))
+    }
+
+    pub fn runtime(&self) -> &R {
+        &self.0.rt
+    }
+
+    /// A one-line label: kind, device and architecture.
+    pub fn describe(&self) -> String {
+        let i = self.0.rt.info();
+        format!("{}: {} ({})", R::KIND, i.name, i.arch)
+    }
+
+    /// Whether both are the same backend (tensors of one can meet tensors of the other).
+    pub fn same(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Device memory held by storages and by the allocator's cache.
+    pub fn memory_stats(&self) -> PoolStats {
+        self.0.alloc.stats()
+    }
+
+    /// A new storage of `len` elements; contents unspecified.
+    pub(crate) fn storage(&self, dtype: DType, len: usize) -> Result<NativeStorage<R>> {
+        let bytes = len.checked_mul(dtype.size_in_bytes()).ok_or_else(|| Error::LimitExceeded {
+            backend: R::KIND,
+            what: format!("{len} elements of {dtype}"),
+            needed: u64::MAX,
+            limit: usize::MAX as u64,
+        })?;
+        let (ptr, class) = if bytes == 0 { (DevicePtr(0), 0) } else { self.0.alloc.alloc(&self.0.rt, bytes)? };
+        Ok(NativeStorage { ptr, class, dtype, len, owner: self.0.clone() })
+    }
+
+    /// The function `name` of `family`'s module, loading the module at first use.
+    fn function(&self, family: Family, name: &str) -> Result<R::Function> {
+        let mut guard = self.0.kernels.lock().unwrap_or_else(|e| e.into_inner());
+        let k = &mut *guard;
+        if let Some(&f) = k.functions.get(name) {
+            return Ok(f);
+        }
+        let rt = &self.0.rt;
+        // A family that failed to build stays failed: no slow recompilation on every op.
+        let module = match k.modules.entry(family) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(rt.code_object(family).and_then(|image| rt.load_module(&image))),
+        };
+        let module = module.as_ref().map_err(Clone::clone)?;
+        let f = rt.function(module, name).map_err(|e| self.error(format!("kernel {name} of {family}: {e}")))?;
+        k.functions.insert(name.to_string(), f);
+        Ok(f)
+    }
+
+    pub(crate) fn error(&self, msg: impl Into<String>) -> Error {
+        Error::Backend { backend: R::KIND, msg: msg.into() }
+    }
+
+    /// Queues kernel `name` of `family` over `threads` threads (grid-stride: the grid is capped).
+    ///
+    /// # Safety
+    /// `args` are laid out as the kernel's parameters; every device range the kernel touches
+    /// for `threads` lies inside storages that outlive the call (the stream orders later uses).
+    pub(crate) unsafe fn launch(&self, family: Family, name: &str, threads: u64, args: &mut Args) -> Result<()> {
+        if threads == 0 {
+            return Ok(());
+        }
+        let f = self.function(family, name)?;
+        let (grid, block) = kernel::grid(threads, self.0.rt.info().multiprocessors);
+        let mut ptrs = args.pointers();
+        // SAFETY: the caller's contract; `ptrs` point into `args`, alive for the call.
+        unsafe { self.0.rt.launch(f, grid, block, 0, &mut ptrs) }
+    }
+
+    /// Launches strided kernel `name` once per part of the walk of `shape` through `operands`
+    /// (see [`kernel::plan`]). Each launch gets `Dims`, one `View` per operand, then what
+    /// `tail` appends for that part (pointers, scalars).
+    ///
+    /// # Safety
+    /// As [`NativeBackend::launch`]: `tail` completes the kernel's parameters, and every
+    /// operand's layout lies inside its storage.
+    pub(crate) unsafe fn strided(
+        &self,
+        family: Family,
+        name: &str,
+        shape: &[usize],
+        operands: &[&Layout],
+        mut tail: impl FnMut(&Part, &mut Args),
+    ) -> Result<()> {
+        let strided: Vec<kernel::Strided> = operands.iter().map(|l| (l.strides(), l.offset())).collect();
+        for part in kernel::plan(shape, &strided) {
+            let mut args = Args::default();
+            args.pod(&part.dims);
+            for v in &part.views {
+                args.pod(v);
+            }
+            tail(&part, &mut args);
+            // SAFETY: the caller's contract, for each part of the walk.
+            unsafe { self.launch(family, name, part.dims.n, &mut args)? };
+        }
+        Ok(())
+    }
+}
+
+impl<R: Runtime> Memory for NativeBackend<R> {
+    type Storage = NativeStorage<R>;
+
+    fn kind(&self) -> BackendKind {
+        R::KIND
+    }
+
+    fn info(&self) -> Vec<(&'static str, String)> {
+        let i = self.0.rt.info();
+        let mem = self.memory_stats();
+        vec![
+            ("device", i.name.clone()),
+            ("architecture", i.arch.clone()),
+            ("warp size", i.warp_size.to_string()),
+            ("multiprocessors", i.multiprocessors.to_string()),
+            ("memory", format!("{} MiB", i.total_memory >> 20)),
+            ("versions", i.versions.clone()),
+            ("pool", format!("{} MiB live, {} MiB cached", mem.live >> 20, mem.cached >> 20)),
+            ("on the cpu reference", fallback::FAMILIES.into()),
+        ]
+    }
+
+    fn alloc(&self, dtype: DType, len: usize) -> Result<NativeStorage<R>> {
+        self.storage(dtype, len)
+    }
+
+    fn upload(&self, data: &CpuStorage) -> Result<NativeStorage<R>> {
+        let s = self.storage(data.dtype(), data.len())?;
+        let bytes = data.as_bytes();
+        if !bytes.is_empty() {
+            // SAFETY: `s` was just allocated with room for exactly these bytes.
+            unsafe { self.0.rt.htod(bytes, s.ptr)? };
+        }
+        Ok(s)
+    }
+
+    fn download(&self, s: &NativeStorage<R>) -> Result<CpuStorage> {
+        let mut bytes = vec![0u8; s.bytes()];
+        if !bytes.is_empty() {
+            // SAFETY: `s` holds `s.bytes()` bytes from `s.ptr`.
+            unsafe { self.0.rt.dtoh(s.ptr, &mut bytes)? };
+        }
+        Ok(CpuStorage::from_bytes(s.dtype, &bytes))
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.0.rt.synchronize()
+    }
+}

@@ -1,0 +1,104 @@
+//! The vendor runtime under the native backend: the few calls that differ between HIP (rocm-rs)
+//! and CUDA (cudarc). Everything above it (layouts, dtype dispatch, grid sizing, argument
+//! packing, the allocator and the module cache) is written once in [`super`].
+
+use crate::spec::Family;
+use crate::{BackendKind, Result};
+use std::borrow::Cow;
+use std::ffi::c_void;
+
+/// An address in device memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DevicePtr(pub u64);
+
+impl DevicePtr {
+    /// The address `bytes` further on.
+    pub fn offset(self, bytes: usize) -> DevicePtr {
+        DevicePtr(self.0 + bytes as u64)
+    }
+}
+
+/// What a runtime says about its device.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeviceInfo {
+    pub name: String,
+    /// `gfx90a`, `sm_90`: what code objects are built for.
+    pub arch: String,
+    pub warp_size: u32,
+    pub multiprocessors: u32,
+    pub total_memory: u64,
+    /// Runtime and driver versions, as the vendor prints them.
+    pub versions: String,
+}
+
+/// One device and one in-order stream of a vendor runtime. All work of a backend goes to that
+/// stream, so a buffer released on the host may be handed to later work at once: the stream
+/// orders the old readers before the new writers.
+pub trait Runtime: Send + Sync + Sized + 'static {
+    /// The backend kind this runtime implements.
+    const KIND: BackendKind;
+    /// A loaded code object.
+    type Module: Send + Sync;
+    /// A kernel of a loaded module; valid while the module is.
+    type Function: Copy + Send + Sync;
+
+    fn info(&self) -> &DeviceInfo;
+
+    /// `bytes` (> 0) of device memory.
+    fn alloc(&self, bytes: usize) -> Result<DevicePtr>;
+
+    /// Returns memory from [`Runtime::alloc`].
+    ///
+    /// # Safety
+    /// `ptr` came from `alloc` on this runtime, is not freed yet, and no later work uses it.
+    unsafe fn free(&self, ptr: DevicePtr) -> Result<()>;
+
+    /// Copies host bytes to the device, ordered on the stream; `src` may be reused on return.
+    ///
+    /// # Safety
+    /// `dst .. dst + src.len()` lies inside one allocation of this runtime.
+    unsafe fn htod(&self, src: &[u8], dst: DevicePtr) -> Result<()>;
+
+    /// Copies device bytes to the host after all earlier work on the stream; waits for it.
+    ///
+    /// # Safety
+    /// `src .. src + dst.len()` lies inside one allocation of this runtime.
+    unsafe fn dtoh(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()>;
+
+    /// Copies `bytes` between (non-overlapping) device ranges, ordered on the stream.
+    ///
+    /// # Safety
+    /// Both ranges lie inside allocations of this runtime.
+    unsafe fn dtod(&self, src: DevicePtr, dst: DevicePtr, bytes: usize) -> Result<()>;
+
+    /// Sets `bytes` bytes to `value`, ordered on the stream.
+    ///
+    /// # Safety
+    /// The range lies inside an allocation of this runtime.
+    unsafe fn memset(&self, dst: DevicePtr, value: u8, bytes: usize) -> Result<()>;
+
+    /// The code object of a family's kernels for this device (`hip/<family>.hip`, compiled
+    /// ahead of time or now).
+    fn code_object(&self, family: Family) -> Result<Cow<'static, [u8]>>;
+
+    fn load_module(&self, image: &[u8]) -> Result<Self::Module>;
+
+    fn function(&self, module: &Self::Module, name: &str) -> Result<Self::Function>;
+
+    /// Queues `f` on the stream over `grid` blocks of `block` threads.
+    ///
+    /// # Safety
+    /// `args` point at values laid out as `f`'s parameters, and every device address they hold
+    /// stays valid for the ranges the kernel touches until the kernel has run.
+    unsafe fn launch(
+        &self,
+        f: Self::Function,
+        grid: [u32; 3],
+        block: [u32; 3],
+        shared_bytes: u32,
+        args: &mut [*mut c_void],
+    ) -> Result<()>;
+
+    /// Waits for all work queued on the stream.
+    fn synchronize(&self) -> Result<()>;
+}

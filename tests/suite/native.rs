@@ -1,0 +1,79 @@
+//! The native kernels without a GPU: every op x dtype of the families with HIP kernels has its
+//! entry point in `hip/*.hip`, and (with feature `cuda`, where NVRTC loads) every HIP source
+//! compiles with NVRTC exactly as the cuda runtime compiles it.
+
+use rocm_wgpu_ops::DType;
+use rocm_wgpu_ops::native::{HIP_SOURCES, where_kernel_name};
+use rocm_wgpu_ops::spec::elementwise::cast_kernel_name;
+use rocm_wgpu_ops::spec::{self, Family};
+use std::collections::HashSet;
+
+/// The entry points the instantiation lines of a HIP source make. A line `NAME(a, b, c...)` at
+/// the start of a line (an instantiation macro of the file) makes `a_b`, `a_c`, ...; two make
+/// longer names: `CAST(from, to...)` makes `cast_{from}_{to}` and `WHERE(dtype, cond...)` makes
+/// `where_cond_{dtype}_{cond}`.
+fn entry_points(source: &str) -> Vec<String> {
+    let mut names = vec![];
+    for line in source.lines() {
+        let Some((mac, rest)) = line.split_once('(') else { continue };
+        let is_macro = !mac.is_empty() && mac.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+        let Some(args) = rest.trim_end().strip_suffix(')') else { continue };
+        if !is_macro || mac.starts_with("RWO_") {
+            continue;
+        }
+        let args: Vec<&str> = args.split(',').map(str::trim).collect();
+        let stem = match mac {
+            "CAST" => format!("cast_{}", args[0]),
+            "WHERE" => format!("where_cond_{}", args[0]),
+            _ => args[0].to_string(),
+        };
+        names.extend(args[1..].iter().map(|a| format!("{stem}_{a}")));
+    }
+    names
+}
+
+#[test]
+fn every_op_and_dtype_of_the_native_families_has_a_hip_entry_point() {
+    let families: Vec<Family> = HIP_SOURCES.iter().map(|(f, _)| *f).collect();
+    assert!(families.contains(&Family::Elementwise) && families.contains(&Family::Copy));
+    let names: HashSet<String> = HIP_SOURCES.iter().flat_map(|(_, s)| entry_points(s)).collect();
+    let mut missing = vec![];
+    let mut count = 0;
+    for op in spec::ops().into_iter().filter(|o| families.contains(&o.family)) {
+        for &dt in op.dtypes {
+            let wanted: Vec<String> = match op.name {
+                "cast" => DType::ALL.iter().map(|&to| cast_kernel_name(dt, to)).collect(),
+                "where_cond" => DType::INT.iter().map(|&c| where_kernel_name(dt, c)).collect(),
+                _ => vec![spec::kernel_name(op.name, dt)],
+            };
+            count += wanted.len();
+            missing.extend(wanted.into_iter().filter(|n| !names.contains(n)));
+        }
+    }
+    assert!(missing.is_empty(), "{} of {count} HIP entry points missing: {missing:?}", missing.len());
+    assert!(names.contains("exp_f32") && names.contains("cast_bf16_u8") && names.contains("arange_i64"));
+}
+
+#[test]
+fn instantiation_lines_parse_as_the_macros_expand() {
+    let src = "UNARY(exp, f16, f32)\nCAST(u8, i64)\nWHERE(f32, u8)\n#define UNARY(op, ...) x\nRWO_EACH(M, a, b)\n";
+    assert_eq!(entry_points(src), ["exp_f16", "exp_f32", "cast_u8_i64", "where_cond_f32_u8"]);
+}
+
+/// NVRTC needs no GPU: where its library loads (`LD_LIBRARY_PATH`), compile every source for
+/// the H100/H200 architecture. Absent NVRTC skips, unless `RWO_REQUIRE` names cuda.
+#[cfg(feature = "cuda")]
+#[test]
+fn every_hip_source_compiles_with_nvrtc() {
+    use rocm_wgpu_ops::BackendKind;
+    use rocm_wgpu_ops::native::cuda;
+    if !cuda::nvrtc_available() {
+        assert!(!crate::required().contains(&BackendKind::Cuda), "RWO_REQUIRE names cuda, and NVRTC does not load");
+        eprintln!("skipped: NVRTC does not load here");
+        return;
+    }
+    for (family, _) in HIP_SOURCES {
+        let image = cuda::nvrtc_compile(*family, "sm_90").unwrap_or_else(|e| panic!("{e}"));
+        assert!(image.starts_with(b"\x7fELF"), "{family}: NVRTC gave no sm_90 machine code");
+    }
+}
