@@ -244,6 +244,19 @@ __device__ __forceinline__ T shfl_xor(T v, int mask) {
 }
 #endif
 
+// Atomics, only those HIP and CUDA both have: 32-bit compare-and-swap, adds of f32, f64
+// (CUDA sm_60+), u32 and u64 (as unsigned long long; an i64 add is the same bits in two's
+// complement, so it wraps as the crate's integers do). No 8- or 16-bit atomics exist on both:
+// those go through `atomic_cas_u32` on the aligned word that holds them.
+__device__ __forceinline__ u32 atomic_cas_u32(u32* p, u32 expected, u32 desired) {
+  return atomicCAS(p, expected, desired);
+}
+__device__ __forceinline__ void atomic_add(f32* p, float v) { atomicAdd(p, v); }
+__device__ __forceinline__ void atomic_add(f64* p, double v) { atomicAdd(p, v); }
+__device__ __forceinline__ void atomic_add(u32* p, u32 v) { atomicAdd(p, v); }
+__device__ __forceinline__ void atomic_add(u64* p, u64 v) { atomicAdd(p, v); }
+__device__ __forceinline__ void atomic_add(i64* p, i64 v) { atomicAdd((u64*)p, (u64)v); }
+
 // `M(a, x)` for each `x` of the list: one line instantiates an op for several dtypes.
 #define RWO_EXPAND(x) x
 #define RWO_EACH_1(M, a, x) M(a, x)

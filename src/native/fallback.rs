@@ -7,15 +7,13 @@ use super::{NativeBackend, NativeStorage, Runtime};
 use crate::backend::*;
 use crate::cpu::CpuBackend;
 use crate::spec::conv::ConvGeometry;
-use crate::spec::index::ScatterMode;
 use crate::spec::matmul::MatmulGeometry;
 use crate::spec::pool::{Pool2dParams, PoolOp};
-use crate::spec::random::Distribution;
 use crate::spec::reduce::ReduceOp;
-use crate::{CpuStorage, DType, Layout, Result};
+use crate::{CpuStorage, Layout, Result};
 
 /// Said by `info()` so that a user sees where these families run.
-pub(crate) const FAMILIES: &str = "reduce, index, conv, pool, upsample, matmul, nn, random, sort";
+pub(crate) const FAMILIES: &str = "reduce, conv, pool, upsample, matmul, nn, sort";
 
 type S<R> = NativeStorage<R>;
 
@@ -36,47 +34,6 @@ fn as_param(p: &Option<(CpuStorage, Layout)>) -> Param<'_, CpuStorage> {
 impl<R: Runtime> ReduceOps for NativeBackend<R> {
     fn reduce(&self, x: &S<R>, l: &Layout, op: ReduceOp, dims: &[usize]) -> Result<S<R>> {
         self.upload(&CpuBackend.reduce(&self.host(x)?, l, op, dims)?)
-    }
-}
-
-impl<R: Runtime> IndexOps for NativeBackend<R> {
-    fn index_select(&self, x: &S<R>, xl: &Layout, ids: &S<R>, il: &Layout, dim: usize) -> Result<S<R>> {
-        self.upload(&CpuBackend.index_select(&self.host(x)?, xl, &self.host(ids)?, il, dim)?)
-    }
-    fn gather(&self, x: &S<R>, xl: &Layout, ids: &S<R>, il: &Layout, dim: usize) -> Result<S<R>> {
-        self.upload(&CpuBackend.gather(&self.host(x)?, xl, &self.host(ids)?, il, dim)?)
-    }
-    fn scatter(
-        &self,
-        d: &S<R>,
-        dl: &Layout,
-        ids: &S<R>,
-        il: &Layout,
-        s: &S<R>,
-        sl: &Layout,
-        dim: usize,
-        mode: ScatterMode,
-    ) -> Result<S<R>> {
-        let out = CpuBackend.scatter(&self.host(d)?, dl, &self.host(ids)?, il, &self.host(s)?, sl, dim, mode)?;
-        self.upload(&out)
-    }
-    fn index_add(
-        &self,
-        d: &S<R>,
-        dl: &Layout,
-        ids: &S<R>,
-        il: &Layout,
-        s: &S<R>,
-        sl: &Layout,
-        dim: usize,
-    ) -> Result<S<R>> {
-        self.upload(&CpuBackend.index_add(&self.host(d)?, dl, &self.host(ids)?, il, &self.host(s)?, sl, dim)?)
-    }
-}
-
-impl<R: Runtime> RandomOps for NativeBackend<R> {
-    fn random(&self, dtype: DType, len: usize, dist: Distribution, seed: u64, offset: u64) -> Result<S<R>> {
-        self.upload(&CpuBackend.random(dtype, len, dist, seed, offset)?)
     }
 }
 

@@ -10,7 +10,9 @@ mod alloc;
 mod copy;
 mod elementwise;
 mod fallback;
+mod index;
 pub(crate) mod kernel;
+mod random;
 pub mod runtime;
 
 #[cfg(feature = "cuda")]
@@ -20,6 +22,7 @@ pub mod rocm;
 
 use crate::backend::{BackendStorage, Memory};
 use crate::spec::Family;
+use crate::spec::index::IndexOp;
 use crate::{BackendKind, CpuStorage, DType, Error, Layout, Result};
 use alloc::Allocator;
 pub use alloc::PoolStats;
@@ -38,6 +41,8 @@ pub const HIP_COMMON: &str = include_str!("../../hip/common.h");
 pub const HIP_SOURCES: &[(Family, &str)] = &[
     (Family::Elementwise, include_str!("../../hip/elementwise.hip")),
     (Family::Copy, include_str!("../../hip/copy.hip")),
+    (Family::Index, include_str!("../../hip/index.hip")),
+    (Family::Random, include_str!("../../hip/random.hip")),
 ];
 
 /// The HIP source of `family`, if it has one.
@@ -55,6 +60,8 @@ struct Kernels<R: Runtime> {
 struct Inner<R: Runtime> {
     kernels: Mutex<Kernels<R>>,
     alloc: Allocator,
+    /// The index flag slots (see [`FLAG_SLOTS`]), allocated by the first index op.
+    flags: Mutex<Option<DevicePtr>>,
     /// Last: dropped after the modules and the cached blocks that need it.
     rt: R,
 }
@@ -63,6 +70,11 @@ impl<R: Runtime> Drop for Inner<R> {
     fn drop(&mut self) {
         // Nothing can report an error from here; the device reclaims memory at exit anyway.
         let _ = self.alloc.trim(&self.rt);
+        if let Some(flags) = *self.flags.get_mut().unwrap_or_else(|e| e.into_inner()) {
+            // SAFETY: the flags came from `rt.alloc`, and `trim` waited for the stream, so no
+            // queued kernel still writes them.
+            let _ = unsafe { self.rt.free(flags) };
+        }
     }
 }
 
@@ -128,7 +140,12 @@ impl<R: Runtime> BackendStorage for NativeStorage<R> {
 impl<R: Runtime> NativeBackend<R> {
     pub fn new(rt: R) -> Self {
         let kernels = Kernels { functions: HashMap::new(), modules: HashMap::new() };
-        NativeBackend(Arc::new(Inner { kernels: Mutex::new(kernels), alloc: Allocator::default(), rt }))
+        NativeBackend(Arc::new(Inner {
+            kernels: Mutex::new(kernels),
+            alloc: Allocator::default(),
+            flags: Mutex::new(None),
+            rt,
+        }))
     }
 
     pub fn runtime(&self) -> &R {
@@ -232,6 +249,70 @@ impl<R: Runtime> NativeBackend<R> {
     }
 }
 
+/// Index flag slots per backend: `[code, index, size, unused]` as u64 each, `code` = 1 + the
+/// op's position in `IndexOp::ALL` (0: no bad id). A thread's index ops record in its own slot,
+/// read at its next download or synchronize, so that a bad id surfaces on the thread that ran
+/// the op and not on another's (tests share one device across threads), as on wgpu.
+const FLAG_SLOTS: usize = 64;
+const FLAG_BYTES: usize = 32;
+
+/// The calling thread's flag slot.
+fn flag_slot() -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local!(static SLOT: usize = NEXT.fetch_add(1, Ordering::Relaxed) % FLAG_SLOTS);
+    SLOT.with(|s| *s)
+}
+
+impl<R: Runtime> NativeBackend<R> {
+    /// The calling thread's flag slot, for index kernels to record a bad id in; the slots are
+    /// allocated (zeroed) at the first call.
+    pub(crate) fn flag_slot(&self) -> Result<DevicePtr> {
+        let mut flags = self.0.flags.lock().unwrap_or_else(|e| e.into_inner());
+        let base = match *flags {
+            Some(p) => p,
+            None => {
+                let bytes = FLAG_SLOTS * FLAG_BYTES;
+                let p = self.0.rt.alloc(bytes)?;
+                // SAFETY: `p` holds `bytes` bytes, just allocated.
+                if let Err(e) = unsafe { self.0.rt.memset(p, 0, bytes) } {
+                    // SAFETY: nothing else has seen `p`.
+                    let _ = unsafe { self.0.rt.free(p) };
+                    return Err(e);
+                }
+                *flags = Some(p);
+                p
+            }
+        };
+        Ok(base.offset(flag_slot() * FLAG_BYTES))
+    }
+
+    /// After the stream's work: the bad id the calling thread's index ops recorded, if any, as
+    /// an error (its slot cleared). Nothing to read before the first index op.
+    fn check_flags(&self) -> Result<()> {
+        let Some(base) = *self.0.flags.lock().unwrap_or_else(|e| e.into_inner()) else {
+            return Ok(());
+        };
+        let slot = base.offset(flag_slot() * FLAG_BYTES);
+        let mut bytes = [0u8; FLAG_BYTES];
+        // SAFETY: the slot lies inside the flag allocation.
+        unsafe { self.0.rt.dtoh(slot, &mut bytes)? };
+        let word = |k: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&bytes[8 * k..8 * k + 8]);
+            u64::from_le_bytes(w)
+        };
+        let code = word(0) as u32;
+        if code == 0 {
+            return Ok(());
+        }
+        // SAFETY: as above; queued before any later kernel that could record again.
+        unsafe { self.0.rt.memset(slot, 0, FLAG_BYTES)? };
+        let op = IndexOp::ALL.get(code as usize - 1).map_or("index", |o| o.name());
+        Err(Error::IndexOutOfRange { op, index: word(1) as i64, size: word(2) as usize })
+    }
+}
+
 impl<R: Runtime> Memory for NativeBackend<R> {
     type Storage = NativeStorage<R>;
 
@@ -274,10 +355,12 @@ impl<R: Runtime> Memory for NativeBackend<R> {
             // SAFETY: `s` holds `s.bytes()` bytes from `s.ptr`.
             unsafe { self.0.rt.dtoh(s.ptr, &mut bytes)? };
         }
+        self.check_flags()?;
         Ok(CpuStorage::from_bytes(s.dtype, &bytes))
     }
 
     fn synchronize(&self) -> Result<()> {
-        self.0.rt.synchronize()
+        self.0.rt.synchronize()?;
+        self.check_flags()
     }
 }

@@ -35,7 +35,9 @@ fn entry_points(source: &str) -> Vec<String> {
 #[test]
 fn every_op_and_dtype_of_the_native_families_has_a_hip_entry_point() {
     let families: Vec<Family> = HIP_SOURCES.iter().map(|(f, _)| *f).collect();
-    assert!(families.contains(&Family::Elementwise) && families.contains(&Family::Copy));
+    for f in [Family::Elementwise, Family::Copy, Family::Index, Family::Random] {
+        assert!(families.contains(&f), "{f} has no HIP source");
+    }
     let names: HashSet<String> = HIP_SOURCES.iter().flat_map(|(_, s)| entry_points(s)).collect();
     let mut missing = vec![];
     let mut count = 0;
@@ -52,6 +54,9 @@ fn every_op_and_dtype_of_the_native_families_has_a_hip_entry_point() {
     }
     assert!(missing.is_empty(), "{} of {count} HIP entry points missing: {missing:?}", missing.len());
     assert!(names.contains("exp_f32") && names.contains("cast_bf16_u8") && names.contains("arange_i64"));
+    assert!(names.contains("scatter_add_bf16") && names.contains("rand_normal_f16"));
+    // index_select's row copy, by chunk width in bytes (src/native/index.rs picks one).
+    assert!([1, 2, 4, 8, 16].iter().all(|n| names.contains(&format!("index_select_rows_{n}"))));
 }
 
 #[test]
@@ -68,7 +73,10 @@ fn every_hip_source_compiles_with_nvrtc() {
     use rocm_wgpu_ops::BackendKind;
     use rocm_wgpu_ops::native::cuda;
     if !cuda::nvrtc_available() {
-        assert!(!crate::required_kinds().contains(&BackendKind::Cuda), "RWO_REQUIRE names cuda, and NVRTC does not load");
+        assert!(
+            !crate::required_kinds().contains(&BackendKind::Cuda),
+            "RWO_REQUIRE names cuda, and NVRTC does not load"
+        );
         eprintln!("skipped: NVRTC does not load here");
         return;
     }

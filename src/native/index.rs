@@ -1,0 +1,286 @@
+//! Indexing on the native backend (`hip/index.hip`).
+//!
+//! - index_select and gather: one thread per output element picks it through its id (`pick`).
+//!   index_select whose rows (the dims after `dim`) are contiguous copies whole rows instead, in
+//!   the widest chunks, up to 16 bytes, that every row start, stride and length allow
+//!   (`index_select_rows_{1,2,4,8,16}`), several rows a block or several blocks a row.
+//! - scatter, scatter_add, index_add: `dst` is copied into a new contiguous tensor (the copy
+//!   family), then one thread per source element stores or atomically adds it into the copy
+//!   (`put`). index_add is scatter_add with its 1-D ids spread over the source shape.
+//!
+//! Ids are read at their width (a kernel argument, so one kernel per op and value dtype serves
+//! u8, u32 and i64 ids). A bad id is skipped and recorded in the calling thread's flag slot
+//! ([`NativeBackend::flag_slot`]), reported by the next download or synchronize.
+
+use super::kernel::{Arg, Args, BLOCK};
+use super::runtime::DevicePtr;
+use super::{NativeBackend, NativeStorage, Runtime, kernel};
+use crate::backend::{CopyOps, IndexOps};
+use crate::spec::index::{IndexOp, ScatterMode};
+use crate::spec::{Family, kernel_name};
+use crate::{Layout, Result, Shape};
+
+type S<R> = NativeStorage<R>;
+
+/// What every index kernel takes about its ids besides the buffer: their width in bytes, the
+/// size of the indexed dim, and where and under which code to record a bad one.
+struct IdCheck {
+    width: u32,
+    size: u64,
+    flag: DevicePtr,
+    code: u32,
+}
+
+/// The positions of `shape` in a tensor of `strides` and `offset`, with the coordinate along
+/// `dim` taken as 0.
+fn along(shape: &Shape, strides: &[usize], offset: usize, dim: usize) -> Layout {
+    let mut strides = strides.to_vec();
+    strides[dim] = 0;
+    Layout::new(shape.clone(), strides, offset)
+}
+
+/// 1-D ids (`il`) spread over `shape` along `dim`: position `p` holds `ids[p[dim]]`.
+fn spread(il: &Layout, shape: &Shape, dim: usize) -> Layout {
+    let mut strides = vec![0; shape.rank()];
+    strides[dim] = il.strides()[0];
+    Layout::new(shape.clone(), strides, il.offset())
+}
+
+/// index_select's rows, counted in chunks of `chunk` bytes.
+#[derive(Debug, PartialEq)]
+struct Rows {
+    chunk: usize,
+    /// Chunks per row (the dims after `dim`).
+    row: u64,
+    /// The leading positions (the dims before `dim`), with the coordinate along `dim` 0.
+    lead: Layout,
+    /// The stride along `dim`.
+    stride: u64,
+}
+
+/// The rows of `x` (`xl`, elements of `esz` bytes) selected along `dim`, when the dims after
+/// `dim` are contiguous; the chunk is the widest power of two up to 16 bytes dividing the row,
+/// the offset and every stride (allocations are aligned far beyond 16 bytes).
+fn rows_of(xl: &Layout, dim: usize, esz: usize) -> Option<Rows> {
+    let (dims, strides) = (xl.dims(), xl.strides());
+    let mut post = 1;
+    for k in (dim + 1..dims.len()).rev() {
+        if dims[k] != 1 && strides[k] != post {
+            return None;
+        }
+        post *= dims[k];
+    }
+    // A stride of a dim of size 1 is never followed.
+    let stride_of = |k: usize| if dims[k] == 1 { 0 } else { strides[k] * esz };
+    let mut bytes = vec![post * esz, xl.offset() * esz, stride_of(dim)];
+    bytes.extend((0..dim).map(stride_of));
+    let chunk = [16, 8, 4, 2, 1].into_iter().find(|c| bytes.iter().all(|b| b % c == 0))?;
+    let lead = Layout::new(
+        Shape::new(dims[..dim].to_vec()),
+        (0..dim).map(|k| stride_of(k) / chunk).collect(),
+        xl.offset() * esz / chunk,
+    );
+    Some(Rows { chunk, row: (post * esz / chunk) as u64, lead, stride: (stride_of(dim) / chunk) as u64 })
+}
+
+/// Threads per row piece (a power of two moving 4 chunks each, at most a block) and pieces
+/// per row, for rows of `row` chunks.
+fn row_split(row: u64) -> (u64, u64) {
+    let tpr = row.div_ceil(4).next_power_of_two().min(u64::from(BLOCK));
+    (tpr, row.div_ceil(4 * tpr))
+}
+
+impl<R: Runtime> NativeBackend<R> {
+    fn id_check(&self, op: IndexOp, ids: &S<R>, size: usize) -> Result<IdCheck> {
+        let code = IndexOp::ALL.iter().position(|&o| o == op).map_or(0, |p| p as u32 + 1);
+        let width = ids.dtype.size_in_bytes() as u32;
+        Ok(IdCheck { width, size: size as u64, flag: self.flag_slot()?, code })
+    }
+
+    /// Flags the bad ids among `ids` (`il`), for an op whose main pass visits none of them.
+    fn check_ids(&self, op: IndexOp, ids: &S<R>, il: &Layout, size: usize) -> Result<()> {
+        let c = self.id_check(op, ids, size)?;
+        // SAFETY: index_check(Dims, View iv, ids, u32 width, u64 size, u64* flag, u32 code) in
+        // order; the view lies inside `ids`, the flag slot inside the flag allocation.
+        unsafe {
+            self.strided(Family::Index, "index_check", il.dims(), &[il], |_, args| {
+                args.ptr(ids.ptr).arg(Arg::U32(c.width)).u64(c.size).ptr(c.flag).arg(Arg::U32(c.code));
+            })
+        }
+    }
+
+    /// `y[p] = x[p with p[dim] = ids[p]]` over the positions `p` of `out` into `y` (contiguous,
+    /// `out`'s size), with `il` the ids' layout over `out`.
+    #[allow(clippy::too_many_arguments)]
+    fn pick(
+        &self,
+        op: IndexOp,
+        x: &S<R>,
+        xl: &Layout,
+        ids: &S<R>,
+        il: &Layout,
+        out: &Shape,
+        dim: usize,
+        y: &S<R>,
+    ) -> Result<()> {
+        let c = self.id_check(op, ids, xl.dims()[dim])?;
+        let xb = along(out, xl.strides(), xl.offset(), dim);
+        let stride = xl.strides()[dim] as u64;
+        let name = kernel_name(op.name(), x.dtype);
+        // SAFETY: pick kernels take (Dims, View xv, View iv, x, ids, y, u32 width, u64 size,
+        // u64 stride, u64* flag, u32 code) in order. Every id followed is below the size of
+        // `dim`, so x's reads stay in its layout; each part writes its own `n` elements of `y`
+        // from `first` on.
+        unsafe {
+            self.strided(Family::Index, &name, out.dims(), &[&xb, il], |part, args| {
+                args.ptr(x.ptr).ptr(ids.ptr).ptr(y.at(part.first as usize));
+                args.arg(Arg::U32(c.width)).u64(c.size).u64(stride).ptr(c.flag).arg(Arg::U32(c.code));
+            })
+        }
+    }
+
+    /// index_select of whole rows (`rows` from [`rows_of`]) into `y`, with `n` 1-D ids (`il`).
+    fn select_rows(&self, x: &S<R>, ids: &S<R>, il: &Layout, size: usize, rows: &Rows, y: &S<R>) -> Result<()> {
+        let c = self.id_check(IndexOp::IndexSelect, ids, size)?;
+        let n = il.dims()[0] as u64;
+        let (tpr, pieces) = row_split(rows.row);
+        let name = format!("index_select_rows_{}", rows.chunk);
+        let (lead_strides, lead_offset) = (rows.lead.strides(), rows.lead.offset());
+        for part in kernel::plan(rows.lead.dims(), &[(lead_strides, lead_offset)]) {
+            let mut args = Args::default();
+            args.pod(&part.dims).pod(&part.views[0]);
+            // The part's output rows start after `first * n` whole rows.
+            let y_part = y.ptr.offset((part.first * n * rows.row) as usize * rows.chunk);
+            args.ptr(x.ptr).ptr(ids.ptr).ptr(y_part).arg(Arg::U32(c.width));
+            args.u64(il.offset() as u64).u64(il.strides()[0] as u64).u64(n).u64(c.size);
+            args.u64(rows.stride).u64(rows.row).u64(pieces).arg(Arg::U32(tpr.trailing_zeros()));
+            args.ptr(c.flag).arg(Arg::U32(c.code));
+            let threads = part.dims.n * n * pieces * tpr;
+            // SAFETY: index_select_rows_N(Dims ld, View lv, x, ids, y, u32 width, u64
+            // ids_offset, u64 ids_stride, u64 n, u64 size, u64 stride, u64 row, u64 pieces, u32
+            // tpr_log2, u64* flag, u32 code) in order, all in chunks of N bytes that divide every
+            // row start (`rows_of`). Rows of ids below `size` lie inside x's layout; the part
+            // writes its `part.n * n` rows of `y`.
+            unsafe { self.launch(Family::Index, &name, threads, &mut args)? };
+        }
+        Ok(())
+    }
+
+    /// A contiguous copy of `dst` updated at `ids` along `dim` with `src` (as `op`), `il` being
+    /// the ids' layout over the shape of `src`.
+    #[allow(clippy::too_many_arguments)]
+    fn put(
+        &self,
+        op: IndexOp,
+        dst: &S<R>,
+        dl: &Layout,
+        ids: &S<R>,
+        il: &Layout,
+        src: &S<R>,
+        sl: &Layout,
+        dim: usize,
+    ) -> Result<S<R>> {
+        let mut y = self.storage(dst.dtype, dl.elem_count())?;
+        self.copy_strided(dst, dl, &mut y, 0)?;
+        if sl.elem_count() == 0 {
+            return Ok(y);
+        }
+        let c = self.id_check(op, ids, dl.dims()[dim])?;
+        let ys = dl.shape().contiguous_strides();
+        let yb = along(sl.shape(), &ys, 0, dim);
+        let stride = ys[dim] as u64;
+        let name = kernel_name(op.name(), dst.dtype);
+        let yp = y.ptr;
+        // SAFETY: put kernels take (Dims, View iv, View sv, View yv, ids, src, y, u32 width, u64
+        // size, u64 stride, u64* flag, u32 code) in order. `yb` with an id below the size of
+        // `dim` stays inside `y` (src fits in dst but along `dim`); the views of ids and src lie
+        // inside their storages.
+        unsafe {
+            self.strided(Family::Index, &name, sl.dims(), &[il, sl, &yb], |_, args| {
+                args.ptr(ids.ptr).ptr(src.ptr).ptr(yp);
+                args.arg(Arg::U32(c.width)).u64(c.size).u64(stride).ptr(c.flag).arg(Arg::U32(c.code));
+            })?
+        };
+        Ok(y)
+    }
+}
+
+impl<R: Runtime> IndexOps for NativeBackend<R> {
+    fn index_select(&self, x: &S<R>, xl: &Layout, ids: &S<R>, il: &Layout, dim: usize) -> Result<S<R>> {
+        let op = IndexOp::IndexSelect;
+        let size = xl.dims()[dim];
+        let mut dims = xl.dims().to_vec();
+        dims[dim] = il.dims()[0];
+        let out = Shape::new(dims);
+        let y = self.storage(x.dtype, out.elem_count())?;
+        if out.elem_count() == 0 {
+            self.check_ids(op, ids, il, size)?;
+        } else if let Some(rows) = rows_of(xl, dim, x.dtype.size_in_bytes()) {
+            self.select_rows(x, ids, il, size, &rows, &y)?;
+        } else {
+            self.pick(op, x, xl, ids, &spread(il, &out, dim), &out, dim, &y)?;
+        }
+        Ok(y)
+    }
+
+    fn gather(&self, x: &S<R>, xl: &Layout, ids: &S<R>, il: &Layout, dim: usize) -> Result<S<R>> {
+        let y = self.storage(x.dtype, il.elem_count())?;
+        self.pick(IndexOp::Gather, x, xl, ids, il, il.shape(), dim, &y)?;
+        Ok(y)
+    }
+
+    fn scatter(
+        &self,
+        dst: &S<R>,
+        dl: &Layout,
+        ids: &S<R>,
+        il: &Layout,
+        src: &S<R>,
+        sl: &Layout,
+        dim: usize,
+        mode: ScatterMode,
+    ) -> Result<S<R>> {
+        self.put(mode.op(), dst, dl, ids, il, src, sl, dim)
+    }
+
+    fn index_add(
+        &self,
+        dst: &S<R>,
+        dl: &Layout,
+        ids: &S<R>,
+        il: &Layout,
+        src: &S<R>,
+        sl: &Layout,
+        dim: usize,
+    ) -> Result<S<R>> {
+        let op = IndexOp::IndexAdd;
+        if sl.elem_count() == 0 {
+            self.check_ids(op, ids, il, dl.dims()[dim])?;
+        }
+        self.put(op, dst, dl, ids, &spread(il, sl.shape(), dim), src, sl, dim)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_take_the_widest_chunk_every_start_allows() {
+        // f32 [50000, 4096] along dim 0: 16-byte chunks, 1024 a row.
+        let t = rows_of(&Layout::contiguous([50000, 4096]), 0, 4).unwrap();
+        assert_eq!((t.chunk, t.row, t.stride, t.lead.rank()), (16, 1024, 1024, 0));
+        assert_eq!(row_split(t.row), (256, 1));
+        // Along dim 1 of [3, 5, 6] u8: rows of 6 bytes, leading stride 30 bytes: 2-byte chunks.
+        let t = rows_of(&Layout::contiguous([3, 5, 6]), 1, 1).unwrap();
+        assert_eq!((t.chunk, t.row, t.stride, t.lead.strides()), (2, 3, 3, &[15][..]));
+        // An offset of three f16 elements: 2-byte chunks; size-1 dims never count.
+        let l = Layout::contiguous([1, 9, 3]).narrow(1, 1, 8).unwrap();
+        let t = rows_of(&l, 1, 2).unwrap();
+        assert_eq!((t.chunk, t.row, t.lead.offset()), (2, 3, 3));
+        // Rows that are not contiguous take the element path.
+        assert!(rows_of(&Layout::contiguous([4, 3]).transpose(0, 1).unwrap(), 0, 4).is_none());
+        assert_eq!(row_split(3), (1, 1));
+        assert_eq!(row_split(1 << 20), (256, 1024));
+    }
+}
