@@ -152,3 +152,56 @@ fn map3_v4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
     let b = b_get4(i);
     y_set4(i, vec4(op(c.x, a.x, b.x), op(c.y, a.y, b.y), op(c.z, a.z, b.z), op(c.w, a.w, b.w)));
 }
+
+// An input stored transposed to the output (a column-major [rows, cols]) goes through a 32x32
+// tile in workgroup memory, read along its contiguous rows and used along the output's: both
+// the loads and the stores are coalesced. `NAME_stage` fills the tile (no-op for other inputs),
+// `NAME_tget` reads element i. md[EXTRA..] = rows, cols.
+// @kernel map1_t
+@compute @workgroup_size(32, 8)
+fn map1_t(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let rows = md[EXTRA];
+    let cols = md[EXTRA + 1u];
+    let tiles = (cols + 31u) / 32u;
+    let t = wid.x + wid.y * nwg.x;
+    let r0 = (t / tiles) * 32u;
+    let c0 = (t % tiles) * 32u;
+    if (r0 >= rows) {
+        return;
+    }
+    x_stage(r0, c0, lid, rows, cols);
+    workgroupBarrier();
+    for (var j = lid.y; j < 32u; j += 8u) {
+        let r = r0 + j;
+        let c = c0 + lid.x;
+        if (r < rows && c < cols) {
+            let i = r * cols + c;
+            y_set(i, op(x_tget(i, lid.x, j)));
+        }
+    }
+}
+
+// @kernel map2_t
+@compute @workgroup_size(32, 8)
+fn map2_t(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let rows = md[EXTRA];
+    let cols = md[EXTRA + 1u];
+    let tiles = (cols + 31u) / 32u;
+    let t = wid.x + wid.y * nwg.x;
+    let r0 = (t / tiles) * 32u;
+    let c0 = (t % tiles) * 32u;
+    if (r0 >= rows) {
+        return;
+    }
+    a_stage(r0, c0, lid, rows, cols);
+    b_stage(r0, c0, lid, rows, cols);
+    workgroupBarrier();
+    for (var j = lid.y; j < 32u; j += 8u) {
+        let r = r0 + j;
+        let c = c0 + lid.x;
+        if (r < rows && c < cols) {
+            let i = r * cols + c;
+            y_set(i, op(a_tget(i, lid.x, j), b_tget(i, lid.x, j)));
+        }
+    }
+}

@@ -508,16 +508,18 @@ fn f64_rem_pio2(x: f64) -> F64Rem {
         return f64_rem_pio2_large(x);
     }
     let fnv = round(x * F64_INV_PIO2);
-    // pi/2 in pieces of 33 bits (exact products with fnv < 2^20) and the tail of each.
-    var r = x - fnv * 1.57079632673412561417e+00lf;
+    // pi/2 in pieces of 33 bits (exact products with fnv < 2^20) and the tail of each. Every
+    // piece is kept opaque: NVIDIA's compiler otherwise folds (x - n p1) - n p2 into
+    // x - n (p1 + p2), which rounds away the very bits the pieces exist to keep.
+    var r = f64_keep(x - f64_keep(fnv * 1.57079632673412561417e+00lf));
     var t = r;
-    var w = fnv * 6.07710050630396597660e-11lf;
+    var w = f64_keep(fnv * 6.07710050630396597660e-11lf);
     r = f64_keep(t - w);
-    w = fnv * 2.02226624879595063154e-21lf - ((t - r) - w);
+    w = f64_keep(fnv * 2.02226624879595063154e-21lf) - f64_keep(f64_keep(t - r) - w);
     t = r;
-    w = fnv * 2.02226624871116645580e-21lf;
+    w = f64_keep(fnv * 2.02226624871116645580e-21lf);
     r = f64_keep(t - w);
-    w = fnv * 8.47842766036889956997e-32lf - ((t - r) - w);
+    w = f64_keep(fnv * 8.47842766036889956997e-32lf) - f64_keep(f64_keep(t - r) - w);
     let hi = f64_keep(r - w);
     return F64Rem(i32(fnv), hi, (r - hi) - w);
 }

@@ -67,6 +67,13 @@ impl CopyOps for WgpuBackend {
     fn copy_strided(&self, src: &WgpuStorage, sl: &Layout, dst: &mut WgpuStorage, dst_offset: usize) -> Result<()> {
         let n = sl.elem_count();
         let r = Repr::of(src.dtype, self.caps(), CopyOp::CopyStrided.name())?;
+        if dst_offset == 0 {
+            // A transposed source: the identity map through workgroup tiles.
+            let spec = super::elementwise::cast_spec(self.caps(), src.dtype, src.dtype, Index::of(sl))?;
+            if let Some(done) = self.launch_tiled(&spec, &[(src, sl)], dst, &[]) {
+                return done;
+            }
+        }
         if vec_write_ok(r, dst_offset, n, dst.len) {
             let spec = strided_v4_spec(self.caps(), src.dtype, Index::of(sl), vec_ok(r, sl))?;
             let meta = spec.meta(n as u32, &[sl], &[dst_offset as u32]);

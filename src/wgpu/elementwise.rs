@@ -1,7 +1,7 @@
 //! Elementwise ops on wgpu: three generic map kernels (`shaders/elementwise.wgsl`) whose `op`
 //! is generated here per op and compute type.
 
-use super::kernel::{Index, Spec, vec_ok};
+use super::kernel::{Index, Spec, simplify, vec_ok};
 use super::repr::{Access, Caps, Compute, Repr, convert, params};
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::ElementwiseOps;
@@ -244,7 +244,78 @@ fn four_lanes(spec: Spec, vec: &[bool]) -> Option<Spec> {
     Some(spec.lanes(entry, &vec))
 }
 
+/// `[rows, cols]` when `l` is a column-major matrix (after merging dims): stride 1 down its
+/// rows, so reading it in the output's row-major order would touch a new line per element.
+fn column_major(l: &Layout) -> Option<[u32; 2]> {
+    match simplify(l) {
+        (d, s) if d.len() == 2 && s[0] == 1 && s[1] >= d[0] => Some([d[0], d[1]]),
+        _ => None,
+    }
+}
+
+/// The tiled form of a one- or two-input map whose output is written element by element:
+/// inputs flagged in `tiled` (all of one `[rows, cols]`) are staged through workgroup tiles.
+pub(crate) fn tiled(spec: Spec, tiled: &[bool]) -> Option<Spec> {
+    let entry = match spec.entry {
+        "map1" => "map1_t",
+        "map2" => "map2_t",
+        _ => return None,
+    };
+    if spec.bindings.last()?.repr.per_word() != 1 || !tiled.iter().any(|&t| t) {
+        return None;
+    }
+    let mut code = String::new();
+    for (b, &t) in spec.bindings.iter().zip(tiled) {
+        let (n, c) = (b.name, b.repr.compute().wgsl());
+        let sig = "(r0: u32, c0: u32, lid: vec3<u32>, rows: u32, cols: u32)";
+        if t {
+            let m = format!("{}_META", n.to_uppercase());
+            code += &format!(
+                "var<workgroup> t_{n}: array<{c}, 1056>;\nfn {n}_stage{sig} {{\n    for (var j = lid.y; j < 32u; j += 8u) {{\n        \
+                 let c = c0 + j;\n        let r = r0 + lid.x;\n        if (r < rows && c < cols) {{\n            \
+                 t_{n}[j * 33u + lid.x] = {n}_load(md[{m}] + r * md[{m} + 3u] + c * md[{m} + 4u]);\n        }}\n    }}\n}}\n\
+                 fn {n}_tget(i: u32, lx: u32, j: u32) -> {c} {{ return t_{n}[lx * 33u + j]; }}\n"
+            );
+        } else {
+            code += &format!(
+                "fn {n}_stage{sig} {{}}\nfn {n}_tget(i: u32, lx: u32, j: u32) -> {c} {{ return {n}_load({n}_at(i)); }}\n"
+            );
+        }
+    }
+    let mut spec = spec.code(code);
+    spec.entry = entry;
+    Some(spec)
+}
+
 impl WgpuBackend {
+    /// Runs a map whose inputs include column-major matrices through the tiled kernel, if the
+    /// spec has a tiled form; `None` when it does not apply.
+    pub(crate) fn launch_tiled(
+        &self,
+        spec: &Spec,
+        inputs: &[(&WgpuStorage, &Layout)],
+        y: &WgpuStorage,
+        extra: &[u32],
+    ) -> Option<Result<()>> {
+        let shapes: Vec<Option<[u32; 2]>> = inputs.iter().map(|(_, l)| column_major(l)).collect();
+        let rc = shapes.iter().flatten().next().copied()?;
+        if shapes.iter().flatten().any(|s| *s != rc) || inputs.iter().any(|(_, l)| l.elem_count() >= u32::MAX as usize)
+        {
+            return None;
+        }
+        let flags: Vec<bool> = shapes.iter().map(Option::is_some).collect();
+        let spec = tiled(spec.clone(), &flags)?;
+        let layouts: Vec<&Layout> = inputs.iter().map(|i| i.1).collect();
+        let mut extra = extra.to_vec();
+        extra.splice(0..0, rc);
+        let n = inputs[0].1.elem_count() as u32;
+        let meta = spec.meta(n, &layouts, &extra);
+        let mut buffers: Vec<&wgpu::Buffer> = inputs.iter().map(|i| i.0.buffer()).collect();
+        buffers.push(y.buffer());
+        let tiles = (rc[0].div_ceil(32) as u64) * (rc[1].div_ceil(32) as u64);
+        Some(self.run(&spec, &buffers, &meta, tiles * 256))
+    }
+
     /// Runs an elementwise spec over inputs of one shape into a new `out` tensor.
     fn launch(
         &self,
@@ -256,6 +327,12 @@ impl WgpuBackend {
         let n = inputs[0].1.elem_count();
         let y = self.storage(out, n)?;
         let compute = spec.bindings[0].repr.compute();
+        if scalars.is_empty()
+            && let Some(done) = self.launch_tiled(&spec, inputs, &y, &[])
+        {
+            done?;
+            return Ok(y);
+        }
         let layouts: Vec<&Layout> = inputs.iter().map(|i| i.1).collect();
         let vec: Vec<bool> = layouts.iter().zip(&spec.bindings).map(|(l, b)| vec_ok(b.repr, l)).collect();
         let per_word = spec.bindings.last().map_or(1, |b| b.repr.per_word()) as u64;
@@ -350,6 +427,11 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
             }
         }
         for &op in BinaryOp::ALL {
+            let t = binary_spec(caps, op, dt, Index::Contiguous, Index::Strided(2));
+            v.push((
+                format!("{}_t", kernel_name(op.name(), dt)),
+                t.map(|sp| tiled(sp.clone(), &[false, true]).unwrap_or(sp)),
+            ));
             v.push((kernel_name(op.name(), dt), binary_spec(caps, op, dt, s, Index::Contiguous)));
             let lanes = binary_spec(caps, op, dt, Index::Contiguous, s)
                 .map(|sp| four_lanes(sp.clone(), &[true, false]).unwrap_or(sp));

@@ -54,6 +54,8 @@ pub(crate) struct Context {
     meta_pool: Arc<Pool>,
     rec: Mutex<Recorder>,
     pipelines: Mutex<HashMap<Spec, Arc<Pipeline>>>,
+    /// wgpu's injected bounds checks in every kernel (`RWO_WGPU_BOUNDS_CHECKS=1`).
+    bounds_checks: bool,
     /// `[op + 1, index low, index high, size]` of the first out-of-range id seen, one buffer per
     /// slot of [`flag_slot`]: a bad id surfaces at the next readback of the thread that ran the
     /// op, not at another thread's (tests share one device across threads).
@@ -155,6 +157,7 @@ impl WgpuBackend {
             meta_pool: Pool::new(U::STORAGE | U::COPY_DST),
             rec: Mutex::default(),
             pipelines: Mutex::default(),
+            bounds_checks: std::env::var("RWO_WGPU_BOUNDS_CHECKS").is_ok_and(|v| v == "1"),
             flags,
         })))
     }
@@ -232,10 +235,23 @@ impl WgpuBackend {
                 bind_group_layouts: &[Some(&layout)],
                 immediate_size: 0,
             });
-            let module = gpu.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            let desc = wgpu::ShaderModuleDescriptor {
                 label: Some(&name),
                 source: wgpu::ShaderSource::Wgsl(source.as_str().into()),
-            });
+            };
+            let module = if self.0.bounds_checks {
+                gpu.device.create_shader_module(desc)
+            } else {
+                let mut checks = wgpu::ShaderRuntimeChecks::checked();
+                checks.bounds_checks = false;
+                checks.force_loop_bounding = false;
+                // SAFETY: every kernel keeps its own indices inside its bindings: layouts are
+                // validated by the spec before they reach a kernel, index ids are checked in the
+                // kernel, and vector tails stay inside buffers allocated in 16-byte multiples.
+                // Integer division keeps wgpu's checks. `RWO_WGPU_BOUNDS_CHECKS=1` restores
+                // wgpu's own bounds checks.
+                unsafe { gpu.device.create_shader_module_trusted(desc, checks) }
+            };
             let pipeline = gpu.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(&name),
                 layout: Some(&pl),
