@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// and dtype of the WGSL families has one.
 #[doc(hidden)]
 pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
-    [elementwise::shader_variants(caps), copy::shader_variants(caps)].concat()
+    [elementwise::shader_variants(caps), copy::shader_variants(caps), reduce::shader_variants(caps)].concat()
 }
 
 /// A compiled kernel and the layout of its bind group.

@@ -184,10 +184,16 @@ pub enum Access {
     /// Read-write at any element: `NAME_load(i)`, `NAME_store(i, v)`; sub-word types update
     /// their word atomically (compare-exchange), so neighbours may be written concurrently.
     Update,
+    /// Read-only raw 16-byte words, `array<vec4<u32>>` (no helpers): wide loads that the
+    /// kernel decodes itself.
+    Wide,
 }
 
 /// WGSL declaring binding `slot` named `name` of repr `r` used as `access`, with its helpers.
 pub fn binding(name: &str, slot: u32, r: Repr, access: Access) -> String {
+    if access == Access::Wide {
+        return format!("@group(0) @binding({slot}) var<storage, read> {name}: array<vec4<u32>>;\n");
+    }
     let c = r.compute().wgsl();
     let upper = name.to_uppercase();
     // Update views f16 as packed words so that neighbours can be stored atomically.
@@ -210,7 +216,7 @@ pub fn binding(name: &str, slot: u32, r: Repr, access: Access) -> String {
     };
     let _ = writeln!(s, "fn {name}_load(i: u32) -> {c} {{ return {load}; }}");
     match access {
-        Access::Read => {}
+        Access::Read | Access::Wide => {}
         Access::Write => {
             let _ = writeln!(s, "const {upper}_EPW: u32 = {epw}u;");
             if r.packed() {
