@@ -56,7 +56,7 @@ pub(crate) fn arange_spec(caps: Caps, dtype: DType) -> Result<Spec> {
         Compute::F32 => "param(0u) + f32(i) * param(1u)",
         Compute::F64 => "param(0u) + f64(i) * param(1u)",
         Compute::U32 => "param(0u) + i * param(1u)",
-        Compute::I64 => "param(0u) + i64(i) * param(1u)",
+        Compute::I64 => "param(0u) + (i64(i) & 4294967295li) * param(1u)",
         Compute::I64e => "i64e_add(param(0u), i64e_mul(vec2<u32>(i, 0u), param(1u)))",
     };
     let code = format!("{}fn arange_at(i: u32) -> {} {{ return {at}; }}", params::decoder(c), c.wgsl());

@@ -269,7 +269,7 @@ impl Spec {
 
     /// Which bindings (after metadata) are read-only.
     pub fn read_only(&self) -> Vec<bool> {
-        let mut v: Vec<bool> = self.bindings.iter().map(|b| b.access == Access::Read).collect();
+        let mut v: Vec<bool> = self.bindings.iter().map(|b| matches!(b.access, Access::Read | Access::Wide)).collect();
         if self.flags {
             v.push(false);
         }

@@ -34,6 +34,7 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
     [
         elementwise::shader_variants(caps),
         copy::shader_variants(caps),
+        reduce::shader_variants(caps),
         index::shader_variants(caps),
         sort::shader_variants(caps),
         random::shader_variants(caps),

@@ -189,12 +189,18 @@ pub enum Access {
     /// Read-write at any element: `NAME_load(i)`, `NAME_store(i, v)`; sub-word types update
     /// their word atomically (compare-exchange), so neighbours may be written concurrently.
     Update,
+    /// Read-only raw 16-byte words, `array<vec4<u32>>` (no helpers): wide loads that the
+    /// kernel decodes itself.
+    Wide,
 }
 
 /// WGSL declaring binding `slot` named `name` of repr `r` used as `access`, with its helpers;
 /// `vec` views it as vectors of four (reads: `NAME_load4(i)`, writes: `NAME_set4(i, v)`, `i` a
 /// multiple of 4).
 pub fn binding(name: &str, slot: u32, r: Repr, access: Access, vec: bool) -> String {
+    if access == Access::Wide {
+        return format!("@group(0) @binding({slot}) var<storage, read> {name}: array<vec4<u32>>;\n");
+    }
     if vec && r.vectorizes() && access != Access::Update {
         return vec_binding(name, slot, r, access);
     }
@@ -220,7 +226,7 @@ pub fn binding(name: &str, slot: u32, r: Repr, access: Access, vec: bool) -> Str
     };
     let _ = writeln!(s, "fn {name}_load(i: u32) -> {c} {{ return {load}; }}");
     match access {
-        Access::Read => {}
+        Access::Read | Access::Wide => {}
         Access::Write => {
             let _ = writeln!(s, "const {upper}_EPW: u32 = {epw}u;");
             if r.packed() {
@@ -304,7 +310,8 @@ pub fn convert(from: DType, to: DType, fr: Repr, tr: Repr, v: &str) -> String {
         (Compute::I64e, Compute::U32) => format!("({v}).x"),
         (Compute::U32, Compute::F32) => format!("f32({v})"),
         (Compute::U32, Compute::F64) => format!("f64({v})"),
-        (Compute::U32, Compute::I64) => format!("i64({v})"),
+        // Masked: naga may sign-extend a u32 widened to i64.
+        (Compute::U32, Compute::I64) => format!("(i64({v}) & 4294967295li)"),
         (Compute::U32, Compute::I64e) => format!("vec2<u32>({v}, 0u)"),
         (Compute::F32, Compute::F64) => format!("f64({v})"),
         (Compute::F64, Compute::F32) => format!("f32({v})"),
@@ -374,7 +381,7 @@ pub mod params {
                 );
             }
             Compute::U32 => w(0),
-            Compute::I64 => format!("(i64({}) << 32u) | i64({})", w(1), w(0)),
+            Compute::I64 => format!("(i64({}) << 32u) | (i64({}) & 4294967295li)", w(1), w(0)),
             Compute::I64e => format!("vec2<u32>({}, {})", w(0), w(1)),
         };
         format!("fn param(k: u32) -> {} {{ return {body}; }}\n", c.wgsl())

@@ -428,6 +428,14 @@ fn cast_hand_computed(dev: &Device) -> Result<()> {
     assert_values(&f.to_dtype(DType::U8)?, &[4], &[255u8, 0, 0, 1], 0.0)?;
     assert_values(&f.to_dtype(DType::U32)?, &[4], &[300u32, 0, 0, 1], 0.0)?;
     assert_values(&f.to_dtype(DType::I64)?, &[4], &[300i64, -5, 0, 1], 0.0)?;
+    // u32 past 2^31 widens without sign extension; i64 scalars with such low words survive.
+    let big = Tensor::from_vec(vec![3_000_000_000u32, u32::MAX], [2], dev)?;
+    assert_values(&big.to_dtype(DType::I64)?, &[2], &[3_000_000_000i64, 4_294_967_295], 0.0)?;
+    let wide = Tensor::from_vec(vec![0i64, 5_000_000_000, 3_500_000_000], [3], dev)?;
+    let clamped = wide.clamp(3_000_000_000i64, 4_000_000_000i64)?;
+    assert_values(&clamped, &[3], &[3_000_000_000i64, 4_000_000_000, 3_500_000_000], 0.0)?;
+    let steps = Tensor::arange_step(-3_000_000_000i64, 7_000_000_000, 3_000_000_000, dev)?;
+    assert_values(&steps, &[4], &[-3_000_000_000i64, 0, 3_000_000_000, 6_000_000_000], 0.0)?;
     let i = Tensor::from_vec(vec![-1i64, 256, 16_777_217], [3], dev)?;
     assert_values(&i.to_dtype(DType::U8)?, &[3], &[255u8, 0, 1], 0.0)?;
     assert_values(&i.to_dtype(DType::U32)?, &[3], &[u32::MAX, 256, 16_777_217], 0.0)?;

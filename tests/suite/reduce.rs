@@ -6,6 +6,9 @@ use rocm_wgpu_ops::{DType, Device, Error, Result, Tensor};
 suite!(
     reduce_matches_reference,
     reduce_empty_matches_reference,
+    reduce_long_matches_reference,
+    nan_in_long_rows_matches_reference,
+    f16_specials_in_whole_words_match_reference,
     sum_hand_computed,
     sum_wraps_integers,
     sum_rounds_once,
@@ -61,6 +64,82 @@ fn reduce_matches_reference(dev: &Device) -> Result<()> {
                             })?;
                         }
                     }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Extents long enough for the multi-workgroup paths: chunked rows and columns with a second
+/// pass over the partials, rows of whole 16-byte words and columns of whole words of every
+/// dtype, reduced dims that are not the innermost, whole-tensor sums.
+const LONG: &[(&[usize], &[&[usize]])] = &[
+    (&[3, 5000], &[&[1]]),
+    (&[3, 20000], &[&[1], &[0, 1]]),
+    (&[5000, 3], &[&[0]]),
+    (&[64, 300, 7], &[&[0, 2], &[1]]),
+    (&[200, 300], &[&[0, 1], &[0]]),
+    (&[5000, 32], &[&[0]]),
+    (&[6, 40, 3, 32], &[&[0, 2], &[1, 3]]),
+];
+
+fn reduce_long_matches_reference(dev: &Device) -> Result<()> {
+    for &op in ReduceOp::ALL {
+        for &dtype in op.dtypes() {
+            let (lo, hi) = range(dtype);
+            for view in View::ALL {
+                for &(shape, dim_sets) in LONG {
+                    for &dims in dim_sets {
+                        let terms = dims.iter().map(|&d| shape[d]).product();
+                        let what = format!("{op} {dtype} {view:?} {shape:?} dims {dims:?}");
+                        same_as_cpu(dev, tol(op, dtype, terms), &what, |d| {
+                            view_tensor(d, view, dtype, shape, 25, lo, hi)?.reduce(op, dims, true)
+                        })?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn nan_in_long_rows_matches_reference(dev: &Device) -> Result<()> {
+    let n = 20000;
+    let mut v = crate::Data::new(26).storage(DType::F64, 3 * n, -3.0, 3.0).to_f64_vec();
+    // Row 0: two NaN far apart; row 1: one NaN at the very end; row 2: none, with ties.
+    for k in [7000, 15000, 2 * n - 1] {
+        v[k] = f64::NAN;
+    }
+    for k in [2 * n + 100, 2 * n + 9000, 3 * n - 1] {
+        v[k] = 9.0;
+    }
+    for &dtype in DType::FLOAT {
+        let x = Tensor::from_vec(v.clone(), [3, n], dev)?.to_dtype(dtype)?;
+        for op in [ReduceOp::Min, ReduceOp::Max, ReduceOp::ArgMin, ReduceOp::ArgMax] {
+            let what = format!("{op} {dtype} with NaN");
+            same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.reduce(op, &[1], false))?;
+            same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.t()?.reduce(op, &[0], false))?;
+            same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.t()?.contiguous()?.reduce(op, &[0], false))?;
+            same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.reduce(op, &[0, 1], false))?;
+        }
+    }
+    Ok(())
+}
+
+/// Rows and columns of whole 16-byte words decode f16 and bf16 themselves: subnormals,
+/// infinities, the largest finite values and signed zeros.
+fn f16_specials_in_whole_words_match_reference(dev: &Device) -> Result<()> {
+    let specials = [6e-8f32, -0.0, 0.0, 65504.0, -65504.0, f32::INFINITY, 1.5, -2.25, 1e-4, 7.0, -3e-5];
+    let tiny = [6e-8f32, -6e-8, 3e-5, -0.0, 0.0, 1e-4, -1.2e-7, 5.9e-5];
+    for data in [&specials[..], &tiny] {
+        let v: Vec<f32> = (0..64 * 16).map(|i| data[(i * 7 + i / 16) % data.len()]).collect();
+        for dtype in [DType::F16, DType::BF16] {
+            let x = Tensor::from_vec(v.clone(), [64, 16], dev)?.to_dtype(dtype)?;
+            for op in [ReduceOp::Min, ReduceOp::Max, ReduceOp::ArgMin, ReduceOp::ArgMax, ReduceOp::Sum] {
+                for dims in [&[1][..], &[0], &[0, 1]] {
+                    let what = format!("{op} {dtype} specials dims {dims:?}");
+                    same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.reduce(op, dims, false))?;
                 }
             }
         }
