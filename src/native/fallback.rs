@@ -11,11 +11,10 @@ use crate::spec::index::ScatterMode;
 use crate::spec::matmul::MatmulGeometry;
 use crate::spec::pool::{Pool2dParams, PoolOp};
 use crate::spec::random::Distribution;
-use crate::spec::reduce::ReduceOp;
 use crate::{CpuStorage, DType, Layout, Result};
 
 /// Said by `info()` so that a user sees where these families run.
-pub(crate) const FAMILIES: &str = "reduce, index, conv, pool, upsample, matmul, nn, random, sort";
+pub(crate) const FAMILIES: &str = "index, conv, pool, upsample, matmul, nn, random";
 
 type S<R> = NativeStorage<R>;
 
@@ -31,12 +30,6 @@ impl<R: Runtime> NativeBackend<R> {
 
 fn as_param(p: &Option<(CpuStorage, Layout)>) -> Param<'_, CpuStorage> {
     p.as_ref().map(|(s, l)| (s, l))
-}
-
-impl<R: Runtime> ReduceOps for NativeBackend<R> {
-    fn reduce(&self, x: &S<R>, l: &Layout, op: ReduceOp, dims: &[usize]) -> Result<S<R>> {
-        self.upload(&CpuBackend.reduce(&self.host(x)?, l, op, dims)?)
-    }
 }
 
 impl<R: Runtime> IndexOps for NativeBackend<R> {
@@ -77,12 +70,6 @@ impl<R: Runtime> IndexOps for NativeBackend<R> {
 impl<R: Runtime> RandomOps for NativeBackend<R> {
     fn random(&self, dtype: DType, len: usize, dist: Distribution, seed: u64, offset: u64) -> Result<S<R>> {
         self.upload(&CpuBackend.random(dtype, len, dist, seed, offset)?)
-    }
-}
-
-impl<R: Runtime> SortOps for NativeBackend<R> {
-    fn argsort(&self, x: &S<R>, l: &Layout, descending: bool) -> Result<S<R>> {
-        self.upload(&CpuBackend.argsort(&self.host(x)?, l, descending)?)
     }
 }
 

@@ -35,7 +35,9 @@ fn entry_points(source: &str) -> Vec<String> {
 #[test]
 fn every_op_and_dtype_of_the_native_families_has_a_hip_entry_point() {
     let families: Vec<Family> = HIP_SOURCES.iter().map(|(f, _)| *f).collect();
-    assert!(families.contains(&Family::Elementwise) && families.contains(&Family::Copy));
+    for f in [Family::Elementwise, Family::Copy, Family::Reduce, Family::Sort] {
+        assert!(families.contains(&f), "{f} has no HIP source");
+    }
     let names: HashSet<String> = HIP_SOURCES.iter().flat_map(|(_, s)| entry_points(s)).collect();
     let mut missing = vec![];
     let mut count = 0;
@@ -52,6 +54,23 @@ fn every_op_and_dtype_of_the_native_families_has_a_hip_entry_point() {
     }
     assert!(missing.is_empty(), "{} of {count} HIP entry points missing: {missing:?}", missing.len());
     assert!(names.contains("exp_f32") && names.contains("cast_bf16_u8") && names.contains("arange_i64"));
+    assert!(names.contains("argmax_f16") && names.contains("sum_u8") && names.contains("argsort_bf16"));
+}
+
+/// The kernels the native reduce and sort call besides `{op}_{dtype}`: every reduction has its
+/// column and partial-state variants (made by the same instantiation macro), and the merge
+/// passes of argsort exist for both key widths.
+#[test]
+fn reduce_and_sort_define_their_extra_kernels() {
+    let source = |f: Family| HIP_SOURCES.iter().find(|(g, _)| *g == f).map(|(_, s)| *s).unwrap_or_default();
+    let reduce = source(Family::Reduce);
+    for entry in ["op##_##T(", "op##_##T##_cols(", "op##_##T##_partials("] {
+        assert!(reduce.contains(&format!("RWO_KERNEL {entry}")), "reduce: no kernel {entry}..)");
+    }
+    let sort = source(Family::Sort);
+    for k in ["argsort_merge_narrow", "argsort_merge_wide"] {
+        assert!(sort.contains(&format!("RWO_KERNEL {k}(")), "sort: no kernel {k}");
+    }
 }
 
 #[test]
@@ -68,7 +87,10 @@ fn every_hip_source_compiles_with_nvrtc() {
     use rocm_wgpu_ops::BackendKind;
     use rocm_wgpu_ops::native::cuda;
     if !cuda::nvrtc_available() {
-        assert!(!crate::required_kinds().contains(&BackendKind::Cuda), "RWO_REQUIRE names cuda, and NVRTC does not load");
+        assert!(
+            !crate::required_kinds().contains(&BackendKind::Cuda),
+            "RWO_REQUIRE names cuda, and NVRTC does not load"
+        );
         eprintln!("skipped: NVRTC does not load here");
         return;
     }
