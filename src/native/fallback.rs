@@ -9,11 +9,10 @@ use crate::cpu::CpuBackend;
 use crate::spec::conv::ConvGeometry;
 use crate::spec::matmul::MatmulGeometry;
 use crate::spec::pool::{Pool2dParams, PoolOp};
-use crate::spec::reduce::ReduceOp;
 use crate::{CpuStorage, Layout, Result};
 
 /// Said by `info()` so that a user sees where these families run.
-pub(crate) const FAMILIES: &str = "reduce, conv, pool, upsample, matmul, nn, sort";
+pub(crate) const FAMILIES: &str = "conv, pool, upsample, matmul, nn";
 
 type S<R> = NativeStorage<R>;
 
@@ -29,18 +28,6 @@ impl<R: Runtime> NativeBackend<R> {
 
 fn as_param(p: &Option<(CpuStorage, Layout)>) -> Param<'_, CpuStorage> {
     p.as_ref().map(|(s, l)| (s, l))
-}
-
-impl<R: Runtime> ReduceOps for NativeBackend<R> {
-    fn reduce(&self, x: &S<R>, l: &Layout, op: ReduceOp, dims: &[usize]) -> Result<S<R>> {
-        self.upload(&CpuBackend.reduce(&self.host(x)?, l, op, dims)?)
-    }
-}
-
-impl<R: Runtime> SortOps for NativeBackend<R> {
-    fn argsort(&self, x: &S<R>, l: &Layout, descending: bool) -> Result<S<R>> {
-        self.upload(&CpuBackend.argsort(&self.host(x)?, l, descending)?)
-    }
 }
 
 impl<R: Runtime> ConvOps for NativeBackend<R> {

@@ -13,7 +13,9 @@ mod fallback;
 mod index;
 pub(crate) mod kernel;
 mod random;
+mod reduce;
 pub mod runtime;
+mod sort;
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
@@ -43,6 +45,8 @@ pub const HIP_SOURCES: &[(Family, &str)] = &[
     (Family::Copy, include_str!("../../hip/copy.hip")),
     (Family::Index, include_str!("../../hip/index.hip")),
     (Family::Random, include_str!("../../hip/random.hip")),
+    (Family::Reduce, include_str!("../../hip/reduce.hip")),
+    (Family::Sort, include_str!("../../hip/sort.hip")),
 ];
 
 /// The HIP source of `family`, if it has one.
@@ -217,6 +221,25 @@ impl<R: Runtime> NativeBackend<R> {
         let mut ptrs = args.pointers();
         // SAFETY: the caller's contract; `ptrs` point into `args`, alive for the call.
         unsafe { self.0.rt.launch(f, grid, block, 0, &mut ptrs) }
+    }
+
+    /// Queues kernel `name` of `family` over `grid` blocks of `block` threads, for kernels that
+    /// size their own grid (block-uniform loops, shared memory per block).
+    ///
+    /// # Safety
+    /// As [`NativeBackend::launch`], for every block of the grid.
+    pub(crate) unsafe fn launch_grid(
+        &self,
+        family: Family,
+        name: &str,
+        grid: [u32; 3],
+        block: u32,
+        args: &mut Args,
+    ) -> Result<()> {
+        let f = self.function(family, name)?;
+        let mut ptrs = args.pointers();
+        // SAFETY: the caller's contract; `ptrs` point into `args`, alive for the call.
+        unsafe { self.0.rt.launch(f, grid, [block, 1, 1], 0, &mut ptrs) }
     }
 
     /// Launches strided kernel `name` once per part of the walk of `shape` through `operands`

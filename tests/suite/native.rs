@@ -35,7 +35,7 @@ fn entry_points(source: &str) -> Vec<String> {
 #[test]
 fn every_op_and_dtype_of_the_native_families_has_a_hip_entry_point() {
     let families: Vec<Family> = HIP_SOURCES.iter().map(|(f, _)| *f).collect();
-    for f in [Family::Elementwise, Family::Copy, Family::Index, Family::Random] {
+    for f in [Family::Elementwise, Family::Copy, Family::Reduce, Family::Index, Family::Random, Family::Sort] {
         assert!(families.contains(&f), "{f} has no HIP source");
     }
     let names: HashSet<String> = HIP_SOURCES.iter().flat_map(|(_, s)| entry_points(s)).collect();
@@ -57,6 +57,23 @@ fn every_op_and_dtype_of_the_native_families_has_a_hip_entry_point() {
     assert!(names.contains("scatter_add_bf16") && names.contains("rand_normal_f16"));
     // index_select's row copy, by chunk width in bytes (src/native/index.rs picks one).
     assert!([1, 2, 4, 8, 16].iter().all(|n| names.contains(&format!("index_select_rows_{n}"))));
+    assert!(names.contains("argmax_f16") && names.contains("sum_u8") && names.contains("argsort_bf16"));
+}
+
+/// The kernels the native reduce and sort call besides `{op}_{dtype}`: every reduction has its
+/// column and partial-state variants (made by the same instantiation macro), and the merge
+/// passes of argsort exist for both key widths.
+#[test]
+fn reduce_and_sort_define_their_extra_kernels() {
+    let source = |f: Family| HIP_SOURCES.iter().find(|(g, _)| *g == f).map(|(_, s)| *s).unwrap_or_default();
+    let reduce = source(Family::Reduce);
+    for entry in ["op##_##T(", "op##_##T##_cols(", "op##_##T##_partials("] {
+        assert!(reduce.contains(&format!("RWO_KERNEL {entry}")), "reduce: no kernel {entry}..)");
+    }
+    let sort = source(Family::Sort);
+    for k in ["argsort_merge_narrow", "argsort_merge_wide"] {
+        assert!(sort.contains(&format!("RWO_KERNEL {k}(")), "sort: no kernel {k}");
+    }
 }
 
 #[test]
