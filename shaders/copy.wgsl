@@ -81,21 +81,25 @@ fn arange(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
 // @kernel strided_v4
 @compute @workgroup_size(WG)
 fn strided_v4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = flat_id(gid, nwg) * 4u;
-    if (i >= md[0]) {
-        return;
+    let stride = nwg.x * nwg.y * WG * 4u;
+    for (var u = 0u; u < UNROLL; u++) {
+        let i = flat_id(gid, nwg) * 4u + u * stride;
+        if (i < md[0]) {
+            y_set4(md[EXTRA] + i, x_get4(i));
+        }
     }
-    y_set4(md[EXTRA] + i, x_get4(i));
 }
 
 // param(0) into elements OFF.. OFF + n of y (meta[EXTRA + 3] = OFF, a multiple of 4).
 // @kernel fill_v4
 @compute @workgroup_size(WG)
 fn fill_v4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = flat_id(gid, nwg) * 4u;
-    if (i >= md[0]) {
-        return;
-    }
     let v = param(0u);
-    y_set4(md[EXTRA + 3u] + i, vec4(v, v, v, v));
+    let stride = nwg.x * nwg.y * WG * 4u;
+    for (var u = 0u; u < UNROLL; u++) {
+        let i = flat_id(gid, nwg) * 4u + u * stride;
+        if (i < md[0]) {
+            y_set4(md[EXTRA + 3u] + i, vec4(v, v, v, v));
+        }
+    }
 }

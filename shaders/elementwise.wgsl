@@ -116,41 +116,48 @@ fn map3(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     y_flush(w);
 }
 
-// Four elements per invocation: vector loads and stores where the layouts allow.
+// Four elements per invocation, UNROLL times (grid-strided, so each load stays coalesced):
+// vector loads and stores where the layouts allow.
 // @kernel map1_v4
 @compute @workgroup_size(WG)
 fn map1_v4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = flat_id(gid, nwg) * 4u;
-    if (i >= md[0]) {
-        return;
+    let stride = nwg.x * nwg.y * WG * 4u;
+    for (var u = 0u; u < UNROLL; u++) {
+        let i = flat_id(gid, nwg) * 4u + u * stride;
+        if (i < md[0]) {
+            let x = x_get4(i);
+            y_set4(i, vec4(op(x.x), op(x.y), op(x.z), op(x.w)));
+        }
     }
-    let x = x_get4(i);
-    y_set4(i, vec4(op(x.x), op(x.y), op(x.z), op(x.w)));
 }
 
 // @kernel map2_v4
 @compute @workgroup_size(WG)
 fn map2_v4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = flat_id(gid, nwg) * 4u;
-    if (i >= md[0]) {
-        return;
+    let stride = nwg.x * nwg.y * WG * 4u;
+    for (var u = 0u; u < UNROLL; u++) {
+        let i = flat_id(gid, nwg) * 4u + u * stride;
+        if (i < md[0]) {
+            let a = a_get4(i);
+            let b = b_get4(i);
+            y_set4(i, vec4(op(a.x, b.x), op(a.y, b.y), op(a.z, b.z), op(a.w, b.w)));
+        }
     }
-    let a = a_get4(i);
-    let b = b_get4(i);
-    y_set4(i, vec4(op(a.x, b.x), op(a.y, b.y), op(a.z, b.z), op(a.w, b.w)));
 }
 
 // @kernel map3_v4
 @compute @workgroup_size(WG)
 fn map3_v4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let i = flat_id(gid, nwg) * 4u;
-    if (i >= md[0]) {
-        return;
+    let stride = nwg.x * nwg.y * WG * 4u;
+    for (var u = 0u; u < UNROLL; u++) {
+        let i = flat_id(gid, nwg) * 4u + u * stride;
+        if (i < md[0]) {
+            let c = c_get4(i);
+            let a = a_get4(i);
+            let b = b_get4(i);
+            y_set4(i, vec4(op(c.x, a.x, b.x), op(c.y, a.y, b.y), op(c.z, a.z, b.z), op(c.w, a.w, b.w)));
+        }
     }
-    let c = c_get4(i);
-    let a = a_get4(i);
-    let b = b_get4(i);
-    y_set4(i, vec4(op(c.x, a.x, b.x), op(c.y, a.y, b.y), op(c.z, a.z, b.z), op(c.w, a.w, b.w)));
 }
 
 // An input stored transposed to the output (a column-major [rows, cols]) goes through a 32x32

@@ -139,25 +139,29 @@ fn f64_scale(y: f64, k: i32) -> f64 {
 fn f64_two_sum(a: f64, b: f64) -> vec2<f64> {
     let s = f64_keep(a + b);
     let bb = f64_keep(s - a);
-    return vec2<f64>(s, (a - (s - bb)) + (b - bb));
+    // Each piece kept: the error is algebraically zero, which a reassociating compiler sees.
+    return vec2<f64>(s, f64_keep(a - f64_keep(s - bb)) + f64_keep(b - bb));
 }
 
 // a + b = s + e exactly, for |a| >= |b| (or a = 0).
 fn f64_fast_two_sum(a: f64, b: f64) -> vec2<f64> {
     let s = f64_keep(a + b);
-    return vec2<f64>(s, b - (s - a));
+    return vec2<f64>(s, b - f64_keep(s - a));
 }
 
 // a * b = p + e (exactly where |a|, |b| are within f32's normal range; a tiny factor
 // degrades to an ordinary rounded product). The split is at f32 precision: hi has 24 bits,
-// lo the other 29, so the partial products are exact whether or not a driver fuses them.
+// lo the other 29, so the partial products are exact whether or not a driver fuses them; each
+// partial sum is kept opaque, since the error is algebraically zero to a reassociating
+// compiler. (An explicit `fma` is no help: Vulkan may split it into a product and a sum.)
 fn f64_two_prod(a: f64, b: f64) -> vec2<f64> {
-    let p = a * b;
-    let ah = f64(f32(a));
-    let al = a - ah;
-    let bh = f64(f32(b));
-    let bl = b - bh;
-    return vec2<f64>(p, ((ah * bh - p) + ah * bl + al * bh) + al * bl);
+    let p = f64_keep(a * b);
+    let ah = f64_keep(f64(f32(a)));
+    let al = f64_keep(a - ah);
+    let bh = f64_keep(f64(f32(b)));
+    let bl = f64_keep(b - bh);
+    let e = f64_keep(f64_keep(f64_keep(ah * bh - p) + ah * bl) + al * bh) + al * bl;
+    return vec2<f64>(p, e);
 }
 
 // (a.x + a.y) + (b.x + b.y), renormalised.

@@ -1,7 +1,7 @@
 //! Copies, fills and arange on wgpu (`shaders/copy.wgsl`). Copies use kernels, not
 //! `copy_buffer_to_buffer`: a kernel reaches several times the copy engine's bandwidth.
 
-use super::kernel::{Index, Spec, vec_ok};
+use super::kernel::{Index, Spec, lane_threads, vec_ok};
 use super::repr::{Access, Caps, Compute, Repr, params};
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::CopyOps;
@@ -77,7 +77,7 @@ impl CopyOps for WgpuBackend {
         if vec_write_ok(r, dst_offset, n, dst.len) {
             let spec = strided_v4_spec(self.caps(), src.dtype, Index::of(sl), vec_ok(r, sl))?;
             let meta = spec.meta(n as u32, &[sl], &[dst_offset as u32]);
-            return self.run(&spec, &[src.buffer(), dst.buffer()], &meta, n.div_ceil(4) as u64);
+            return self.run(&spec, &[src.buffer(), dst.buffer()], &meta, lane_threads(n));
         }
         let epw = r.per_word() as usize;
         let aligned = dst_offset % epw == 0 && (n % epw == 0 || dst_offset + n == dst.len);
@@ -104,7 +104,7 @@ impl CopyOps for WgpuBackend {
             let mut extra = params::encode(r.compute(), &[value]);
             extra.push(l.offset() as u32);
             let meta = spec.meta(n as u32, &[], &extra);
-            return self.run(&spec, &[dst.buffer()], &meta, n.div_ceil(4) as u64);
+            return self.run(&spec, &[dst.buffer()], &meta, lane_threads(n));
         }
         let spec = fill_spec(self.caps(), dst.dtype, Index::of(l))?;
         let compute = spec.bindings[0].repr.compute();

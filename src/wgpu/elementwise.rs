@@ -1,7 +1,7 @@
 //! Elementwise ops on wgpu: three generic map kernels (`shaders/elementwise.wgsl`) whose `op`
 //! is generated here per op and compute type.
 
-use super::kernel::{Index, Spec, simplify, vec_ok};
+use super::kernel::{Index, Spec, lane_threads, simplify, vec_ok};
 use super::repr::{Access, Caps, Compute, Repr, convert, params};
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::ElementwiseOps;
@@ -336,14 +336,14 @@ impl WgpuBackend {
         let layouts: Vec<&Layout> = inputs.iter().map(|i| i.1).collect();
         let vec: Vec<bool> = layouts.iter().zip(&spec.bindings).map(|(l, b)| vec_ok(b.repr, l)).collect();
         let per_word = spec.bindings.last().map_or(1, |b| b.repr.per_word()) as u64;
-        let (spec, per_thread) = match four_lanes(spec.clone(), &vec) {
-            Some(lanes) => (lanes, 4),
-            None => (spec, per_word),
+        let (spec, threads) = match four_lanes(spec.clone(), &vec) {
+            Some(lanes) => (lanes, lane_threads(n)),
+            None => (spec, (n as u64).div_ceil(per_word)),
         };
         let meta = spec.meta(n as u32, &layouts, &params::encode(compute, scalars));
         let mut buffers: Vec<&wgpu::Buffer> = inputs.iter().map(|i| i.0.buffer()).collect();
         buffers.push(y.buffer());
-        self.run(&spec, &buffers, &meta, (n as u64).div_ceil(per_thread))?;
+        self.run(&spec, &buffers, &meta, threads)?;
         Ok(y)
     }
 

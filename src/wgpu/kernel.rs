@@ -94,6 +94,18 @@ impl Bind {
     }
 }
 
+/// Vectors of four per invocation in the four-lane kernels (grid-strided). EXPERIMENT: from
+/// `RWO_WGPU_UNROLL` while it is measured.
+pub fn unroll() -> u32 {
+    static U: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *U.get_or_init(|| std::env::var("RWO_WGPU_UNROLL").ok().and_then(|v| v.parse().ok()).unwrap_or(1))
+}
+
+/// Invocations a four-lane kernel needs for `n` elements.
+pub fn lane_threads(n: usize) -> u64 {
+    (n as u64).div_ceil(4 * unroll() as u64)
+}
+
 /// Whether elements `4k..4k+4` of `l` (in logical order) are four consecutive, 4-aligned
 /// storage elements, so a binding of `r` can load them as one vector.
 pub fn vec_ok(r: Repr, l: &Layout) -> bool {
@@ -151,6 +163,7 @@ impl Spec {
     pub fn lanes(mut self, entry: &'static str, vec: &[bool]) -> Spec {
         self.entry = entry;
         self.lanes = true;
+        self.consts.push(("UNROLL", format!("{}u", unroll())));
         for (b, &v) in self.bindings.iter_mut().zip(vec) {
             b.vec = v && b.repr.vectorizes();
         }
