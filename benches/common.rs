@@ -49,6 +49,17 @@ pub fn run(family: Family) {
             });
         }
     }
+    if family == Family::Elementwise {
+        // The CPU cost of recording one small op, without waiting for the device.
+        group.throughput(Throughput::Elements(1));
+        for dev in &devices {
+            group.bench_function(BenchmarkId::new("record add f32 [16]", dev.kind().name()), |b| {
+                b.iter_custom(|iters| {
+                    bench::record_cost(dev, iters as u32).map_or(Duration::ZERO, |t| t * iters as u32)
+                })
+            });
+        }
+    }
     group.finish();
     c.final_summary();
 }

@@ -157,3 +157,21 @@ pub fn measure(dev: &Device, op: &Op, budget: Duration) -> Result<Duration> {
     times.sort();
     Ok(times[times.len() / 2])
 }
+
+/// CPU time to record one small op (validation, pool, pipeline lookup, bind group, dispatch),
+/// without waiting for the device: the mean over `n` back-to-back `add`s of 16 elements.
+pub fn record_cost(dev: &Device, n: u32) -> Result<Duration> {
+    let a = rand(&[16], DType::F32, dev)?;
+    let b = rand(&[16], DType::F32, dev)?;
+    for _ in 0..100 {
+        a.add(&b)?;
+    }
+    dev.synchronize()?;
+    let t = Instant::now();
+    for _ in 0..n {
+        a.add(&b)?;
+    }
+    let per_op = t.elapsed() / n;
+    dev.synchronize()?;
+    Ok(per_op)
+}

@@ -119,5 +119,19 @@ fn run_bench(args: &[String]) -> ExitCode {
             }
         }
     }
+    for dev in &devices {
+        match bench::record_cost(dev, 20_000) {
+            Ok(t) => println!(
+                "{:<48} {:>5} {:>9.2}us of CPU to record one op",
+                "record add f32 [16]",
+                dev.kind().name(),
+                t.as_secs_f64() * 1e6
+            ),
+            Err(e) => {
+                println!("record add f32 [16] {}: error: {e}", dev.kind());
+                failed = true;
+            }
+        }
+    }
     if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }
