@@ -94,16 +94,14 @@ impl Bind {
     }
 }
 
-/// Vectors of four per invocation in the four-lane kernels (grid-strided). EXPERIMENT: from
-/// `RWO_WGPU_UNROLL` while it is measured.
-pub fn unroll() -> u32 {
-    static U: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *U.get_or_init(|| std::env::var("RWO_WGPU_UNROLL").ok().and_then(|v| v.parse().ok()).unwrap_or(1))
-}
+/// Vectors of four per invocation in the four-lane kernels (grid-strided, so each load stays
+/// coalesced). On an H200, 64M-element f32 add: 1 -> 3414 GB/s, 2 -> 4104, 4 -> 4136
+/// (torch: 4329); f16 add 2802 / 3822 / 3914.
+pub const UNROLL: u32 = 4;
 
 /// Invocations a four-lane kernel needs for `n` elements.
 pub fn lane_threads(n: usize) -> u64 {
-    (n as u64).div_ceil(4 * unroll() as u64)
+    (n as u64).div_ceil(4 * UNROLL as u64)
 }
 
 /// Whether elements `4k..4k+4` of `l` (in logical order) are four consecutive, 4-aligned
@@ -163,7 +161,7 @@ impl Spec {
     pub fn lanes(mut self, entry: &'static str, vec: &[bool]) -> Spec {
         self.entry = entry;
         self.lanes = true;
-        self.consts.push(("UNROLL", format!("{}u", unroll())));
+        self.consts.push(("UNROLL", format!("{UNROLL}u")));
         for (b, &v) in self.bindings.iter_mut().zip(vec) {
             b.vec = v && b.repr.vectorizes();
         }
@@ -186,9 +184,11 @@ impl Spec {
         self
     }
 
-    /// The metadata words: `n`, each indexed binding's layout, then `extra` (at `EXTRA`).
+    /// The metadata words: `n`, a zero, each indexed binding's layout, then `extra` (at
+    /// `EXTRA`).
     pub fn meta(&self, n: u32, layouts: &[&Layout], extra: &[u32]) -> Vec<u32> {
-        let mut m = vec![n];
+        // md[1] is always 0, written by the host: kernels build opaque values from it.
+        let mut m = vec![n, 0];
         let mut layouts = layouts.iter();
         for b in &self.bindings {
             if b.index == Index::None {
@@ -235,7 +235,7 @@ impl Spec {
             }
         }
         s.push_str("@group(0) @binding(0) var<storage, read> md: array<u32>;\n");
-        let mut pos = 1;
+        let mut pos = 2;
         for (slot, b) in self.bindings.iter().enumerate() {
             s.push_str(&binding(b.name, slot as u32 + 1, b.repr, b.access, b.vec));
             let upper = b.name.to_uppercase();
