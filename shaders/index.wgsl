@@ -134,6 +134,64 @@ fn rows(
     }
 }
 
+// As `rows`, moving 16-byte vectors: md[EXTRA + 2] counts vectors per row, x and y are bound
+// as vec4<u32>, and x_at(p) and the stride (in words) land on whole vectors.
+// @kernel rows_v4
+@compute @workgroup_size(WG)
+fn rows_v4(
+    @builtin(local_invocation_index) t: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let g = wid.x + wid.y * nwg.x;
+    let units = md[EXTRA + 2u];
+    let sh = md[EXTRA + 3u];
+    let chunks = md[EXTRA + 4u];
+    let n = md[EXTRA + 5u];
+    let tw = 1u << sh;
+    let r = (g / chunks) * (WG >> sh) + (t >> sh);
+    if (r >= md[0]) {
+        return;
+    }
+    let first = (g % chunks) * 4u * tw + (t & (tw - 1u));
+    let k1 = first + tw;
+    let k2 = k1 + tw;
+    let k3 = k2 + tw;
+    let yrow = r * units * 4u;
+    let id = id_at(ids_at(r % n));
+    var v0 = vec4<u32>(0u);
+    var v1 = vec4<u32>(0u);
+    var v2 = vec4<u32>(0u);
+    var v3 = vec4<u32>(0u);
+    if (id < md[EXTRA + 1u]) {
+        let xrow = x_at(r / n) + id * md[EXTRA + 6u];
+        if (first < units) {
+            v0 = x_load4(xrow + 4u * first);
+        }
+        if (k1 < units) {
+            v1 = x_load4(xrow + 4u * k1);
+        }
+        if (k2 < units) {
+            v2 = x_load4(xrow + 4u * k2);
+        }
+        if (k3 < units) {
+            v3 = x_load4(xrow + 4u * k3);
+        }
+    }
+    if (first < units) {
+        y_set4(yrow + 4u * first, v0);
+    }
+    if (k1 < units) {
+        y_set4(yrow + 4u * k1, v1);
+    }
+    if (k2 < units) {
+        y_set4(yrow + 4u * k2, v2);
+    }
+    if (k3 < units) {
+        y_set4(yrow + 4u * k3, v3);
+    }
+}
+
 // update(y_at(p) + ids[ids_at(p)] * stride, src[src_at(p)]) for every position p of src (and
 // ids): y_at maps p with its coordinate along dim taken as 0 into the contiguous y.
 // md[EXTRA + 2] = y's stride along dim.

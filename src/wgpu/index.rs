@@ -69,6 +69,15 @@ pub(crate) fn rows_spec(caps: Caps, idt: DType, x: Index, ids: Index) -> Result<
         .code(id_code(ir)))
 }
 
+/// [`rows_spec`] moving 16-byte vectors (rows, row starts and the stride in whole vectors).
+pub(crate) fn rows_v4_spec(caps: Caps, idt: DType, x: Index, ids: Index) -> Result<Spec> {
+    let mut spec = rows_spec(caps, idt, x, ids)?;
+    spec.entry = "rows_v4";
+    spec.bindings[0].vec = true;
+    spec.bindings[2].vec = true;
+    Ok(spec)
+}
+
 /// A pass that only checks ids.
 pub(crate) fn check_spec(caps: Caps, op: IndexOp, idt: DType, ids: Index) -> Result<Spec> {
     let ir = Repr::of(idt, caps, op.name())?;
@@ -244,17 +253,28 @@ impl WgpuBackend {
     ) -> Result<WgpuStorage> {
         let op = IndexOp::IndexSelect;
         let y = self.storage(x.dtype, out)?;
-        let spec = rows_spec(self.caps(), ids.dtype, Index::of(&rows.lead), Index::of(il))?;
+        // Whole 16-byte vectors when every row and row start allows them.
+        let vec = rows.words % 4 == 0
+            && rows.stride % 4 == 0
+            && rows.lead.offset() % 4 == 0
+            && rows.lead.strides().iter().all(|s| s % 4 == 0);
+        let (xi, ii) = (Index::of(&rows.lead), Index::of(il));
+        let spec = if vec {
+            rows_v4_spec(self.caps(), ids.dtype, xi, ii)?
+        } else {
+            rows_spec(self.caps(), ids.dtype, xi, ii)?
+        };
+        let units = if vec { rows.words / 4 } else { rows.words };
         let wg = spec.workgroup as usize;
         let n = il.dims()[0];
         let count = rows.lead.elem_count() * n;
-        // Threads per row: a power of two moving 4 words each, at most a workgroup.
-        let tw = rows.words.div_ceil(4).next_power_of_two().min(wg);
-        let chunks = rows.words.div_ceil(4 * tw);
+        // Threads per row: a power of two moving 4 units each, at most a workgroup.
+        let tw = units.div_ceil(4).next_power_of_two().min(wg);
+        let chunks = units.div_ceil(4 * tw);
         let extra = [
             op_code(op),
             rows.size as u32,
-            rows.words as u32,
+            units as u32,
             tw.trailing_zeros(),
             chunks as u32,
             n as u32,
@@ -382,6 +402,7 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
     for &idt in DType::INT {
         let suffix = if idt == DType::U32 { String::new() } else { format!("_ids_{idt}") };
         v.push((format!("index_select_rows_ids_{idt}"), rows_spec(caps, idt, s, Index::Contiguous)));
+        v.push((format!("index_select_rows_v4_ids_{idt}"), rows_v4_spec(caps, idt, s, Index::Contiguous)));
         v.push((format!("index_check_ids_{idt}"), check_spec(caps, IndexOp::Gather, idt, s)));
         for dt in caps.dtypes() {
             for &op in IndexOp::ALL {
