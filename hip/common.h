@@ -92,6 +92,248 @@ __device__ __forceinline__ void for_each(u64 n, F body) {
   for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) body((u32)i);
 }
 
+// ---- vectorized walks (the `_vec` kernels) ----
+// A walk whose operands all have inner stride 0 or 1 (after the host merged dims) moves in
+// chunks of W elements: 16 bytes of its widest operand. Each thread takes U chunks, loads them
+// all, then computes and stores them, so several 16-byte loads per operand are in flight per
+// thread; one block covers blockDim.x * U chunks and the grid covers the walk once (no
+// grid-stride loop). The host checks alignment and sizes the grid from the same numbers
+// (`VEC_BYTES`, `VEC_UNROLL`, `VEC_MAX_RANK` and `vec_path` in src/native/kernel.rs).
+#define RWO_VEC_BYTES 16
+#define RWO_VEC_UNROLL 2
+
+// W elements of T, aligned to their size: one load or store instruction of 2 to 16 bytes.
+template <class T, int W>
+struct alignas(sizeof(T) * W) Pack {
+  T v[W];
+};
+
+// The largest element size among types: what sets W.
+template <class T, class... R>
+struct max_size {
+  static constexpr int value = (int)sizeof(T) > max_size<R...>::value ? (int)sizeof(T) : max_size<R...>::value;
+};
+template <class T>
+struct max_size<T> {
+  static constexpr int value = (int)sizeof(T);
+};
+
+// Vectorized walks have rank 1 to 3 (the host sends no other): the inner dim, walked in chunks,
+// and up to two outer dims, whose elements are the walk's rows. Row `row` is the outer index
+// (i0, i1) = (row / d1, row % d1) at rank 3, (0, row) at rank 2, (0, 0) at rank 1, and each
+// operand's row starts at offset + i0 * sa + i1 * sb with (sa, sb) its outer strides (0 where
+// the dim is absent). Fields are picked with constant indices so that the parameter structs are
+// never indexed at run time (that would copy them to local memory).
+#define RWO_VEC_MAX_RANK 3
+struct VecRows {
+  u32 per_row;  // chunks per row (rank > 1)
+  u32 d1;       // the middle dim at rank 3
+  u32 rank;
+  __device__ __forceinline__ VecRows(const Dims& d, int w)
+      : per_row((u32)((d.rank == 3 ? d.d[2] : d.rank == 2 ? d.d[1] : d.d[0]) / w)),
+        d1((u32)d.d[1]),
+        rank((u32)d.rank) {}
+  // Chunk `c` as the outer index (i0, i1) of its row and its first column.
+  __device__ __forceinline__ void locate(u32 c, u32& i0, u32& i1, u32& col, int w) const {
+    u32 row = rank > 1 ? c / per_row : 0u;
+    col = (c - row * per_row) * w;
+    i0 = rank == 3 ? row / d1 : 0u;
+    i1 = row - i0 * d1;
+  }
+};
+__device__ __forceinline__ u64 inner_stride(const View& v, const Dims& d) {
+  return d.rank == 3 ? v.s[2] : d.rank == 2 ? v.s[1] : v.s[0];
+}
+__device__ __forceinline__ u64 outer_a(const View& v, const Dims& d) { return d.rank == 3 ? v.s[0] : 0ull; }
+__device__ __forceinline__ u64 outer_b(const View& v, const Dims& d) {
+  return d.rank == 3 ? v.s[1] : d.rank == 2 ? v.s[0] : 0ull;
+}
+
+// One input of a vectorized walk: U chunks loaded whole (inner stride 1) or as one element
+// repeated (inner stride 0, a broadcast along the inner dim).
+template <class T, int W, int U>
+struct VecIn {
+  const T* p;  // the view's first element
+  u64 sa, sb;
+  bool bcast;
+  Pack<T, W> buf[U];
+  __device__ __forceinline__ VecIn(const T* p_, const View& v, const Dims& d)
+      : p(p_ + v.offset), sa(outer_a(v, d)), sb(outer_b(v, d)), bcast(inner_stride(v, d) == 0) {}
+  __device__ __forceinline__ void load(int k, u32 i0, u32 i1, u32 col) {
+    const T* q = p + (u64)i0 * sa + (u64)i1 * sb;
+    if (bcast) {
+      T x = *q;
+#pragma unroll
+      for (int w = 0; w < W; ++w) buf[k].v[w] = x;
+    } else {
+      buf[k] = *reinterpret_cast<const Pack<T, W>*>(q + col);
+    }
+  }
+  // Element `e` of a rank-1 walk (the tail past the last whole chunk).
+  __device__ __forceinline__ T at(u32 e) const { return p[bcast ? 0u : e]; }
+};
+
+// The output of a vectorized walk: contiguous from `p` (`v` null), or a view of inner stride 1.
+template <class T, int W>
+struct VecOut {
+  typedef T type;
+  T* p;
+  u64 sa, sb;
+  bool dense;
+  __device__ __forceinline__ VecOut(T* p_, const View* v, const Dims& d)
+      : p(v ? p_ + v->offset : p_), sa(v ? outer_a(*v, d) : 0), sb(v ? outer_b(*v, d) : 0), dense(!v) {}
+  __device__ __forceinline__ void store(u32 c, u32 i0, u32 i1, u32 col, const Pack<T, W>& r) const {
+    u64 at = dense ? (u64)c * W : (u64)i0 * sa + (u64)i1 * sb + col;
+    *reinterpret_cast<Pack<T, W>*>(p + at) = r;
+  }
+  __device__ __forceinline__ void store_at(u32 e, T x) const { p[e] = x; }
+};
+
+// out[i] = f(in[i]...) over the walk `d`, in chunks of W elements, U per thread (see above).
+// Rank 1 walks may end in a partial chunk, done element by element by the grid's first thread;
+// the host sends rank > 1 walks only when the inner dim is whole chunks.
+template <int W, int U, class Out, class F, class... In>
+__device__ __forceinline__ void vec_walk(const Dims& d, const Out& out, F f, In&&... in) {
+  const u32 n = (u32)d.n;
+  const u32 full = n / W;
+  const VecRows rows(d, W);
+  const u32 first = blockIdx.x * (blockDim.x * U) + threadIdx.x;
+#pragma unroll
+  for (int k = 0; k < U; ++k) {
+    u32 c = first + k * blockDim.x, i0, i1, col;
+    if (c < full) {
+      rows.locate(c, i0, i1, col, W);
+      (in.load(k, i0, i1, col), ...);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < U; ++k) {
+    u32 c = first + k * blockDim.x, i0, i1, col;
+    if (c < full) {
+      rows.locate(c, i0, i1, col, W);
+      Pack<typename Out::type, W> r;
+#pragma unroll
+      for (int w = 0; w < W; ++w) r.v[w] = f(in.buf[k].v[w]...);
+      out.store(c, i0, i1, col, r);
+    }
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    for (u32 e = full * W; e < n; ++e) out.store_at(e, f(in.at(e)...));
+  }
+}
+
+// An input operand as the kernels get it: storage and view.
+template <class T>
+struct Src {
+  const T* p;
+  const View& v;
+};
+
+// y[i] = f(x[i]...) for a contiguous output `y`, W and U set by the widest of Y and the inputs.
+template <class Y, class F, class... X>
+__device__ __forceinline__ void map_vec(const Dims& d, Y* y, F f, Src<X>... xs) {
+  constexpr int W = RWO_VEC_BYTES / max_size<Y, X...>::value;
+  constexpr int U = RWO_VEC_UNROLL;
+  vec_walk<W, U>(d, VecOut<Y, W>(y, nullptr, d), f, VecIn<X, W, U>(xs.p, xs.v, d)...);
+}
+
+// ---- tiled walks (the `_tiled` kernels) ----
+// A walk of rank 2 or 3 ([batch,] rows, cols) where some input is stored transposed to the
+// output (its stride along rows below its stride along cols): each block takes a 32x32 tile
+// of one batch with RWO_TILE x RWO_TILE_ROWS threads (`TILE_THREADS` in src/native/kernel.rs),
+// 8 elements per thread per input, all loaded before any is used. Such inputs are staged through
+// shared memory, read along their own contiguous dim; the others are read directly, and the
+// output is written along its rows, so every global access is coalesced.
+#define RWO_TILE 32
+#define RWO_TILE_ROWS 4
+
+// The tile of block `blockIdx.x` and what each operand needs: rows R, cols C, the batch's
+// element offset of the output, and per thread its column lane `tx` and row lane `ty`.
+struct Tile {
+  u32 rows, cols, r0, c0, tx, ty, batch;
+  __device__ __forceinline__ explicit Tile(const Dims& d) {
+    bool b3 = d.rank == 3;
+    rows = (u32)(b3 ? d.d[1] : d.d[0]);
+    cols = (u32)(b3 ? d.d[2] : d.d[1]);
+    u32 tc = (cols + RWO_TILE - 1) / RWO_TILE;
+    u32 per_batch = ((rows + RWO_TILE - 1) / RWO_TILE) * tc;
+    batch = blockIdx.x / per_batch;
+    u32 t = blockIdx.x - batch * per_batch;
+    r0 = (t / tc) * RWO_TILE;
+    c0 = (t - (t / tc) * tc) * RWO_TILE;
+    tx = threadIdx.x % RWO_TILE;
+    ty = threadIdx.x / RWO_TILE;
+  }
+  // Whether element (r0 + r, c0 + c) of the tile lies in the walk.
+  __device__ __forceinline__ bool in(u32 r, u32 c) const { return r0 + r < rows && c0 + c < cols; }
+  // Its index in a contiguous output.
+  __device__ __forceinline__ u64 out(u32 r, u32 c) const {
+    return ((u64)batch * rows + (r0 + r)) * cols + (c0 + c);
+  }
+};
+
+// One input of a tiled walk: the RWO_TILE / RWO_TILE_ROWS elements this thread uses, read
+// directly, or staged through `tile` (shared memory) when the input is stored transposed.
+template <class T>
+struct TileIn {
+  static constexpr int N = RWO_TILE / RWO_TILE_ROWS;
+  const T* p;
+  T (*tile)[RWO_TILE + 1];
+  u64 base, sr, sc;
+  bool staged;
+  T vals[N];
+  __device__ __forceinline__ TileIn(const T* p_, const View& v, const Dims& d, const Tile& t,
+                                    T (*tile_)[RWO_TILE + 1])
+      : p(p_), tile(tile_) {
+    bool b3 = d.rank == 3;
+    sr = b3 ? v.s[1] : v.s[0];
+    sc = b3 ? v.s[2] : v.s[1];
+    base = v.offset + (b3 ? (u64)t.batch * v.s[0] : 0ull);
+    staged = sc > 1 && sr < sc;
+  }
+  // Staged: the thread reads down a column of the tile (along the input's rows), `ty` picking
+  // the column; direct: along a row of it. All loads are issued before any value is used.
+  __device__ __forceinline__ void load(const Tile& t) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      u32 j = t.ty + i * RWO_TILE_ROWS;
+      u32 r = staged ? t.tx : j, c = staged ? j : t.tx;
+      if (t.in(r, c)) vals[i] = p[base + (u64)(t.r0 + r) * sr + (u64)(t.c0 + c) * sc];
+    }
+  }
+  __device__ __forceinline__ void stage(const Tile& t) {
+    if (!staged) return;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      u32 j = t.ty + i * RWO_TILE_ROWS;
+      if (t.in(t.tx, j)) tile[j][t.tx] = vals[i];
+    }
+  }
+  // After the block's barrier: `vals[i]` becomes element (r0 + ty + i * RWO_TILE_ROWS, c0 + tx)
+  // (values, not a select between a shared and a private address, which would keep `vals`
+  // in memory).
+  __device__ __forceinline__ void fetch(const Tile& t) {
+    if (!staged) return;
+#pragma unroll
+    for (int i = 0; i < N; ++i) vals[i] = tile[t.tx][t.ty + i * RWO_TILE_ROWS];
+  }
+};
+
+// y[i] = f(x[i]...) for a contiguous output `y` over a tiled walk; every thread of the block
+// reaches the barrier.
+template <class Y, class F, class... X>
+__device__ __forceinline__ void map_tiled(const Tile& t, Y* y, F f, TileIn<X>&&... in) {
+  (in.load(t), ...);
+  (in.stage(t), ...);
+  __syncthreads();
+  (in.fetch(t), ...);
+#pragma unroll
+  for (int i = 0; i < RWO_TILE / RWO_TILE_ROWS; ++i) {
+    u32 j = t.ty + i * RWO_TILE_ROWS;
+    if (t.in(j, t.tx)) y[t.out(j, t.tx)] = f(in.vals[i]...);
+  }
+}
+
 // bf16 <-> f32: round to nearest even; NaN stays a (quiet) NaN.
 __device__ __forceinline__ float bf16_to_f32(bf16 v) {
   return __uint_as_float(((u32)v.bits) << 16);

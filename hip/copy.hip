@@ -3,10 +3,29 @@
 // byte-uniform fills into memcpy/memset and splits launches past 2^32 elements.
 #include "common.h"
 
-// y[dst_offset + i] = x[element i of the view].
+template <class T>
+struct identity {
+  __device__ T operator()(T v) const { return v; }
+};
+
+// y[dst_offset + i] = x[element i of the view]: any view; inner stride 0 or 1 (`_vec`, see
+// common.h); stored transposed ([batch,] rows, cols with the rows' stride the smaller,
+// `_tiled`).
+template <class T>
+__device__ __forceinline__ void copy_tiled(const Dims& d, const View& xv, const T* x, T* y) {
+  __shared__ T tile[RWO_TILE][RWO_TILE + 1];
+  Tile t(d);
+  map_tiled(t, y, identity<T>(), TileIn<T>(x, xv, d, t, tile));
+}
 #define RWO_COPY_STRIDED(op, T)                                                            \
   RWO_KERNEL op##_##T(Dims d, View xv, const T* x, T* y, u64 dst_offset) {                 \
     for_each(d.n, [&](u32 i) { y[dst_offset + i] = x[at(xv, d, i)]; });                    \
+  }                                                                                        \
+  RWO_KERNEL op##_##T##_vec(Dims d, View xv, const T* x, T* y, u64 dst_offset) {           \
+    map_vec(d, y + dst_offset, identity<T>(), Src<T>{x, xv});                              \
+  }                                                                                        \
+  RWO_KERNEL op##_##T##_tiled(Dims d, View xv, const T* x, T* y, u64 dst_offset) {         \
+    copy_tiled(d, xv, x, y + dst_offset);                                                  \
   }
 
 // `rows` rows of `cols` elements from `x + src_offset` (row stride `src_stride`) to
@@ -22,11 +41,18 @@
     });                                                                                    \
   }
 
-// Every element of the view of `y` set to `value`.
+// Every element of the view of `y` set to `value`; `_vec` for views of inner stride 1 (whole
+// chunks stored, see common.h).
+template <class T>
+__device__ __forceinline__ void fill_vec(const Dims& d, const View& yv, T* y, T value) {
+  constexpr int W = RWO_VEC_BYTES / (int)sizeof(T);
+  vec_walk<W, RWO_VEC_UNROLL>(d, VecOut<T, W>(y, &yv, d), [=]() { return value; });
+}
 #define RWO_FILL(op, T)                                                                    \
   RWO_KERNEL op##_##T(Dims d, View yv, T* y, T value) {                                    \
     for_each(d.n, [&](u32 i) { y[at(yv, d, i)] = value; });                                \
-  }
+  }                                                                                        \
+  RWO_KERNEL op##_##T##_vec(Dims d, View yv, T* y, T value) { fill_vec(d, yv, y, value); }
 
 // y[i] = start + (base + i) * step: in f64 for floats (rounded once to the dtype), wrapping
 // in i64 for integers. `base` is where this launch starts in the whole range.

@@ -1,6 +1,9 @@
 // Elementwise ops (src/spec/elementwise.rs): unary maps, affine/powf/elu/clamp, broadcasting
 // binary ops, comparisons, where_cond and cast, over strided operands (see common.h).
 // Floats compute in f32 (f64 for f64) and round once; integers wrap.
+// Every op `K` has `K` (any strided walk, one element per thread per step) and `K_vec` (inner
+// strides 0 or 1, aligned: 16-byte chunks, see common.h); binary ops also have `K_tiled`
+// (an operand stored transposed to the output). All three compute the same per element.
 #include "common.h"
 
 // ---- unary maps: one functor per op, an overload per compute type it takes ----
@@ -66,8 +69,14 @@ __device__ __forceinline__ void unary(const Dims& d, const View& xv, const T* x,
   Op op;
   for_each(d.n, [&](u32 i) { y[i] = num<T>::store(op(num<T>::load(x[at(xv, d, i)]))); });
 }
-#define RWO_UNARY(op, T) \
-  RWO_KERNEL op##_##T(Dims d, View xv, const T* x, T* y) { unary<T, op##_op>(d, xv, x, y); }
+template <class T, class Op>
+__device__ __forceinline__ void unary_vec(const Dims& d, const View& xv, const T* x, T* y) {
+  Op op;
+  map_vec(d, y, [=](T v) { return num<T>::store(op(num<T>::load(v))); }, Src<T>{x, xv});
+}
+#define RWO_UNARY(op, T)                                                                       \
+  RWO_KERNEL op##_##T(Dims d, View xv, const T* x, T* y) { unary<T, op##_op>(d, xv, x, y); }   \
+  RWO_KERNEL op##_##T##_vec(Dims d, View xv, const T* x, T* y) { unary_vec<T, op##_op>(d, xv, x, y); }
 #define UNARY(op, ...) RWO_EACH(RWO_UNARY, op, __VA_ARGS__)
 
 UNARY(neg, i64, f16, bf16, f32, f64)
@@ -93,26 +102,63 @@ UNARY(sign, u8, u32, i64, f16, bf16, f32, f64)
 
 // ---- maps with scalars, passed in the compute type ----
 
+template <class C>
+struct affine_f {
+  C mul, add;
+  __device__ C operator()(C v) const { return v * mul + add; }
+};
+template <class C>
+struct powf_f {
+  C e;
+  __device__ C operator()(C v) const { return fpow(v, e); }
+};
+template <class C>
+struct elu_f {
+  C alpha;
+  __device__ C operator()(C v) const { return v >= 0 ? v : alpha * fexpm1(v); }
+};
+template <class C>
+struct clamp_f {
+  C lo, hi;
+  __device__ C operator()(C v) const { return v < lo ? lo : (v > hi ? hi : v); }
+};
+
 template <class T, class F>
 __device__ __forceinline__ void map_scalar(const Dims& d, const View& xv, const T* x, T* y, F f) {
   for_each(d.n, [&](u32 i) { y[i] = num<T>::store(f(num<T>::load(x[at(xv, d, i)]))); });
 }
+template <class T, class F>
+__device__ __forceinline__ void map_scalar_vec(const Dims& d, const View& xv, const T* x, T* y, F f) {
+  map_vec(d, y, [=](T v) { return num<T>::store(f(num<T>::load(v))); }, Src<T>{x, xv});
+}
 
-#define RWO_AFFINE(op, T)                                                                   \
-  RWO_KERNEL op##_##T(Dims d, View xv, const T* x, T* y, num<T>::C mul, num<T>::C add) {    \
-    map_scalar(d, xv, x, y, [=](num<T>::C v) { return v * mul + add; });                    \
+#define RWO_AFFINE(op, T)                                                                      \
+  RWO_KERNEL op##_##T(Dims d, View xv, const T* x, T* y, num<T>::C mul, num<T>::C add) {       \
+    map_scalar(d, xv, x, y, affine_f<num<T>::C>{mul, add});                                    \
+  }                                                                                            \
+  RWO_KERNEL op##_##T##_vec(Dims d, View xv, const T* x, T* y, num<T>::C mul, num<T>::C add) { \
+    map_scalar_vec(d, xv, x, y, affine_f<num<T>::C>{mul, add});                                \
   }
-#define RWO_POWF(op, T)                                                                     \
-  RWO_KERNEL op##_##T(Dims d, View xv, const T* x, T* y, num<T>::C e) {                     \
-    map_scalar(d, xv, x, y, [=](num<T>::C v) { return fpow(v, e); });                        \
+#define RWO_POWF(op, T)                                                                        \
+  RWO_KERNEL op##_##T(Dims d, View xv, const T* x, T* y, num<T>::C e) {                        \
+    map_scalar(d, xv, x, y, powf_f<num<T>::C>{e});                                             \
+  }                                                                                            \
+  RWO_KERNEL op##_##T##_vec(Dims d, View xv, const T* x, T* y, num<T>::C e) {                  \
+    map_scalar_vec(d, xv, x, y, powf_f<num<T>::C>{e});                                         \
   }
-#define RWO_ELU(op, T)                                                                      \
-  RWO_KERNEL op##_##T(Dims d, View xv, const T* x, T* y, num<T>::C alpha) {                 \
-    map_scalar(d, xv, x, y, [=](num<T>::C v) { return v >= 0 ? v : alpha * fexpm1(v); });    \
+#define RWO_ELU(op, T)                                                                         \
+  RWO_KERNEL op##_##T(Dims d, View xv, const T* x, T* y, num<T>::C alpha) {                    \
+    map_scalar(d, xv, x, y, elu_f<num<T>::C>{alpha});                                          \
+  }                                                                                            \
+  RWO_KERNEL op##_##T##_vec(Dims d, View xv, const T* x, T* y, num<T>::C alpha) {              \
+    map_scalar_vec(d, xv, x, y, elu_f<num<T>::C>{alpha});                                      \
   }
-#define RWO_CLAMP(op, T)                                                                    \
-  RWO_KERNEL op##_##T(Dims d, View xv, const T* x, T* y, num<T>::C lo, num<T>::C hi) {      \
-    map_scalar(d, xv, x, y, [=](num<T>::C v) { return v < lo ? lo : (v > hi ? hi : v); });  \
+#define RWO_CLAMP(op, T)                                                                       \
+  RWO_KERNEL op##_##T(Dims d, View xv, const T* x, T* y, num<T>::C lo, num<T>::C hi) {         \
+    map_scalar(d, xv, x, y, clamp_f<num<T>::C>{lo, hi});                                       \
+  }                                                                                            \
+  RWO_KERNEL op##_##T##_vec(Dims d, View xv, const T* x, T* y, num<T>::C lo, num<T>::C hi) {   \
+    map_scalar_vec(d, xv, x, y, clamp_f<num<T>::C>{lo, hi});                                   \
   }
 #define AFFINE(op, ...) RWO_EACH(RWO_AFFINE, op, __VA_ARGS__)
 #define POWF(op, ...) RWO_EACH(RWO_POWF, op, __VA_ARGS__)
@@ -161,17 +207,40 @@ struct minimum_op {
   __device__ C operator()(C a, C b) const { return is_nan(a) ? a : (is_nan(b) ? b : (a <= b ? a : b)); }
 };
 
+// One binary op on stored values: load, compute, round once.
+template <class T, class Op>
+struct stored_op {
+  __device__ T operator()(T a, T b) const { return num<T>::store(Op()(num<T>::load(a), num<T>::load(b))); }
+};
+
 template <class T, class Op>
 __device__ __forceinline__ void binary(const Dims& d, const View& av, const View& bv, const T* a, const T* b,
                                        T* y) {
-  Op op;
-  for_each(d.n, [&](u32 i) {
-    y[i] = num<T>::store(op(num<T>::load(a[at(av, d, i)]), num<T>::load(b[at(bv, d, i)])));
-  });
+  stored_op<T, Op> f;
+  for_each(d.n, [&](u32 i) { y[i] = f(a[at(av, d, i)], b[at(bv, d, i)]); });
+}
+template <class T, class Op>
+__device__ __forceinline__ void binary_vec(const Dims& d, const View& av, const View& bv, const T* a,
+                                           const T* b, T* y) {
+  map_vec(d, y, stored_op<T, Op>(), Src<T>{a, av}, Src<T>{b, bv});
+}
+template <class T, class Op>
+__device__ __forceinline__ void binary_tiled(const Dims& d, const View& av, const View& bv, const T* a,
+                                             const T* b, T* y) {
+  __shared__ T ta[RWO_TILE][RWO_TILE + 1];
+  __shared__ T tb[RWO_TILE][RWO_TILE + 1];
+  Tile t(d);
+  map_tiled(t, y, stored_op<T, Op>(), TileIn<T>(a, av, d, t, ta), TileIn<T>(b, bv, d, t, tb));
 }
 #define RWO_BINARY(op, T)                                                                  \
   RWO_KERNEL op##_##T(Dims d, View av, View bv, const T* a, const T* b, T* y) {            \
     binary<T, op##_op>(d, av, bv, a, b, y);                                                \
+  }                                                                                        \
+  RWO_KERNEL op##_##T##_vec(Dims d, View av, View bv, const T* a, const T* b, T* y) {      \
+    binary_vec<T, op##_op>(d, av, bv, a, b, y);                                            \
+  }                                                                                        \
+  RWO_KERNEL op##_##T##_tiled(Dims d, View av, View bv, const T* a, const T* b, T* y) {    \
+    binary_tiled<T, op##_op>(d, av, bv, a, b, y);                                          \
   }
 #define BINARY(op, ...) RWO_EACH(RWO_BINARY, op, __VA_ARGS__)
 
@@ -209,16 +278,22 @@ struct ge_op {
 };
 
 template <class T, class Op>
+struct compare_op {
+  __device__ u8 operator()(T a, T b) const { return Op()(num<T>::load(a), num<T>::load(b)) ? (u8)1 : (u8)0; }
+};
+
+template <class T, class Op>
 __device__ __forceinline__ void compare(const Dims& d, const View& av, const View& bv, const T* a, const T* b,
                                         u8* y) {
-  Op op;
-  for_each(d.n, [&](u32 i) {
-    y[i] = op(num<T>::load(a[at(av, d, i)]), num<T>::load(b[at(bv, d, i)])) ? (u8)1 : (u8)0;
-  });
+  compare_op<T, Op> f;
+  for_each(d.n, [&](u32 i) { y[i] = f(a[at(av, d, i)], b[at(bv, d, i)]); });
 }
 #define RWO_CMP(op, T)                                                                     \
   RWO_KERNEL op##_##T(Dims d, View av, View bv, const T* a, const T* b, u8* y) {           \
     compare<T, op##_op>(d, av, bv, a, b, y);                                               \
+  }                                                                                        \
+  RWO_KERNEL op##_##T##_vec(Dims d, View av, View bv, const T* a, const T* b, u8* y) {     \
+    map_vec(d, y, compare_op<T, op##_op>(), Src<T>{a, av}, Src<T>{b, bv});                 \
   }
 #define CMP(op, ...) RWO_EACH(RWO_CMP, op, __VA_ARGS__)
 
@@ -236,10 +311,19 @@ __device__ __forceinline__ void pick(const Dims& d, const View& cv, const View& 
                                        const T* t, const T* f, T* y) {
   for_each(d.n, [&](u32 i) { y[i] = c[at(cv, d, i)] != 0 ? t[at(tv, d, i)] : f[at(fv, d, i)]; });
 }
+template <class T, class TC>
+__device__ __forceinline__ void pick_vec(const Dims& d, const View& cv, const View& tv, const View& fv,
+                                         const TC* c, const T* t, const T* f, T* y) {
+  map_vec(d, y, [](TC k, T a, T b) { return k != 0 ? a : b; }, Src<TC>{c, cv}, Src<T>{t, tv}, Src<T>{f, fv});
+}
 #define RWO_WHERE(T, TC)                                                                         \
   RWO_KERNEL where_cond_##T##_##TC(Dims d, View cv, View tv, View fv, const TC* c, const T* t,   \
                                    const T* f, T* y) {                                           \
-    pick(d, cv, tv, fv, c, t, f, y);                                                           \
+    pick(d, cv, tv, fv, c, t, f, y);                                                             \
+  }                                                                                              \
+  RWO_KERNEL where_cond_##T##_##TC##_vec(Dims d, View cv, View tv, View fv, const TC* c,         \
+                                         const T* t, const T* f, T* y) {                         \
+    pick_vec(d, cv, tv, fv, c, t, f, y);                                                         \
   }
 #define WHERE(T, ...) RWO_EACH(RWO_WHERE, T, __VA_ARGS__)
 
@@ -255,7 +339,10 @@ WHERE(f64, u8, u32, i64)
 
 #define RWO_CAST(From, To)                                                                       \
   RWO_KERNEL cast_##From##_##To(Dims d, View xv, const From* x, To* y) {                         \
-    for_each(d.n, [&](u32 i) { y[i] = conv<To>::from(wide(x[at(xv, d, i)])); });               \
+    for_each(d.n, [&](u32 i) { y[i] = conv<To>::from(wide(x[at(xv, d, i)])); });                 \
+  }                                                                                              \
+  RWO_KERNEL cast_##From##_##To##_vec(Dims d, View xv, const From* x, To* y) {                   \
+    map_vec(d, y, [](From v) { return conv<To>::from(wide(v)); }, Src<From>{x, xv});             \
   }
 #define CAST(From, ...) RWO_EACH(RWO_CAST, From, __VA_ARGS__)
 

@@ -1,6 +1,8 @@
 //! Copies, fills and arange on the native backend (`hip/copy.hip`). Contiguous copies become
-//! device memcpys and byte-uniform contiguous fills memsets; the rest are kernels.
+//! device memcpys and byte-uniform contiguous fills memsets; the rest are kernels, taking their
+//! `_vec` (16-byte chunks) or `_tiled` (transposed source) variants where the layout allows.
 
+use super::elementwise::Output;
 use super::kernel::{Arg, Args, MAX_ELEMS};
 use super::{NativeBackend, NativeStorage, Runtime};
 use crate::backend::CopyOps;
@@ -40,10 +42,12 @@ impl<R: Runtime> CopyOps for NativeBackend<R> {
         }
         let name = kernel_name(CopyOp::CopyStrided.name(), src.dtype);
         let (x, y) = (src.ptr, dst.ptr);
-        // SAFETY: copy_strided_T(Dims, View, const T* x, T* y, u64 dst_offset) gets its
-        // parameters in order; each part writes `dst[dst_offset + first ..][.. n]`, inside `dst`.
+        let out = Output::Dense(dst.at(dst_offset), dst.dtype);
+        // SAFETY: copy_strided_T(Dims, View, const T* x, T* y, u64 dst_offset) and its variants
+        // get their parameters in order; each part writes `dst[dst_offset + first ..][.. n]`,
+        // inside `dst`.
         unsafe {
-            self.strided(Family::Copy, &name, sl.dims(), &[sl], |part, args| {
+            self.walk(Family::Copy, &name, &[(sl, x, src.dtype)], out, true, |part, args| {
                 args.ptr(x).ptr(y).u64((dst_offset as u64) + part.first);
             })
         }
@@ -89,10 +93,10 @@ impl<R: Runtime> CopyOps for NativeBackend<R> {
         }
         let name = kernel_name(CopyOp::Fill.name(), dtype);
         let (y, v) = (dst.ptr, Arg::element(dtype, value));
-        // SAFETY: fill_T(Dims, View, T* y, T value) in order, the value stored as a T; the view
-        // lies inside `dst`.
+        // SAFETY: fill_T(Dims, View, T* y, T value) and fill_T_vec in order, the value stored as
+        // a T; the view lies inside `dst`.
         unsafe {
-            self.strided(Family::Copy, &name, l.dims(), &[l], |_, args| {
+            self.walk(Family::Copy, &name, &[(l, y, dtype)], Output::Operand, false, |_, args| {
                 args.ptr(y).arg(v);
             })
         }

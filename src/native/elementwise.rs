@@ -1,8 +1,10 @@
 //! Elementwise ops on the native backend (`hip/elementwise.hip`): every op is one strided map
 //! kernel named by the spec (`exp_f32`, `cast_f16_i64`, `where_cond_f32_u8`), over inputs of
 //! one shape (broadcast already applied through stride-0 dims) into a new contiguous output.
+//! Each launch takes the op's fastest kernel its layouts allow (see [`NativeBackend::walk`]).
 
-use super::kernel::Arg;
+use super::kernel::{self, Arg, Args, BLOCK, Part, Path, TILE_THREADS};
+use super::runtime::DevicePtr;
 use super::{NativeBackend, NativeStorage, Runtime};
 use crate::backend::ElementwiseOps;
 use crate::spec::elementwise::{BinaryOp, CmpOp, ElementwiseOp, UnaryOp, cast_kernel_name};
@@ -14,20 +16,80 @@ pub fn where_kernel_name(dtype: DType, cond: DType) -> String {
     format!("{}_{cond}", kernel_name(ElementwiseOp::WhereCond.name(), dtype))
 }
 
+/// Where a walk's output goes, for choosing its kernel.
+#[derive(Clone, Copy)]
+pub(crate) enum Output {
+    /// Contiguous from element 0 of the walk at this address, elements of this dtype.
+    Dense(DevicePtr, DType),
+    /// Through the view of the (only) operand, as fill writes.
+    Operand,
+}
+
 impl<R: Runtime> NativeBackend<R> {
+    /// Launches kernel `name` of `family` once per part of the walk through `operands` (layout,
+    /// storage address, dtype; one shape), as [`NativeBackend::strided`] does, but
+    /// each part as the fastest variant its layouts allow: `{name}_vec` where every operand
+    /// moves in aligned 16-byte chunks, `{name}_tiled` (if `tiled`: the op has one) where an
+    /// input is stored transposed to the walk, else `{name}`. The variants share parameters.
+    ///
+    /// # Safety
+    /// As [`NativeBackend::strided`], for `{name}` and each variant.
+    pub(crate) unsafe fn walk(
+        &self,
+        family: Family,
+        name: &str,
+        operands: &[(&Layout, DevicePtr, DType)],
+        out: Output,
+        tiled: bool,
+        mut tail: impl FnMut(&Part, &mut Args),
+    ) -> Result<()> {
+        let strided: Vec<kernel::Strided> = operands.iter().map(|o| (o.0.strides(), o.0.offset())).collect();
+        let addrs: Vec<(u64, usize)> = operands.iter().map(|o| (o.1.0, o.2.size_in_bytes())).collect();
+        for part in kernel::plan(operands[0].0.dims(), &strided) {
+            let dense = match out {
+                Output::Dense(p, dt) => Some((p.0 + part.first * dt.size_in_bytes() as u64, dt.size_in_bytes())),
+                Output::Operand => None,
+            };
+            let path = kernel::vec_path(&part, &addrs, dense)
+                .or_else(|| if tiled && dense.is_some() { kernel::tiled_path(&part) } else { None })
+                .unwrap_or(Path::Strided);
+            let mut args = Args::default();
+            args.pod(&part.dims);
+            for v in &part.views {
+                args.pod(v);
+            }
+            tail(&part, &mut args);
+            let variant = format!("{name}{}", path.suffix());
+            // SAFETY: the caller's contract, for each part of the walk; the variants take the
+            // parameters of `{name}`, `_vec` covers the part with `blocks` blocks of BLOCK threads
+            // and `_tiled` with `blocks` tiles of TILE_THREADS.
+            unsafe {
+                match path {
+                    Path::Strided => self.launch(family, name, part.dims.n, &mut args)?,
+                    Path::Vec { blocks } => self.launch_grid(family, &variant, [blocks, 1, 1], BLOCK, &mut args)?,
+                    Path::Tiled { blocks } => {
+                        self.launch_grid(family, &variant, [blocks, 1, 1], TILE_THREADS, &mut args)?
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// `y[i] = kernel(inputs[..][i], scalars)` for every element of the inputs' shape, into a
-    /// new contiguous storage of `out`.
+    /// new contiguous storage of `out`; `tiled`: the kernel has a `_tiled` variant.
     fn map(
         &self,
         name: &str,
         inputs: &[(&NativeStorage<R>, &Layout)],
         out: DType,
         scalars: &[Arg],
+        tiled: bool,
     ) -> Result<NativeStorage<R>> {
         let shape = inputs[0].1.dims();
         let y = self.storage(out, shape.iter().product())?;
-        let layouts: Vec<&Layout> = inputs.iter().map(|i| i.1).collect();
-        let tail = |part: &super::Part, args: &mut super::Args| {
+        let operands: Vec<(&Layout, DevicePtr, DType)> = inputs.iter().map(|(s, l)| (*l, s.ptr, s.dtype)).collect();
+        let tail = |part: &Part, args: &mut Args| {
             for (s, _) in inputs {
                 args.ptr(s.ptr);
             }
@@ -36,23 +98,23 @@ impl<R: Runtime> NativeBackend<R> {
                 args.arg(a);
             }
         };
-        // SAFETY: every elementwise kernel takes (Dims, one View per input, the input pointers,
-        // the output pointer, the scalars in the compute type), which is what `tail` appends
-        // after the views. The spec keeps each layout inside its storage, and each part writes
-        // its own `n` elements of `y` from `first` on.
-        unsafe { self.strided(Family::Elementwise, name, shape, &layouts, tail)? };
+        // SAFETY: every elementwise kernel and its variants take (Dims, one View per input, the
+        // input pointers, the output pointer, the scalars in the compute type), which is what
+        // `tail` appends after the views. The spec keeps each layout inside its storage, and
+        // each part writes its own `n` elements of `y` from `first` on.
+        unsafe { self.walk(Family::Elementwise, name, &operands, Output::Dense(y.ptr, out), tiled, tail)? };
         Ok(y)
     }
 
     fn scalar_map(&self, op: ElementwiseOp, x: &NativeStorage<R>, l: &Layout, v: &[f64]) -> Result<NativeStorage<R>> {
         let args: Vec<Arg> = v.iter().map(|&p| Arg::compute(x.dtype, Scalar::F64(p))).collect();
-        self.map(&kernel_name(op.name(), x.dtype), &[(x, l)], x.dtype, &args)
+        self.map(&kernel_name(op.name(), x.dtype), &[(x, l)], x.dtype, &args, false)
     }
 }
 
 impl<R: Runtime> ElementwiseOps for NativeBackend<R> {
     fn unary(&self, x: &NativeStorage<R>, l: &Layout, op: UnaryOp) -> Result<NativeStorage<R>> {
-        self.map(&kernel_name(op.name(), x.dtype), &[(x, l)], x.dtype, &[])
+        self.map(&kernel_name(op.name(), x.dtype), &[(x, l)], x.dtype, &[], false)
     }
 
     fn affine(&self, x: &NativeStorage<R>, l: &Layout, mul: f64, add: f64) -> Result<NativeStorage<R>> {
@@ -69,7 +131,7 @@ impl<R: Runtime> ElementwiseOps for NativeBackend<R> {
 
     fn clamp(&self, x: &NativeStorage<R>, l: &Layout, min: Scalar, max: Scalar) -> Result<NativeStorage<R>> {
         let args = [Arg::compute(x.dtype, min), Arg::compute(x.dtype, max)];
-        self.map(&kernel_name(ElementwiseOp::Clamp.name(), x.dtype), &[(x, l)], x.dtype, &args)
+        self.map(&kernel_name(ElementwiseOp::Clamp.name(), x.dtype), &[(x, l)], x.dtype, &args, false)
     }
 
     fn binary(
@@ -80,7 +142,7 @@ impl<R: Runtime> ElementwiseOps for NativeBackend<R> {
         rl: &Layout,
         op: BinaryOp,
     ) -> Result<NativeStorage<R>> {
-        self.map(&kernel_name(op.name(), lhs.dtype), &[(lhs, ll), (rhs, rl)], lhs.dtype, &[])
+        self.map(&kernel_name(op.name(), lhs.dtype), &[(lhs, ll), (rhs, rl)], lhs.dtype, &[], true)
     }
 
     fn cmp(
@@ -91,7 +153,7 @@ impl<R: Runtime> ElementwiseOps for NativeBackend<R> {
         rl: &Layout,
         op: CmpOp,
     ) -> Result<NativeStorage<R>> {
-        self.map(&kernel_name(op.name(), lhs.dtype), &[(lhs, ll), (rhs, rl)], DType::U8, &[])
+        self.map(&kernel_name(op.name(), lhs.dtype), &[(lhs, ll), (rhs, rl)], DType::U8, &[], false)
     }
 
     fn where_cond(
@@ -104,10 +166,10 @@ impl<R: Runtime> ElementwiseOps for NativeBackend<R> {
         fl: &Layout,
     ) -> Result<NativeStorage<R>> {
         let name = where_kernel_name(on_true.dtype, cond.dtype);
-        self.map(&name, &[(cond, cl), (on_true, tl), (on_false, fl)], on_true.dtype, &[])
+        self.map(&name, &[(cond, cl), (on_true, tl), (on_false, fl)], on_true.dtype, &[], false)
     }
 
     fn cast(&self, x: &NativeStorage<R>, l: &Layout, to: DType) -> Result<NativeStorage<R>> {
-        self.map(&cast_kernel_name(x.dtype, to), &[(x, l)], to, &[])
+        self.map(&cast_kernel_name(x.dtype, to), &[(x, l)], to, &[], false)
     }
 }

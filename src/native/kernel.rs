@@ -228,6 +228,98 @@ pub(crate) fn grid(n: u64, multiprocessors: u32) -> ([u32; 3], [u32; 3]) {
     ([blocks as u32, 1, 1], [BLOCK, 1, 1])
 }
 
+/// Bytes of the widest operand in one chunk of a `_vec` kernel (`RWO_VEC_BYTES`).
+pub(crate) const VEC_BYTES: u64 = 16;
+/// Chunks each thread of a `_vec` kernel takes (`RWO_VEC_UNROLL`).
+pub(crate) const VEC_UNROLL: u64 = 2;
+/// The largest rank a `_vec` kernel walks (`RWO_VEC_MAX_RANK`).
+pub(crate) const VEC_MAX_RANK: u64 = 3;
+/// The side of a `_tiled` kernel's square tile (`RWO_TILE`).
+pub(crate) const TILE: u64 = 32;
+/// Threads of a `_tiled` block (`RWO_TILE * RWO_TILE_ROWS`).
+pub(crate) const TILE_THREADS: u32 = 128;
+/// Rows and columns a walk needs at least for tiles to pay.
+const TILE_MIN: u64 = 16;
+
+/// Which kernel of an op runs one part of a walk (`hip/common.h`): `{name}` (any strides,
+/// grid-stride), `{name}_vec` (16-byte chunks) or `{name}_tiled` (transposed inputs through
+/// shared memory), with the block count the last two need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Path {
+    Strided,
+    Vec { blocks: u32 },
+    Tiled { blocks: u32 },
+}
+
+impl Path {
+    /// The kernel name's suffix.
+    pub(crate) fn suffix(self) -> &'static str {
+        match self {
+            Path::Strided => "",
+            Path::Vec { .. } => "_vec",
+            Path::Tiled { .. } => "_tiled",
+        }
+    }
+}
+
+/// The `_vec` launch of `part`, if it allows one. `views` gives, for each view of the part in
+/// order, the device address of its storage's element 0 and its element size; `dense` the
+/// address of the contiguous output's first element of this part and its element size (`None`:
+/// the views are written, as by fill). Needs rank 1 to [`VEC_MAX_RANK`]; every view of inner
+/// stride 1, or 0 where read (a broadcast along the inner dim); at rank > 1 an inner dim of
+/// whole chunks; and every chunk aligned to its size: views of inner stride 1 start aligned and
+/// keep outer strides that are multiples of the chunk.
+pub(crate) fn vec_path(part: &Part, views: &[(u64, usize)], dense: Option<(u64, usize)>) -> Option<Path> {
+    let rank = part.dims.rank as usize;
+    if rank == 0 || rank as u64 > VEC_MAX_RANK {
+        return None;
+    }
+    let widest = views.iter().chain(&dense).map(|v| v.1).max()?;
+    let w = VEC_BYTES / widest as u64;
+    if rank > 1 && part.dims.d[rank - 1] % w != 0 {
+        return None;
+    }
+    for (v, &(addr, size)) in part.views.iter().zip(views) {
+        match v.s[rank - 1] {
+            0 if dense.is_some() => continue,
+            1 => {}
+            _ => return None,
+        }
+        let chunk = w * size as u64;
+        if (addr + v.offset * size as u64) % chunk != 0 || v.s[..rank - 1].iter().any(|s| s % w != 0) {
+            return None;
+        }
+    }
+    if dense.is_some_and(|(addr, size)| addr % (w * size as u64) != 0) {
+        return None;
+    }
+    let chunks = part.dims.n / w;
+    let blocks = chunks.div_ceil(u64::from(BLOCK) * VEC_UNROLL).max(1);
+    Some(Path::Vec { blocks: u32::try_from(blocks).ok()? })
+}
+
+/// Whether a `_tiled` kernel stages a view of row stride `sr` and column stride `sc` through
+/// shared memory (`TileIn::staged` in `hip/common.h`): its rows are the denser dim.
+fn staged(sr: u64, sc: u64) -> bool {
+    sc > 1 && sr < sc
+}
+
+/// The `_tiled` launch of `part`, if it has rank 2 or 3 (`[batch,] rows, cols`), at least
+/// [`TILE_MIN`] rows and columns, and a view stored transposed to the walk.
+pub(crate) fn tiled_path(part: &Part) -> Option<Path> {
+    let rank = part.dims.rank as usize;
+    if !(2..=3).contains(&rank) {
+        return None;
+    }
+    let (rows, cols) = (part.dims.d[rank - 2], part.dims.d[rank - 1]);
+    if rows < TILE_MIN || cols < TILE_MIN || !part.views.iter().any(|v| staged(v.s[rank - 2], v.s[rank - 1])) {
+        return None;
+    }
+    let batch = if rank == 3 { part.dims.d[0] } else { 1 };
+    let blocks = batch * rows.div_ceil(TILE) * cols.div_ceil(TILE);
+    Some(Path::Tiled { blocks: u32::try_from(blocks).ok()? })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,6 +378,72 @@ mod tests {
     #[test]
     fn the_hip_header_agrees_on_the_rank_limit() {
         assert!(super::super::HIP_COMMON.contains(&format!("#define RWO_MAX_DIMS {MAX_DIMS}\n")));
+    }
+
+    #[test]
+    fn the_hip_header_agrees_on_chunks_and_tiles() {
+        let h = super::super::HIP_COMMON;
+        for (name, v) in [
+            ("RWO_VEC_BYTES", VEC_BYTES),
+            ("RWO_VEC_UNROLL", VEC_UNROLL),
+            ("RWO_VEC_MAX_RANK", VEC_MAX_RANK),
+            ("RWO_TILE", TILE),
+            ("RWO_TILE_ROWS", u64::from(TILE_THREADS) / TILE),
+        ] {
+            assert!(h.contains(&format!("#define {name} {v}\n")), "{name} is not {v} in common.h");
+        }
+    }
+
+    fn one(shape: &[usize], operands: &[Strided]) -> Part {
+        let parts = plan(shape, operands);
+        assert_eq!(parts.len(), 1);
+        parts[0].clone()
+    }
+
+    #[test]
+    fn vec_launches_need_inner_strides_0_or_1_and_aligned_chunks() {
+        let (c, at) = ([1usize], 0x1000u64);
+        let flat = one(&[1000], &[(&c, 0), (&c, 8)]);
+        // f32: 4 per chunk, 250 chunks, 512 chunks per block.
+        assert_eq!(vec_path(&flat, &[(at, 4), (at, 4)], Some((at, 4))), Some(Path::Vec { blocks: 1 }));
+        assert_eq!(vec_path(&flat, &[(at, 4), (at + 4, 4)], Some((at, 4))), None);
+        assert_eq!(vec_path(&flat, &[(at, 4), (at, 4)], Some((at + 8, 4))), None);
+        // 2-byte inputs, 8-byte output: chunks of 2; the second input's offset 8 stays aligned.
+        assert!(vec_path(&flat, &[(at, 2), (at, 2)], Some((at, 8))).is_some());
+        let big = one(&[1 << 20], &[(&c, 0)]);
+        assert_eq!(vec_path(&big, &[(at, 1)], Some((at, 1))), Some(Path::Vec { blocks: 128 }));
+        // A row vector and a column broadcast over [6, 8] (rows of 8: whole f32 chunks); rows
+        // of 6 are not whole chunks.
+        let (x, row, col) = ([8usize, 1], [0usize, 1], [1usize, 0]);
+        let p = one(&[6, 8], &[(&x, 0), (&row, 0), (&col, 3)]);
+        assert!(vec_path(&p, &[(at, 4); 3], Some((at, 4))).is_some());
+        let p = one(&[8, 6], &[(&[6, 1], 0), (&row, 0)]);
+        assert_eq!(vec_path(&p, &[(at, 4); 2], Some((at, 4))), None);
+        // Row strides must keep chunks aligned; inner strides past 1 never vectorize.
+        let p = one(&[4, 8], &[(&[9, 1], 0)]);
+        assert_eq!(vec_path(&p, &[(at, 4)], Some((at, 4))), None);
+        let p = one(&[4, 8], &[(&[12, 1], 4)]);
+        assert!(vec_path(&p, &[(at, 4)], Some((at, 4))).is_some());
+        let p = one(&[4, 8], &[(&[1, 4], 0)]);
+        assert_eq!(vec_path(&p, &[(at, 4)], Some((at, 4))), None);
+        // Written views (fill) need inner stride 1; rank past VEC_MAX_RANK is left strided.
+        let p = one(&[4, 8], &[(&[1, 0], 0)]);
+        assert_eq!(vec_path(&p, &[(at, 4)], None), None);
+        assert!(vec_path(&p, &[(at, 4)], Some((at, 4))).is_some());
+        let p = one(&[2, 2, 2, 8], &[(&[100, 40, 16, 1], 0)]);
+        assert_eq!(vec_path(&p, &[(at, 4)], Some((at, 4))), None);
+        assert_eq!(vec_path(&one(&[], &[(&[], 0)]), &[(at, 4)], Some((at, 4))), None);
+    }
+
+    #[test]
+    fn tiled_launches_need_a_transposed_view_and_room_for_tiles() {
+        let t = one(&[64, 40], &[(&[1, 64], 0), (&[40, 1], 0)]);
+        assert_eq!(tiled_path(&t), Some(Path::Tiled { blocks: 4 }));
+        let b = one(&[3, 64, 40], &[(&[2560, 1, 64], 0)]);
+        assert_eq!(tiled_path(&b), Some(Path::Tiled { blocks: 12 }));
+        assert_eq!(tiled_path(&one(&[64, 40], &[(&[40, 1], 0), (&[0, 1], 0)])), None);
+        assert_eq!(tiled_path(&one(&[8, 40], &[(&[1, 8], 0)])), None);
+        assert_eq!(tiled_path(&one(&[4, 8, 40], &[(&[1, 4, 32], 0)])), None);
     }
 
     #[test]

@@ -6,13 +6,45 @@ use rocm_wgpu_ops::DType;
 use rocm_wgpu_ops::native::{HIP_SOURCES, where_kernel_name};
 use rocm_wgpu_ops::spec::elementwise::cast_kernel_name;
 use rocm_wgpu_ops::spec::{self, Family};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+
+/// The name suffixes of the kernels each instantiation macro of a HIP source defines per
+/// instance: `#define NAME(op, ...) RWO_EACH(RWO_BODY, op, __VA_ARGS__)` instantiates
+/// `RWO_BODY`, whose `RWO_KERNEL op##_##T##_vec(` makes the suffix `_vec` (and
+/// `RWO_KERNEL op##_##T(` none). Macros without such lines make the one unsuffixed name.
+fn variants(source: &str) -> HashMap<String, Vec<String>> {
+    let mut bodies: HashMap<String, Vec<String>> = HashMap::new();
+    let mut uses = vec![];
+    let mut current: Option<String> = None;
+    for line in source.lines() {
+        if let Some(rest) = line.strip_prefix("#define ") {
+            let (name, def) = rest.split_once('(').unwrap_or((rest, ""));
+            if let Some(body) = def.split_once("RWO_EACH(").and_then(|(_, b)| b.split_once(',')) {
+                uses.push((name.to_string(), body.0.trim().to_string()));
+            }
+            current = Some(name.to_string());
+        }
+        if let Some(m) = &current {
+            for piece in line.split("RWO_KERNEL ").skip(1) {
+                let kernel = piece.split('(').next().unwrap_or_default();
+                let last = kernel.rsplit("##").next().unwrap_or_default();
+                let suffix = if kernel.contains("##") && last.len() > 1 && last.starts_with('_') { last } else { "" };
+                bodies.entry(m.clone()).or_default().push(suffix.to_string());
+            }
+            if !line.trim_end().ends_with('\\') {
+                current = None;
+            }
+        }
+    }
+    uses.into_iter().map(|(name, body)| (name, bodies.remove(&body).unwrap_or_else(|| vec![String::new()]))).collect()
+}
 
 /// The entry points the instantiation lines of a HIP source make. A line `NAME(a, b, c...)` at
-/// the start of a line (an instantiation macro of the file) makes `a_b`, `a_c`, ...; two make
-/// longer names: `CAST(from, to...)` makes `cast_{from}_{to}` and `WHERE(dtype, cond...)` makes
-/// `where_cond_{dtype}_{cond}`.
+/// the start of a line (an instantiation macro of the file) makes `a_b`, `a_c`, ... (each with
+/// every suffix of [`variants`]); two make longer names: `CAST(from, to...)` makes
+/// `cast_{from}_{to}` and `WHERE(dtype, cond...)` makes `where_cond_{dtype}_{cond}`.
 fn entry_points(source: &str) -> Vec<String> {
+    let suffixes = variants(source);
     let mut names = vec![];
     for line in source.lines() {
         let Some((mac, rest)) = line.split_once('(') else { continue };
@@ -27,7 +59,10 @@ fn entry_points(source: &str) -> Vec<String> {
             "WHERE" => format!("where_cond_{}", args[0]),
             _ => args[0].to_string(),
         };
-        names.extend(args[1..].iter().map(|a| format!("{stem}_{a}")));
+        let none = vec![String::new()];
+        for a in &args[1..] {
+            names.extend(suffixes.get(mac).unwrap_or(&none).iter().map(|s| format!("{stem}_{a}{s}")));
+        }
     }
     names
 }
@@ -60,6 +95,41 @@ fn every_op_and_dtype_of_the_native_families_has_a_hip_entry_point() {
     assert!(names.contains("argmax_f16") && names.contains("sum_u8") && names.contains("argsort_bf16"));
 }
 
+/// The fast variants the native elementwise and copy launches pick (src/native/kernel.rs
+/// `Path`): every elementwise op x dtype and copy_strided and fill have `_vec` (16-byte chunks);
+/// binary ops and copy_strided have `_tiled` (transposed operands).
+#[test]
+fn elementwise_and_copy_kernels_have_their_fast_variants() {
+    let names: HashSet<String> = HIP_SOURCES.iter().flat_map(|(_, s)| entry_points(s)).collect();
+    let binary: Vec<&str> = spec::elementwise::BinaryOp::ALL.iter().map(|o| o.name()).collect();
+    let mut missing = vec![];
+    let mut count = 0;
+    for op in spec::ops() {
+        let tiled = binary.contains(&op.name) || op.name == "copy_strided";
+        let vec = op.family == Family::Elementwise || op.name == "copy_strided" || op.name == "fill";
+        for &dt in op.dtypes.iter().filter(|_| vec) {
+            let base: Vec<String> = match op.name {
+                "cast" => DType::ALL.iter().map(|&to| cast_kernel_name(dt, to)).collect(),
+                "where_cond" => DType::INT.iter().map(|&c| where_kernel_name(dt, c)).collect(),
+                _ => vec![spec::kernel_name(op.name, dt)],
+            };
+            for b in base {
+                let wanted = [Some(format!("{b}_vec")), tiled.then(|| format!("{b}_tiled"))];
+                for w in wanted.into_iter().flatten() {
+                    count += 1;
+                    if !names.contains(&w) {
+                        missing.push(w);
+                    }
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "{} of {count} fast variants missing: {missing:?}", missing.len());
+    assert!(count > 300, "only {count} fast variants checked");
+    assert!(names.contains("add_f16_tiled") && names.contains("cast_f32_f16_vec") && names.contains("fill_u8_vec"));
+    assert!(!names.contains("exp_f32_tiled") && !names.contains("arange_f32_vec"));
+}
+
 /// The kernels the native reduce and sort call besides `{op}_{dtype}`: every reduction has its
 /// column and partial-state variants (made by the same instantiation macro), and the merge
 /// passes of argsort exist for both key widths.
@@ -80,6 +150,11 @@ fn reduce_and_sort_define_their_extra_kernels() {
 fn instantiation_lines_parse_as_the_macros_expand() {
     let src = "UNARY(exp, f16, f32)\nCAST(u8, i64)\nWHERE(f32, u8)\n#define UNARY(op, ...) x\nRWO_EACH(M, a, b)\n";
     assert_eq!(entry_points(src), ["exp_f16", "exp_f32", "cast_u8_i64", "where_cond_f32_u8"]);
+    let src = "#define RWO_B(op, T) \\\n  RWO_KERNEL op##_##T(D d) {} \\\n  RWO_KERNEL op##_##T##_vec(D d) {}\n\
+               #define B(op, ...) RWO_EACH(RWO_B, op, __VA_ARGS__)\n\
+               #define RWO_C(F, To) RWO_KERNEL cast_##From##_##To##_vec(D d) {}\n\
+               #define CAST(F, ...) RWO_EACH(RWO_C, F, __VA_ARGS__)\nB(add, f32, u8)\nCAST(u8, f16)\n";
+    assert_eq!(entry_points(src), ["add_f32", "add_f32_vec", "add_u8", "add_u8_vec", "cast_u8_f16_vec"]);
 }
 
 /// NVRTC needs no GPU: where its library loads (`LD_LIBRARY_PATH`), compile every source for
