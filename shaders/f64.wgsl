@@ -150,18 +150,21 @@ fn f64_fast_two_sum(a: f64, b: f64) -> vec2<f64> {
     return vec2<f64>(s, b - f64_keep(s - a));
 }
 
-// a * b = p + e (exactly where |a|, |b| are within f32's normal range; a tiny factor
-// degrades to an ordinary rounded product). The split is at f32 precision: hi has 24 bits,
-// lo the other 29, so the partial products are exact whether or not a driver fuses them; each
-// partial sum is kept opaque, since the error is algebraically zero to a reassociating
-// compiler. (An explicit `fma` is no help: Vulkan may split it into a product and a sum.)
+// a * b = p + e exactly (barring overflow, |a|, |b| < 2^995): Veltkamp's split of each factor
+// into 26 + 27 bits, so the partial products are exact whether or not a driver fuses them.
+// Every step is kept opaque: the error is algebraically zero to a reassociating compiler, and
+// a split through f32 (`f64(f32(a))`) is a round trip a compiler may drop.
+fn f64_split(a: f64) -> vec2<f64> {
+    let c = f64_keep(134217729.0lf * a);
+    let hi = f64_keep(c - f64_keep(c - a));
+    return vec2<f64>(hi, f64_keep(a - hi));
+}
+
 fn f64_two_prod(a: f64, b: f64) -> vec2<f64> {
     let p = f64_keep(a * b);
-    let ah = f64_keep(f64(f32(a)));
-    let al = f64_keep(a - ah);
-    let bh = f64_keep(f64(f32(b)));
-    let bl = f64_keep(b - bh);
-    let e = f64_keep(f64_keep(f64_keep(ah * bh - p) + ah * bl) + al * bh) + al * bl;
+    let sa = f64_split(a);
+    let sb = f64_split(b);
+    let e = f64_keep(f64_keep(f64_keep(sa.x * sb.x - p) + sa.x * sb.y) + sa.y * sb.x) + sa.y * sb.y;
     return vec2<f64>(p, e);
 }
 
@@ -706,8 +709,8 @@ fn f64_erf(x: f64) -> f64 {
                 + s * (3.19985821950859553908e+03lf + s * (2.55305040643316442583e+03lf + s * (4.74528541206955367215e+02lf
                 + s * -2.24409524465858183362e+01lf))))));
         }
-        // exp(-a^2) as exp(-z^2) exp((z - a)(z + a)) with z = a at f32 precision: z^2 exact.
-        let z = f64(f32(a));
+        // exp(-a^2) as exp(-z^2) exp((z - a)(z + a)) with z the high 26 bits of a: z^2 exact.
+        let z = f64_split(a).x;
         let erfc = f64_exp(-z * z - 0.5625lf) * f64_exp((z - a) * (z + a) + r / q) / a;
         y = 1.0lf - erfc;
     } else {
