@@ -16,7 +16,7 @@ use super::kernel::{Arg, Args, BLOCK};
 use super::runtime::DevicePtr;
 use super::{NativeBackend, NativeStorage, Runtime, kernel};
 use crate::backend::{CopyOps, IndexOps};
-use crate::spec::index::{IndexOp, ScatterMode};
+use crate::spec::index::{IndexOp, ScatterMode, spread_ids};
 use crate::spec::{Family, kernel_name};
 use crate::{Layout, Result, Shape};
 
@@ -37,13 +37,6 @@ fn along(shape: &Shape, strides: &[usize], offset: usize, dim: usize) -> Layout 
     let mut strides = strides.to_vec();
     strides[dim] = 0;
     Layout::new(shape.clone(), strides, offset)
-}
-
-/// 1-D ids (`il`) spread over `shape` along `dim`: position `p` holds `ids[p[dim]]`.
-fn spread(il: &Layout, shape: &Shape, dim: usize) -> Layout {
-    let mut strides = vec![0; shape.rank()];
-    strides[dim] = il.strides()[0];
-    Layout::new(shape.clone(), strides, il.offset())
 }
 
 /// index_select's rows, counted in chunks of `chunk` bytes.
@@ -218,7 +211,7 @@ impl<R: Runtime> IndexOps for NativeBackend<R> {
         } else if let Some(rows) = rows_of(xl, dim, x.dtype.size_in_bytes()) {
             self.select_rows(x, ids, il, size, &rows, &y)?;
         } else {
-            self.pick(op, x, xl, ids, &spread(il, &out, dim), &out, dim, &y)?;
+            self.pick(op, x, xl, ids, &spread_ids(il, &out, dim), &out, dim, &y)?;
         }
         Ok(y)
     }
@@ -257,7 +250,7 @@ impl<R: Runtime> IndexOps for NativeBackend<R> {
         if sl.elem_count() == 0 {
             self.check_ids(op, ids, il, dl.dims()[dim])?;
         }
-        self.put(op, dst, dl, ids, &spread(il, sl.shape(), dim), src, sl, dim)
+        self.put(op, dst, dl, ids, &spread_ids(il, sl.shape(), dim), src, sl, dim)
     }
 }
 

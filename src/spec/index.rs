@@ -108,3 +108,11 @@ fn check_fits(op: &'static str, small: &Shape, big: &Shape, d: usize) -> Result<
         && small.dims().iter().zip(big.dims()).enumerate().all(|(i, (s, b))| i == d || s <= b);
     if fits { Ok(()) } else { Err(Error::ShapeMismatch { op, lhs: small.clone(), rhs: big.clone() }) }
 }
+
+/// 1-D ids (`il`) spread over `shape` along `dim`: position `p` holds `ids[p[dim]]` (how
+/// index_select and index_add see their ids over the output or source shape).
+pub fn spread_ids(il: &Layout, shape: &Shape, dim: usize) -> Layout {
+    let mut strides = vec![0; shape.rank()];
+    strides[dim] = il.strides()[0];
+    Layout::new(shape.clone(), strides, il.offset())
+}

@@ -20,7 +20,7 @@ use super::repr::{Access, Caps, Compute, Repr};
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::{CopyOps, IndexOps};
 use crate::spec::Family;
-use crate::spec::index::{IndexOp, ScatterMode};
+use crate::spec::index::{IndexOp, ScatterMode, spread_ids};
 use crate::{DType, Layout, Result, Shape};
 
 /// The op's code in the flag buffer: 1 + its position in `IndexOp::ALL`.
@@ -165,13 +165,6 @@ fn along(shape: &Shape, strides: &[usize], offset: usize, dim: usize) -> Layout 
     let mut strides = strides.to_vec();
     strides[dim] = 0;
     Layout::new(shape.clone(), strides, offset)
-}
-
-/// 1-D ids (`il`) spread over `shape` along `dim`: position `p` holds `ids[p[dim]]`.
-fn spread(il: &Layout, shape: &Shape, dim: usize) -> Layout {
-    let mut strides = vec![0; shape.rank()];
-    strides[dim] = il.strides()[0];
-    Layout::new(shape.clone(), strides, il.offset())
 }
 
 /// index_select's rows as u32 words.
@@ -352,7 +345,7 @@ impl IndexOps for WgpuBackend {
         }
         match rows_of(xl, dim, x.dtype.size_in_bytes()) {
             Some(rows) => self.select_rows(x, ids, il, rows, out.elem_count()),
-            None => self.pick(op, x, xl, ids, &spread(il, &out, dim), &out, dim),
+            None => self.pick(op, x, xl, ids, &spread_ids(il, &out, dim), &out, dim),
         }
     }
 
@@ -388,7 +381,7 @@ impl IndexOps for WgpuBackend {
         if sl.elem_count() == 0 {
             self.check_ids(op, ids, il, dl.dims()[dim])?;
         }
-        self.put(op, ScatterMode::Add, dst, dl, ids, &spread(il, sl.shape(), dim), src, sl, dim)
+        self.put(op, ScatterMode::Add, dst, dl, ids, &spread_ids(il, sl.shape(), dim), src, sl, dim)
     }
 }
 
