@@ -19,6 +19,7 @@ pub mod cpu;
 mod device;
 mod dtype;
 mod error;
+mod fallback;
 mod layout;
 pub mod native;
 pub mod selfcheck;

@@ -9,7 +9,6 @@
 mod alloc;
 mod copy;
 mod elementwise;
-mod fallback;
 mod index;
 pub(crate) mod kernel;
 mod random;
@@ -39,7 +38,7 @@ use std::sync::{Arc, Mutex};
 pub const HIP_COMMON: &str = include_str!("../../hip/common.h");
 
 /// The HIP source of each family that has native kernels (the others run on the cpu
-/// reference for now: see `fallback.rs`).
+/// reference for now: see `src/fallback.rs`).
 pub const HIP_SOURCES: &[(Family, &str)] = &[
     (Family::Elementwise, include_str!("../../hip/elementwise.hip")),
     (Family::Copy, include_str!("../../hip/copy.hip")),
@@ -336,6 +335,8 @@ impl<R: Runtime> NativeBackend<R> {
     }
 }
 
+impl<R: Runtime> crate::fallback::ViaCpu for NativeBackend<R> {}
+
 impl<R: Runtime> Memory for NativeBackend<R> {
     type Storage = NativeStorage<R>;
 
@@ -354,7 +355,7 @@ impl<R: Runtime> Memory for NativeBackend<R> {
             ("memory", format!("{} MiB", i.total_memory >> 20)),
             ("versions", i.versions.clone()),
             ("pool", format!("{} MiB live, {} MiB cached", mem.live >> 20, mem.cached >> 20)),
-            ("on the cpu reference", fallback::FAMILIES.into()),
+            ("on the cpu reference", crate::fallback::FAMILIES.into()),
         ]
     }
 

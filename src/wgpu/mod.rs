@@ -5,7 +5,6 @@ mod batch;
 mod context;
 mod copy;
 mod elementwise;
-mod fallback;
 mod index;
 pub mod kernel;
 mod pool;
@@ -330,6 +329,8 @@ impl WgpuBackend {
     }
 }
 
+impl crate::fallback::ViaCpu for WgpuBackend {}
+
 impl Memory for WgpuBackend {
     type Storage = WgpuStorage;
 
@@ -354,7 +355,7 @@ impl Memory for WgpuBackend {
                 ),
             ),
             ("f64", if self.0.caps.f64 { "yes".into() } else { "no: f64 ops return UnsupportedDType".into() }),
-            ("on the cpu reference", fallback::FAMILIES.into()),
+            ("on the cpu reference", crate::fallback::FAMILIES.into()),
         ]
     }
 
