@@ -63,7 +63,7 @@ fn draw<R: Real>(dist: Distribution, w: &[u32; 4], lane: usize) -> R {
             let u2 = R::unit(w[lane | 1] >> 8);
             let r = (R::param(-2.0) * u1.ln()).sqrt();
             let t = R::TAU * u2;
-            let z = if lane % 2 == 0 { r * t.cos() } else { r * t.sin() };
+            let z = if lane.is_multiple_of(2) { r * t.cos() } else { r * t.sin() };
             R::param(mean) + R::param(std) * z
         }
     }

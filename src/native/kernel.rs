@@ -276,7 +276,7 @@ pub(crate) fn vec_path(part: &Part, views: &[(u64, usize)], dense: Option<(u64, 
     }
     let widest = views.iter().chain(&dense).map(|v| v.1).max()?;
     let w = VEC_BYTES / widest as u64;
-    if rank > 1 && part.dims.d[rank - 1] % w != 0 {
+    if rank > 1 && !part.dims.d[rank - 1].is_multiple_of(w) {
         return None;
     }
     for (v, &(addr, size)) in part.views.iter().zip(views) {
@@ -286,7 +286,7 @@ pub(crate) fn vec_path(part: &Part, views: &[(u64, usize)], dense: Option<(u64, 
             _ => return None,
         }
         let chunk = w * size as u64;
-        if (addr + v.offset * size as u64) % chunk != 0 || v.s[..rank - 1].iter().any(|s| s % w != 0) {
+        if !(addr + v.offset * size as u64).is_multiple_of(chunk) || v.s[..rank - 1].iter().any(|s| s % w != 0) {
             return None;
         }
     }

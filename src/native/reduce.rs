@@ -298,7 +298,7 @@ mod tests {
     fn a_whole_reduction_is_cut_into_chunks_then_finished_in_one_pass() {
         let (kp, rp) = parts(&[1 << 26], &[1], &[0]);
         let la = choose(&kp, &rp, 132);
-        assert!(la.chunks >= 132 && la.chunk_len % 64 == 0, "{la:?}");
+        assert!(la.chunks >= 132 && la.chunk_len.is_multiple_of(64), "{la:?}");
         assert!(la.chunks * la.chunk_len >= 1 << 26 && (la.chunks - 1) * la.chunk_len < 1 << 26);
         assert_eq!(rows_launch(1, la.chunks, 132).chunks, 1);
         // Short rows: one thread each.

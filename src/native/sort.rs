@@ -102,10 +102,8 @@ impl<R: Runtime> NativeBackend<R> {
             // `from` holds rows * n sorted runs of `run` pairs, and the destination (the
             // other buffer, or y on the last pass) rows * n entries.
             unsafe { self.launch_grid(Family::Sort, merge, grid, threads, &mut args)? };
-            if !last {
-                if let Some(t) = to.take() {
-                    to = Some(std::mem::replace(&mut from, t));
-                }
+            if !last && let Some(t) = to.take() {
+                to = Some(std::mem::replace(&mut from, t));
             }
             run *= 2;
         }
@@ -150,7 +148,7 @@ mod tests {
         assert!(src.contains(&format!("#define SORT_E {E}\n")));
         // Blocks are whole threads, and the merge's split search needs 64 of them.
         for dtype in DType::ALL.iter().copied() {
-            assert!(block_len(dtype) % E == 0 && block_len(dtype) / E >= 64);
+            assert!(block_len(dtype).is_multiple_of(E) && block_len(dtype) / E >= 64);
         }
     }
 }

@@ -31,7 +31,7 @@ pub(crate) fn fill_v4_spec(caps: Caps, dtype: DType) -> Result<Spec> {
 /// Whether a write of `n` elements from `offset` of a `len`-element buffer can use whole
 /// vectors: aligned, and the last partial vector only covers the tensor's own tail padding.
 fn vec_write_ok(r: Repr, offset: usize, n: usize, len: usize) -> bool {
-    r.vectorizes() && offset % 4 == 0 && (n % 4 == 0 || offset + n == len)
+    r.vectorizes() && offset.is_multiple_of(4) && (n.is_multiple_of(4) || offset + n == len)
 }
 
 pub(crate) fn copy2d_spec(caps: Caps, dtype: DType) -> Result<Spec> {
@@ -80,7 +80,7 @@ impl CopyOps for WgpuBackend {
             return self.run(&spec, &[src.buffer(), dst.buffer()], &meta, lane_threads(n));
         }
         let epw = r.per_word() as usize;
-        let aligned = dst_offset % epw == 0 && (n % epw == 0 || dst_offset + n == dst.len);
+        let aligned = dst_offset.is_multiple_of(epw) && (n.is_multiple_of(epw) || dst_offset + n == dst.len);
         let spec = strided_spec(self.caps(), src.dtype, Index::of(sl), aligned)?;
         let extra = if aligned { dst_offset / epw } else { dst_offset };
         let meta = spec.meta(n as u32, &[sl], &[extra as u32]);

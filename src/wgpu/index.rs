@@ -190,7 +190,7 @@ fn rows_of(xl: &Layout, dim: usize, esz: usize) -> Option<Rows> {
         }
         post *= dims[k];
     }
-    let word = |v: usize| (v * esz % 4 == 0).then_some(v * esz / 4);
+    let word = |v: usize| (v * esz).is_multiple_of(4).then_some(v * esz / 4);
     // A stride of a dim of size 1 is never followed.
     let stride_of = |k: usize| if dims[k] == 1 { Some(0) } else { word(strides[k]) };
     let lead: Option<Vec<usize>> = (0..dim).map(stride_of).collect();
@@ -247,9 +247,9 @@ impl WgpuBackend {
         let op = IndexOp::IndexSelect;
         let y = self.storage(x.dtype, out)?;
         // Whole 16-byte vectors when every row and row start allows them.
-        let vec = rows.words % 4 == 0
-            && rows.stride % 4 == 0
-            && rows.lead.offset() % 4 == 0
+        let vec = rows.words.is_multiple_of(4)
+            && rows.stride.is_multiple_of(4)
+            && rows.lead.offset().is_multiple_of(4)
             && rows.lead.strides().iter().all(|s| s % 4 == 0);
         let (xi, ii) = (Index::of(&rows.lead), Index::of(il));
         let spec = if vec {

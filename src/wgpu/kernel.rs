@@ -107,7 +107,7 @@ pub fn lane_threads(n: usize) -> u64 {
 /// Whether elements `4k..4k+4` of `l` (in logical order) are four consecutive, 4-aligned
 /// storage elements, so a binding of `r` can load them as one vector.
 pub fn vec_ok(r: Repr, l: &Layout) -> bool {
-    if !r.vectorizes() || l.offset() % 4 != 0 {
+    if !r.vectorizes() || !l.offset().is_multiple_of(4) {
         return false;
     }
     let (dims, strides) = simplify(l);

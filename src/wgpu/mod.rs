@@ -376,7 +376,7 @@ impl Memory for WgpuBackend {
         }
         if !bytes.is_empty() {
             let mut padded;
-            let bytes = if bytes.len() % 4 == 0 {
+            let bytes = if bytes.len().is_multiple_of(4) {
                 bytes
             } else {
                 padded = bytes.to_vec();

@@ -106,7 +106,7 @@ fn word_elem(r: Repr, j: u64) -> String {
         Repr::F32 => format!("bitcast<f32>({})", c(j)),
         Repr::U32 => c(j).to_string(),
         Repr::F16 | Repr::F16Packed => format!("f16x2({}).{}", c(j / 2), ["x", "y"][j as usize % 2]),
-        Repr::BF16 if j % 2 == 0 => format!("bitcast<f32>({} << 16u)", c(j / 2)),
+        Repr::BF16 if j.is_multiple_of(2) => format!("bitcast<f32>({} << 16u)", c(j / 2)),
         Repr::BF16 => format!("bitcast<f32>({} & 0xffff0000u)", c(j / 2)),
         Repr::U8 => format!("(({} >> {}u) & 0xffu)", c(j / 4), 8 * (j % 4)),
         // The mask: naga may convert u32 to i64 sign-extending.
@@ -402,7 +402,7 @@ impl View {
             None => true,
             Some(&(_, sk)) => sr == 1 || (sk != 1 && sr <= sk),
         };
-        let e = e.filter(|&e| self.offset % e == 0);
+        let e = e.filter(|&e| self.offset.is_multiple_of(e));
         let kernel = match (rows, e) {
             (true, Some(e))
                 if self.red.len() == 1 && sr == 1 && extent % e == 0 && self.kept.iter().all(|d| d.1 % e == 0) =>
@@ -588,7 +588,7 @@ mod tests {
         assert!(p.kernel == Kernel::ColsWide && p.chunks > 1, "{p:?}");
         for e in [Some(2), Some(4), Some(16), None] {
             let p = plan(&[3, 20000], &[1], true, e);
-            assert!(p.chunks > 1 && p.chunk % e.unwrap_or(1) == 0, "{e:?}: {p:?}");
+            assert!(p.chunks > 1 && p.chunk.is_multiple_of(e.unwrap_or(1)), "{e:?}: {p:?}");
             assert_eq!(p.kernel, if e.is_some() { Kernel::RowsWide } else { Kernel::Rows });
         }
         let p = plan(&[5000, 3], &[0], true, Some(4));

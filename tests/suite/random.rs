@@ -52,7 +52,7 @@ fn normal_at(seed: u64, pos: u64) -> f64 {
     let u2 = unit(word(seed, 2 * p + 1));
     let r = (-2.0 * u1.ln()).sqrt();
     let t = 2.0 * std::f64::consts::PI * u2;
-    if pos % 2 == 0 { r * t.cos() } else { r * t.sin() }
+    if pos.is_multiple_of(2) { r * t.cos() } else { r * t.sin() }
 }
 
 fn random_matches_reference(dev: &Device) -> Result<()> {
