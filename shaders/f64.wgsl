@@ -46,11 +46,11 @@ fn f64_to_u32(v: f64) -> u32 {
     return u32(v);
 }
 
-// x, through an operation compilers cannot see through or fuse across: a max with a -inf built
-// from md[1], the zero every kernel's metadata carries (written by the host, unknowable to a
-// compiler; a buffer's length would not do, since a driver knows its bounds).
+// x, through an operation compilers cannot see through or fuse across: a max with the -inf
+// every kernel's metadata carries in md[1] (written by the host, unknowable to a compiler; a
+// buffer's length would not do, since a driver knows its bounds).
 fn f64_keep(x: f64) -> f64 {
-    return max(x, f64(bitcast<f32>(0xff800000u | md[1])));
+    return max(x, f64(bitcast<f32>(md[1])));
 }
 
 fn f64_inf() -> f64 {
@@ -343,7 +343,11 @@ fn f64_log_dd(x: f64) -> vec2<f64> {
     let d = f64_two_sum(m, b);
     let sh = f64_keep(f / d.x);
     let q = f64_two_prod(sh, d.x);
-    let sl = (((f - q.x) - q.y) - sh * d.y) / d.x;
+    // The remainder f - sh (m + b), exact, every step kept, then scaled by a reciprocal: on an
+    // NVIDIA H200 the unkept form came out as 0 (the quotient of the tiny remainder, or a
+    // rewrite of it), leaving pow(e, 709.78) 22 ulp off.
+    let rem = f64_keep(f64_keep(f64_keep(f - q.x) - q.y) - f64_keep(sh * d.y));
+    let sl = rem * f64_keep(1.0lf / d.x);
     let zz = f64_two_prod(sh, sh);
     let zh = zz.x;
     let zl = zz.y + 2.0lf * sh * sl;

@@ -110,11 +110,11 @@ fn rand_active(g: u32) -> bool {
 
 // f32 pieces: accurate on every driver (WGSL's log/sin/cos may be good to only 2^-11).
 
-// x, through a max with a -inf built from md[1] (the host-written zero of every kernel's
-// metadata, which no compiler can know): keeps a product from being fused into the add after
-// it, and a sum from being re-associated away.
+// x, through a max with the -inf of md[1] (written by the host into every kernel's metadata,
+// which no compiler can know): keeps a product from being fused into the add after it, and a
+// sum from being re-associated away.
 fn keep32(x: f32) -> f32 {
-    return max(x, bitcast<f32>(0xff800000u | md[1]));
+    return max(x, bitcast<f32>(md[1]));
 }
 
 // ln x for a positive normal x: x = 2^k m with m in [sqrt(1/2), sqrt(2)), then

@@ -6,6 +6,7 @@ use super::context::Gpu;
 use super::pool::{Pool, PooledBuffer};
 use crate::{BackendKind, Error, Result};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Bytes of metadata one dispatch may read.
 pub(crate) const META_WINDOW: u64 = 1024;
@@ -13,6 +14,11 @@ pub(crate) const META_WINDOW: u64 = 1024;
 const ARENA: u64 = 256 << 10;
 /// Dispatches per batch before an early submit (bounds encoder memory).
 const MAX_DISPATCHES: usize = 1024;
+/// Age of a batch at which a dispatch submits it, so that the GPU does not sit idle while the
+/// CPU records a long run of ops. On an H200, ops recorded back to back then synchronised:
+/// [4096,16384] sum over dim 0 (two dispatches) 108 -> 96 us, fill [64M] 75.6 -> 73.3 us; the
+/// CPU cost of recording a small op unchanged (about 4 us).
+const SUBMIT_AFTER: Duration = Duration::from_micros(200);
 
 #[derive(Default)]
 pub(crate) struct Recorder {
@@ -21,6 +27,8 @@ pub(crate) struct Recorder {
     meta: Vec<u32>,
     arena: Option<PooledBuffer>,
     dispatches: usize,
+    /// When the first dispatch of the batch was recorded.
+    opened: Option<Instant>,
 }
 
 impl Recorder {
@@ -81,6 +89,10 @@ impl Recorder {
         pass.set_bind_group(0, &group, &[offset]);
         pass.dispatch_workgroups(groups.0, groups.1, 1);
         self.dispatches += 1;
+        // The GPU starts on what is recorded while the CPU records the rest.
+        if self.opened.get_or_insert_with(Instant::now).elapsed() >= SUBMIT_AFTER {
+            self.submit(gpu)?;
+        }
         Ok(())
     }
 
@@ -112,6 +124,7 @@ impl Recorder {
         self.arena = None;
         self.meta.clear();
         self.dispatches = 0;
+        self.opened = None;
         gpu.errors.take()
     }
 }

@@ -23,6 +23,11 @@ use crate::spec::Family;
 use crate::spec::index::{IndexOp, ScatterMode, spread_ids};
 use crate::{DType, Layout, Result, Shape};
 
+/// Threads per row of `index_select`'s row copy, at most (each moves up to four units): more
+/// rows in flight at once. On an H200, 4096 rows of 4096 f32 from a 50000-row table: 256
+/// threads 47.6 us, 128 50.8, 64 45.0, 32 45.1.
+const ROW_THREADS: usize = 64;
+
 /// The op's code in the flag buffer: 1 + its position in `IndexOp::ALL`.
 fn op_code(op: IndexOp) -> u32 {
     IndexOp::ALL.iter().position(|&o| o == op).map_or(0, |p| p as u32 + 1)
@@ -261,8 +266,8 @@ impl WgpuBackend {
         let wg = spec.workgroup as usize;
         let n = il.dims()[0];
         let count = rows.lead.elem_count() * n;
-        // Threads per row: a power of two moving 4 units each, at most a workgroup.
-        let tw = units.div_ceil(4).next_power_of_two().min(wg);
+        // Threads per row: a power of two moving 4 units each, at most ROW_THREADS.
+        let tw = units.div_ceil(4).next_power_of_two().min(ROW_THREADS).min(wg);
         let chunks = units.div_ceil(4 * tw);
         let extra = [
             op_code(op),

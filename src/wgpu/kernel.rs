@@ -99,6 +99,12 @@ impl Bind {
 /// (torch: 4329); f16 add 2802 / 3822 / 3914.
 pub const UNROLL: u32 = 4;
 
+/// `md[1]` of every kernel: the bits of f32 -inf, written by the host, so that a kernel's
+/// `max(x, bitcast<f32>(md[1]))` is x to the hardware but opaque to every compiler (which then
+/// can neither fuse nor reassociate across it). Bits the kernel built itself would not do: a
+/// compiler may prove `0xff800000u | z` is -inf or NaN, and `max` with either is x.
+const OPAQUE_NEG_INF: u32 = 0xff80_0000;
+
 /// Invocations a four-lane kernel needs for `n` elements.
 pub fn lane_threads(n: usize) -> u64 {
     (n as u64).div_ceil(4 * UNROLL as u64)
@@ -184,11 +190,10 @@ impl Spec {
         self
     }
 
-    /// The metadata words: `n`, a zero, each indexed binding's layout, then `extra` (at
+    /// The metadata words: `n`, [`OPAQUE_NEG_INF`], each indexed binding's layout, then `extra` (at
     /// `EXTRA`).
     pub fn meta(&self, n: u32, layouts: &[&Layout], extra: &[u32]) -> Vec<u32> {
-        // md[1] is always 0, written by the host: kernels build opaque values from it.
-        let mut m = vec![n, 0];
+        let mut m = vec![n, OPAQUE_NEG_INF];
         let mut layouts = layouts.iter();
         for b in &self.bindings {
             if b.index == Index::None {

@@ -22,8 +22,10 @@ use crate::spec::Family;
 use crate::spec::reduce::ReduceOp;
 use crate::{BackendKind, DType, Error, Layout, Result};
 
-/// Invocations a reduction should keep busy before its extent is not cut into chunks.
-const TARGET_INVOCATIONS: u64 = 1 << 17;
+/// Invocations a reduction should keep busy before its extent is not cut into chunks. On an
+/// H200, [4096,16384] f32 over dim 0: 2^17 -> 96 us (sum) / 96 us (max), 2^18 -> 78 / 80,
+/// 2^19 -> 84 / 84.
+const TARGET_INVOCATIONS: u64 = 1 << 18;
 /// Elements per invocation below which an extent is not cut further.
 const MIN_PER_INVOCATION: u64 = 16;
 /// The workgroup size of every kernel (a tree spans at most one workgroup).
