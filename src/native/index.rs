@@ -16,7 +16,7 @@ use super::kernel::{Arg, Args, BLOCK};
 use super::runtime::DevicePtr;
 use super::{NativeBackend, NativeStorage, Runtime, kernel};
 use crate::backend::{CopyOps, IndexOps};
-use crate::spec::index::{IndexOp, ScatterMode, spread_ids};
+use crate::spec::index::{IndexOp, Rows, ScatterMode, along, rows_of, spread_ids};
 use crate::spec::{Family, kernel_name};
 use crate::{Layout, Result, Shape};
 
@@ -31,61 +31,21 @@ struct IdCheck {
     code: u32,
 }
 
-/// The positions of `shape` in a tensor of `strides` and `offset`, with the coordinate along
-/// `dim` taken as 0.
-fn along(shape: &Shape, strides: &[usize], offset: usize, dim: usize) -> Layout {
-    let mut strides = strides.to_vec();
-    strides[dim] = 0;
-    Layout::new(shape.clone(), strides, offset)
-}
-
-/// index_select's rows, counted in chunks of `chunk` bytes.
-#[derive(Debug, PartialEq)]
-struct Rows {
-    chunk: usize,
-    /// Chunks per row (the dims after `dim`).
-    row: u64,
-    /// The leading positions (the dims before `dim`), with the coordinate along `dim` 0.
-    lead: Layout,
-    /// The stride along `dim`.
-    stride: u64,
-}
-
-/// The rows of `x` (`xl`, elements of `esz` bytes) selected along `dim`, when the dims after
-/// `dim` are contiguous; the chunk is the widest power of two up to 16 bytes dividing the row,
-/// the offset and every stride (allocations are aligned far beyond 16 bytes).
-fn rows_of(xl: &Layout, dim: usize, esz: usize) -> Option<Rows> {
-    let (dims, strides) = (xl.dims(), xl.strides());
-    let mut post = 1;
-    for k in (dim + 1..dims.len()).rev() {
-        if dims[k] != 1 && strides[k] != post {
-            return None;
-        }
-        post *= dims[k];
-    }
-    // A stride of a dim of size 1 is never followed.
-    let stride_of = |k: usize| if dims[k] == 1 { 0 } else { strides[k] * esz };
-    let mut bytes = vec![post * esz, xl.offset() * esz, stride_of(dim)];
-    bytes.extend((0..dim).map(stride_of));
-    let chunk = [16, 8, 4, 2, 1].into_iter().find(|c| bytes.iter().all(|b| b % c == 0))?;
-    let lead = Layout::new(
-        Shape::new(dims[..dim].to_vec()),
-        (0..dim).map(|k| stride_of(k) / chunk).collect(),
-        xl.offset() * esz / chunk,
-    );
-    Some(Rows { chunk, row: (post * esz / chunk) as u64, lead, stride: (stride_of(dim) / chunk) as u64 })
-}
+/// The chunks index_select's rows may be copied in (bytes), widest first: allocations are
+/// aligned far beyond 16 bytes, so the row, its offset and strides decide.
+const ROW_CHUNKS: [usize; 5] = [16, 8, 4, 2, 1];
 
 /// Threads per row piece (a power of two moving 4 chunks each, at most a block) and pieces
 /// per row, for rows of `row` chunks.
-fn row_split(row: u64) -> (u64, u64) {
+fn row_split(row: usize) -> (u64, u64) {
+    let row = row as u64;
     let tpr = row.div_ceil(4).next_power_of_two().min(u64::from(BLOCK));
     (tpr, row.div_ceil(4 * tpr))
 }
 
 impl<R: Runtime> NativeBackend<R> {
     fn id_check(&self, op: IndexOp, ids: &S<R>, size: usize) -> Result<IdCheck> {
-        let code = IndexOp::ALL.iter().position(|&o| o == op).map_or(0, |p| p as u32 + 1);
+        let code = op.flag_code();
         let width = ids.dtype.size_in_bytes() as u32;
         Ok(IdCheck { width, size: size as u64, flag: self.flag_slot()?, code })
     }
@@ -137,16 +97,17 @@ impl<R: Runtime> NativeBackend<R> {
         let c = self.id_check(IndexOp::IndexSelect, ids, size)?;
         let n = il.dims()[0] as u64;
         let (tpr, pieces) = row_split(rows.row);
+        let (row, stride) = (rows.row as u64, rows.stride as u64);
         let name = format!("index_select_rows_{}", rows.chunk);
         let (lead_strides, lead_offset) = (rows.lead.strides(), rows.lead.offset());
         for part in kernel::plan(rows.lead.dims(), &[(lead_strides, lead_offset)]) {
             let mut args = Args::default();
             args.pod(&part.dims).pod(&part.views[0]);
             // The part's output rows start after `first * n` whole rows.
-            let y_part = y.ptr.offset((part.first * n * rows.row) as usize * rows.chunk);
+            let y_part = y.ptr.offset((part.first * n * row) as usize * rows.chunk);
             args.ptr(x.ptr).ptr(ids.ptr).ptr(y_part).arg(Arg::U32(c.width));
             args.u64(il.offset() as u64).u64(il.strides()[0] as u64).u64(n).u64(c.size);
-            args.u64(rows.stride).u64(rows.row).u64(pieces).arg(Arg::U32(tpr.trailing_zeros()));
+            args.u64(stride).u64(row).u64(pieces).arg(Arg::U32(tpr.trailing_zeros()));
             args.ptr(c.flag).arg(Arg::U32(c.code));
             let threads = part.dims.n * n * pieces * tpr;
             // SAFETY: index_select_rows_N(Dims ld, View lv, x, ids, y, u32 width, u64
@@ -208,7 +169,7 @@ impl<R: Runtime> IndexOps for NativeBackend<R> {
         let y = self.storage(x.dtype, out.elem_count())?;
         if out.elem_count() == 0 {
             self.check_ids(op, ids, il, size)?;
-        } else if let Some(rows) = rows_of(xl, dim, x.dtype.size_in_bytes()) {
+        } else if let Some(rows) = rows_of(xl, dim, x.dtype.size_in_bytes(), &ROW_CHUNKS) {
             self.select_rows(x, ids, il, size, &rows, &y)?;
         } else {
             self.pick(op, x, xl, ids, &spread_ids(il, &out, dim), &out, dim, &y)?;
@@ -261,18 +222,18 @@ mod tests {
     #[test]
     fn rows_take_the_widest_chunk_every_start_allows() {
         // f32 [50000, 4096] along dim 0: 16-byte chunks, 1024 a row.
-        let t = rows_of(&Layout::contiguous([50000, 4096]), 0, 4).unwrap();
+        let t = rows_of(&Layout::contiguous([50000, 4096]), 0, 4, &ROW_CHUNKS).unwrap();
         assert_eq!((t.chunk, t.row, t.stride, t.lead.rank()), (16, 1024, 1024, 0));
         assert_eq!(row_split(t.row), (256, 1));
         // Along dim 1 of [3, 5, 6] u8: rows of 6 bytes, leading stride 30 bytes: 2-byte chunks.
-        let t = rows_of(&Layout::contiguous([3, 5, 6]), 1, 1).unwrap();
+        let t = rows_of(&Layout::contiguous([3, 5, 6]), 1, 1, &ROW_CHUNKS).unwrap();
         assert_eq!((t.chunk, t.row, t.stride, t.lead.strides()), (2, 3, 3, &[15][..]));
         // An offset of three f16 elements: 2-byte chunks; size-1 dims never count.
         let l = Layout::contiguous([1, 9, 3]).narrow(1, 1, 8).unwrap();
-        let t = rows_of(&l, 1, 2).unwrap();
+        let t = rows_of(&l, 1, 2, &ROW_CHUNKS).unwrap();
         assert_eq!((t.chunk, t.row, t.lead.offset()), (2, 3, 3));
         // Rows that are not contiguous take the element path.
-        assert!(rows_of(&Layout::contiguous([4, 3]).transpose(0, 1).unwrap(), 0, 4).is_none());
+        assert!(rows_of(&Layout::contiguous([4, 3]).transpose(0, 1).unwrap(), 0, 4, &ROW_CHUNKS).is_none());
         assert_eq!(row_split(3), (1, 1));
         assert_eq!(row_split(1 << 20), (256, 1024));
     }

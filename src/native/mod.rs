@@ -330,7 +330,7 @@ impl<R: Runtime> NativeBackend<R> {
         }
         // SAFETY: as above; queued before any later kernel that could record again.
         unsafe { self.0.rt.memset(slot, 0, FLAG_BYTES)? };
-        let op = IndexOp::ALL.get(code as usize - 1).map_or("index", |o| o.name());
+        let op = IndexOp::from_flag_code(code).map_or("index", |o| o.name());
         Err(Error::IndexOutOfRange { op, index: word(1) as i64, size: word(2) as usize })
     }
 }

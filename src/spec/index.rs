@@ -24,6 +24,18 @@ spec_enum! {
     }
 }
 
+impl IndexOp {
+    /// The op's code in a GPU backend's bad-id flag: 1 + its position in `ALL` (0: none).
+    pub fn flag_code(self) -> u32 {
+        IndexOp::ALL.iter().position(|&o| o == self).map_or(0, |p| p as u32 + 1)
+    }
+
+    /// The op a flag code names.
+    pub fn from_flag_code(code: u32) -> Option<IndexOp> {
+        IndexOp::ALL.get((code as usize).checked_sub(1)?).copied()
+    }
+}
+
 /// How scatter combines a source value with the destination.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ScatterMode {
@@ -115,4 +127,50 @@ pub fn spread_ids(il: &Layout, shape: &Shape, dim: usize) -> Layout {
     let mut strides = vec![0; shape.rank()];
     strides[dim] = il.strides()[0];
     Layout::new(shape.clone(), strides, il.offset())
+}
+
+/// The positions of `shape` in a tensor of `strides` and `offset`, with the coordinate along
+/// `dim` taken as 0.
+pub fn along(shape: &Shape, strides: &[usize], offset: usize, dim: usize) -> Layout {
+    let mut strides = strides.to_vec();
+    strides[dim] = 0;
+    Layout::new(shape.clone(), strides, offset)
+}
+
+/// index_select's rows (the dims after `dim`, contiguous), counted in chunks of `chunk` bytes:
+/// what the GPU backends copy whole.
+#[derive(Debug, PartialEq)]
+pub struct Rows {
+    pub chunk: usize,
+    /// Chunks per row.
+    pub row: usize,
+    /// The leading positions (the dims before `dim`) in chunks, with the coordinate along `dim` 0.
+    pub lead: Layout,
+    /// The stride along `dim` in chunks.
+    pub stride: usize,
+}
+
+/// The rows of `x` (`xl`, elements of `esz` bytes) selected along `dim`, when the dims after
+/// `dim` are contiguous; the chunk is the first of `chunks` (in bytes) that divides the row,
+/// the offset and every stride followed.
+pub fn rows_of(xl: &Layout, dim: usize, esz: usize, chunks: &[usize]) -> Option<Rows> {
+    let (dims, strides) = (xl.dims(), xl.strides());
+    let mut post = 1;
+    for k in (dim + 1..dims.len()).rev() {
+        if dims[k] != 1 && strides[k] != post {
+            return None;
+        }
+        post *= dims[k];
+    }
+    // A stride of a dim of size 1 is never followed.
+    let stride_of = |k: usize| if dims[k] == 1 { 0 } else { strides[k] * esz };
+    let mut bytes = vec![post * esz, xl.offset() * esz, stride_of(dim)];
+    bytes.extend((0..dim).map(stride_of));
+    let chunk = chunks.iter().copied().find(|c| bytes.iter().all(|b| b % c == 0))?;
+    let lead = Layout::new(
+        Shape::new(dims[..dim].to_vec()),
+        (0..dim).map(|k| stride_of(k) / chunk).collect(),
+        xl.offset() * esz / chunk,
+    );
+    Some(Rows { chunk, row: post * esz / chunk, lead, stride: stride_of(dim) / chunk })
 }

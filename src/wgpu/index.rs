@@ -20,18 +20,13 @@ use super::repr::{Access, Caps, Compute, Repr};
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::{CopyOps, IndexOps};
 use crate::spec::Family;
-use crate::spec::index::{IndexOp, ScatterMode, spread_ids};
+use crate::spec::index::{IndexOp, Rows, ScatterMode, along, rows_of, spread_ids};
 use crate::{DType, Layout, Result, Shape};
 
 /// Threads per row of `index_select`'s row copy, at most (each moves up to four units): more
 /// rows in flight at once. On an H200, 4096 rows of 4096 f32 from a 50000-row table: 256
 /// threads 47.6 us, 128 50.8, 64 45.0, 32 45.1.
 const ROW_THREADS: usize = 64;
-
-/// The op's code in the flag buffer: 1 + its position in `IndexOp::ALL`.
-fn op_code(op: IndexOp) -> u32 {
-    IndexOp::ALL.iter().position(|&o| o == op).map_or(0, |p| p as u32 + 1)
-}
 
 /// `fn id_bits(j) -> vec2u`: the id at storage index `j` as the low and high words of an i64.
 /// (Spelt `vec2u`: the builder takes `vec2<u32>` in code for a sign of emulated i64 values.)
@@ -164,55 +159,12 @@ pub(crate) fn put_spec(
         .code(update))
 }
 
-/// The positions of `shape` in a tensor of `strides` and `offset`, with the coordinate along
-/// `dim` taken as 0.
-fn along(shape: &Shape, strides: &[usize], offset: usize, dim: usize) -> Layout {
-    let mut strides = strides.to_vec();
-    strides[dim] = 0;
-    Layout::new(shape.clone(), strides, offset)
-}
-
-/// index_select's rows as u32 words.
-struct Rows {
-    /// Words per row (the dims after `dim`).
-    words: usize,
-    /// The leading positions (the dims before `dim`) in words, with the coordinate along `dim` 0.
-    lead: Layout,
-    /// The stride along `dim` in words.
-    stride: usize,
-    /// The size of `dim`.
-    size: usize,
-}
-
-/// The rows of `x` (`xl`, elements of `esz` bytes) selected along `dim`, when the dims after
-/// `dim` are contiguous and every row starts on a word.
-fn rows_of(xl: &Layout, dim: usize, esz: usize) -> Option<Rows> {
-    let (dims, strides) = (xl.dims(), xl.strides());
-    let mut post = 1;
-    for k in (dim + 1..dims.len()).rev() {
-        if dims[k] != 1 && strides[k] != post {
-            return None;
-        }
-        post *= dims[k];
-    }
-    let word = |v: usize| (v * esz).is_multiple_of(4).then_some(v * esz / 4);
-    // A stride of a dim of size 1 is never followed.
-    let stride_of = |k: usize| if dims[k] == 1 { Some(0) } else { word(strides[k]) };
-    let lead: Option<Vec<usize>> = (0..dim).map(stride_of).collect();
-    Some(Rows {
-        words: word(post)?,
-        lead: Layout::new(Shape::new(dims[..dim].to_vec()), lead?, word(xl.offset())?),
-        stride: stride_of(dim)?,
-        size: dims[dim],
-    })
-}
-
 impl WgpuBackend {
     /// Flags the bad ids among `ids` (`il`) for an op whose main pass visits none of them.
     fn check_ids(&self, op: IndexOp, ids: &WgpuStorage, il: &Layout, size: usize) -> Result<()> {
         let spec = check_spec(self.caps(), op, ids.dtype, Index::of(il))?;
         let n = il.elem_count();
-        let meta = spec.meta(n as u32, &[il], &[op_code(op), size as u32]);
+        let meta = spec.meta(n as u32, &[il], &[op.flag_code(), size as u32]);
         self.run(&spec, &[ids.buffer()], &meta, n as u64)
     }
 
@@ -233,26 +185,28 @@ impl WgpuBackend {
         let y = self.storage(x.dtype, n)?;
         let xb = along(out, xl.strides(), xl.offset(), dim);
         let spec = pick_spec(self.caps(), op, x.dtype, ids.dtype, Index::of(&xb), Index::of(il))?;
-        let extra = [op_code(op), xl.dims()[dim] as u32, xl.strides()[dim] as u32];
+        let extra = [op.flag_code(), xl.dims()[dim] as u32, xl.strides()[dim] as u32];
         let meta = spec.meta(n as u32, &[&xb, il], &extra);
         let epw = spec.bindings[2].repr.per_word() as usize;
         self.run(&spec, &[x.buffer(), ids.buffer(), y.buffer()], &meta, n.div_ceil(epw) as u64)?;
         Ok(y)
     }
 
-    /// index_select of whole rows (`rows` from [`rows_of`]) into a new tensor of `out` elements.
+    /// index_select of whole rows of words (`rows`) along a dim of `size` into a new tensor of
+    /// `out` elements.
     fn select_rows(
         &self,
         x: &WgpuStorage,
         ids: &WgpuStorage,
         il: &Layout,
         rows: Rows,
+        size: usize,
         out: usize,
     ) -> Result<WgpuStorage> {
         let op = IndexOp::IndexSelect;
         let y = self.storage(x.dtype, out)?;
         // Whole 16-byte vectors when every row and row start allows them.
-        let vec = rows.words.is_multiple_of(4)
+        let vec = rows.row.is_multiple_of(4)
             && rows.stride.is_multiple_of(4)
             && rows.lead.offset().is_multiple_of(4)
             && rows.lead.strides().iter().all(|s| s % 4 == 0);
@@ -262,7 +216,7 @@ impl WgpuBackend {
         } else {
             rows_spec(self.caps(), ids.dtype, xi, ii)?
         };
-        let units = if vec { rows.words / 4 } else { rows.words };
+        let units = if vec { rows.row / 4 } else { rows.row };
         let wg = spec.workgroup as usize;
         let n = il.dims()[0];
         let count = rows.lead.elem_count() * n;
@@ -270,8 +224,8 @@ impl WgpuBackend {
         let tw = units.div_ceil(4).next_power_of_two().min(ROW_THREADS).min(wg);
         let chunks = units.div_ceil(4 * tw);
         let extra = [
-            op_code(op),
-            rows.size as u32,
+            op.flag_code(),
+            size as u32,
             units as u32,
             tw.trailing_zeros(),
             chunks as u32,
@@ -303,7 +257,7 @@ impl WgpuBackend {
         let mut y = self.storage(dst.dtype, dl.elem_count())?;
         self.copy_strided(dst, dl, &mut y, 0)?;
         let ys = dl.shape().contiguous_strides();
-        let head = [op_code(op), dl.dims()[dim] as u32, ys[dim] as u32];
+        let head = [op.flag_code(), dl.dims()[dim] as u32, ys[dim] as u32];
         let buffers = [ids.buffer(), src.buffer(), y.buffer()];
         if serial(dst.dtype, mode) {
             let m = sl.dims()[dim];
@@ -348,8 +302,9 @@ impl IndexOps for WgpuBackend {
             self.check_ids(op, ids, il, xl.dims()[dim])?;
             return self.storage(x.dtype, 0);
         }
-        match rows_of(xl, dim, x.dtype.size_in_bytes()) {
-            Some(rows) => self.select_rows(x, ids, il, rows, out.elem_count()),
+        // Rows of whole u32 words (the bindings' unit).
+        match rows_of(xl, dim, x.dtype.size_in_bytes(), &[4]) {
+            Some(rows) => self.select_rows(x, ids, il, rows, xl.dims()[dim], out.elem_count()),
             None => self.pick(op, x, xl, ids, &spread_ids(il, &out, dim), &out, dim),
         }
     }

@@ -323,7 +323,7 @@ impl WgpuBackend {
             return Ok(());
         }
         self.0.gpu.queue.write_buffer(self.flags(), 0, &[0u8; 16]);
-        let op = IndexOp::ALL.get(f[0] as usize - 1).map_or("index", |o| o.name());
+        let op = IndexOp::from_flag_code(f[0]).map_or("index", |o| o.name());
         let index = (f[1] as u64 | (f[2] as u64) << 32) as i64;
         Err(Error::IndexOutOfRange { op, index, size: f[3] as usize })
     }
