@@ -2,8 +2,8 @@
 //! and submitted in batches; the CPU waits only on readback or `synchronize`. Per-dispatch
 //! metadata goes into one arena buffer per batch, bound with a dynamic offset.
 
+use super::alloc::{Pool, PooledBuffer};
 use super::context::Gpu;
-use super::pool::{Pool, PooledBuffer};
 use crate::{BackendKind, Error, Result};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -1,13 +1,13 @@
 //! The portable backend: WGSL compute shaders on wgpu (Vulkan, Metal, DX12, GL, and software
 //! adapters such as lavapipe).
 
+mod alloc;
 mod batch;
 mod context;
 mod copy;
 mod elementwise;
 mod index;
 pub mod kernel;
-mod pool;
 mod random;
 mod reduce;
 pub mod repr;
@@ -16,11 +16,11 @@ mod sort;
 use crate::backend::{BackendStorage, Memory};
 use crate::spec::index::IndexOp;
 use crate::{BackendKind, CpuStorage, DType, Error, Result};
+pub use alloc::{MemoryStats, SLACK as POOL_SLACK};
+use alloc::{Pool, PooledBuffer};
 use batch::Recorder;
 use context::Gpu;
 use kernel::Spec;
-pub use pool::{MemoryStats, SLACK as POOL_SLACK};
-use pool::{Pool, PooledBuffer};
 pub use repr::Caps;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
