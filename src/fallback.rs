@@ -1,7 +1,8 @@
 //! The families whose GPU kernels come with later issues (conv, pool, upsample, matmul, nn)
 //! run on the cpu reference on every GPU backend for now: inputs are read back, computed by
 //! [`CpuBackend`], and the result uploaded. The answers are the reference's own; only the speed
-//! is not the GPU's. Written once here for every backend that opts in with [`ViaCpu`].
+//! is not the GPU's. Written once here; a backend opts in per family with [`via_cpu!`], so a
+//! family leaves the fallback on one backend by dropping its name there.
 
 use crate::backend::*;
 use crate::cpu::CpuBackend;
@@ -10,13 +11,39 @@ use crate::spec::matmul::MatmulGeometry;
 use crate::spec::pool::{Pool2dParams, PoolOp};
 use crate::{CpuStorage, Layout, Result};
 
-/// Said by `info()` so that a user sees where these families run.
-pub(crate) const FAMILIES: &str = "conv, pool, upsample, matmul, nn";
+/// A backend whose conv family goes through the cpu.
+pub(crate) trait ConvViaCpu: Memory {}
+/// A backend whose pool family goes through the cpu.
+pub(crate) trait PoolViaCpu: Memory {}
+/// A backend whose upsample family goes through the cpu.
+pub(crate) trait UpsampleViaCpu: Memory {}
+/// A backend whose matmul family goes through the cpu.
+pub(crate) trait MatmulViaCpu: Memory {}
+/// A backend whose nn family goes through the cpu.
+pub(crate) trait NnViaCpu: Memory {}
 
-/// A GPU backend whose conv, pool, upsample, matmul and nn families go through the cpu.
-pub(crate) trait ViaCpu: Memory {}
+/// `via_cpu!(Backend<generics>: conv, pool, ...)` opts a backend's families into the fallback
+/// and defines `ON_CPU`, the names `info()` shows, so a user sees where these families run.
+macro_rules! via_cpu {
+    ($g:tt $backend:ty: $($family:ident),* $(,)?) => {
+        $(crate::fallback::via_cpu!(@one $g $backend, $family);)*
+        /// The families this backend runs on the cpu reference.
+        const ON_CPU: &[&str] = &[$(stringify!($family)),*];
+    };
+    (@one [$($g:tt)*] $backend:ty, conv) => { impl<$($g)*> crate::fallback::ConvViaCpu for $backend {} };
+    (@one [$($g:tt)*] $backend:ty, pool) => { impl<$($g)*> crate::fallback::PoolViaCpu for $backend {} };
+    (@one [$($g:tt)*] $backend:ty, upsample) => { impl<$($g)*> crate::fallback::UpsampleViaCpu for $backend {} };
+    (@one [$($g:tt)*] $backend:ty, matmul) => { impl<$($g)*> crate::fallback::MatmulViaCpu for $backend {} };
+    (@one [$($g:tt)*] $backend:ty, nn) => { impl<$($g)*> crate::fallback::NnViaCpu for $backend {} };
+}
+pub(crate) use via_cpu;
 
-fn host_param<B: ViaCpu>(b: &B, p: Param<B::Storage>) -> Result<Option<(CpuStorage, Layout)>> {
+/// What `info()` prints for `ON_CPU`.
+pub(crate) fn describe(on_cpu: &[&str]) -> String {
+    if on_cpu.is_empty() { "none".into() } else { on_cpu.join(", ") }
+}
+
+fn host_param<B: Memory>(b: &B, p: Param<B::Storage>) -> Result<Option<(CpuStorage, Layout)>> {
     p.map(|(s, l)| Ok((b.download(s)?, l.clone()))).transpose()
 }
 
@@ -24,7 +51,7 @@ fn as_param(p: &Option<(CpuStorage, Layout)>) -> Param<'_, CpuStorage> {
     p.as_ref().map(|(s, l)| (s, l))
 }
 
-impl<B: ViaCpu> ConvOps for B {
+impl<B: ConvViaCpu> ConvOps for B {
     fn conv1d(
         &self,
         x: &B::Storage,
@@ -67,13 +94,13 @@ impl<B: ViaCpu> ConvOps for B {
     }
 }
 
-impl<B: ViaCpu> PoolOps for B {
+impl<B: PoolViaCpu> PoolOps for B {
     fn pool2d(&self, x: &B::Storage, l: &Layout, op: PoolOp, p: &Pool2dParams) -> Result<B::Storage> {
         self.upload(&CpuBackend.pool2d(&self.download(x)?, l, op, p)?)
     }
 }
 
-impl<B: ViaCpu> UpsampleOps for B {
+impl<B: UpsampleViaCpu> UpsampleOps for B {
     fn upsample_nearest1d(&self, x: &B::Storage, l: &Layout, size: usize) -> Result<B::Storage> {
         self.upload(&CpuBackend.upsample_nearest1d(&self.download(x)?, l, size)?)
     }
@@ -82,7 +109,7 @@ impl<B: ViaCpu> UpsampleOps for B {
     }
 }
 
-impl<B: ViaCpu> MatmulOps for B {
+impl<B: MatmulViaCpu> MatmulOps for B {
     fn matmul(
         &self,
         a: &B::Storage,
@@ -95,7 +122,7 @@ impl<B: ViaCpu> MatmulOps for B {
     }
 }
 
-impl<B: ViaCpu> NnOps for B {
+impl<B: NnViaCpu> NnOps for B {
     fn softmax(&self, x: &B::Storage, l: &Layout, dim: usize, log: bool) -> Result<B::Storage> {
         self.upload(&CpuBackend.softmax(&self.download(x)?, l, dim, log)?)
     }

@@ -335,7 +335,7 @@ impl<R: Runtime> NativeBackend<R> {
     }
 }
 
-impl<R: Runtime> crate::fallback::ViaCpu for NativeBackend<R> {}
+crate::fallback::via_cpu!([R: Runtime] NativeBackend<R>: conv, pool, upsample, matmul, nn);
 
 impl<R: Runtime> Memory for NativeBackend<R> {
     type Storage = NativeStorage<R>;
@@ -355,7 +355,7 @@ impl<R: Runtime> Memory for NativeBackend<R> {
             ("memory", format!("{} MiB", i.total_memory >> 20)),
             ("versions", i.versions.clone()),
             ("pool", format!("{} MiB live, {} MiB cached", mem.live >> 20, mem.cached >> 20)),
-            ("on the cpu reference", crate::fallback::FAMILIES.into()),
+            ("on the cpu reference", crate::fallback::describe(ON_CPU)),
         ]
     }
 

@@ -329,7 +329,7 @@ impl WgpuBackend {
     }
 }
 
-impl crate::fallback::ViaCpu for WgpuBackend {}
+crate::fallback::via_cpu!([] WgpuBackend: conv, pool, upsample, matmul, nn);
 
 impl Memory for WgpuBackend {
     type Storage = WgpuStorage;
@@ -355,7 +355,7 @@ impl Memory for WgpuBackend {
                 ),
             ),
             ("f64", if self.0.caps.f64 { "yes".into() } else { "no: f64 ops return UnsupportedDType".into() }),
-            ("on the cpu reference", crate::fallback::FAMILIES.into()),
+            ("on the cpu reference", crate::fallback::describe(ON_CPU)),
         ]
     }
 
