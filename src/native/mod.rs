@@ -7,6 +7,8 @@
 //! and grid sizing; one file per op family dispatches that family's kernels.
 
 mod alloc;
+#[cfg(any(test, feature = "rocm", feature = "cuda"))]
+mod cache;
 mod copy;
 mod elementwise;
 mod index;
