@@ -1,11 +1,14 @@
-// Shared by every hip/*.hip file, in the dialect HIP (hipcc) and CUDA (NVRTC) have in common.
-// This header maps the few differences (headers, the halves' conversions, warp shuffles); the
+// Shared by every hip/*.hip file, in the dialect HIP (hipcc, hiprtc) and CUDA (NVRTC) have in
+// common. This header maps the few differences (headers, the halves' conversions, warp shuffles); the
 // kernels are written once.
 #pragma once
 
 #if defined(__CUDACC_RTC__)
 // NVRTC: the launch builtins and math functions are built in; no header is needed (NVRTC 13
 // no longer bundles cuda_fp16.h, so the halves below convert through PTX instead).
+#elif defined(__HIPCC_RTC__)
+// hiprtc: the HIP runtime and half headers are pre-included (and there are no system headers
+// to include them from), so the HIP branches below compile unchanged.
 #else
 #include <hip/hip_runtime.h>
 #include <hip/hip_fp16.h>

@@ -199,7 +199,7 @@ fn probe(kind: BackendKind) -> Probe<AnyBackend> {
             (AnyBackend::Wgpu(b), label)
         }),
         #[cfg(feature = "rocm")]
-        BackendKind::Rocm => RocmBackend::open().map(|b| {
+        BackendKind::Rocm => RocmBackend::open(None).map(|b| {
             let label = b.describe();
             (AnyBackend::Rocm(b), label)
         }),
@@ -264,6 +264,23 @@ impl Device {
         match probe(kind) {
             Ok((b, label)) => Ok(Device::from_backend(b, format!("{label}: asked for by name"))),
             Err(reason) => Err(Error::BackendUnavailable { kind: kind.to_string(), reason }),
+        }
+    }
+
+    /// The ROCm device of HIP ordinal `ordinal` (as `hipGetDeviceCount` counts them), or why it
+    /// cannot be used. `Device::auto()` and `Device::new(BackendKind::Rocm)` take the device
+    /// `RWO_ROCM_DEVICE` names, else the first one the kernels can run on (cards before APUs).
+    pub fn rocm(ordinal: usize) -> Result<Device> {
+        #[cfg(feature = "rocm")]
+        let opened = RocmBackend::open(Some(ordinal)).map(|b| {
+            let label = b.describe();
+            (AnyBackend::Rocm(b), label)
+        });
+        #[cfg(not(feature = "rocm"))]
+        let opened: Probe<AnyBackend> = Err(format!("device {ordinal}: not compiled in (build with --features rocm)"));
+        match opened {
+            Ok((b, label)) => Ok(Device::from_backend(b, format!("{label}: asked for by ordinal"))),
+            Err(reason) => Err(Error::BackendUnavailable { kind: BackendKind::Rocm.to_string(), reason }),
         }
     }
 

@@ -1,6 +1,6 @@
 //! The native backend: our HIP kernels (`hip/*.hip`), written once and generic over a small
-//! vendor [`Runtime`]: ROCm through rocm-rs ([`rocm`], feature `rocm`) and the very same
-//! sources on NVIDIA through NVRTC ([`cuda`], feature `cuda`).
+//! vendor [`Runtime`]: ROCm through the HIP runtime loaded at run time ([`rocm`], feature
+//! `rocm`) and the very same sources on NVIDIA through NVRTC ([`cuda`], feature `cuda`).
 //!
 //! This module holds what every runtime shares: storages on a caching allocator, the module and
 //! function cache, and the launch helpers; `kernel.rs` holds layout merging, argument packing
@@ -10,7 +10,13 @@ mod alloc;
 #[cfg(any(test, feature = "rocm", feature = "cuda"))]
 mod cache;
 mod copy;
+#[cfg(any(test, feature = "rocm"))]
+mod dylib;
 mod elementwise;
+#[cfg(any(test, feature = "rocm"))]
+mod gfx;
+#[cfg(feature = "rocm")]
+mod hip_api;
 mod index;
 pub(crate) mod kernel;
 mod random;
