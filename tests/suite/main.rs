@@ -1,13 +1,15 @@
 //! The shared suite: one test body per case, written against `&Device`, run on every backend
 //! available here and compared with the cpu reference.
 //!
-//! `suite!(case)` makes one test per backend kind (`case::cpu`, `case::wgpu`, ...). A backend
-//! that is absent is skipped, unless `RWO_REQUIRE` names it: then its tests fail.
+//! `suite!(case)` makes one test per backend kind (`case::cpu`, `case::wgpu`, ...); `tests!(name)`
+//! registers a test without a device. A backend that is absent is reported as ignored, with the
+//! reason, unless `RWO_REQUIRE` names it: then its tests fail.
 
 mod conv;
 mod copy;
 mod elementwise;
 mod errors;
+mod harness;
 mod index;
 mod matmul;
 mod native;
@@ -24,32 +26,9 @@ use rocm_wgpu_ops::{BackendKind, CpuStorage, DType, Device, Result, Shape, Tenso
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-/// One test per backend kind for a case `fn(&Device) -> Result<()>`.
-#[macro_export]
-macro_rules! suite {
-    ($($case:ident),* $(,)?) => {
-        $(
-            mod $case {
-                use rocm_wgpu_ops::BackendKind;
-                #[test]
-                fn cpu() {
-                    $crate::run_case(BackendKind::Cpu, super::$case)
-                }
-                #[test]
-                fn wgpu() {
-                    $crate::run_case(BackendKind::Wgpu, super::$case)
-                }
-                #[test]
-                fn rocm() {
-                    $crate::run_case(BackendKind::Rocm, super::$case)
-                }
-                #[test]
-                fn cuda() {
-                    $crate::run_case(BackendKind::Cuda, super::$case)
-                }
-            }
-        )*
-    };
+/// Runs the registered cases and tests (see `harness.rs`).
+fn main() -> std::process::ExitCode {
+    harness::main()
 }
 
 /// The kinds `RWO_REQUIRE` names (comma-separated).
@@ -68,19 +47,6 @@ pub fn device(kind: BackendKind) -> std::result::Result<Device, String> {
     map.entry(kind).or_insert_with(|| Device::new(kind).map_err(|e| e.to_string())).clone()
 }
 
-/// Runs `case` on the backend of `kind`; skips an absent backend unless it is required.
-pub fn run_case(kind: BackendKind, case: fn(&Device) -> Result<()>) {
-    let dev = match device(kind) {
-        Ok(dev) => dev,
-        Err(why) if required_kinds().contains(&kind) => panic!("RWO_REQUIRE names {kind}, which is absent: {why}"),
-        Err(_) => return,
-    };
-    if let Err(e) = case(&dev) {
-        panic!("on {}: {e}", dev.describe());
-    }
-}
-
-#[test]
 fn required_backends_are_present() {
     for kind in required_kinds() {
         if let Err(why) = device(kind) {
@@ -88,6 +54,8 @@ fn required_backends_are_present() {
         }
     }
 }
+
+crate::tests!(required_backends_are_present);
 
 pub fn cpu() -> Device {
     device(BackendKind::Cpu).expect("the cpu backend always exists")
