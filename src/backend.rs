@@ -38,8 +38,13 @@ pub trait Memory: Clone + Send + Sync + 'static {
     fn upload(&self, data: &CpuStorage) -> Result<Self::Storage>;
     /// The whole buffer, after every op recorded on it has finished.
     fn download(&self, s: &Self::Storage) -> Result<CpuStorage>;
-    /// Waits for all recorded work; reports errors found in device data (bad ids).
+    /// Waits for all recorded work.
     fn synchronize(&self) -> Result<()>;
+    /// A zeroed flag for one op's kernels to record a failure found in device data in (a bad
+    /// id); empty where ops report such failures at once (cpu). See `src/tensor/status.rs`.
+    fn new_flag(&self) -> Result<Self::Storage>;
+    /// What each flag recorded, once every op recorded before has run: `Ok` or the failure.
+    fn read_flags(&self, flags: &[&Self::Storage]) -> Result<Vec<Result<()>>>;
 }
 
 pub trait ElementwiseOps: Memory {
@@ -85,6 +90,8 @@ pub trait ReduceOps: Memory {
     fn reduce(&self, x: &Self::Storage, l: &Layout, op: ReduceOp, dims: &[usize]) -> Result<Self::Storage>;
 }
 
+/// A bad id (outside `0..size` of the indexed dim) is an `IndexOutOfRange`: returned at once,
+/// or recorded in `flag` by the kernels (see [`Memory::new_flag`]); never clamped or wrapped.
 pub trait IndexOps: Memory {
     fn index_select(
         &self,
@@ -93,6 +100,7 @@ pub trait IndexOps: Memory {
         ids: &Self::Storage,
         il: &Layout,
         dim: usize,
+        flag: &Self::Storage,
     ) -> Result<Self::Storage>;
     fn gather(
         &self,
@@ -101,6 +109,7 @@ pub trait IndexOps: Memory {
         ids: &Self::Storage,
         il: &Layout,
         dim: usize,
+        flag: &Self::Storage,
     ) -> Result<Self::Storage>;
     /// A copy of `dst` with `src` scattered into it.
     #[allow(clippy::too_many_arguments)]
@@ -114,6 +123,7 @@ pub trait IndexOps: Memory {
         sl: &Layout,
         dim: usize,
         mode: ScatterMode,
+        flag: &Self::Storage,
     ) -> Result<Self::Storage>;
     /// A copy of `dst` with the slices of `src` added at `ids` along `dim`.
     #[allow(clippy::too_many_arguments)]
@@ -126,6 +136,7 @@ pub trait IndexOps: Memory {
         src: &Self::Storage,
         sl: &Layout,
         dim: usize,
+        flag: &Self::Storage,
     ) -> Result<Self::Storage>;
 }
 

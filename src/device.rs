@@ -317,6 +317,19 @@ impl Device {
         }
     }
 
+    /// Whether ops of `family` compute on the host here (the cpu, or a family a GPU backend
+    /// runs on the cpu reference for now).
+    pub(crate) fn on_host(&self, family: crate::spec::Family) -> bool {
+        match self.backend() {
+            AnyBackend::Cpu(_) => true,
+            AnyBackend::Wgpu(_) => crate::wgpu::ON_CPU.contains(&family.name()),
+            #[cfg(feature = "rocm")]
+            AnyBackend::Rocm(_) => crate::native::ON_CPU.contains(&family.name()),
+            #[cfg(feature = "cuda")]
+            AnyBackend::Cuda(_) => crate::native::ON_CPU.contains(&family.name()),
+        }
+    }
+
     /// What the GPU buffer pool holds (`None` on backends without one).
     pub fn memory_stats(&self) -> Option<crate::wgpu::MemoryStats> {
         match self.backend() {
@@ -325,7 +338,8 @@ impl Device {
         }
     }
 
-    /// Waits for all work recorded on the device; reports errors found in device data.
+    /// Waits for all work recorded on the device. (A failure found in device data, such as a
+    /// bad id, belongs to the tensors it spoiled: their readbacks report it.)
     pub fn synchronize(&self) -> Result<()> {
         dispatch!(self, |b| b.synchronize())
     }

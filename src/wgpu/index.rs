@@ -160,12 +160,12 @@ pub(crate) fn put_spec(
 }
 
 impl WgpuBackend {
-    /// Flags the bad ids among `ids` (`il`) for an op whose main pass visits none of them.
-    fn check_ids(&self, op: IndexOp, ids: &WgpuStorage, il: &Layout, size: usize) -> Result<()> {
+    /// Flags the bad ids among `ids` (`il`) in `flag`, for an op whose main pass visits none.
+    fn check_ids(&self, op: IndexOp, ids: &WgpuStorage, il: &Layout, size: usize, flag: &WgpuStorage) -> Result<()> {
         let spec = check_spec(self.caps(), op, ids.dtype, Index::of(il))?;
         let n = il.elem_count();
         let meta = spec.meta(n as u32, &[il], &[op.flag_code(), size as u32]);
-        self.run(&spec, &[ids.buffer()], &meta, n as u64)
+        self.run(&spec, &[ids.buffer(), flag.buffer()], &meta, n as u64)
     }
 
     /// `out[p] = x[p with p[dim] = ids[p]]` over the positions of `out`, with `il` the ids'
@@ -180,6 +180,7 @@ impl WgpuBackend {
         il: &Layout,
         out: &Shape,
         dim: usize,
+        flag: &WgpuStorage,
     ) -> Result<WgpuStorage> {
         let n = out.elem_count();
         let y = self.storage(x.dtype, n)?;
@@ -188,12 +189,14 @@ impl WgpuBackend {
         let extra = [op.flag_code(), xl.dims()[dim] as u32, xl.strides()[dim] as u32];
         let meta = spec.meta(n as u32, &[&xb, il], &extra);
         let epw = spec.bindings[2].repr.per_word() as usize;
-        self.run(&spec, &[x.buffer(), ids.buffer(), y.buffer()], &meta, n.div_ceil(epw) as u64)?;
+        let buffers = [x.buffer(), ids.buffer(), y.buffer(), flag.buffer()];
+        self.run(&spec, &buffers, &meta, n.div_ceil(epw) as u64)?;
         Ok(y)
     }
 
     /// index_select of whole rows of words (`rows`) along a dim of `size` into a new tensor of
     /// `out` elements.
+    #[allow(clippy::too_many_arguments)]
     fn select_rows(
         &self,
         x: &WgpuStorage,
@@ -202,6 +205,7 @@ impl WgpuBackend {
         rows: Rows,
         size: usize,
         out: usize,
+        flag: &WgpuStorage,
     ) -> Result<WgpuStorage> {
         let op = IndexOp::IndexSelect;
         let y = self.storage(x.dtype, out)?;
@@ -234,7 +238,8 @@ impl WgpuBackend {
         ];
         let meta = spec.meta(count as u32, &[&rows.lead, il], &extra);
         let groups = count.div_ceil(wg / tw) * chunks;
-        self.run(&spec, &[x.buffer(), ids.buffer(), y.buffer()], &meta, (groups * wg) as u64)?;
+        let buffers = [x.buffer(), ids.buffer(), y.buffer(), flag.buffer()];
+        self.run(&spec, &buffers, &meta, (groups * wg) as u64)?;
         Ok(y)
     }
 
@@ -252,13 +257,14 @@ impl WgpuBackend {
         src: &WgpuStorage,
         sl: &Layout,
         dim: usize,
+        flag: &WgpuStorage,
     ) -> Result<WgpuStorage> {
         let caps = self.caps();
         let mut y = self.storage(dst.dtype, dl.elem_count())?;
         self.copy_strided(dst, dl, &mut y, 0)?;
         let ys = dl.shape().contiguous_strides();
         let head = [op.flag_code(), dl.dims()[dim] as u32, ys[dim] as u32];
-        let buffers = [ids.buffer(), src.buffer(), y.buffer()];
+        let buffers = [ids.buffer(), src.buffer(), y.buffer(), flag.buffer()];
         if serial(dst.dtype, mode) {
             let m = sl.dims()[dim];
             let mut cols = sl.dims().to_vec();
@@ -293,24 +299,33 @@ impl IndexOps for WgpuBackend {
         ids: &WgpuStorage,
         il: &Layout,
         dim: usize,
+        flag: &WgpuStorage,
     ) -> Result<WgpuStorage> {
         let op = IndexOp::IndexSelect;
         let mut dims = xl.dims().to_vec();
         dims[dim] = il.dims()[0];
         let out = Shape::new(dims);
         if out.elem_count() == 0 {
-            self.check_ids(op, ids, il, xl.dims()[dim])?;
+            self.check_ids(op, ids, il, xl.dims()[dim], flag)?;
             return self.storage(x.dtype, 0);
         }
         // Rows of whole u32 words (the bindings' unit).
         match rows_of(xl, dim, x.dtype.size_in_bytes(), &[4]) {
-            Some(rows) => self.select_rows(x, ids, il, rows, xl.dims()[dim], out.elem_count()),
-            None => self.pick(op, x, xl, ids, &spread_ids(il, &out, dim), &out, dim),
+            Some(rows) => self.select_rows(x, ids, il, rows, xl.dims()[dim], out.elem_count(), flag),
+            None => self.pick(op, x, xl, ids, &spread_ids(il, &out, dim), &out, dim, flag),
         }
     }
 
-    fn gather(&self, x: &WgpuStorage, xl: &Layout, ids: &WgpuStorage, il: &Layout, dim: usize) -> Result<WgpuStorage> {
-        self.pick(IndexOp::Gather, x, xl, ids, il, il.shape(), dim)
+    fn gather(
+        &self,
+        x: &WgpuStorage,
+        xl: &Layout,
+        ids: &WgpuStorage,
+        il: &Layout,
+        dim: usize,
+        flag: &WgpuStorage,
+    ) -> Result<WgpuStorage> {
+        self.pick(IndexOp::Gather, x, xl, ids, il, il.shape(), dim, flag)
     }
 
     fn scatter(
@@ -323,8 +338,9 @@ impl IndexOps for WgpuBackend {
         sl: &Layout,
         dim: usize,
         mode: ScatterMode,
+        flag: &WgpuStorage,
     ) -> Result<WgpuStorage> {
-        self.put(mode.op(), mode, dst, dl, ids, il, src, sl, dim)
+        self.put(mode.op(), mode, dst, dl, ids, il, src, sl, dim, flag)
     }
 
     fn index_add(
@@ -336,12 +352,13 @@ impl IndexOps for WgpuBackend {
         src: &WgpuStorage,
         sl: &Layout,
         dim: usize,
+        flag: &WgpuStorage,
     ) -> Result<WgpuStorage> {
         let op = IndexOp::IndexAdd;
         if sl.elem_count() == 0 {
-            self.check_ids(op, ids, il, dl.dims()[dim])?;
+            self.check_ids(op, ids, il, dl.dims()[dim], flag)?;
         }
-        self.put(op, ScatterMode::Add, dst, dl, ids, &spread_ids(il, sl.shape(), dim), src, sl, dim)
+        self.put(op, ScatterMode::Add, dst, dl, ids, &spread_ids(il, sl.shape(), dim), src, sl, dim, flag)
     }
 }
 

@@ -18,6 +18,8 @@ suite!(
     other_param_errors,
     matmul_errors,
     host_errors,
+    shapes_past_the_address_space_are_errors,
+    memory_that_cannot_be_had_is_an_error,
 );
 
 /// Asserts `r` failed with an error `kind` accepts, whose message holds `msg`.
@@ -272,4 +274,42 @@ fn host_errors(dev: &Device) -> Result<()> {
         }
     }
     intact(&a)
+}
+
+fn shapes_past_the_address_space_are_errors(dev: &Device) -> Result<()> {
+    let too_large = |e: &Error| matches!(e, Error::ShapeTooLarge { .. });
+    // 2^64 elements: the count itself overflows (it wrapped to 0 before).
+    expect(Tensor::zeros([1 << 33, 1 << 31], DType::F32, dev), too_large, "more elements or bytes");
+    expect(Tensor::from_vec(Vec::<f32>::new(), [1 << 32, 1 << 32], dev), too_large, "[4294967296, 4294967296]");
+    // 2^62 elements fit in a usize, their 2^64 bytes do not.
+    expect(Tensor::ones([1 << 62], DType::F32, dev), too_large, "of f32");
+    let one = f32s(dev, &[1])?;
+    expect(one.broadcast_as([1 << 33, 1 << 31]), too_large, "broadcast_as");
+    let empty = f32s(dev, &[0])?;
+    expect(empty.reshape([0, 1 << 40, 1 << 40]), too_large, "reshape");
+    assert_eq!(empty.reshape([0, 1 << 40])?.dims(), &[0, 1 << 40], "an empty shape whose strides fit is fine");
+    // Two views that fit, whose broadcast result does not.
+    let rows = one.broadcast_as([1 << 31, 1])?;
+    let cols = one.broadcast_as([1, 1 << 33])?;
+    expect(rows.add(&cols), |e| matches!(e, Error::ShapeTooLarge { op: "add", .. }), "add");
+    intact(&one)
+}
+
+/// A size every layer accepts but no host or device can hold: an error, never an abort.
+fn memory_that_cannot_be_had_is_an_error(dev: &Device) -> Result<()> {
+    let no_memory =
+        |e: &Error| matches!(e, Error::OutOfMemory { .. } | Error::LimitExceeded { .. } | Error::Backend { .. });
+    let bytes = |e: &Error| e.to_string().contains("bytes");
+    let huge = 1usize << 60;
+    for r in [
+        Tensor::zeros([huge], DType::U8, dev),
+        Tensor::ones([1], DType::U8, dev)?.broadcast_as([huge])?.contiguous(),
+        f32s(dev, &[1])?.broadcast_as([huge])?.exp(),
+    ] {
+        let e = r.expect_err("no memory holds 2^60 elements");
+        assert!(no_memory(&e) && bytes(&e), "{e:?}");
+    }
+    let ok = f32s(dev, &[3])?;
+    assert_eq!(ok.exp()?.to_vec::<f32>()?.len(), 3, "the device goes on");
+    intact(&ok)
 }

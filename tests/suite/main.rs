@@ -20,6 +20,7 @@ mod reduce;
 mod runtime;
 mod shaders;
 mod sort;
+mod status;
 mod upsample;
 
 use rocm_wgpu_ops::{BackendKind, CpuStorage, DType, Device, Result, Shape, Tensor};
