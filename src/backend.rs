@@ -33,6 +33,10 @@ pub trait Memory: Clone + Send + Sync + 'static {
     fn kind(&self) -> BackendKind;
     /// The device's name, features and limits worth printing, as `(key, value)` pairs.
     fn info(&self) -> Vec<(&'static str, String)>;
+    /// Why this backend cannot run `op` in `dtype` (a dtype the spec allows for it), or `None`
+    /// when it can: the one statement of what it truly cannot do, behind
+    /// [`crate::Device::supports`]. Ops it names fail with `Error::UnsupportedDType`.
+    fn unsupported(&self, op: &crate::spec::OpInfo, dtype: DType) -> Option<String>;
     /// A buffer of `len` elements; its contents are unspecified until written.
     fn alloc(&self, dtype: DType, len: usize) -> Result<Self::Storage>;
     fn upload(&self, data: &CpuStorage) -> Result<Self::Storage>;

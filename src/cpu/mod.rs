@@ -154,6 +154,10 @@ impl Memory for CpuBackend {
         vec![("name", "cpu reference (single-threaded)".into()), ("host threads", threads.to_string())]
     }
 
+    fn unsupported(&self, _: &crate::spec::OpInfo, _: DType) -> Option<String> {
+        None
+    }
+
     fn alloc(&self, dtype: DType, len: usize) -> Result<CpuStorage> {
         CpuStorage::zeros(dtype, len)
     }

@@ -303,6 +303,10 @@ impl<R: Runtime> Memory for NativeBackend<R> {
         ]
     }
 
+    fn unsupported(&self, _: &crate::spec::OpInfo, _: DType) -> Option<String> {
+        None
+    }
+
     fn alloc(&self, dtype: DType, len: usize) -> Result<NativeStorage<R>> {
         self.storage(dtype, len)
     }

@@ -17,6 +17,7 @@
 
 use super::kernel::{Index, Spec};
 use super::repr::{Access, Caps, Compute, Repr};
+use super::support::bits_of;
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::{CopyOps, IndexOps};
 use crate::spec::Family;
@@ -185,7 +186,9 @@ impl WgpuBackend {
         let n = out.elem_count();
         let y = self.storage(x.dtype, n)?;
         let xb = along(out, xl.strides(), xl.offset(), dim);
-        let spec = pick_spec(self.caps(), op, x.dtype, ids.dtype, Index::of(&xb), Index::of(il))?;
+        // A pick only moves bytes: f64 needs no SHADER_F64 (see `support.rs`).
+        let dt = bits_of(x.dtype, self.caps());
+        let spec = pick_spec(self.caps(), op, dt, ids.dtype, Index::of(&xb), Index::of(il))?;
         let extra = [op.flag_code(), xl.dims()[dim] as u32, xl.strides()[dim] as u32];
         let meta = spec.meta(n as u32, &[&xb, il], &extra);
         let epw = spec.bindings[2].repr.per_word() as usize;
@@ -260,12 +263,14 @@ impl WgpuBackend {
         flag: &WgpuStorage,
     ) -> Result<WgpuStorage> {
         let caps = self.caps();
+        // A set only moves bytes: f64 needs no SHADER_F64 (see `support.rs`); adds do.
+        let dt = if mode == ScatterMode::Set { bits_of(dst.dtype, caps) } else { dst.dtype };
         let mut y = self.storage(dst.dtype, dl.elem_count())?;
         self.copy_strided(dst, dl, &mut y, 0)?;
         let ys = dl.shape().contiguous_strides();
         let head = [op.flag_code(), dl.dims()[dim] as u32, ys[dim] as u32];
         let buffers = [ids.buffer(), src.buffer(), y.buffer(), flag.buffer()];
-        if serial(dst.dtype, mode) {
+        if serial(dt, mode) {
             let m = sl.dims()[dim];
             let mut cols = sl.dims().to_vec();
             cols[dim] = 1;
@@ -275,14 +280,14 @@ impl WgpuBackend {
                 Layout::new(cols.clone(), sl.strides().to_vec(), sl.offset()),
                 Layout::new(cols.clone(), ys.clone(), 0),
             ];
-            let spec = put_spec(caps, op, dst.dtype, ids.dtype, mode, [&l[0], &l[1], &l[2]].map(Index::of))?;
+            let spec = put_spec(caps, op, dt, ids.dtype, mode, [&l[0], &l[1], &l[2]].map(Index::of))?;
             let extra = [&head[..], &[m as u32, il.strides()[dim] as u32, sl.strides()[dim] as u32]].concat();
             let meta = spec.meta(cols.elem_count() as u32, &[&l[0], &l[1], &l[2]], &extra);
             let threads = if m == 0 { 0 } else { cols.elem_count() };
             self.run(&spec, &buffers, &meta, threads as u64)?;
         } else {
             let yb = along(sl.shape(), &ys, 0, dim);
-            let spec = put_spec(caps, op, dst.dtype, ids.dtype, mode, [Index::of(il), Index::of(sl), Index::of(&yb)])?;
+            let spec = put_spec(caps, op, dt, ids.dtype, mode, [Index::of(il), Index::of(sl), Index::of(&yb)])?;
             let n = sl.elem_count();
             let meta = spec.meta(n as u32, &[il, sl, &yb], &head);
             self.run(&spec, &buffers, &meta, n as u64)?;

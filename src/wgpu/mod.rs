@@ -12,6 +12,7 @@ mod random;
 mod reduce;
 pub mod repr;
 mod sort;
+mod support;
 
 use crate::backend::{BackendStorage, CopyOps, Memory};
 use crate::spec::index::IndexOp;
@@ -317,9 +318,20 @@ impl Memory for WgpuBackend {
                     l.max_compute_invocations_per_workgroup, l.max_compute_workgroups_per_dimension
                 ),
             ),
-            ("f64", if self.0.caps.f64 { "yes".into() } else { "no: f64 ops return UnsupportedDType".into() }),
+            (
+                "f64",
+                if self.0.caps.f64 {
+                    "yes".into()
+                } else {
+                    "no SHADER_F64: only ops that move bytes and the families on the cpu take f64".into()
+                },
+            ),
             ("on the cpu reference", crate::fallback::describe(ON_CPU)),
         ]
+    }
+
+    fn unsupported(&self, op: &crate::spec::OpInfo, dtype: DType) -> Option<String> {
+        support::unsupported(self.0.caps, op, dtype)
     }
 
     fn alloc(&self, dtype: DType, len: usize) -> Result<WgpuStorage> {

@@ -21,6 +21,7 @@ mod runtime;
 mod shaders;
 mod sort;
 mod status;
+mod support;
 mod upsample;
 
 use rocm_wgpu_ops::{BackendKind, CpuStorage, DType, Device, Result, Shape, Tensor};
@@ -112,28 +113,31 @@ pub fn assert_close(got: &Tensor, want: &Tensor, tol: Tol, what: &str) -> Result
     Ok(())
 }
 
-/// Runs `case` for `dtype` unless `dev` declares that dtype unsupported
-/// ([`Device::unsupported_dtypes`]); then the case must fail with `UnsupportedDType` for it.
+/// Whether `e` is the `UnsupportedDType` that `dev` states for its op and dtype
+/// ([`Device::supports`]): the one failure a case may skip over.
+fn stated_unsupported(dev: &Device, e: &rocm_wgpu_ops::Error) -> bool {
+    matches!(e, rocm_wgpu_ops::Error::UnsupportedDType { op, dtype, .. } if dev.supports(op, *dtype).is_err())
+}
+
+/// Runs `case` for `dtype`; it passes too when it fails with the `UnsupportedDType` of an op
+/// that `dev` states unsupported in `dtype` ([`Device::supports`]).
 pub fn unless_unsupported(dev: &Device, dtype: DType, case: impl FnOnce() -> Result<()>) -> Result<()> {
-    if !dev.unsupported_dtypes().iter().any(|(d, _)| *d == dtype) {
-        return case();
-    }
     match case() {
-        Err(rocm_wgpu_ops::Error::UnsupportedDType { dtype: d, .. }) if d == dtype => Ok(()),
-        Err(e) => Err(e),
-        Ok(()) => Ok(()),
+        Err(e @ rocm_wgpu_ops::Error::UnsupportedDType { dtype: d, .. })
+            if d == dtype && stated_unsupported(dev, &e) =>
+        {
+            Ok(())
+        }
+        r => r,
     }
 }
 
-/// Runs `f` on `dev` and on the cpu reference and compares the results. A dtype the device
-/// declares unsupported must fail with `UnsupportedDType`, and the comparison is skipped.
+/// Runs `f` on `dev` and on the cpu reference and compares the results. An op `dev` states
+/// unsupported for the dtype ([`Device::supports`]) must fail with `UnsupportedDType`, and the
+/// comparison is skipped; any other refusal fails.
 pub fn same_as_cpu(dev: &Device, tol: Tol, what: &str, f: impl Fn(&Device) -> Result<Tensor>) -> Result<()> {
     let got = match f(dev) {
-        Err(rocm_wgpu_ops::Error::UnsupportedDType { dtype, .. })
-            if dev.unsupported_dtypes().iter().any(|(d, _)| *d == dtype) =>
-        {
-            return Ok(());
-        }
+        Err(e) if stated_unsupported(dev, &e) => return Ok(()),
         r => r?,
     };
     let want = f(&cpu())?;

@@ -113,7 +113,10 @@ fn an_adapter_without_optional_features_passes_the_selfcheck() -> Result<()> {
         }
     }
     assert!(unsupported > 0);
-    let err = Tensor::zeros([2], DType::F64, &dev).unwrap_err();
+    // f64 arithmetic needs SHADER_F64; moving f64 bytes does not.
+    let z = Tensor::zeros([2], DType::F64, &dev)?;
+    assert_eq!(z.to_vec::<f64>()?, vec![0.0, 0.0]);
+    let err = z.exp().unwrap_err();
     assert!(matches!(err, Error::UnsupportedDType { backend: BackendKind::Wgpu, dtype: DType::F64, .. }), "{err:?}");
     assert!(err.to_string().contains("SHADER_F64"), "{err}");
     Ok(())
