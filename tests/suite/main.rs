@@ -9,6 +9,7 @@ mod conv;
 mod copy;
 mod elementwise;
 mod errors;
+mod fuzz;
 mod harness;
 mod index;
 mod matmul;
