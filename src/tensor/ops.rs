@@ -48,7 +48,7 @@ impl<'a> Run<'a> {
 impl Tensor {
     /// Starts op `op` of `family` on `self` and `others` with output `out`: checks that the
     /// output shape can exist and, where the family computes on the host, that the host can
-    /// hold it (the cpu reference allocates as it goes: a failure there would abort).
+    /// hold a large output (the cpu reference allocates as it goes: a failure there would abort).
     pub(super) fn run<'a>(
         &'a self,
         family: Family,
@@ -57,9 +57,10 @@ impl Tensor {
         out: &Out,
     ) -> Result<Run<'a>> {
         out.shape.check(op, out.dtype)?;
-        if self.device.on_host(family) {
-            // The output and the f64 working copy some reference ops compute in.
-            let bytes = out.shape.elem_count().saturating_mul(out.dtype.size_in_bytes() + 8);
+        // The output and the f64 working copy some reference ops compute in; below a MiB the
+        // check would cost more than it could save.
+        let bytes = out.shape.elem_count().saturating_mul(out.dtype.size_in_bytes() + 8);
+        if bytes > 1 << 20 && self.device.on_host(family) {
             crate::cpu::reserve_host(op, bytes)?;
         }
         let mut r = Run { owners: vec![], guards: vec![], shape: out.shape.clone() };
