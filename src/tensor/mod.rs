@@ -6,7 +6,7 @@ mod status;
 
 use crate::backend::{CopyOps, Memory, RandomOps};
 use crate::device::{BackendOf, Storage, dispatch};
-use crate::spec::{self, random::Distribution};
+use crate::spec::{self, Family, Out, random::Distribution};
 use crate::{CpuStorage, DType, Device, Dim, Error, Layout, Result, Scalar, Shape, WithDType};
 use status::Status;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -77,7 +77,7 @@ impl Tensor {
     pub fn from_cpu(data: CpuStorage, shape: impl Into<Shape>, device: &Device) -> Result<Tensor> {
         use crate::backend::BackendStorage;
         let shape = shape.into();
-        shape.check("from_vec", data.dtype())?;
+        ops::admit(device, Family::Copy, "from_vec", &Out::new(shape.clone(), data.dtype()))?;
         if shape.elem_count() != data.len() {
             return Err(Error::ElementCount { op: "from_vec", expected: shape.elem_count(), got: data.len(), shape });
         }
@@ -88,7 +88,7 @@ impl Tensor {
     /// A tensor with every element `value` (cast to `dtype`).
     pub fn full(value: impl Into<Scalar>, shape: impl Into<Shape>, dtype: DType, device: &Device) -> Result<Tensor> {
         let shape = shape.into();
-        shape.check("full", dtype)?;
+        ops::admit(device, Family::Copy, "full", &Out::new(shape.clone(), dtype))?;
         let layout = Layout::contiguous(shape.clone());
         let value = value.into().to_dtype(dtype);
         let storage = dispatch!(device, |b| {
@@ -118,6 +118,7 @@ impl Tensor {
     {
         let (start, end, step) = (Scalar::from(start), Scalar::from(end), Scalar::from(step));
         let len = spec::copy::arange(start, end, step)?;
+        ops::admit(device, Family::Copy, "arange", &Out::new([len], start.dtype()))?;
         let storage = dispatch!(device, |b| b.wrap(b.arange(start.dtype(), start, step, len)?));
         Ok(Self::from_storage(storage, [len], device))
     }
@@ -141,7 +142,7 @@ impl Tensor {
     ) -> Result<Tensor> {
         let shape = shape.into();
         spec::random::random(&shape, dtype, dist)?;
-        shape.check("random", dtype)?;
+        ops::admit(device, Family::Random, "random", &Out::new(shape.clone(), dtype))?;
         let len = shape.elem_count();
         let storage = dispatch!(device, |b| b.wrap(b.random(dtype, len, dist, seed, offset)?));
         Ok(Self::from_storage(storage, shape, device))

@@ -41,8 +41,22 @@ impl<'a> Run<'a> {
         let mut flags: Vec<Arc<Flag>> = self.owners.iter().flat_map(|t| t.status().flags()).collect();
         flags.extend(own.filter(|f| f.records()));
         let dev = self.owners[0].device.clone();
-        Tensor::from_parts(storage, self.shape, Status::of(flags), &dev)
+        Tensor::from_parts(storage, self.shape, Status::of(flags, &dev), &dev)
     }
+}
+
+/// Whether a new tensor `out` made by `op` of `family` on `dev` can exist: its shape, and where
+/// the family computes on the host, whether the host can hold it (the cpu reference allocates
+/// as it goes: a failure there would abort). Outputs, creations and `Tensor::run` all pass here.
+pub(super) fn admit(dev: &crate::Device, family: Family, op: &'static str, out: &Out) -> Result<()> {
+    out.shape.check(op, out.dtype)?;
+    // The output and the f64 working copy some reference ops compute in; below a MiB the
+    // check would cost more than it could save.
+    let bytes = out.shape.elem_count().saturating_mul(out.dtype.size_in_bytes() + 8);
+    if bytes > 1 << 20 && dev.on_host(family) {
+        crate::cpu::reserve_host(op, bytes)?;
+    }
+    Ok(())
 }
 
 impl Tensor {
@@ -56,13 +70,7 @@ impl Tensor {
         others: &[&'a Tensor],
         out: &Out,
     ) -> Result<Run<'a>> {
-        out.shape.check(op, out.dtype)?;
-        // The output and the f64 working copy some reference ops compute in; below a MiB the
-        // check would cost more than it could save.
-        let bytes = out.shape.elem_count().saturating_mul(out.dtype.size_in_bytes() + 8);
-        if bytes > 1 << 20 && self.device.on_host(family) {
-            crate::cpu::reserve_host(op, bytes)?;
-        }
+        admit(&self.device, family, op, out)?;
         let mut r = Run { owners: vec![], guards: vec![], shape: out.shape.clone() };
         for t in std::iter::once(self).chain(others.iter().copied()) {
             if !r.owners.iter().any(|o| o.shares_storage(t)) {

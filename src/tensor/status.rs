@@ -34,6 +34,11 @@ impl Flag {
     }
 }
 
+/// Unread flags a status holds before an op resolves them (one wait): a long chain of flagged
+/// ops without a readback (an index_add in a loop) stays bounded in memory and in the cost of
+/// handing statuses on.
+const MAX_UNREAD: usize = 32;
+
 /// The flags a storage's data depends on that are not known to be clean.
 #[derive(Default)]
 pub(crate) struct Status(Mutex<Vec<Arc<Flag>>>);
@@ -44,10 +49,15 @@ impl Status {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A status holding `flags`, each once.
-    pub(crate) fn of(flags: Vec<Arc<Flag>>) -> Status {
+    /// A status holding `flags`, each once, for a new output on `dev`; flags known to be clean
+    /// are left out, and past [`MAX_UNREAD`] the flags are read now.
+    pub(crate) fn of(flags: Vec<Arc<Flag>>, dev: &Device) -> Status {
         let s = Status::default();
-        s.absorb(flags);
+        s.absorb(flags.into_iter().filter(|f| !matches!(f.read.get(), Some(Ok(())))).collect());
+        if s.lock().len() > MAX_UNREAD {
+            // A failure stays in the status and is returned by the output's readbacks.
+            let _ = s.resolve(dev);
+        }
         s
     }
 
@@ -87,13 +97,11 @@ impl Status {
                 let _ = f.read.set(r);
             }
         }
-        let first = held.iter().find_map(|f| f.read.get().and_then(|r| r.clone().err()));
-        match first {
+        let clean = |f: &Arc<Flag>| matches!(f.read.get(), Some(Ok(())));
+        self.lock().retain(|f| !clean(f));
+        match held.iter().find_map(|f| f.read.get().and_then(|r| r.clone().err())) {
             Some(e) => Err(e),
-            None => {
-                self.lock().retain(|f| !held.iter().any(|h| Arc::ptr_eq(h, f)));
-                Ok(())
-            }
+            None => Ok(()),
         }
     }
 }

@@ -283,6 +283,7 @@ fn shapes_past_the_address_space_are_errors(dev: &Device) -> Result<()> {
     expect(Tensor::from_vec(Vec::<f32>::new(), [1 << 32, 1 << 32], dev), too_large, "[4294967296, 4294967296]");
     // 2^62 elements fit in a usize, their 2^64 bytes do not.
     expect(Tensor::ones([1 << 62], DType::F32, dev), too_large, "of f32");
+    expect(Tensor::arange_step(0f64, 1e19, 1.0, dev), too_large, "arange");
     let one = f32s(dev, &[1])?;
     expect(one.broadcast_as([1 << 33, 1 << 31]), too_large, "broadcast_as");
     let empty = f32s(dev, &[0])?;
@@ -303,6 +304,7 @@ fn memory_that_cannot_be_had_is_an_error(dev: &Device) -> Result<()> {
     let huge = 1usize << 60;
     for r in [
         Tensor::zeros([huge], DType::U8, dev),
+        Tensor::arange_step(0i64, 1 << 59, 1, dev),
         Tensor::ones([1], DType::U8, dev)?.broadcast_as([huge])?.contiguous(),
         f32s(dev, &[1])?.broadcast_as([huge])?.exp(),
     ] {

@@ -13,6 +13,7 @@ suite!(
     a_spoiled_output_dropped_unread_spoils_nothing_else,
     a_spoiled_output_handed_to_another_thread_fails_there,
     later_threads_never_see_an_earlier_threads_failure,
+    long_chains_of_flagged_ops_keep_their_failure,
 );
 
 /// `x` = 0..12 as `[3, 4]`.
@@ -148,6 +149,29 @@ fn later_threads_never_see_an_earlier_threads_failure(dev: &Device) -> Result<()
         if let Some(t) = spoiled(op, r) {
             fails(op, t.to_vec::<f32>(), "readback after 70 other threads");
         }
+    }
+    Ok(())
+}
+
+/// `steps` index_adds of a row of ones into row 0 of zeros, the one at `bad_at` with id 9.
+fn chain(dev: &Device, steps: usize, bad_at: Option<usize>) -> Result<Tensor> {
+    let (good, bad) = (Tensor::from_vec(vec![0u32], [1], dev)?, Tensor::from_vec(vec![9u32], [1], dev)?);
+    let one = Tensor::ones([1, 2], rocm_wgpu_ops::DType::F32, dev)?;
+    let mut x = Tensor::zeros([3, 2], rocm_wgpu_ops::DType::F32, dev)?;
+    for i in 0..steps {
+        x = x.index_add(if Some(i) == bad_at { &bad } else { &good }, &one, 0)?;
+    }
+    Ok(x)
+}
+
+fn long_chains_of_flagged_ops_keep_their_failure(dev: &Device) -> Result<()> {
+    // Longer than the unread flags a status holds before reading them.
+    let clean = chain(dev, 100, None)?;
+    assert_eq!(clean.to_vec::<f32>()?, vec![100., 100., 0., 0., 0., 0.]);
+    let bad_at_10 = Error::IndexOutOfRange { op: "index_add", index: 9, size: 3 };
+    match chain(dev, 100, Some(10)).and_then(|t| t.to_vec::<f32>()) {
+        Err(e) => assert_eq!(e, bad_at_10),
+        Ok(v) => panic!("a bad id early in a long chain was lost: {v:?}"),
     }
     Ok(())
 }
