@@ -168,7 +168,17 @@ impl<R: Runtime> NativeBackend<R> {
             needed: (len as u64).saturating_mul(dtype.size_in_bytes() as u64),
             limit: isize::MAX as u64,
         })?;
-        let (ptr, class) = if bytes == 0 { (DevicePtr(0), 0) } else { self.0.alloc.alloc(&self.0.rt, bytes)? };
+        let (ptr, class) = if bytes == 0 {
+            (DevicePtr(0), 0)
+        } else {
+            // The vendor's out-of-memory text does not say how much was asked for.
+            self.0.alloc.alloc(&self.0.rt, bytes).map_err(|e| match e {
+                Error::Backend { backend, msg } => {
+                    Error::Backend { backend, msg: format!("{msg} ({bytes} bytes asked for)") }
+                }
+                e => e,
+            })?
+        };
         Ok(NativeStorage { ptr, class, dtype, len, owner: self.0.clone() })
     }
 

@@ -1,7 +1,7 @@
 //! Property-based fuzzing of the public Tensor API (proptest): random shapes (zero and huge dims
 //! included), dtypes, views (transpose, narrow, broadcast, valid or not), ops with random
-//! params and ids (out of range included), on the cpu and on wgpu. Each call must return an
-//! `Error` or a result equal to the cpu reference's; a panic anywhere fails.
+//! params and ids (out of range included), on the cpu and on every GPU backend here. Each call
+//! must return an `Error` or a result equal to the cpu reference's; a panic anywhere fails.
 //!
 //! `RWO_FUZZ_CASES` sets the number of cases (CI: 1500); `README.md` has the long run.
 
@@ -269,7 +269,8 @@ fn check(devs: &[Device], c: &Case) -> std::result::Result<(), TestCaseError> {
 
 fn random_calls_never_panic_and_agree_with_the_cpu() {
     let cases = std::env::var("RWO_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1500);
-    let devs: Vec<Device> = crate::device(BackendKind::Wgpu).into_iter().collect();
+    let gpus = [BackendKind::Wgpu, BackendKind::Cuda, BackendKind::Rocm];
+    let devs: Vec<Device> = gpus.iter().filter_map(|&k| crate::device(k).ok()).collect();
     let config = Config { cases, failure_persistence: None, ..Config::default() };
     let mut runner = TestRunner::new(config);
     let start = std::time::Instant::now();
@@ -277,9 +278,6 @@ fn random_calls_never_panic_and_agree_with_the_cpu() {
         panic!("{e}");
     }
     let calls = CALLS.load(Ordering::Relaxed);
-    eprintln!(
-        "fuzz: {cases} cases, {calls} calls on cpu{}, {:.1?}",
-        if devs.is_empty() { "" } else { " and wgpu" },
-        start.elapsed()
-    );
+    let on: Vec<String> = std::iter::once("cpu".into()).chain(devs.iter().map(|d| d.kind().to_string())).collect();
+    eprintln!("fuzz: {cases} cases, {calls} calls on {}, {:.1?}", on.join(" and "), start.elapsed());
 }
