@@ -37,6 +37,10 @@ pub trait Memory: Clone + Send + Sync + 'static {
     /// when it can: the one statement of what it truly cannot do, behind
     /// [`crate::Device::supports`]. Ops it names fail with `Error::UnsupportedDType`.
     fn unsupported(&self, op: &crate::spec::OpInfo, dtype: DType) -> Option<String>;
+    /// The most elements an operand (a view included) or an output of one op may have here.
+    fn max_elements(&self) -> usize {
+        usize::MAX
+    }
     /// A buffer of `len` elements; its contents are unspecified until written.
     fn alloc(&self, dtype: DType, len: usize) -> Result<Self::Storage>;
     fn upload(&self, data: &CpuStorage) -> Result<Self::Storage>;

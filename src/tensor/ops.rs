@@ -71,8 +71,18 @@ impl Tensor {
         out: &Out,
     ) -> Result<Run<'a>> {
         admit(&self.device, family, op, out)?;
+        let max = dispatch!(self.device, |b| b.max_elements());
         let mut r = Run { owners: vec![], guards: vec![], shape: out.shape.clone() };
         for t in std::iter::once(self).chain(others.iter().copied()) {
+            if t.elem_count() > max {
+                let size = t.dtype.size_in_bytes() as u64;
+                return Err(crate::Error::LimitExceeded {
+                    backend: self.device.kind(),
+                    what: format!("{op}: an operand of {} elements (at most {max} here)", t.elem_count()),
+                    needed: (t.elem_count() as u64).saturating_mul(size),
+                    limit: max as u64 * size,
+                });
+            }
             if !r.owners.iter().any(|o| o.shares_storage(t)) {
                 r.owners.push(t);
                 r.guards.push(t.read());

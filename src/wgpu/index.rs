@@ -165,7 +165,7 @@ impl WgpuBackend {
     fn check_ids(&self, op: IndexOp, ids: &WgpuStorage, il: &Layout, size: usize, flag: &WgpuStorage) -> Result<()> {
         let spec = check_spec(self.caps(), op, ids.dtype, Index::of(il))?;
         let n = il.elem_count();
-        let meta = spec.meta(n as u32, &[il], &[op.flag_code(), size as u32]);
+        let meta = spec.meta(n as u32, &[il], &[op.flag_code(), size as u32, (size as u64 >> 32) as u32]);
         self.run(&spec, &[ids.buffer(), flag.buffer()], &meta, n as u64)
     }
 

@@ -284,13 +284,16 @@ impl WgpuBackend {
     }
 }
 
-/// The failure a flag's words `[op + 1, index low, index high, size]` record (see
+/// Words in a flag: `[op + 1, index low, index high, size low, size high]` (see
 /// `shaders/index.wgsl`).
+const FLAG_WORDS: usize = 5;
+
+/// The failure a flag's words record.
 fn flag_result(w: &[u32]) -> Result<()> {
     let Some(op) = w.first().copied().filter(|&c| c != 0) else { return Ok(()) };
     let op = IndexOp::from_flag_code(op).map_or("index", |o| o.name());
     let index = (w[1] as u64 | (w[2] as u64) << 32) as i64;
-    Err(Error::IndexOutOfRange { op, index, size: w[3] as usize })
+    Err(Error::IndexOutOfRange { op, index, size: (w[3] as u64 | (w[4] as u64) << 32) as usize })
 }
 
 crate::fallback::via_cpu!([] WgpuBackend: conv, pool, upsample, matmul, nn);
@@ -334,6 +337,11 @@ impl Memory for WgpuBackend {
         support::unsupported(self.0.caps, op, dtype)
     }
 
+    fn max_elements(&self) -> usize {
+        // Kernels index with u32: a view (a broadcast) larger than that cannot be walked.
+        u32::MAX as usize
+    }
+
     fn alloc(&self, dtype: DType, len: usize) -> Result<WgpuStorage> {
         self.storage(dtype, len)
     }
@@ -375,15 +383,16 @@ impl Memory for WgpuBackend {
     }
 
     fn new_flag(&self) -> Result<WgpuStorage> {
-        let mut flag = self.storage(DType::U32, 4)?;
+        let mut flag = self.storage(DType::U32, FLAG_WORDS)?;
         // Recorded like any op: no wait, and ordered before the kernels that write the flag.
-        self.fill(&mut flag, &crate::Layout::contiguous([4]), crate::Scalar::U32(0))?;
+        self.fill(&mut flag, &crate::Layout::contiguous([FLAG_WORDS]), crate::Scalar::U32(0))?;
         Ok(flag)
     }
 
     fn read_flags(&self, flags: &[&WgpuStorage]) -> Result<Vec<Result<()>>> {
-        let parts: Vec<(&wgpu::Buffer, u64)> = flags.iter().map(|f| (f.buffer(), 16)).collect();
+        let bytes = 4 * FLAG_WORDS as u64;
+        let parts: Vec<(&wgpu::Buffer, u64)> = flags.iter().map(|f| (f.buffer(), bytes)).collect();
         let words: Vec<u32> = bytemuck::pod_collect_to_vec(&self.read(&parts)?);
-        Ok(words.chunks(4).map(flag_result).collect())
+        Ok(words.chunks(FLAG_WORDS).map(flag_result).collect())
     }
 }

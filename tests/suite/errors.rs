@@ -289,6 +289,14 @@ fn shapes_past_the_address_space_are_errors(dev: &Device) -> Result<()> {
     let empty = f32s(dev, &[0])?;
     expect(empty.reshape([0, 1 << 40, 1 << 40]), too_large, "reshape");
     assert_eq!(empty.reshape([0, 1 << 40])?.dims(), &[0, 1 << 40], "an empty shape whose strides fit is fine");
+    // Ids into a dim past u32 of an empty tensor (found by the fuzz test: wgpu read the size as
+    // 0 and called every id bad).
+    let ids = Tensor::from_vec(vec![255i64, (1 << 40) - 1], [2], dev)?;
+    let picked = Tensor::zeros([0, 1 << 40], DType::U8, dev)?.index_select(&ids, 1)?;
+    assert_eq!((picked.dims(), picked.to_vec::<u8>()?.len()), (&[0, 2][..], 0));
+    let bad = Tensor::from_vec(vec![1i64 << 40], [1], dev)?;
+    let picked = Tensor::zeros([0, 1 << 40], DType::U8, dev)?.index_select(&bad, 1);
+    expect(picked.and_then(|t| t.to_vec::<u8>()), |e| matches!(e, Error::IndexOutOfRange { .. }), "1099511627776");
     // Two views that fit, whose broadcast result does not.
     let rows = one.broadcast_as([1 << 31, 1])?;
     let cols = one.broadcast_as([1, 1 << 33])?;
@@ -310,6 +318,14 @@ fn memory_that_cannot_be_had_is_an_error(dev: &Device) -> Result<()> {
     ] {
         let e = r.expect_err("no memory holds 2^60 elements");
         assert!(no_memory(&e) && bytes(&e), "{e:?}");
+    }
+    // A view of 2^40 elements with small results: an answer, or a limit of the device (wgpu
+    // kernels index with u32), never a wrong one. (Summing 2^40 terms on the cpu takes hours.)
+    let wide = Tensor::ones([1], DType::U8, dev)?.broadcast_as([1 << 40])?;
+    let ids = Tensor::from_vec(vec![0u32, (1 << 31) + 5], [2], dev)?;
+    match wide.index_select(&ids, 0).and_then(|t| t.to_vec::<u8>()) {
+        Ok(v) => assert_eq!(v, vec![1, 1]),
+        Err(e) => assert!(matches!(e, Error::LimitExceeded { .. }) && bytes(&e), "{e:?}"),
     }
     let ok = f32s(dev, &[3])?;
     assert_eq!(ok.exp()?.to_vec::<f32>()?.len(), 3, "the device goes on");
