@@ -294,6 +294,12 @@ fn shapes_past_the_address_space_are_errors(dev: &Device) -> Result<()> {
     let ids = Tensor::from_vec(vec![255i64, (1 << 40) - 1], [2], dev)?;
     let picked = Tensor::zeros([0, 1 << 40], DType::U8, dev)?.index_select(&ids, 1)?;
     assert_eq!((picked.dims(), picked.to_vec::<u8>()?.len()), (&[0, 2][..], 0));
+    // An empty upsample to a size past memory (found by the fuzz test: the cpu built a table of
+    // 2^62 offsets).
+    let up = Tensor::zeros([1, 0, 1], DType::U8, dev)?.upsample_nearest1d(1 << 62)?;
+    assert_eq!((up.dims(), up.to_vec::<u8>()?.len()), (&[1, 0, 1 << 62][..], 0));
+    let up = Tensor::zeros([1, 1, 1, 1], DType::U8, dev)?.upsample_nearest2d(1 << 62, 0)?;
+    assert_eq!(up.to_vec::<u8>()?.len(), 0);
     let bad = Tensor::from_vec(vec![1i64 << 40], [1], dev)?;
     let picked = Tensor::zeros([0, 1 << 40], DType::U8, dev)?.index_select(&bad, 1);
     expect(picked.and_then(|t| t.to_vec::<u8>()), |e| matches!(e, Error::IndexOutOfRange { .. }), "1099511627776");
