@@ -518,6 +518,10 @@ impl Tensor {
 
     /// Copies `src` into the block of `self` that starts at `start` along `dim` (validated).
     fn write_block(&self, src: &Tensor, dim: usize, start: usize) -> Result<()> {
+        // Nothing to write; an empty block may still span 2^62 rows of nothing.
+        if src.elem_count() == 0 {
+            return Ok(());
+        }
         let src = if src.shares_storage(self) || !src.is_contiguous() { src.copy()? } else { src.clone() };
         let p = spec::copy::block_copy2d(self.layout(), src.layout(), dim, start);
         // The data written here now depends on whatever `src`'s depends on.

@@ -300,6 +300,9 @@ fn shapes_past_the_address_space_are_errors(dev: &Device) -> Result<()> {
     assert_eq!((up.dims(), up.to_vec::<u8>()?.len()), (&[1, 0, 1 << 62][..], 0));
     let up = Tensor::zeros([1, 1, 1, 1], DType::U8, dev)?.upsample_nearest2d(1 << 62, 0)?;
     assert_eq!(up.to_vec::<u8>()?.len(), 0);
+    // Joining empty tensors with a huge dim (found by the fuzz test: 2^62 empty row copies).
+    let e = Tensor::zeros([1 << 62, 0], DType::U8, dev)?;
+    assert_eq!(Tensor::cat(&[&e, &e], 1)?.dims(), &[1 << 62, 0]);
     let bad = Tensor::from_vec(vec![1i64 << 40], [1], dev)?;
     let picked = Tensor::zeros([0, 1 << 40], DType::U8, dev)?.index_select(&bad, 1);
     expect(picked.and_then(|t| t.to_vec::<u8>()), |e| matches!(e, Error::IndexOutOfRange { .. }), "1099511627776");
