@@ -12,6 +12,7 @@ mod random;
 mod reduce;
 pub mod repr;
 mod sort;
+mod tune;
 
 use crate::backend::{BackendStorage, Memory};
 use crate::spec::index::IndexOp;
@@ -21,9 +22,11 @@ use alloc::{Pool, PooledBuffer};
 use batch::Recorder;
 use context::Gpu;
 use kernel::Spec;
+pub use random::Mul;
 pub use repr::Caps;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+pub use tune::Tune;
 
 /// Every kernel the WGSL path builds for `caps`, named like `spec::kernel_name` (`exp_f32`):
 /// the shader validation test parses and validates each with naga, and checks that every op
@@ -56,6 +59,8 @@ pub(crate) struct Context {
     pipelines: Mutex<HashMap<Spec, Arc<Pipeline>>>,
     /// wgpu's injected bounds checks in every kernel (`RWO_WGPU_BOUNDS_CHECKS=1`).
     bounds_checks: bool,
+    /// Overrides of the tuning tables (`RWO_WGPU_TUNE`).
+    tune: Tune,
     /// `[op + 1, index low, index high, size]` of the first out-of-range id seen, one buffer per
     /// slot of [`flag_slot`]: a bad id surfaces at the next readback of the thread that ran the
     /// op, not at another thread's (tests share one device across threads).
@@ -128,8 +133,15 @@ impl WgpuBackend {
         })
     }
 
-    /// Opens an adapter by name substring with the named features (`"none"`, `"f16,i64"`...).
+    /// Opens an adapter by name substring with the named features (`"none"`, `"f16,i64"`...)
+    /// and the tuning overrides of `RWO_WGPU_TUNE`.
     pub fn open(adapter: Option<&str>, features: Option<&str>) -> Result<WgpuBackend> {
+        let tune = Tune::parse(std::env::var("RWO_WGPU_TUNE").ok().as_deref())?;
+        Self::open_tuned(adapter, features, tune)
+    }
+
+    /// [`WgpuBackend::open`] with the tuning overrides `tune`.
+    pub fn open_tuned(adapter: Option<&str>, features: Option<&str>, tune: Tune) -> Result<WgpuBackend> {
         let allowed = context::allowed_features(features)?;
         let gpu =
             Gpu::open(adapter, allowed).map_err(|reason| Error::BackendUnavailable { kind: "wgpu".into(), reason })?;
@@ -139,6 +151,10 @@ impl WgpuBackend {
             i64: gpu.has(wgpu::Features::SHADER_INT64),
             subgroup: gpu.has(wgpu::Features::SUBGROUP),
         };
+        if tune.random_mul == Some(random::Mul::Wide) && !caps.i64 {
+            let reason = "RWO_WGPU_TUNE: random_mul=wide needs SHADER_INT64, which this device lacks".into();
+            return Err(Error::BackendUnavailable { kind: "wgpu".into(), reason });
+        }
         use wgpu::BufferUsages as U;
         let flags = (0..FLAG_SLOTS)
             .map(|_| {
@@ -158,6 +174,7 @@ impl WgpuBackend {
             rec: Mutex::default(),
             pipelines: Mutex::default(),
             bounds_checks: std::env::var("RWO_WGPU_BOUNDS_CHECKS").is_ok_and(|v| v == "1"),
+            tune,
             flags,
         })))
     }
@@ -168,6 +185,11 @@ impl WgpuBackend {
 
     pub fn caps(&self) -> Caps {
         self.0.caps
+    }
+
+    /// The tuning overrides this device was opened with.
+    pub fn tune(&self) -> Tune {
+        self.0.tune
     }
 
     /// What the tensor buffer pool holds.
@@ -355,6 +377,7 @@ impl Memory for WgpuBackend {
                 ),
             ),
             ("f64", if self.0.caps.f64 { "yes".into() } else { "no: f64 ops return UnsupportedDType".into() }),
+            ("kernel tuning", self.random_tuning()),
             ("on the cpu reference", crate::fallback::describe(ON_CPU)),
         ]
     }
