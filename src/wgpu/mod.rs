@@ -377,7 +377,7 @@ impl Memory for WgpuBackend {
                 ),
             ),
             ("f64", if self.0.caps.f64 { "yes".into() } else { "no: f64 ops return UnsupportedDType".into() }),
-            ("kernel tuning", self.random_tuning()),
+            ("kernel tuning", format!("{}; {}", self.random_tuning(), self.sort_tuning())),
             ("on the cpu reference", crate::fallback::describe(ON_CPU)),
         ]
     }

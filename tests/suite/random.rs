@@ -331,7 +331,7 @@ fn every_wgpu_product_form_matches_reference() -> Result<()> {
     for (features, mul) in
         [(None, Mul::Wide), (None, Mul::Pieces), (Some("none"), Mul::Pieces), (Some("f16"), Mul::Wide)]
     {
-        let tune = Tune { random_mul: Some(mul) };
+        let tune = Tune { random_mul: Some(mul), ..Tune::default() };
         let dev = match Device::wgpu_tuned(None, features, tune) {
             Err(Error::BackendUnavailable { reason, .. }) if mul == Mul::Wide && (!has_i64 || features.is_some()) => {
                 assert!(reason.contains("SHADER_INT64"), "{reason}");
