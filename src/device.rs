@@ -317,11 +317,21 @@ impl Device {
     }
 
     /// A wgpu device on the adapter whose name holds `adapter` (or the preferred one), with
-    /// the optional features `features` names (`"none"`, `"f16,i64"`; all by default).
+    /// the optional features `features` names (`"none"`, `"f16,i64"`; all by default) and the
+    /// kernel tuning overrides of `RWO_WGPU_TUNE`, if set.
     pub fn wgpu(adapter: Option<&str>, features: Option<&str>) -> Result<Device> {
         let b = WgpuBackend::open(adapter, features)?;
         let label = b.describe();
         Ok(Device::from_backend(AnyBackend::Wgpu(b), format!("{label}: asked for by name")))
+    }
+
+    /// [`Device::wgpu`] with the kernel tuning `tune` instead of `RWO_WGPU_TUNE`'s (the suite
+    /// runs every variant of the tuning tables with it).
+    #[doc(hidden)]
+    pub fn wgpu_tuned(adapter: Option<&str>, features: Option<&str>, tune: crate::wgpu::Tune) -> Result<Device> {
+        let b = WgpuBackend::open_tuned(adapter, features, tune)?;
+        let label = b.describe();
+        Ok(Device::from_backend(AnyBackend::Wgpu(b), format!("{label}: asked for by name, tuned {tune:?}")))
     }
 
     /// Whether this device runs the spec's op `op` (its name, e.g. `"exp"`) in `dtype`: `Ok`,

@@ -13,6 +13,7 @@ mod reduce;
 pub mod repr;
 mod sort;
 mod support;
+mod tune;
 
 use crate::backend::{BackendStorage, CopyOps, Memory};
 use crate::spec::index::IndexOp;
@@ -22,9 +23,11 @@ use alloc::{Pool, PooledBuffer};
 use batch::Recorder;
 use context::Gpu;
 use kernel::Spec;
+pub use random::Mul;
 pub use repr::Caps;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+pub use tune::Tune;
 
 /// Every kernel the WGSL path builds for `caps`, named like `spec::kernel_name` (`exp_f32`):
 /// the shader validation test parses and validates each with naga, and checks that every op
@@ -57,6 +60,8 @@ pub(crate) struct Context {
     pipelines: Mutex<HashMap<Spec, Arc<Pipeline>>>,
     /// wgpu's injected bounds checks in every kernel (`RWO_WGPU_BOUNDS_CHECKS=1`).
     bounds_checks: bool,
+    /// Overrides of the tuning tables (`RWO_WGPU_TUNE`).
+    tune: Tune,
 }
 
 /// The wgpu backend: one device, its pools, pipelines and pending work.
@@ -114,8 +119,15 @@ impl WgpuBackend {
         })
     }
 
-    /// Opens an adapter by name substring with the named features (`"none"`, `"f16,i64"`...).
+    /// Opens an adapter by name substring with the named features (`"none"`, `"f16,i64"`...)
+    /// and the tuning overrides of `RWO_WGPU_TUNE`.
     pub fn open(adapter: Option<&str>, features: Option<&str>) -> Result<WgpuBackend> {
+        let tune = Tune::parse(std::env::var("RWO_WGPU_TUNE").ok().as_deref())?;
+        Self::open_tuned(adapter, features, tune)
+    }
+
+    /// [`WgpuBackend::open`] with the tuning overrides `tune`.
+    pub fn open_tuned(adapter: Option<&str>, features: Option<&str>, tune: Tune) -> Result<WgpuBackend> {
         let allowed = context::allowed_features(features)?;
         let gpu =
             Gpu::open(adapter, allowed).map_err(|reason| Error::BackendUnavailable { kind: "wgpu".into(), reason })?;
@@ -125,6 +137,10 @@ impl WgpuBackend {
             i64: gpu.has(wgpu::Features::SHADER_INT64),
             subgroup: gpu.has(wgpu::Features::SUBGROUP),
         };
+        if tune.random_mul == Some(random::Mul::Wide) && !caps.i64 {
+            let reason = "RWO_WGPU_TUNE: random_mul=wide needs SHADER_INT64, which this device lacks".into();
+            return Err(Error::BackendUnavailable { kind: "wgpu".into(), reason });
+        }
         use wgpu::BufferUsages as U;
         Ok(WgpuBackend(Arc::new(Context {
             gpu,
@@ -134,6 +150,7 @@ impl WgpuBackend {
             rec: Mutex::default(),
             pipelines: Mutex::default(),
             bounds_checks: std::env::var("RWO_WGPU_BOUNDS_CHECKS").is_ok_and(|v| v == "1"),
+            tune,
         })))
     }
 
@@ -143,6 +160,11 @@ impl WgpuBackend {
 
     pub fn caps(&self) -> Caps {
         self.0.caps
+    }
+
+    /// The tuning overrides this device was opened with.
+    pub fn tune(&self) -> Tune {
+        self.0.tune
     }
 
     /// What the tensor buffer pool holds.
@@ -329,6 +351,7 @@ impl Memory for WgpuBackend {
                     "no SHADER_F64: only ops that move bytes and the families on the cpu take f64".into()
                 },
             ),
+            ("kernel tuning", format!("{}; {}", self.random_tuning(), self.sort_tuning())),
             ("on the cpu reference", crate::fallback::describe(ON_CPU)),
         ]
     }

@@ -50,6 +50,16 @@ pub fn device(kind: BackendKind) -> std::result::Result<Device, String> {
     map.entry(kind).or_insert_with(|| Device::new(kind).map_err(|e| e.to_string())).clone()
 }
 
+/// The shared wgpu device, or `None` where wgpu is absent and not required: for tests that
+/// open wgpu devices of their own (other features or tuning) and compare them with the cpu.
+pub fn wgpu_or_skip() -> Option<Device> {
+    match device(BackendKind::Wgpu) {
+        Ok(dev) => Some(dev),
+        Err(why) if required_kinds().contains(&BackendKind::Wgpu) => panic!("RWO_REQUIRE names wgpu: {why}"),
+        Err(_) => None,
+    }
+}
+
 fn required_backends_are_present() {
     for kind in required_kinds() {
         if let Err(why) = device(kind) {
