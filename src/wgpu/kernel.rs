@@ -20,10 +20,10 @@ pub fn family_source(f: Family) -> &'static str {
         Family::Index => include_str!("../../shaders/index.wgsl"),
         Family::Random => include_str!("../../shaders/random.wgsl"),
         Family::Sort => include_str!("../../shaders/sort.wgsl"),
+        Family::Upsample => include_str!("../../shaders/upsample.wgsl"),
         // On the cpu reference for now (src/fallback.rs).
         Family::Conv => "",
         Family::Pool => "",
-        Family::Upsample => "",
         Family::Matmul => "",
         Family::Nn => "",
     }

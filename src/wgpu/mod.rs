@@ -12,6 +12,7 @@ mod random;
 mod reduce;
 pub mod repr;
 mod sort;
+mod upsample;
 
 use crate::backend::{BackendStorage, Memory};
 use crate::spec::index::IndexOp;
@@ -37,6 +38,7 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         index::shader_variants(caps),
         sort::shader_variants(caps),
         random::shader_variants(caps),
+        upsample::shader_variants(caps),
     ]
     .concat()
 }
@@ -329,7 +331,7 @@ impl WgpuBackend {
     }
 }
 
-crate::fallback::via_cpu!([] WgpuBackend: conv, pool, upsample, matmul, nn);
+crate::fallback::via_cpu!([] WgpuBackend: conv, pool, matmul, nn);
 
 impl Memory for WgpuBackend {
     type Storage = WgpuStorage;

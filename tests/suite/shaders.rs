@@ -53,7 +53,15 @@ fn every_kernel_variant_validates() {
 
 #[test]
 fn every_op_and_dtype_of_the_wgsl_families_has_a_kernel() {
-    let wgsl = [Family::Elementwise, Family::Copy, Family::Reduce, Family::Index, Family::Sort, Family::Random];
+    let wgsl = [
+        Family::Elementwise,
+        Family::Copy,
+        Family::Reduce,
+        Family::Index,
+        Family::Sort,
+        Family::Random,
+        Family::Upsample,
+    ];
     let caps = Caps { f16: true, f64: true, i64: true, subgroup: false };
     let names: HashSet<String> = shader_variants(caps).into_iter().map(|(n, _)| n).collect();
     for op in spec::ops().into_iter().filter(|o| wgsl.contains(&o.family)) {
