@@ -21,11 +21,11 @@ pub fn family_source(f: Family) -> &'static str {
         Family::Random => include_str!("../../shaders/random.wgsl"),
         Family::Sort => include_str!("../../shaders/sort.wgsl"),
         Family::Upsample => include_str!("../../shaders/upsample.wgsl"),
+        Family::Nn => include_str!("../../shaders/nn.wgsl"),
         // On the cpu reference for now (src/fallback.rs).
         Family::Conv => "",
         Family::Pool => "",
         Family::Matmul => "",
-        Family::Nn => "",
     }
 }
 

@@ -8,6 +8,7 @@ mod copy;
 mod elementwise;
 mod index;
 pub mod kernel;
+mod nn;
 mod random;
 mod reduce;
 pub mod repr;
@@ -39,6 +40,7 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         sort::shader_variants(caps),
         random::shader_variants(caps),
         upsample::shader_variants(caps),
+        nn::shader_variants(caps),
     ]
     .concat()
 }
@@ -331,7 +333,7 @@ impl WgpuBackend {
     }
 }
 
-crate::fallback::via_cpu!([] WgpuBackend: conv, pool, matmul, nn);
+crate::fallback::via_cpu!([] WgpuBackend: conv, pool, matmul);
 
 impl Memory for WgpuBackend {
     type Storage = WgpuStorage;
