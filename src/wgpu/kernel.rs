@@ -22,9 +22,9 @@ pub fn family_source(f: Family) -> &'static str {
         Family::Sort => include_str!("../../shaders/sort.wgsl"),
         Family::Upsample => include_str!("../../shaders/upsample.wgsl"),
         Family::Nn => include_str!("../../shaders/nn.wgsl"),
+        Family::Pool => include_str!("../../shaders/pool.wgsl"),
         // On the cpu reference for now (src/fallback.rs).
         Family::Conv => "",
-        Family::Pool => "",
         Family::Matmul => "",
     }
 }

@@ -9,6 +9,7 @@ mod elementwise;
 mod index;
 pub mod kernel;
 mod nn;
+mod pool;
 mod random;
 mod reduce;
 pub mod repr;
@@ -41,6 +42,7 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         random::shader_variants(caps),
         upsample::shader_variants(caps),
         nn::shader_variants(caps),
+        pool::shader_variants(caps),
     ]
     .concat()
 }
@@ -333,7 +335,7 @@ impl WgpuBackend {
     }
 }
 
-crate::fallback::via_cpu!([] WgpuBackend: conv, pool, matmul);
+crate::fallback::via_cpu!([] WgpuBackend: conv, matmul);
 
 impl Memory for WgpuBackend {
     type Storage = WgpuStorage;

@@ -9,6 +9,7 @@ suite!(
     ceil_mode_hand_computed,
     count_include_pad_hand_computed,
     dilation_hand_computed,
+    pool2d_large_planes_match_reference,
     avg_pool2d_whole_image_is_mean,
     max_pool2d_1x1_is_identity,
 );
@@ -64,6 +65,25 @@ fn pool2d_matches_reference(dev: &Device) -> Result<()> {
                             pool(&view_tensor(d, view, dtype, shape, 1, -4.0, 4.0)?, op, p)
                         })?;
                     }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Planes of the benchmark's size (more workgroups than one grid row holds): 2x2 windows and
+/// ResNet's 3x3 stride 2 padding 1, on a strided input too.
+fn pool2d_large_planes_match_reference(dev: &Device) -> Result<()> {
+    let params = [Pool2dParams::new(2), Pool2dParams::new(3).stride(2).padding(1)];
+    for &op in PoolOp::ALL {
+        for dtype in [DType::F32, DType::BF16] {
+            for view in [View::Contiguous, View::Offset] {
+                for p in &params {
+                    let what = format!("{op} {dtype} {view:?} [2, 8, 112, 112] {p:?}");
+                    same_as_cpu(dev, Tol::of(dtype).times(2.0), &what, |d| {
+                        pool(&view_tensor(d, view, dtype, &[2, 8, 112, 112], 3, -4.0, 4.0)?, op, p)
+                    })?;
                 }
             }
         }

@@ -70,6 +70,7 @@ fn every_op_and_dtype_of_the_wgsl_families_has_a_kernel() {
         Family::Random,
         Family::Upsample,
         Family::Nn,
+        Family::Pool,
     ];
     let caps = Caps { f16: true, f64: true, i64: true, subgroup: false };
     let names: HashSet<String> = shader_variants(caps).into_iter().map(|(n, _)| n).collect();
