@@ -3,8 +3,8 @@
 // the quotients exact: a u32 product where (OH - 1) IH and (OW - 1) IW fit (the host says
 // which), else a 64-bit product and a long division.
 //
-// Metadata at EXTRA: C, OH, OW, IH, IW, offset, strides of n, c, h, w, then whether rows and
-// columns need the 64-bit quotient.
+// Metadata at EXTRA: C, OH, OW, IH, IW, offset, strides of n, c, h, w, whether rows and columns
+// need the 64-bit quotient, then IW / OW and IW % OW.
 
 // floor(a b / d) for a < d: the 64-bit product in 16-bit pieces, then restoring division one
 // bit at a time (the quotient is below b, so it fits in 32 bits).
@@ -56,6 +56,34 @@ fn col_off(ox: u32) -> u32 {
     return src(ox, md[EXTRA + 4u], md[EXTRA + 2u], md[EXTRA + 11u]) * md[EXTRA + 9u];
 }
 
+// The storage offsets of the source columns of output columns ox .. ox + 3: one quotient, then
+// steps of IW / OW and IW % OW (exact; r + IW % OW stays below 2 OW without overflow, since
+// OW > 2^31 leaves IW = 1 when the u32 product fits).
+fn cols4(ox: u32) -> vec4<u32> {
+    if (md[EXTRA + 11u] != 0u) {
+        return vec4<u32>(col_off(ox), col_off(ox + 1u), col_off(ox + 2u), col_off(ox + 3u));
+    }
+    let iw = md[EXTRA + 4u];
+    let ow = md[EXTRA + 2u];
+    let sq = md[EXTRA + 12u];
+    let sr = md[EXTRA + 13u];
+    var q = ox * iw / ow;
+    var r = ox * iw - q * ow;
+    var c = vec4<u32>(q);
+    r += sr;
+    q += sq + select(0u, 1u, r >= ow);
+    r -= select(0u, ow, r >= ow);
+    c.y = q;
+    r += sr;
+    q += sq + select(0u, 1u, r >= ow);
+    r -= select(0u, ow, r >= ow);
+    c.z = q;
+    r += sr;
+    q += sq + select(0u, 1u, r >= ow);
+    c.w = q;
+    return c * md[EXTRA + 9u];
+}
+
 // One invocation per output word (Y_EPW elements).
 // @kernel nearest
 @compute @workgroup_size(WG)
@@ -85,8 +113,7 @@ fn nearest_v4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
         return;
     }
     let ow = md[EXTRA + 2u];
-    let ox = i % ow;
     let b = row_base(i / ow);
-    y_set4(i, vec4(x_load(b + col_off(ox)), x_load(b + col_off(ox + 1u)), x_load(b + col_off(ox + 2u)),
-        x_load(b + col_off(ox + 3u))));
+    let c = cols4(i % ow);
+    y_set4(i, vec4(x_load(b + c.x), x_load(b + c.y), x_load(b + c.z), x_load(b + c.w)));
 }

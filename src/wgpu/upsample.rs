@@ -58,6 +58,8 @@ impl WgpuBackend {
             hw[1],
             wide(input[0], size[0]) as usize,
             wide(input[1], size[1]) as usize,
+            input[1] / size[1],
+            input[1] % size[1],
         ];
         let meta = spec.meta(n as u32, &[], &extra.map(|v| v as u32));
         let per = if v4 { 4 } else { r.per_word() as usize };

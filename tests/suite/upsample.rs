@@ -10,10 +10,18 @@ suite!(
     upsample_long_rows_index_exactly,
 );
 
-/// `(N, C, L)` inputs and output sizes: up by 2, up 3 -> 7, down 7 -> 3, to 0, empty input,
-/// empty batch.
-const SIZES_1D: &[([usize; 3], usize)] =
-    &[([2, 3, 4], 8), ([2, 3, 3], 7), ([2, 3, 7], 3), ([2, 3, 5], 0), ([2, 3, 0], 0), ([0, 3, 4], 6)];
+/// `(N, C, L)` inputs and output sizes: up by 2, up 3 -> 7 and 3 -> 8, down 7 -> 3 and 9 -> 4
+/// (sizes of whole vectors take the four-output kernel), to 0, empty input, empty batch.
+const SIZES_1D: &[([usize; 3], usize)] = &[
+    ([2, 3, 4], 8),
+    ([2, 3, 3], 7),
+    ([2, 3, 3], 8),
+    ([2, 3, 7], 3),
+    ([2, 3, 9], 4),
+    ([2, 3, 5], 0),
+    ([2, 3, 0], 0),
+    ([0, 3, 4], 6),
+];
 
 /// `(N, C, H, W)` inputs and output sizes, as for 1-D with mixed directions per dim.
 const SIZES_2D: &[([usize; 4], [usize; 2])] = &[
@@ -21,6 +29,8 @@ const SIZES_2D: &[([usize; 4], [usize; 2])] = &[
     ([2, 2, 3, 3], [7, 5]),
     ([2, 2, 7, 5], [3, 2]),
     ([2, 2, 3, 5], [7, 2]),
+    ([2, 2, 3, 5], [4, 12]),
+    ([2, 2, 4, 13], [3, 8]),
     ([2, 2, 2, 3], [0, 4]),
     ([2, 2, 2, 3], [4, 0]),
     ([2, 2, 0, 3], [0, 5]),
