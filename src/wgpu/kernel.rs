@@ -20,11 +20,11 @@ pub fn family_source(f: Family) -> &'static str {
         Family::Index => include_str!("../../shaders/index.wgsl"),
         Family::Random => include_str!("../../shaders/random.wgsl"),
         Family::Sort => include_str!("../../shaders/sort.wgsl"),
+        Family::Matmul => include_str!("../../shaders/matmul.wgsl"),
         // On the cpu reference for now (src/fallback.rs).
         Family::Conv => "",
         Family::Pool => "",
         Family::Upsample => "",
-        Family::Matmul => "",
         Family::Nn => "",
     }
 }
@@ -145,6 +145,8 @@ pub struct Spec {
     pub workgroup: u32,
     /// Four elements per invocation: every read binding gets `NAME_get4(i)`, the output `NAME_set4`.
     pub lanes: bool,
+    /// WGSL extensions the source enables besides f16 (`wgpu_cooperative_matrix`).
+    pub enables: Vec<&'static str>,
 }
 
 impl Spec {
@@ -159,6 +161,7 @@ impl Spec {
             caps,
             workgroup: 256,
             lanes: false,
+            enables: vec![],
         }
     }
 
@@ -225,6 +228,9 @@ impl Spec {
         let mut s = String::new();
         if self.caps.f16 {
             s.push_str("enable f16;\n");
+        }
+        for e in &self.enables {
+            let _ = writeln!(s, "enable {e};");
         }
         let _ = writeln!(s, "const WG: u32 = {}u;", self.workgroup);
         s.push_str(COMMON);
@@ -313,7 +319,7 @@ fn get4(b: &Bind) -> String {
 }
 
 /// The text of a file before its first `// @kernel` or `// @section` marker.
-fn header(src: &str) -> &str {
+pub(crate) fn header(src: &str) -> &str {
     let end = [src.find("// @kernel "), src.find("// @section ")].into_iter().flatten().min();
     &src[..end.unwrap_or(src.len())]
 }

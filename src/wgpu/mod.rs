@@ -4,10 +4,13 @@
 mod alloc;
 mod batch;
 mod context;
+mod coop;
 mod copy;
 mod elementwise;
+mod gemm;
 mod index;
 pub mod kernel;
+mod matmul;
 mod random;
 mod reduce;
 pub mod repr;
@@ -20,7 +23,13 @@ pub use alloc::{MemoryStats, SLACK as POOL_SLACK};
 use alloc::{Pool, PooledBuffer};
 use batch::Recorder;
 use context::Gpu;
+#[doc(hidden)]
+pub use coop::CoopTiles;
+#[doc(hidden)]
+pub use gemm::{Kernel as GemmKernel, MatVec, Tiles};
 use kernel::Spec;
+#[doc(hidden)]
+pub use matmul::{gemm_tiles, last_gemm_kernel, with_gemm_kernel};
 pub use repr::Caps;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -37,6 +46,7 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         index::shader_variants(caps),
         sort::shader_variants(caps),
         random::shader_variants(caps),
+        matmul::shader_variants(caps),
     ]
     .concat()
 }
@@ -329,7 +339,7 @@ impl WgpuBackend {
     }
 }
 
-crate::fallback::via_cpu!([] WgpuBackend: conv, pool, upsample, matmul, nn);
+crate::fallback::via_cpu!([] WgpuBackend: conv, pool, upsample, nn);
 
 impl Memory for WgpuBackend {
     type Storage = WgpuStorage;
@@ -355,6 +365,7 @@ impl Memory for WgpuBackend {
                 ),
             ),
             ("f64", if self.0.caps.f64 { "yes".into() } else { "no: f64 ops return UnsupportedDType".into() }),
+            ("matmul kernels", self.gemm_info()),
             ("on the cpu reference", crate::fallback::describe(ON_CPU)),
         ]
     }
