@@ -21,8 +21,8 @@ pub fn family_source(f: Family) -> &'static str {
         Family::Random => include_str!("../../shaders/random.wgsl"),
         Family::Sort => include_str!("../../shaders/sort.wgsl"),
         Family::Matmul => include_str!("../../shaders/matmul.wgsl"),
+        Family::Conv => include_str!("../../shaders/conv.wgsl"),
         // On the cpu reference for now (src/fallback.rs).
-        Family::Conv => "",
         Family::Pool => "",
         Family::Upsample => "",
         Family::Nn => "",

@@ -179,15 +179,20 @@ impl MatmulOps for WgpuBackend {
 }
 
 /// Every matmul kernel for `caps`, named `matmul_{dtype}_{kernel}_{a load}_{b load}` (the first,
-/// for contiguous operands, `matmul_{dtype}`): each
-/// tile configuration of the table the dtype can get with every load pattern, and the
-/// matrix-vector kernels with vector and element loads.
+/// for contiguous operands, `matmul_{dtype}`): each tile configuration of the table the dtype
+/// can get with load patterns that take every loader for each operand and every way the inner
+/// products hold them (the loaders of A and B are independent code), and the matrix-vector
+/// kernels with vector and element loads.
 pub fn shader_variants(caps: Caps) -> Vec<(String, Result<super::kernel::Spec>)> {
     use super::gemm::{Load, Variant, gemm_spec};
     use crate::spec::kernel_name;
     let mut v = vec![];
-    let all = [Load::KVec, Load::OVec, Load::Gather];
-    let every: Vec<(Load, Load)> = all.iter().flat_map(|&a| all.map(move |b| (a, b))).collect();
+    let every = vec![
+        (Load::KVec, Load::OVec),
+        (Load::OVec, Load::KVec),
+        (Load::KVec, Load::KVec),
+        (Load::Gather, Load::Gather),
+    ];
     let mv = [(Load::KVec, Load::OVec), (Load::KVec, Load::KVec), (Load::Gather, Load::Gather)];
     for dt in caps.dtypes().into_iter().filter(|d| MatmulOp::Matmul.dtypes().contains(d)) {
         let mut kernels: Vec<(Kernel, Vec<(Load, Load)>)> = if dt == DType::F64 {

@@ -4,6 +4,7 @@
 mod alloc;
 mod batch;
 mod context;
+mod conv;
 mod coop;
 mod copy;
 mod elementwise;
@@ -47,6 +48,7 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         sort::shader_variants(caps),
         random::shader_variants(caps),
         matmul::shader_variants(caps),
+        conv::shader_variants(caps),
     ]
     .concat()
 }
@@ -339,7 +341,7 @@ impl WgpuBackend {
     }
 }
 
-crate::fallback::via_cpu!([] WgpuBackend: conv, pool, upsample, nn);
+crate::fallback::via_cpu!([] WgpuBackend: pool, upsample, nn);
 
 impl Memory for WgpuBackend {
     type Storage = WgpuStorage;

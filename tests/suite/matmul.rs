@@ -214,7 +214,7 @@ fn matmul_row_is_host_dot(dev: &Device) -> Result<()> {
 
 /// The tile configurations of the wgpu GEMM table, each forced in turn (`None`: the table's own
 /// choice; on other backends only that).
-fn tile_choices(dev: &Device) -> Vec<Option<GemmKernel>> {
+pub(crate) fn tile_choices(dev: &Device) -> Vec<Option<GemmKernel>> {
     let mut v = vec![None];
     if dev.kind() == BackendKind::Wgpu {
         v.extend(gemm_tiles().map(|t| Some(GemmKernel::Tiled(t))));

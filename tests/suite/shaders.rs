@@ -83,6 +83,7 @@ fn every_op_and_dtype_of_the_wgsl_families_has_a_kernel() {
         Family::Sort,
         Family::Random,
         Family::Matmul,
+        Family::Conv,
     ];
     let caps = Caps { f16: true, f64: true, i64: true, subgroup: false };
     let names: HashSet<String> = shader_variants(caps).into_iter().map(|(n, _)| n).collect();
