@@ -7,7 +7,7 @@
 use super::gemm::{Gemm, Kernel, Load, Operand, Variant, gemm_spec, too_large};
 use super::kernel::{Spec, family_source, section};
 use super::matmul::{TABLE, record};
-use super::repr::Caps;
+use super::repr::{Caps, Repr};
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::{ConvOps, CopyOps};
 use crate::spec::Family;
@@ -149,6 +149,8 @@ impl WgpuBackend {
         g: &ConvGeometry<D>,
         op: ConvOp,
     ) -> Result<WgpuStorage> {
+        // Refused under the op's own name, not the GEMM's.
+        Repr::of(x.dtype, self.caps(), op.name())?;
         let out = g.out.shape.elem_count();
         if out as u64 > u32::MAX as u64 {
             return Err(too_large(format!("{} output of {out} elements", op.name()), out as u64, x.dtype));

@@ -20,12 +20,11 @@ pub fn family_source(f: Family) -> &'static str {
         Family::Index => include_str!("../../shaders/index.wgsl"),
         Family::Random => include_str!("../../shaders/random.wgsl"),
         Family::Sort => include_str!("../../shaders/sort.wgsl"),
+        Family::Upsample => include_str!("../../shaders/upsample.wgsl"),
+        Family::Nn => include_str!("../../shaders/nn.wgsl"),
+        Family::Pool => include_str!("../../shaders/pool.wgsl"),
         Family::Matmul => include_str!("../../shaders/matmul.wgsl"),
         Family::Conv => include_str!("../../shaders/conv.wgsl"),
-        // On the cpu reference for now (src/fallback.rs).
-        Family::Pool => "",
-        Family::Upsample => "",
-        Family::Nn => "",
     }
 }
 
@@ -278,7 +277,7 @@ impl Spec {
         }
         if self.flags {
             let slot = self.bindings.len() + 1;
-            let _ = writeln!(s, "@group(0) @binding({slot}) var<storage, read_write> flags: array<atomic<u32>, 4>;");
+            let _ = writeln!(s, "@group(0) @binding({slot}) var<storage, read_write> flags: array<atomic<u32>, 5>;");
         }
         let _ = writeln!(s, "const EXTRA: u32 = {pos}u;");
         for (name, value) in &self.consts {
