@@ -388,12 +388,12 @@ fn matvec_rows(
     }
 }
 
-// The cooperative-matrix kernel's operand loaders: f16 in workgroup memory as u32 words
-// (coopLoad reads words as pairs of halves, its stride counted in words), fetched a step ahead
-// into registers: vectors as raw 16-byte words of eight halves, stored as they were read, or
-// gathered four at a time and packed. An operand fetched along K is held with its outer dim as
-// rows (half `o * OPND_SS + k`), any other with K as rows (half `k * OPND_SS + o`), so that
-// workgroup stores are whole words and coopLoad reads it as it lies (row- or column-major).
+// The cooperative-matrix kernel's operand loaders: `array<f16>` in workgroup memory (as the
+// H100 probe that ran; a u32-word array read by coopLoad failed NVIDIA's shader compiler),
+// fetched a step ahead into registers: vectors as raw 16-byte words of eight halves, or
+// gathered four at a time. An operand fetched along K is held with its outer dim as rows
+// (half `o * OPND_SS + k`), any other with K as rows (half `k * OPND_SS + o`), so that
+// coopLoad reads it as it lies (row- or column-major).
 // @section coop_common
 // The halves of eight at k..k+8 (two per word) below lim; the others zero.
 fn keep8(w: vec4<u32>, k: u32, lim: u32) -> vec4<u32> {
@@ -403,14 +403,14 @@ fn keep8(w: vec4<u32>, k: u32, lim: u32) -> vec4<u32> {
     return w & (lo | hi);
 }
 
-// Eight halves at half i (a multiple of 8) of a word-held operand.
+// Eight halves at half i (a multiple of 8) from a raw 16-byte word (f16 -> f32 -> f16 is exact).
 // @section coop_put
 fn opnd_put8(i: u32, w: vec4<u32>) {
-    let at = i / 2u;
-    opnd_sh[at] = w.x;
-    opnd_sh[at + 1u] = w.y;
-    opnd_sh[at + 2u] = w.z;
-    opnd_sh[at + 3u] = w.w;
+    for (var j = 0u; j < 4u; j++) {
+        let h = unpack2x16float(w[j]);
+        opnd_sh[i + 2u * j] = f16(h.x);
+        opnd_sh[i + 2u * j + 1u] = f16(h.y);
+    }
 }
 
 // @section coop_kvec
@@ -497,10 +497,12 @@ fn opnd_fetch(k0: u32, lid: u32) {
 fn opnd_stage(buf: u32, lid: u32) {
     for (var j = 0u; j < OPND_NV; j++) {
         let r = lid / (OPND_OT / 4u) + j * (WG / (OPND_OT / 4u));
-        let at = (buf * OPND_SZ + r * OPND_SS + (lid % (OPND_OT / 4u)) * 4u) / 2u;
+        let at = buf * OPND_SZ + r * OPND_SS + (lid % (OPND_OT / 4u)) * 4u;
         let v = opnd_r[j];
-        opnd_sh[at] = pack2x16float(v.xy);
-        opnd_sh[at + 1u] = pack2x16float(v.zw);
+        opnd_sh[at] = f16(v.x);
+        opnd_sh[at + 1u] = f16(v.y);
+        opnd_sh[at + 2u] = f16(v.z);
+        opnd_sh[at + 3u] = f16(v.w);
     }
 }
 

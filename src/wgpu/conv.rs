@@ -4,15 +4,26 @@
 //! layout is not already it) and the image's windows as B, gathered while the tiles load. A
 //! 1x1 convolution of stride 1 without padding is a plain GEMM on the image as it lies.
 
+use super::gemm::Tiles;
 use super::gemm::{Gemm, Kernel, Load, Operand, Variant, gemm_spec, too_large};
 use super::kernel::{Spec, family_source, section};
-use super::matmul::{TABLE, record};
+use super::matmul::{TABLE, Table, record};
 use super::repr::{Caps, Repr};
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::{ConvOps, CopyOps};
 use crate::spec::Family;
 use crate::spec::conv::{ConvGeometry, ConvOp};
 use crate::{DType, Layout, Result};
+
+/// The kernel choices of the convolutions: one tile size (their GEMMs have short K and many
+/// columns). Provenance: H100 (Vulkan, driver 580.159.04), conv2d f32 [32,64,56,56] 64x3x3
+/// pad 1: 64x64x16/4x4 18.3 TFLOP/s, 64x128x16/4x8 12.7, 128x128x16/8x8 9.8.
+const CONV: Table = Table {
+    big: Tiles { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, pad: 4 },
+    small: Tiles { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, pad: 4 },
+    big_from: 0,
+    ..TABLE
+};
 
 /// A convolution in two spatial dims (a 1-D one has height 1), with the image's strides.
 struct Conv2 {
@@ -170,7 +181,7 @@ impl WgpuBackend {
         };
         let gemm = c.problem(w_offset, xl);
         let tiles = gemm.batches() * gemm.m.div_ceil(128) * gemm.n.div_ceil(128);
-        let kernel = TABLE.pick(x.dtype, tiles, self.gemm_workgroup_bytes(), self.coop());
+        let kernel = CONV.pick(x.dtype, tiles, self.gemm_workgroup_bytes(), self.coop());
         record(kernel);
         let gather = (!gemm.gather.is_empty()).then(|| (Family::Conv, gather_code(transposed)));
         self.gemm(&kernel, &gemm, gather, w, x)

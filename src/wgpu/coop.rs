@@ -114,8 +114,8 @@ pub(crate) fn specialise(mut spec: Spec, caps: Caps, t: &CoopTiles, v: &Variant,
             spec = spec.code(format!("const {p}_{name}: u32 = {val}u;"));
         }
         let x = if a { "a" } else { "b" };
-        // Two buffers of `sz` halves, as words.
-        spec = spec.code(format!("var<workgroup> {x}_sh: array<u32, {sz}u>;"));
+        // Two buffers of `sz` halves.
+        spec = spec.code(format!("var<workgroup> {x}_sh: array<f16, {}u>;", 2 * sz));
         if load == Load::Gather && (a || v.gather.is_none()) {
             spec = spec.code(operand(src, "strided_gather", a));
         }
@@ -136,8 +136,6 @@ pub(crate) fn specialise(mut spec: Spec, caps: Caps, t: &CoopTiles, v: &Variant,
 /// The kernel's entry, every fragment and accumulator unrolled, for operands loaded as `a`
 /// and `b` (which decides how each is held: see `shaders/matmul.wgsl`).
 fn entry(t: &CoopTiles, a: Load, b: Load) -> String {
-    // Fragments are addressed in words (two halves each).
-    let held = |at: String, stride: &str| (format!("({at}) / 2u"), format!("{stride} / 2u"));
     let mut s = String::from(
         "@compute @workgroup_size(WG)
 fn coop(
@@ -190,9 +188,8 @@ fn coop(
         } else {
             (format!("ab + kk * A_SS + wm0 + {}u", 16 * i), "coopLoad")
         };
-        let (at, stride) = held(at, "A_SS");
         let _ = writeln!(s, "            let ai{i} = {at};");
-        let _ = writeln!(s, "            let a{i} = {load}<coop_mat16x16<f16, A>>(&a_sh[ai{i}], {stride});");
+        let _ = writeln!(s, "            let a{i} = {load}<coop_mat16x16<f16, A>>(&a_sh[ai{i}], A_SS);");
     }
     for j in 0..t.wn {
         let (at, load) = if b == Load::KVec {
@@ -200,9 +197,8 @@ fn coop(
         } else {
             (format!("bb + kk * B_SS + wn0 + {}u", 16 * j), "coopLoadT")
         };
-        let (at, stride) = held(at, "B_SS");
         let _ = writeln!(s, "            let bi{j} = {at};");
-        let _ = writeln!(s, "            let b{j} = {load}<coop_mat16x16<f16, B>>(&b_sh[bi{j}], {stride});");
+        let _ = writeln!(s, "            let b{j} = {load}<coop_mat16x16<f16, B>>(&b_sh[bi{j}], B_SS);");
     }
     for i in 0..t.wm {
         for j in 0..t.wn {

@@ -25,8 +25,9 @@ pub(crate) struct Table {
     pub coop: CoopTiles,
 }
 
-/// Matmul's choices. Provenance: lavapipe (2 cores) checks correctness only; the GPU figures
-/// are in benches/README.md.
+/// Matmul's choices. Provenance: H100 (Vulkan, driver 580.159.04), f32 4096^3: 128x128x16/8x8
+/// 27.0 TFLOP/s (pad 0: 27.3, within noise), 128x128x16/8x4 23.4, 64x64x16/4x4 18.5,
+/// 128x128x8/8x8 19.3; the small tiles and `big_from` are not measured yet.
 pub(crate) const TABLE: Table = Table {
     big: Tiles { bm: 128, bn: 128, bk: 16, tm: 8, tn: 8, pad: 4 },
     small: Tiles { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, pad: 4 },
