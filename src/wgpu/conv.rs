@@ -4,6 +4,7 @@
 //! layout is not already it) and the image's windows as B, gathered while the tiles load. A
 //! 1x1 convolution of stride 1 without padding is a plain GEMM on the image as it lies.
 
+use super::coop::CoopTiles;
 use super::gemm::Tiles;
 use super::gemm::{Gemm, Kernel, Load, Operand, Variant, gemm_spec, too_large};
 use super::kernel::{Spec, family_source, section};
@@ -16,14 +17,18 @@ use crate::spec::conv::{ConvGeometry, ConvOp};
 use crate::{DType, Layout, Result};
 
 /// The kernel choices of the convolutions: one tile size (their GEMMs have short K and many
-/// columns). Provenance: H100 (Vulkan, driver 580.159.04), conv2d f32 [32,64,56,56] 64x3x3
-/// pad 1: 64x64x16/4x4 18.3 TFLOP/s, 64x128x16/4x8 12.7, 128x128x16/8x8 9.8.
+/// columns). Provenance: H100 (Vulkan, driver 580.159.04), 2026-11-24, conv2d [32,64,56,56]
+/// 64x3x3 pad 1: f32 64x64x16/4x4 18.4 TFLOP/s, 64x128x16/4x8 12.7, 128x128x16/8x8 9.7 (f16
+/// and conv_transpose2d alike); f16 cooperative 64x64x32/2x2 18.1, 128x128x32/4x2 16.4.
 const CONV: Table = Table {
-    big: Tiles { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, pad: 4 },
-    small: Tiles { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, pad: 4 },
+    big: CONV_TILES,
+    big16: CONV_TILES,
+    small: CONV_TILES,
     big_from: 0,
+    coop: CoopTiles { bm: 64, bn: 64, bk: 32, wm: 2, wn: 2, pad: 8 },
     ..TABLE
 };
+const CONV_TILES: Tiles = Tiles { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, pad: 4 };
 
 /// A convolution in two spatial dims (a 1-D one has height 1), with the image's strides.
 struct Conv2 {
@@ -235,9 +240,9 @@ impl ConvOps for WgpuBackend {
 }
 
 /// Every convolution kernel for `caps`, named `{op}_{dtype}` (weight loaded along K, the
-/// image gathered, through the table's large tiles), then `_{kernel}_{a load}`: each tile
-/// configuration with the weight strided or along K, and the cooperative kernel for f16 (the
-/// 1-D ops run the 2-D kernels: they get their first only).
+/// image gathered, through [`CONV`]'s tiles), then `_{kernel}_{a load}`: those and matmul's
+/// large tiles (which a sweep may force) with the weight strided or along K, and the
+/// cooperative kernels for f16 (the 1-D ops run the 2-D kernels: they get their first only).
 pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
     use crate::spec::kernel_name;
     let mut v = vec![];
@@ -247,10 +252,15 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
             let mut kernels = if dt == DType::F64 {
                 vec![Kernel::Tiled(TABLE.f64)]
             } else {
-                vec![Kernel::Tiled(TABLE.big), Kernel::Tiled(TABLE.small), Kernel::Tiled(TABLE.f64)]
+                vec![
+                    Kernel::Tiled(CONV.big),
+                    Kernel::Tiled(TABLE.big),
+                    Kernel::Tiled(TABLE.big16),
+                    Kernel::Tiled(TABLE.f64),
+                ]
             };
             if dt == DType::F16 && caps.f16 {
-                kernels.push(Kernel::Coop(TABLE.coop));
+                kernels.extend([Kernel::Coop(CONV.coop), Kernel::Coop(TABLE.coop)]);
             }
             let base = kernel_name(op.name(), dt);
             let mut first = true;

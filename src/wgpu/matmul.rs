@@ -14,8 +14,10 @@ use std::cell::Cell;
 
 /// The kernel choices of the GEMM family by shape, and where each figure came from.
 pub(crate) struct Table {
-    /// f32, f16 and bf16 problems of at least `big_from` tiles of `big`.
+    /// f32 problems of at least `big_from` tiles of `big`.
     pub big: Tiles,
+    /// The same for f16 and bf16 (unpacking 2-byte elements shifts the balance).
+    pub big16: Tiles,
     /// Smaller problems (more workgroups for the same work).
     pub small: Tiles,
     pub big_from: usize,
@@ -25,11 +27,16 @@ pub(crate) struct Table {
     pub coop: CoopTiles,
 }
 
-/// Matmul's choices. Provenance: H100 (Vulkan, driver 580.159.04), f32 4096^3: 128x128x16/8x8
-/// 27.0 TFLOP/s (pad 0: 27.3, within noise), 128x128x16/8x4 23.4, 64x64x16/4x4 18.5,
-/// 128x128x8/8x8 19.3; the small tiles and `big_from` are not measured yet.
+/// Matmul's choices. Provenance: H100 (Vulkan, driver 580.159.04), 2026-11-24. f32 4096^3:
+/// 128x128x16/8x8 27.2 TFLOP/s (pad 0: 27.3, within noise), 128x128x16/8x4 23.5, 64x64x16/4x4
+/// 18.7, 128x128x8/8x8 19.3. bf16 (f16 alike) 4096^3: 128x128x16/8x4 24.2, 8x8 20.1. f32
+/// 1024^3 (64 large tiles): 64x64 20.9, 128x128 14.2. f16 4096^3 cooperative: 128x128x32 with
+/// 4x2 matrices per subgroup 57.8-61.1, 2x4 60.5, 128x128x16 57.7, unpadded 42.7, 4x4 34.8.
+/// `big_from` (two large tiles per multiprocessor of a 132-SM GPU) lies between the sizes
+/// measured.
 pub(crate) const TABLE: Table = Table {
     big: Tiles { bm: 128, bn: 128, bk: 16, tm: 8, tn: 8, pad: 4 },
+    big16: Tiles { bm: 128, bn: 128, bk: 16, tm: 8, tn: 4, pad: 4 },
     small: Tiles { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, pad: 4 },
     // Two 128x128 tiles per multiprocessor of a 132-SM GPU.
     big_from: 264,
@@ -62,8 +69,8 @@ pub fn with_gemm_kernel<R>(k: Kernel, f: impl FnOnce() -> R) -> R {
 
 /// The tile configurations of [`TABLE`] (for tests that force each in turn).
 #[doc(hidden)]
-pub fn gemm_tiles() -> [Tiles; 3] {
-    [TABLE.big, TABLE.small, TABLE.f64]
+pub fn gemm_tiles() -> [Tiles; 4] {
+    [TABLE.big, TABLE.big16, TABLE.small, TABLE.f64]
 }
 
 pub(crate) fn record(k: Kernel) {
@@ -84,7 +91,7 @@ impl Table {
         let order = if dtype == DType::F64 {
             [self.f64, self.f64]
         } else if tiles >= self.big_from {
-            [self.big, self.small]
+            [if size == 2 { self.big16 } else { self.big }, self.small]
         } else {
             [self.small, self.small]
         };
@@ -199,7 +206,7 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<super::kernel::Spec>)>
         let mut kernels: Vec<(Kernel, Vec<(Load, Load)>)> = if dt == DType::F64 {
             vec![(Kernel::Tiled(TABLE.f64), vec![(Load::Gather, Load::Gather)])]
         } else {
-            [TABLE.big, TABLE.small, TABLE.f64].map(|t| (Kernel::Tiled(t), every.clone())).to_vec()
+            [TABLE.big, TABLE.big16, TABLE.small, TABLE.f64].map(|t| (Kernel::Tiled(t), every.clone())).to_vec()
         };
         for m in [1, MATVEC_MAX_M as u32] {
             for rows in [false, true] {
@@ -265,13 +272,14 @@ mod tests {
 
     #[test]
     fn the_table_fits_webgpu_workgroup_memory_where_it_must() {
-        for t in [TABLE.big, TABLE.small, TABLE.f64] {
+        for t in gemm_tiles() {
             assert!(t.is_valid(), "{t}");
         }
         assert!(TABLE.f64.workgroup_bytes(8) <= 16384);
         assert!(TABLE.coop.is_valid());
         assert_eq!(TABLE.pick(DType::F32, 1000, 16384, false), Kernel::Tiled(TABLE.f64));
         assert_eq!(TABLE.pick(DType::F32, 1000, 49152, false), Kernel::Tiled(TABLE.big));
+        assert_eq!(TABLE.pick(DType::BF16, 1000, 49152, false), Kernel::Tiled(TABLE.big16));
         assert_eq!(TABLE.pick(DType::BF16, 10, 49152, true), Kernel::Tiled(TABLE.small));
         assert_eq!(TABLE.pick(DType::F16, 10, 49152, true), Kernel::Coop(TABLE.coop));
         for k in [Kernel::Tiled(TABLE.big), Kernel::Coop(TABLE.coop)] {
