@@ -59,6 +59,8 @@ def cases():
     yield from nn_cases()
     yield from pool_cases()
     yield from upsample_cases()
+    yield from matmul_cases()
+    yield from conv_cases()
 
 
 def nn_cases():
@@ -95,6 +97,46 @@ def upsample_cases():
     yield f"upsample_nearest2d x2 f32 [{dims}]", 20 * n, lambda: torch.nn.functional.interpolate(x, size=size, mode="nearest")
 
 
+# FLOPs of the FLOP-bound cases (a multiply-add is two), by name.
+flops = {}
+
+
+def matmul_cases():
+    torch.backends.cuda.matmul.allow_tf32 = False
+    sq, wide, big = s(4096), s(1024), s(8192)
+    shapes = [
+        (1, sq, sq, sq, "f32"),
+        (1, sq, sq, sq, "f16"),
+        (1, sq, sq, sq, "bf16"),
+        (1, wide, wide, wide, "f32"),
+        (1, big, wide, big, "f32"),
+        (s(64), 512, 64, 512, "f32"),
+        (1, 1, 4096, s(16384), "f32"),
+    ]
+    types = {"f32": (torch.float32, 4), "f16": (torch.float16, 2), "bf16": (torch.bfloat16, 2)}
+    for b, m, k, n, dt in shapes:
+        dtype, size = types[dt]
+        lead = [] if b == 1 else [b]
+        ls, rs = lead + [m, k], lead + [k, n]
+        x, y = rand(*ls, dtype=dtype), rand(*rs, dtype=dtype)
+        name = f"matmul {dt} [{','.join(map(str, ls))}]x[{','.join(map(str, rs))}]"
+        flops[name] = 2 * b * m * k * n
+        yield name, b * (m * k + k * n + m * n) * size, (lambda x=x, y=y: x @ y)
+
+
+def conv_cases():
+    torch.backends.cudnn.allow_tf32 = False
+    n, c, h, w, f = s(32), 64, 56, 56, 64
+    F = torch.nn.functional
+    for op, dt in [("conv2d", "f32"), ("conv2d", "f16"), ("conv_transpose2d", "f32")]:
+        dtype, size = (torch.float32, 4) if dt == "f32" else (torch.float16, 2)
+        x, k = rand(n, c, h, w, dtype=dtype), rand(f, c, 3, 3, dtype=dtype)
+        name = f"{op} {dt} [{n},{c},{h},{w}] {f}x3x3 pad 1"
+        flops[name] = 2 * n * f * h * w * c * 9
+        fn = F.conv_transpose2d if op == "conv_transpose2d" else F.conv2d
+        yield name, (2 * n * c * h * w + f * c * 9) * size, (lambda x=x, k=k, fn=fn: fn(x, k, padding=1))
+
+
 def measure(f):
     for _ in range(3):
         f()
@@ -123,7 +165,8 @@ print(f"# torch {torch.__version__} on {torch.cuda.get_device_name()}")
 for name, nbytes, f in cases():
     t = measure(f)
     torch_rate[name] = nbytes / t / 1e9
-    print(f"TORCH\t{name}\t{t * 1e6:.1f}us\t{torch_rate[name]:.1f} GB/s")
+    tf = f"\t{flops[name] / t / 1e12:.1f} TFLOP/s" if name in flops else ""
+    print(f"TORCH\t{name}\t{t * 1e6:.1f}us\t{torch_rate[name]:.1f} GB/s{tf}")
 
 if ours:
     print(f"\n{'case':<48} {'backend':>7} {'GB/s':>8} {'torch':>8} {'ratio':>6}")
@@ -133,4 +176,6 @@ if ours:
             _, kind, name, _, gbs = parts
             ref = torch_rate.get(name)
             ratio = f"{float(gbs) / ref:.2f}" if ref else "-"
-            print(f"{name:<48} {kind:>7} {float(gbs):>8.1f} {ref or 0:>8.1f} {ratio:>6}")
+            # A FLOP-bound case's TFLOP/s from its time (the ratio is the same).
+            tf = f" {flops[name] / (int(parts[3]) * 1e-9) / 1e12:>7.1f} TFLOP/s" if name in flops else ""
+            print(f"{name:<48} {kind:>7} {float(gbs):>8.1f} {ref or 0:>8.1f} {ratio:>6}{tf}")

@@ -23,12 +23,19 @@ pub struct Case {
     pub name: String,
     /// Bytes the op must read and write at least (each input once, the output once).
     pub bytes: u64,
+    /// Floating-point operations of the op (a multiply-add is two; 0: not a FLOP-bound case).
+    pub flops: u64,
     setup: Setup,
 }
 
 impl Case {
     fn new(family: Family, name: String, bytes: u64, setup: impl Fn(&Device) -> Result<Op> + 'static) -> Case {
-        Case { family, name, bytes, setup: Box::new(setup) }
+        Case { family, name, bytes, flops: 0, setup: Box::new(setup) }
+    }
+
+    fn with_flops(mut self, flops: u64) -> Case {
+        self.flops = flops;
+        self
     }
 
     /// Creates the inputs on `dev` and returns the op to time.
@@ -133,7 +140,62 @@ pub fn cases(scale: usize) -> Vec<Case> {
     v.extend(nn_cases(scale));
     v.extend(pool_cases(scale));
     v.extend(upsample_cases(scale));
+    v.extend(matmul_cases(scale));
+    v.extend(conv_cases(scale));
     v
+}
+
+/// Products `[batch, m, k] x [batch, k, n]` (no batch dim where `batch` is 1): the issue's
+/// square sizes in each float type, a wide one, a batch of small ones, and matrix-vector.
+fn matmul_cases(scale: usize) -> Vec<Case> {
+    let s = |n: usize| (n / scale).max(1);
+    let (sq, wide, big) = (s(4096), s(1024), s(8192));
+    let shapes = [
+        (1, sq, sq, sq, DType::F32),
+        (1, sq, sq, sq, DType::F16),
+        (1, sq, sq, sq, DType::BF16),
+        (1, wide, wide, wide, DType::F32),
+        (1, big, wide, big, DType::F32),
+        (s(64), 512, 64, 512, DType::F32),
+        (1, 1, 4096, s(16384), DType::F32),
+    ];
+    shapes
+        .into_iter()
+        .map(|(b, m, k, n, dtype)| {
+            let lead: &[usize] = if b == 1 { &[] } else { &[b] };
+            let (ls, rs) = ([lead, &[m, k]].concat(), [lead, &[k, n]].concat());
+            let shape = |d: &[usize]| d.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",");
+            let name = format!("matmul {dtype} [{}]x[{}]", shape(&ls), shape(&rs));
+            let bytes = (b * (m * k + k * n + m * n) * dtype.size_in_bytes()) as u64;
+            Case::new(Family::Matmul, name, bytes, move |d| {
+                let (x, y) = (rand(&ls, dtype, d)?, rand(&rs, dtype, d)?);
+                Ok(Box::new(move || x.matmul(&y)))
+            })
+            .with_flops(2 * (b * m * k * n) as u64)
+        })
+        .collect()
+}
+
+/// conv2d in f32 and f16 and conv_transpose2d in f32 on [32, 64, 56, 56] with 64 filters of
+/// 3x3, padding 1 (the output the input's size).
+fn conv_cases(scale: usize) -> Vec<Case> {
+    use crate::spec::conv::ConvParams;
+    let (n, c, h, w, f) = ((32 / scale).max(1), 64, 56, 56, 64);
+    let flops = 2 * (n * f * h * w * c * 9) as u64;
+    [("conv2d", DType::F32), ("conv2d", DType::F16), ("conv_transpose2d", DType::F32)]
+        .into_iter()
+        .map(|(op, dtype)| {
+            let name = format!("{op} {dtype} [{n},{c},{h},{w}] {f}x3x3 pad 1");
+            let bytes = ((2 * n * c * h * w + f * c * 9) * dtype.size_in_bytes()) as u64;
+            Case::new(Family::Conv, name, bytes, move |d| {
+                let (x, k) = (rand(&[n, c, h, w], dtype, d)?, rand(&[f, c, 3, 3], dtype, d)?);
+                let p = ConvParams::default().padding(1);
+                let t = op == "conv_transpose2d";
+                Ok(Box::new(move || if t { x.conv_transpose2d(&k, &p) } else { x.conv2d(&k, &p) }))
+            })
+            .with_flops(flops)
+        })
+        .collect()
 }
 
 /// softmax, log_softmax, layer_norm (with weight and bias) and rms_norm (with weight) over the

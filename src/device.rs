@@ -371,17 +371,18 @@ impl Device {
         out
     }
 
-    /// Whether ops of `family` compute on the host here (the cpu, or a family a GPU backend
-    /// runs on the cpu reference for now).
+    /// Whether ops of `family` compute on the host here (the cpu, or a family a native backend
+    /// runs on the cpu reference for now; wgpu runs every family in WGSL).
     pub(crate) fn on_host(&self, family: crate::spec::Family) -> bool {
-        match self.backend() {
-            AnyBackend::Cpu(_) => true,
-            AnyBackend::Wgpu(_) => crate::wgpu::ON_CPU.contains(&family.name()),
+        let on_cpu: &[&str] = match self.backend() {
+            AnyBackend::Cpu(_) => return true,
+            AnyBackend::Wgpu(_) => &[],
             #[cfg(feature = "rocm")]
-            AnyBackend::Rocm(_) => crate::native::ON_CPU.contains(&family.name()),
+            AnyBackend::Rocm(_) => crate::native::ON_CPU,
             #[cfg(feature = "cuda")]
-            AnyBackend::Cuda(_) => crate::native::ON_CPU.contains(&family.name()),
-        }
+            AnyBackend::Cuda(_) => crate::native::ON_CPU,
+        };
+        on_cpu.contains(&family.name())
     }
 
     /// What the GPU buffer pool holds (`None` on backends without one).

@@ -86,6 +86,36 @@ fn print_unsupported(dev: &Device) {
     }
 }
 
+/// ` TFLOP/s` of a FLOP-bound case taking `t`, or nothing.
+fn flops(case: &bench::Case, t: Duration) -> String {
+    if case.flops == 0 {
+        String::new()
+    } else {
+        format!(" {:>7.1} TFLOP/s", case.flops as f64 / t.as_secs_f64() / 1e12)
+    }
+}
+
+/// The GEMM kernel the case took on wgpu, then the case under each kernel `RWO_GEMM_KERNELS`
+/// lists (space-separated, as `Display` writes them: the tuning sweep).
+fn sweep(dev: &Device, case: &bench::Case) {
+    use rocm_wgpu_ops::wgpu::{GemmKernel, last_gemm_kernel, with_gemm_kernel};
+    if let Some(k) = last_gemm_kernel() {
+        println!("{:<48} kernel {k}", "");
+    }
+    let list = std::env::var("RWO_GEMM_KERNELS").unwrap_or_default();
+    for k in list.split_whitespace() {
+        let t = k.parse::<GemmKernel>().and_then(|k| {
+            with_gemm_kernel(k, || {
+                case.prepare(dev).and_then(|op| bench::measure(dev, &op, Duration::from_millis(300)))
+            })
+        });
+        match t {
+            Ok(t) => println!("{:<48}  {:>9.1}us{} {k}", "", t.as_secs_f64() * 1e6, flops(case, t)),
+            Err(e) => println!("{:<48}  {k}: {e}", ""),
+        }
+    }
+}
+
 fn run_bench(args: &[String]) -> ExitCode {
     let mut filter = String::new();
     let mut scale = 1;
@@ -119,9 +149,17 @@ fn run_bench(args: &[String]) -> ExitCode {
             match t {
                 Ok(t) => {
                     let gbs = case.bytes as f64 / t.as_secs_f64() / 1e9;
-                    println!("{:<48} {kind:>5} {:>9.1}us {gbs:>9.1}", case.name, t.as_secs_f64() * 1e6);
+                    println!(
+                        "{:<48} {kind:>5} {:>9.1}us {gbs:>9.1}{}",
+                        case.name,
+                        t.as_secs_f64() * 1e6,
+                        flops(case, t)
+                    );
                     println!("BENCH\t{kind}\t{}\t{}\t{gbs:.3}", case.name, t.as_nanos());
                     rates.push((kind, gbs));
+                    if dev.kind() == BackendKind::Wgpu && case.flops > 0 {
+                        sweep(dev, case);
+                    }
                 }
                 Err(e) => {
                     println!("{:<48} {kind:>5} error: {e}", case.name);

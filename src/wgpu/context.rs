@@ -12,6 +12,7 @@ pub(crate) const WANTED: &[(&str, Features)] = &[
     ("i64", Features::SHADER_INT64),
     ("subgroup", Features::SUBGROUP),
     ("timestamp", Features::TIMESTAMP_QUERY),
+    ("coop", Features::EXPERIMENTAL_COOPERATIVE_MATRIX),
 ];
 
 /// Which optional features to request: all of [`WANTED`] unless `RWO_WGPU_FEATURES` says
@@ -28,7 +29,7 @@ pub(crate) fn allowed_features(setting: Option<&str>) -> Result<Features> {
         found.map(|f| acc | f).ok_or_else(|| Error::BackendUnavailable {
             kind: "wgpu".into(),
             reason: format!(
-                "RWO_WGPU_FEATURES: unknown feature {name:?}; known: none, f16, f64, i64, subgroup, timestamp"
+                "RWO_WGPU_FEATURES: unknown feature {name:?}; known: none, f16, f64, i64, subgroup, timestamp, coop"
             ),
         })
     })
@@ -61,6 +62,8 @@ pub(crate) struct Gpu {
     pub features: Features,
     pub limits: wgpu::Limits,
     pub errors: Arc<ErrorSink>,
+    /// The cooperative-matrix shapes and types the adapter multiplies (with the feature).
+    pub coop: Vec<wgpu::CooperativeMatrixProperties>,
 }
 
 /// Preference of an adapter: hardware before software, native APIs before GL.
@@ -111,12 +114,22 @@ impl Gpu {
         let info = adapter.get_info();
         let features = adapter.features() & allowed;
         let limits = adapter.limits();
+        let coop = features.contains(Features::EXPERIMENTAL_COOPERATIVE_MATRIX);
         let desc = wgpu::DeviceDescriptor {
             label: Some("rocm-wgpu-ops"),
             required_features: features,
             required_limits: limits.clone(),
+            // SAFETY: the one experimental feature asked for is cooperative matrices, used only
+            // by the f16 GEMM kernels, which the suite checks against the cpu reference on
+            // every adapter that reports it.
+            experimental_features: if coop {
+                unsafe { wgpu::ExperimentalFeatures::enabled() }
+            } else {
+                wgpu::ExperimentalFeatures::disabled()
+            },
             ..Default::default()
         };
+        let coop = if coop { adapter.cooperative_matrix_properties() } else { vec![] };
         let (device, queue) =
             pollster::block_on(adapter.request_device(&desc)).map_err(|e| format!("{}: {e}", info.name))?;
         let errors = Arc::new(ErrorSink::default());
@@ -124,7 +137,7 @@ impl Gpu {
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| sink.record(e.to_string())));
         let sink = errors.clone();
         device.set_device_lost_callback(move |reason, msg| sink.record(format!("device lost ({reason:?}): {msg}")));
-        Ok(Gpu { device, queue, info, features, limits, errors })
+        Ok(Gpu { device, queue, info, features, limits, errors, coop })
     }
 
     /// An instance of `backends`, unless `WGPU_BACKEND` in the environment says otherwise.
@@ -136,6 +149,26 @@ impl Gpu {
 
     pub(crate) fn has(&self, f: Features) -> bool {
         self.features.contains(f)
+    }
+
+    /// Why the f16 GEMM cannot run on cooperative matrices here (`None`: it can): it needs
+    /// 16x16x16 products of f16 into f32, f16 and subgroups, and subgroups of exactly 32.
+    pub(crate) fn coop_missing(&self) -> Option<&'static str> {
+        use wgpu::CooperativeScalarType as S;
+        let sixteen = |p: &wgpu::CooperativeMatrixProperties| {
+            (p.m_size, p.n_size, p.k_size, p.ab_type, p.cr_type) == (16, 16, 16, S::F16, S::F32)
+        };
+        if !self.has(Features::EXPERIMENTAL_COOPERATIVE_MATRIX) {
+            Some("no EXPERIMENTAL_COOPERATIVE_MATRIX")
+        } else if !self.coop.iter().any(sixteen) {
+            Some("no 16x16x16 f16->f32 configuration")
+        } else if !self.has(Features::SHADER_F16 | Features::SUBGROUP) {
+            Some("needs SHADER_F16 and SUBGROUP")
+        } else if (self.info.subgroup_min_size, self.info.subgroup_max_size) != (32, 32) {
+            Some("subgroups not exactly 32 wide")
+        } else {
+            None
+        }
     }
 
     /// The largest buffer a kernel can bind, in bytes.

@@ -23,9 +23,8 @@ pub fn family_source(f: Family) -> &'static str {
         Family::Upsample => include_str!("../../shaders/upsample.wgsl"),
         Family::Nn => include_str!("../../shaders/nn.wgsl"),
         Family::Pool => include_str!("../../shaders/pool.wgsl"),
-        // On the cpu reference for now (src/fallback.rs).
-        Family::Conv => "",
-        Family::Matmul => "",
+        Family::Matmul => include_str!("../../shaders/matmul.wgsl"),
+        Family::Conv => include_str!("../../shaders/conv.wgsl"),
     }
 }
 
@@ -145,6 +144,8 @@ pub struct Spec {
     pub workgroup: u32,
     /// Four elements per invocation: every read binding gets `NAME_get4(i)`, the output `NAME_set4`.
     pub lanes: bool,
+    /// WGSL extensions the source enables besides f16 (`wgpu_cooperative_matrix`).
+    pub enables: Vec<&'static str>,
 }
 
 impl Spec {
@@ -159,6 +160,7 @@ impl Spec {
             caps,
             workgroup: 256,
             lanes: false,
+            enables: vec![],
         }
     }
 
@@ -225,6 +227,9 @@ impl Spec {
         let mut s = String::new();
         if self.caps.f16 {
             s.push_str("enable f16;\n");
+        }
+        for e in &self.enables {
+            let _ = writeln!(s, "enable {e};");
         }
         let _ = writeln!(s, "const WG: u32 = {}u;", self.workgroup);
         s.push_str(COMMON);
@@ -313,7 +318,7 @@ fn get4(b: &Bind) -> String {
 }
 
 /// The text of a file before its first `// @kernel` or `// @section` marker.
-fn header(src: &str) -> &str {
+pub(crate) fn header(src: &str) -> &str {
     let end = [src.find("// @kernel "), src.find("// @section ")].into_iter().flatten().min();
     &src[..end.unwrap_or(src.len())]
 }

@@ -4,10 +4,14 @@
 mod alloc;
 mod batch;
 mod context;
+mod conv;
+mod coop;
 mod copy;
 mod elementwise;
+mod gemm;
 mod index;
 pub mod kernel;
+mod matmul;
 mod nn;
 mod pool;
 mod random;
@@ -25,7 +29,13 @@ pub use alloc::{MemoryStats, SLACK as POOL_SLACK};
 use alloc::{Pool, PooledBuffer};
 use batch::Recorder;
 use context::Gpu;
+#[doc(hidden)]
+pub use coop::CoopTiles;
+#[doc(hidden)]
+pub use gemm::{Kernel as GemmKernel, MatVec, Tiles};
 use kernel::Spec;
+#[doc(hidden)]
+pub use matmul::{gemm_tiles, last_gemm_kernel, with_gemm_kernel};
 pub use random::Mul;
 pub use repr::Caps;
 use std::collections::HashMap;
@@ -47,6 +57,8 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         upsample::shader_variants(caps),
         nn::shader_variants(caps),
         pool::shader_variants(caps),
+        matmul::shader_variants(caps),
+        conv::shader_variants(caps),
     ]
     .concat()
 }
@@ -324,8 +336,6 @@ fn flag_result(w: &[u32]) -> Result<()> {
     Err(Error::IndexOutOfRange { op, index, size: (w[3] as u64 | (w[4] as u64) << 32) as usize })
 }
 
-crate::fallback::via_cpu!([] WgpuBackend: conv, matmul);
-
 impl Memory for WgpuBackend {
     type Storage = WgpuStorage;
 
@@ -358,7 +368,7 @@ impl Memory for WgpuBackend {
                 },
             ),
             ("kernel tuning", format!("{}; {}", self.random_tuning(), self.sort_tuning())),
-            ("on the cpu reference", crate::fallback::describe(ON_CPU)),
+            ("matmul kernels", self.gemm_info()),
         ]
     }
 

@@ -5,7 +5,6 @@
 //! The only dtype an adapter can lack is f64 (without SHADER_F64 WGSL has no f64 arithmetic):
 //! - ops that only move bytes take f64 as the same 8 bytes as an i64 ([`bits_of`]), so they
 //!   need no SHADER_F64;
-//! - the families served by the cpu reference ([`super::ON_CPU`]) compute f64 on the host;
 //! - every other op in f64 returns `UnsupportedDType`.
 //!
 //! A new WGSL family that only moves bytes lists its ops in [`MOVES_BYTES`] and computes in
@@ -31,7 +30,7 @@ pub(crate) const MOVES_BYTES: &[&str] = &[
 
 /// Why `op` cannot run in `dtype` with `caps`, or `None` when it can.
 pub(crate) fn unsupported(caps: Caps, op: &OpInfo, dtype: DType) -> Option<String> {
-    let bytes_only = MOVES_BYTES.contains(&op.name) || super::ON_CPU.contains(&op.family.name());
+    let bytes_only = MOVES_BYTES.contains(&op.name);
     (dtype == DType::F64 && !caps.f64 && !bytes_only).then(|| "the adapter lacks SHADER_F64".to_string())
 }
 

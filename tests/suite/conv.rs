@@ -1,6 +1,8 @@
+use crate::matmul::tile_choices;
 use crate::{Tol, View, assert_close, assert_values, rand_tensor, same_as_cpu, suite, view_tensor};
 use rocm_wgpu_ops::spec::conv::{ConvOp, ConvParams};
-use rocm_wgpu_ops::{DType, Device, Result, Tensor};
+use rocm_wgpu_ops::wgpu::{GemmKernel, last_gemm_kernel, with_gemm_kernel};
+use rocm_wgpu_ops::{BackendKind, DType, Device, Result, Tensor};
 
 suite!(
     conv1d_matches_reference,
@@ -14,6 +16,8 @@ suite!(
     conv2d_is_im2col_matmul,
     conv_transpose_is_adjoint,
     conv_1x1_is_channel_mix,
+    conv_tiles_match_reference,
+    conv_f16_takes_cooperative_matrices,
 );
 
 /// Sums of a few dozen products: a few roundings' worth past one.
@@ -316,6 +320,75 @@ fn conv_1x1_is_channel_mix(dev: &Device) -> Result<()> {
             let got = x.conv2d(&k, &ConvParams::default())?;
             assert_close(&got, &want, conv_tol(dtype), &format!("1x1 conv {dtype} {view:?}"))?;
         }
+    }
+    Ok(())
+}
+
+/// One convolution of each op on `x` and `k` (shapes), `k_sum` terms per output.
+type Big = (ConvOp, &'static [usize], &'static [usize], [usize; 5], usize);
+
+/// Convolutions spanning several tiles of every configuration, with odd sizes, groups, every
+/// parameter class, and 1x1 ones that are plain GEMMs: (op, x, k, [pad, stride, dilation,
+/// groups, output_padding], terms per output).
+const BIG: [Big; 7] = [
+    (ConvOp::Conv2d, &[2, 6, 13, 11], &[10, 3, 3, 3], [1, 1, 1, 2, 0], 27),
+    (ConvOp::Conv2d, &[1, 3, 9, 10], &[70, 3, 2, 3], [0, 2, 1, 1, 0], 18),
+    (ConvOp::Conv2d, &[1, 16, 8, 8], &[12, 16, 1, 1], [0, 1, 1, 1, 0], 16),
+    (ConvOp::Conv2d, &[2, 6, 9, 15], &[12, 3, 1, 1], [0, 1, 1, 2, 0], 3),
+    (ConvOp::ConvTranspose2d, &[2, 6, 7, 5], &[6, 3, 3, 3], [1, 2, 2, 3, 1], 18),
+    (ConvOp::Conv1d, &[3, 8, 37], &[16, 4, 5], [2, 3, 2, 2, 0], 20),
+    (ConvOp::ConvTranspose1d, &[2, 4, 29], &[4, 7, 4], [1, 3, 1, 1, 2], 8),
+];
+
+fn run_big(x: &Tensor, k: &Tensor, op: ConvOp, p: [usize; 5]) -> Result<Tensor> {
+    let [pad, stride, dil, groups, out_pad] = p;
+    match op {
+        ConvOp::Conv1d => x.conv1d(k, &p1(pad, stride, dil, groups, out_pad)),
+        ConvOp::Conv2d => x.conv2d(k, &p2(pad, stride, dil, groups, out_pad)),
+        ConvOp::ConvTranspose1d => x.conv_transpose1d(k, &p1(pad, stride, dil, groups, out_pad)),
+        ConvOp::ConvTranspose2d => x.conv_transpose2d(k, &p2(pad, stride, dil, groups, out_pad)),
+    }
+}
+
+/// [`BIG`] through every tile configuration of the wgpu GEMM table.
+fn conv_tiles_match_reference(dev: &Device) -> Result<()> {
+    for &dtype in DType::FLOAT {
+        for kernel in tile_choices(dev) {
+            for (i, &(op, xs, ks, p, terms)) in BIG.iter().enumerate() {
+                let what = format!("{op} {dtype} {xs:?} {ks:?} {p:?} kernel {kernel:?}");
+                let tol = Tol::of(dtype).times(1.0 + terms as f64 / 4.0);
+                let run = || {
+                    same_as_cpu(dev, tol, &what, |d| {
+                        let x = rand_tensor(d, dtype, xs, 60 + i as u64, -1.0, 1.0)?;
+                        run_big(&x, &rand_tensor(d, dtype, ks, 80 + i as u64, -1.0, 1.0)?, op, p)
+                    })
+                };
+                match kernel {
+                    Some(kn) if dtype != DType::F64 => with_gemm_kernel(kn, run)?,
+                    _ => run()?,
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where the wgpu adapter multiplies f16 on cooperative matrices, f16 convolutions take them.
+fn conv_f16_takes_cooperative_matrices(dev: &Device) -> Result<()> {
+    if dev.kind() != BackendKind::Wgpu {
+        return Ok(());
+    }
+    let coop = dev.info().iter().any(|(k, v)| *k == "matmul kernels" && v.contains("cooperative matrix 16x16x16"));
+    for (i, &(op, xs, ks, p, terms)) in BIG.iter().enumerate() {
+        let what = format!("{op} f16 {xs:?} {ks:?} {p:?}");
+        let tol = Tol::of(DType::F16).times(1.0 + terms as f64 / 4.0);
+        same_as_cpu(dev, tol, &what, |d| {
+            let x = rand_tensor(d, DType::F16, xs, 60 + i as u64, -1.0, 1.0)?;
+            run_big(&x, &rand_tensor(d, DType::F16, ks, 80 + i as u64, -1.0, 1.0)?, op, p)
+        })?;
+        let kernel = last_gemm_kernel();
+        let took = matches!(kernel, Some(GemmKernel::Coop(_)));
+        assert_eq!(took, coop, "{what}: kernel {kernel:?}, adapter has cooperative matrices: {coop}");
     }
     Ok(())
 }

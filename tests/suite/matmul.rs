@@ -1,5 +1,6 @@
 use crate::{Tol, View, assert_close, assert_values, rand_tensor, same_as_cpu, suite, view_tensor};
-use rocm_wgpu_ops::{DType, Device, Result, Tensor};
+use rocm_wgpu_ops::wgpu::{GemmKernel, gemm_tiles, last_gemm_kernel, with_gemm_kernel};
+use rocm_wgpu_ops::{BackendKind, DType, Device, Result, Tensor};
 
 suite!(
     matmul_layouts_match_reference,
@@ -10,6 +11,8 @@ suite!(
     matmul_transpose_identity,
     matmul_identity_matrix,
     matmul_row_is_host_dot,
+    matmul_edge_sizes_match_reference,
+    matmul_f16_takes_cooperative_matrices,
 );
 
 /// A k-term sum of products accumulated in precision u errs by at most ~k·u·Σ|a_i b_i| (the
@@ -204,6 +207,59 @@ fn matmul_row_is_host_dot(dev: &Device) -> Result<()> {
             let want = Tensor::from_vec((0..n).map(dot).collect(), [1, n], dev)?.to_dtype(dtype)?;
             let got = p.narrow(0, bi, 1)?.squeeze(0)?.narrow(0, i, 1)?;
             assert_close(&got, &want, tol(dtype, k), &format!("batch {bi} row {i} vs host dot {dtype}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// The tile configurations of the wgpu GEMM table, each forced in turn (`None`: the table's own
+/// choice; on other backends only that).
+pub(crate) fn tile_choices(dev: &Device) -> Vec<Option<GemmKernel>> {
+    let mut v = vec![None];
+    if dev.kind() == BackendKind::Wgpu {
+        v.extend(gemm_tiles().map(|t| Some(GemmKernel::Tiled(t))));
+    }
+    v
+}
+
+/// Sizes that fill no tile evenly (1, primes, one short of a power of two), k = 1, and both
+/// operands transposed, through every tile configuration the table can pick.
+fn matmul_edge_sizes_match_reference(dev: &Device) -> Result<()> {
+    let sizes = [(17, 1, 130), (131, 17, 67), (129, 33, 5), (5, 1023, 9), (1023, 7, 13), (64, 64, 64)];
+    for &dtype in DType::FLOAT {
+        for kernel in tile_choices(dev) {
+            for (m, k, n) in sizes {
+                for (lt, rt) in [(false, false), (true, true), (false, true)] {
+                    let what = format!("matmul {dtype} ({m},{k})x({k},{n}) lhs^T {lt} rhs^T {rt} kernel {kernel:?}");
+                    let run = || check(dev, tol(dtype, k), &what, |d| operands(d, dtype, &[m, k], lt, &[k, n], rt));
+                    match kernel {
+                        Some(kn) if dtype != DType::F64 => with_gemm_kernel(kn, run)?,
+                        _ => run()?,
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where the wgpu adapter multiplies f16 on cooperative matrices, f16 products take them (and
+/// match the reference); elsewhere they stay tiled.
+fn matmul_f16_takes_cooperative_matrices(dev: &Device) -> Result<()> {
+    if dev.kind() != BackendKind::Wgpu {
+        return Ok(());
+    }
+    let coop = dev.info().iter().any(|(k, v)| *k == "matmul kernels" && v.contains("cooperative matrix 16x16x16"));
+    for (m, k, n) in [(256, 64, 256), (131, 40, 67)] {
+        for (lt, rt) in [(false, false), (true, true)] {
+            let what = format!("matmul f16 ({m},{k})x({k},{n}) transposed {lt} {rt}");
+            check(dev, tol(DType::F16, k), &what, |d| operands(d, DType::F16, &[m, k], lt, &[k, n], rt))?;
+            let kernel = last_gemm_kernel();
+            assert_eq!(
+                matches!(kernel, Some(GemmKernel::Coop(_))),
+                coop,
+                "{what}: kernel {kernel:?}, adapter has cooperative matrices: {coop}"
+            );
         }
     }
     Ok(())

@@ -11,7 +11,8 @@ fn naga_caps(c: Caps) -> naga::valid::Capabilities {
     use naga::valid::Capabilities as C;
     let mut caps = C::empty();
     if c.f16 {
-        caps |= C::SHADER_FLOAT16;
+        // wgpu grants unpack2x16float and friends beside f16 (on llvmpipe only with it).
+        caps |= C::SHADER_FLOAT16 | C::SHADER_FLOAT16_IN_FLOAT32;
     }
     if c.f64 {
         caps |= C::FLOAT64;
@@ -45,9 +46,30 @@ fn every_kernel_variant_validates() {
                     continue;
                 }
             };
-            let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga_caps(caps));
-            if let Err(e) = v.validate(&module) {
-                failures.push(format!("{name} {caps:?}: {}", e.emit_to_string(&src)));
+            // Cooperative-matrix kernels also need subgroups (wgpu grants both on adapters that
+            // run them).
+            let coop = spec.enables.contains(&"wgpu_cooperative_matrix");
+            let extra = if coop {
+                naga::valid::Capabilities::COOPERATIVE_MATRIX | naga::valid::Capabilities::SUBGROUP
+            } else {
+                naga::valid::Capabilities::empty()
+            };
+            let mut v = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga_caps(caps) | extra);
+            match v.validate(&module) {
+                Err(e) => failures.push(format!("{name} {caps:?}: {}", e.emit_to_string(&src))),
+                // naga's SPIR-V writer has panicked on valid cooperative-matrix code (a pointer
+                // index computed inline): write these as Vulkan will, here, without a GPU.
+                Ok(info) if coop => {
+                    let written = std::panic::catch_unwind(|| {
+                        naga::back::spv::write_vec(&module, &info, &naga::back::spv::Options::default(), None)
+                    });
+                    match written {
+                        Ok(Ok(_)) => {}
+                        Ok(Err(e)) => failures.push(format!("{name} {caps:?}: SPIR-V: {e}")),
+                        Err(_) => failures.push(format!("{name} {caps:?}: naga's SPIR-V writer panicked")),
+                    }
+                }
+                Ok(_) => {}
             }
         }
     }
@@ -71,6 +93,8 @@ fn every_op_and_dtype_of_the_wgsl_families_has_a_kernel() {
         Family::Upsample,
         Family::Nn,
         Family::Pool,
+        Family::Matmul,
+        Family::Conv,
     ];
     let caps = Caps { f16: true, f64: true, i64: true, subgroup: false };
     let names: HashSet<String> = shader_variants(caps).into_iter().map(|(n, _)| n).collect();

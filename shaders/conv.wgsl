@@ -1,0 +1,78 @@
+// The convolutions as implicit GEMM on the kernels of shaders/matmul.wgsl: per (image, group),
+// C (C_out / groups x OH OW) = W (C_out / groups x C_in / groups KH KW, contiguous) times the
+// image unrolled into its windows, which is never stored: B's elements are gathered here as
+// the GEMM loads its tiles. A 1-D convolution is a 2-D one of height 1.
+//
+// Metadata words after the GEMM's (see matmul.wgsl; `gmeta`): 10 the image's offset,
+//   13 IH, 14 IW, 15 OW, 16 KH, 17 KW, 18 stride h, 19 stride w, 20 pad h, 21 pad w,
+//   22 dilation h, 23 dilation w, 24 image stride along C, 25 along H, 26 along W.
+// CONV_T (generated): the transposed convolution, whose output pixel o meets input pixel
+// (o + pad - tap * dilation) / stride where that divides evenly.
+
+// B element (k, o) for the four output pixels o..o+4 of `b_setup4`: k walks (channel, tap row,
+// tap column) of the group's input channels.
+// @section gather
+var<private> b_y: vec4<i32>;
+var<private> b_x: vec4<i32>;
+var<private> b_in: vec4<bool>;
+var<private> b_base: u32;
+
+fn b_setup4(o: u32, base: u32) {
+    let os = vec4<u32>(o) + vec4<u32>(0u, 1u, 2u, 3u);
+    b_in = os < vec4<u32>(b_total());
+    let ow = vec4<u32>(gmeta(15u));
+    let oy = vec4<i32>(os / ow);
+    let ox = vec4<i32>(os % ow);
+    let pad = vec2<i32>(i32(gmeta(20u)), i32(gmeta(21u)));
+    if (CONV_T) {
+        b_y = oy + vec4<i32>(pad.x);
+        b_x = ox + vec4<i32>(pad.y);
+    } else {
+        b_y = oy * vec4<i32>(i32(gmeta(18u))) - vec4<i32>(pad.x);
+        b_x = ox * vec4<i32>(i32(gmeta(19u))) - vec4<i32>(pad.y);
+    }
+    b_base = base + gmeta(10u);
+}
+
+fn b_ktile(k0: u32) {}
+
+fn b_one(ok: bool, i: u32) -> T {
+    if (ok) {
+        return b_ld(i);
+    }
+    return T(0);
+}
+
+fn b_get4(k: u32, r: u32) -> vec4<T> {
+    if (k >= gmeta(2u)) {
+        return vec4<T>(T(0));
+    }
+    let kw = gmeta(17u);
+    let taps = gmeta(16u) * kw;
+    let c = k / taps;
+    let tap = k % taps;
+    let dy = i32((tap / kw) * gmeta(22u));
+    let dx = i32((tap % kw) * gmeta(23u));
+    let zero = vec4<i32>(0);
+    var y: vec4<i32>;
+    var x: vec4<i32>;
+    var ok = b_in;
+    if (CONV_T) {
+        let sy = vec4<i32>(i32(gmeta(18u)));
+        let sx = vec4<i32>(i32(gmeta(19u)));
+        let ty = b_y - vec4<i32>(dy);
+        let tx = b_x - vec4<i32>(dx);
+        // Negative remainders only where ty or tx < 0, which the bounds below reject.
+        ok = ok & (ty % sy == zero) & (tx % sx == zero);
+        y = ty / sy;
+        x = tx / sx;
+    } else {
+        y = b_y + vec4<i32>(dy);
+        x = b_x + vec4<i32>(dx);
+    }
+    let ih = vec4<i32>(i32(gmeta(13u)));
+    let iw = vec4<i32>(i32(gmeta(14u)));
+    ok = ok & (y >= zero) & (y < ih) & (x >= zero) & (x < iw);
+    let at = vec4<u32>(b_base + c * gmeta(24u)) + vec4<u32>(max(y, zero)) * gmeta(25u) + vec4<u32>(max(x, zero)) * gmeta(26u);
+    return vec4<T>(b_one(ok.x, at.x), b_one(ok.y, at.y), b_one(ok.z, at.z), b_one(ok.w, at.w));
+}

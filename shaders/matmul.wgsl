@@ -1,0 +1,525 @@
+// Matrix products, and the GEMM body of the implicit-GEMM convolutions (shaders/conv.wgsl
+// supplies their gathers). One problem per dispatch: for each batch b, C[b] (M x N, row-major,
+// contiguous after the batches before it) = A[b] (M x K) B[b] (K x N), each operand read in
+// place through its strides.
+//
+// Metadata at EXTRA (written by `Gemm::meta` in src/wgpu/matmul.rs):
+//   0 M, 1 N, 2 K, 3 tile rows, 4 tile columns, 5 tiles per batch, 6 batches,
+//   7 A offset, 8 A stride along M, 9 A stride along K,
+//   10 B offset, 11 B stride along N, 12 B stride along K,
+//   13..29 the words of a gathered operand (a convolution's image),
+//   29 R, then R batch sizes, R A batch strides, R B batch strides.
+//
+// An operand is A (outer dim M) or B (outer dim N); its code is written once with the prefix
+// `opnd_` (constants `OPND_`) and instantiated for each with `a_` / `b_`. The generated part
+// (matmul.rs) defines the element type T, the tile constants, the operands' bindings with
+// `opnd_ld(i) -> T` (element i) and `opnd_ld4(i) -> vec4<T>` (elements i..i+4, i a multiple
+// of 4), the output's stores, and the unrolled inner products.
+
+const META_R: u32 = 29u;
+// Tile rows swept together, so that workgroups running at once share their A and B panels.
+const GROUP_M: u32 = 8u;
+
+fn gmeta(i: u32) -> u32 {
+    return md[EXTRA + i];
+}
+
+// The batch and the first row and column of flat tile g, tiles ordered in groups of GROUP_M
+// tile rows, column by column within a group.
+fn tile_of(g: u32) -> vec3<u32> {
+    let per_batch = gmeta(5u);
+    let b = g / per_batch;
+    let t = g % per_batch;
+    let rows = gmeta(3u);
+    let cols = gmeta(4u);
+    let first = (t / (GROUP_M * cols)) * GROUP_M;
+    let height = min(rows - first, GROUP_M);
+    let inside = t % (GROUP_M * cols);
+    return vec3<u32>(b, first + inside % height, inside / height);
+}
+
+// The offsets of batch b in A and B.
+fn batch_offsets(b: u32) -> vec2<u32> {
+    let r = gmeta(META_R);
+    var rem = b;
+    var off = vec2<u32>(0u, 0u);
+    for (var d = r; d > 0u; d--) {
+        let size = gmeta(META_R + d);
+        let i = rem % size;
+        rem /= size;
+        off += i * vec2<u32>(gmeta(META_R + r + d), gmeta(META_R + 2u * r + d));
+    }
+    return off;
+}
+
+// How many rows A has (M) and columns B has (N): the extent of each operand's outer dim.
+fn a_total() -> u32 {
+    return gmeta(0u);
+}
+
+fn b_total() -> u32 {
+    return gmeta(1u);
+}
+
+// The flat workgroup index of a 1-D or 2-D grid.
+fn group_index(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return wid.x + wid.y * nwg.x;
+}
+
+// Elements (k, o..o+4) of a strided operand (o along its outer dim), the batch's offset
+// included; what lies outside the matrix reads as zero.
+// @section strided_gather
+var<private> opnd_col: vec4<u32>;
+var<private> opnd_in: vec4<bool>;
+
+fn opnd_setup4(o: u32, base: u32) {
+    let os = vec4<u32>(o) + vec4<u32>(0u, 1u, 2u, 3u);
+    opnd_in = os < vec4<u32>(opnd_total());
+    opnd_col = vec4<u32>(base + gmeta(OPND_MD)) + os * gmeta(OPND_MD + 1u);
+}
+
+fn opnd_ktile(k0: u32) {}
+
+fn opnd_one(ok: bool, i: u32) -> T {
+    if (ok) {
+        return opnd_ld(i);
+    }
+    return T(0);
+}
+
+fn opnd_get4(k: u32, r: u32) -> vec4<T> {
+    if (k >= gmeta(2u)) {
+        return vec4<T>(T(0));
+    }
+    let at = opnd_col + vec4<u32>(k * gmeta(OPND_MD + 2u));
+    return vec4<T>(opnd_one(opnd_in.x, at.x), opnd_one(opnd_in.y, at.y), opnd_one(opnd_in.z, at.z), opnd_one(opnd_in.w, at.w));
+}
+
+// The tiled kernel's operand loaders: a tile of OPND_OT outer x BK, fetched into registers a
+// step ahead of its use and held in workgroup memory as vectors of four, every store a whole
+// vector: along K (OPND_OT rows of OPND_S4 vectors) when fetched along K, else along the outer
+// dim (BK rows of OPND_S4 vectors). One buffer is OPND_SZ4 vectors.
+//
+// Vectors of four along K (the operand's K stride is 1 and rows start on multiples of 4).
+// @section tiled_kvec
+var<private> opnd_r: array<vec4<T>, OPND_NV>;
+var<private> opnd_base: u32;
+var<private> opnd_o0: u32;
+
+fn opnd_setup(o0: u32, base: u32, lid: u32) {
+    opnd_o0 = o0;
+    opnd_base = base + gmeta(OPND_MD);
+}
+
+fn opnd_fetch(k0: u32, lid: u32) {
+    let os = gmeta(OPND_MD + 1u);
+    let kn = gmeta(2u);
+    let total = opnd_total();
+    for (var j = 0u; j < OPND_NV; j++) {
+        let v = lid + j * WG;
+        let o = opnd_o0 + v / (BK / 4u);
+        let k = k0 + (v % (BK / 4u)) * 4u;
+        var x = vec4<T>(T(0));
+        if (o < total && k < kn) {
+            x = select(opnd_ld4(opnd_base + o * os + k), vec4<T>(T(0)), vec4<u32>(k) + vec4<u32>(0u, 1u, 2u, 3u) >= vec4<u32>(kn));
+        }
+        opnd_r[j] = x;
+    }
+}
+
+fn opnd_stage(buf: u32, lid: u32) {
+    for (var j = 0u; j < OPND_NV; j++) {
+        let v = lid + j * WG;
+        opnd_s4[buf * OPND_SZ4 + (v / (BK / 4u)) * OPND_S4 + v % (BK / 4u)] = opnd_r[j];
+    }
+}
+
+// Vectors of four along the outer dim (its stride is 1, K rows start on multiples of 4).
+// @section tiled_ovec
+var<private> opnd_r: array<vec4<T>, OPND_NV>;
+var<private> opnd_base: u32;
+var<private> opnd_o0: u32;
+
+fn opnd_setup(o0: u32, base: u32, lid: u32) {
+    opnd_o0 = o0;
+    opnd_base = base + gmeta(OPND_MD);
+}
+
+fn opnd_fetch(k0: u32, lid: u32) {
+    let ks = gmeta(OPND_MD + 2u);
+    let kn = gmeta(2u);
+    let total = opnd_total();
+    for (var j = 0u; j < OPND_NV; j++) {
+        let v = lid + j * WG;
+        let o = opnd_o0 + (v % (OPND_OT / 4u)) * 4u;
+        let k = k0 + v / (OPND_OT / 4u);
+        var x = vec4<T>(T(0));
+        if (o < total && k < kn) {
+            x = select(opnd_ld4(opnd_base + o + k * ks), vec4<T>(T(0)), vec4<u32>(o) + vec4<u32>(0u, 1u, 2u, 3u) >= vec4<u32>(total));
+        }
+        opnd_r[j] = x;
+    }
+}
+
+fn opnd_stage(buf: u32, lid: u32) {
+    for (var j = 0u; j < OPND_NV; j++) {
+        let v = lid + j * WG;
+        opnd_s4[buf * OPND_SZ4 + (v / (OPND_OT / 4u)) * OPND_S4 + v % (OPND_OT / 4u)] = opnd_r[j];
+    }
+}
+
+// Four outer elements at a time through `opnd_get4` (any strides, or a convolution's
+// gather): each invocation keeps one group of four (WG is a multiple of OPND_OT / 4) and walks
+// K, held as the vectors along the outer dim are.
+// @section tiled_gather
+var<private> opnd_r: array<vec4<T>, OPND_NV>;
+
+fn opnd_setup(o0: u32, base: u32, lid: u32) {
+    opnd_setup4(o0 + (lid % (OPND_OT / 4u)) * 4u, base);
+}
+
+fn opnd_fetch(k0: u32, lid: u32) {
+    opnd_ktile(k0);
+    for (var j = 0u; j < OPND_NV; j++) {
+        let r = lid / (OPND_OT / 4u) + j * (WG / (OPND_OT / 4u));
+        opnd_r[j] = opnd_get4(k0 + r, r);
+    }
+}
+
+fn opnd_stage(buf: u32, lid: u32) {
+    for (var j = 0u; j < OPND_NV; j++) {
+        let r = lid / (OPND_OT / 4u) + j * (WG / (OPND_OT / 4u));
+        opnd_s4[buf * OPND_SZ4 + r * OPND_S4 + lid % (OPND_OT / 4u)] = opnd_r[j];
+    }
+}
+
+// The tiled GEMM: a BM x BN tile of C per workgroup, TM x TN of it per invocation (rows
+// `(g TY + ty) 4 + q`, columns `(h TX + tx) 4 + c`), K in steps of BK through two workgroup
+// buffers: the next step's tiles are fetched into registers while this one's are multiplied,
+// and one barrier per step separates the buffers' reuse. `micro` and `epilogue` are generated
+// (matmul.rs) for the way each operand is held.
+// @kernel tiled
+var<workgroup> a_s4: array<vec4<T>, 2u * A_SZ4>;
+var<workgroup> b_s4: array<vec4<T>, 2u * B_SZ4>;
+var<private> acc: array<vec4<T>, TM * TN / 4u>;
+
+@compute @workgroup_size(WG)
+fn tiled(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let g = group_index(wid, nwg);
+    if (g >= gmeta(5u) * gmeta(6u)) {
+        return;
+    }
+    let tile = tile_of(g);
+    let off = batch_offsets(tile.x);
+    let m0 = tile.y * BM;
+    let n0 = tile.z * BN;
+    let tx = lid % TX;
+    let ty = lid / TX;
+    a_setup(m0, off.x, lid);
+    b_setup(n0, off.y, lid);
+    let steps = (gmeta(2u) + BK - 1u) / BK;
+    if (steps > 0u) {
+        a_fetch(0u, lid);
+        b_fetch(0u, lid);
+        a_stage(0u, lid);
+        b_stage(0u, lid);
+    }
+    workgroupBarrier();
+    for (var s = 0u; s < steps; s++) {
+        let cur = s & 1u;
+        let more = s + 1u < steps;
+        if (more) {
+            a_fetch((s + 1u) * BK, lid);
+            b_fetch((s + 1u) * BK, lid);
+        }
+        micro(cur * A_SZ4, cur * B_SZ4, tx, ty);
+        if (more) {
+            a_stage(cur ^ 1u, lid);
+            b_stage(cur ^ 1u, lid);
+        }
+        workgroupBarrier();
+    }
+    epilogue(tile.x, m0, n0, tx, ty);
+}
+
+// Skinny products (M small, a spec constant MV_M): each workgroup takes CW groups of four
+// columns of C and splits K among KS invocations per group (columns fastest, so that loads of
+// B coalesce along N); each invocation keeps MV_M rows of sums of its four columns and the
+// workgroup adds the KS partial sums in workgroup memory. B is streamed once, a vector of four
+// columns per load where its N stride is 1. Grid: (batch, column block) flat.
+// @kernel matvec
+var<workgroup> part: array<vec4<T>, WG * MV_M>;
+var<private> acc: array<vec4<T>, MV_M>;
+
+fn mv_step(ab: u32, am: u32, ak: u32, row: u32, n: u32, k: u32) {
+    let bv = b_run4(row + k * gmeta(12u), n, gmeta(1u), gmeta(11u));
+    for (var i = 0u; i < MV_M; i++) {
+        acc[i] = fma(vec4<T>(a_ld(ab + i * am + k * ak)), bv, acc[i]);
+    }
+}
+
+@compute @workgroup_size(WG)
+fn matvec(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let g = group_index(wid, nwg);
+    let blocks = gmeta(4u);
+    if (g >= blocks * gmeta(6u)) {
+        return;
+    }
+    let b = g / blocks;
+    let off = batch_offsets(b);
+    let c = lid % CW;
+    let s = lid / CW;
+    let n = (g % blocks * CW + c) * 4u;
+    let nn = gmeta(1u);
+    let kn = gmeta(2u);
+    let ab = off.x + gmeta(7u);
+    let am = gmeta(8u);
+    let ak = gmeta(9u);
+    let row = off.y + gmeta(10u);
+    if (n < nn) {
+        var k = s;
+        // Four steps per pass keep four loads of B in flight.
+        while (k + 3u * KS < kn) {
+            mv_step(ab, am, ak, row, n, k);
+            mv_step(ab, am, ak, row, n, k + KS);
+            mv_step(ab, am, ak, row, n, k + 2u * KS);
+            mv_step(ab, am, ak, row, n, k + 3u * KS);
+            k += 4u * KS;
+        }
+        while (k < kn) {
+            mv_step(ab, am, ak, row, n, k);
+            k += KS;
+        }
+    }
+    for (var i = 0u; i < MV_M; i++) {
+        part[i * WG + lid] = acc[i];
+    }
+    workgroupBarrier();
+    for (var half = KS / 2u; half > 0u; half /= 2u) {
+        if (s < half) {
+            for (var i = 0u; i < MV_M; i++) {
+                part[i * WG + lid] += part[i * WG + lid + half * CW];
+            }
+        }
+        workgroupBarrier();
+    }
+    if (s == 0u && n < nn) {
+        for (var i = 0u; i < MV_M; i++) {
+            c_row4(b * gmeta(0u) * nn + i * gmeta(13u), n, nn, gmeta(14u), part[i * WG + lid]);
+        }
+    }
+}
+
+// The same with B's K stride 1 (B stored transposed: each column of B a run along K): RW
+// columns per workgroup, KS invocations per column walk its run in vectors of four, lanes
+// along K so that loads coalesce; a tree over the KS lanes adds the sums.
+// @kernel matvec_rows
+var<workgroup> part: array<T, WG * MV_M>;
+var<private> acc: array<T, MV_M>;
+
+fn mv_step(ab: u32, am: u32, ak: u32, col: u32, k: u32) {
+    let kn = gmeta(2u);
+    let bv = b_run4(col, k, kn, 1u);
+    for (var i = 0u; i < MV_M; i++) {
+        acc[i] += dot(a_run4(ab + i * am, k, kn, ak), bv);
+    }
+}
+
+@compute @workgroup_size(WG)
+fn matvec_rows(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let g = group_index(wid, nwg);
+    let blocks = gmeta(4u);
+    if (g >= blocks * gmeta(6u)) {
+        return;
+    }
+    let b = g / blocks;
+    let off = batch_offsets(b);
+    let c = lid / KS;
+    let s = lid % KS;
+    let n = g % blocks * RW + c;
+    let nn = gmeta(1u);
+    let kn = gmeta(2u);
+    let ab = off.x + gmeta(7u);
+    let am = gmeta(8u);
+    let ak = gmeta(9u);
+    if (n < nn) {
+        let col = off.y + gmeta(10u) + n * gmeta(11u);
+        var k = s * 4u;
+        while (k + 12u * KS < kn) {
+            mv_step(ab, am, ak, col, k);
+            mv_step(ab, am, ak, col, k + 4u * KS);
+            mv_step(ab, am, ak, col, k + 8u * KS);
+            mv_step(ab, am, ak, col, k + 12u * KS);
+            k += 16u * KS;
+        }
+        while (k < kn) {
+            mv_step(ab, am, ak, col, k);
+            k += 4u * KS;
+        }
+    }
+    for (var i = 0u; i < MV_M; i++) {
+        part[i * WG + lid] = acc[i];
+    }
+    workgroupBarrier();
+    for (var half = KS / 2u; half > 0u; half /= 2u) {
+        if (s < half) {
+            for (var i = 0u; i < MV_M; i++) {
+                part[i * WG + lid] += part[i * WG + lid + half];
+            }
+        }
+        workgroupBarrier();
+    }
+    if (s == 0u && n < nn) {
+        for (var i = 0u; i < MV_M; i++) {
+            c_put(b * gmeta(0u) * nn + i * gmeta(13u) + n * gmeta(14u), part[i * WG + lid]);
+        }
+    }
+}
+
+// The cooperative-matrix kernel's operand loaders: `array<f16>` in workgroup memory (as the
+// H100 probe that ran; a u32-word array read by coopLoad failed NVIDIA's shader compiler),
+// fetched a step ahead into registers: vectors as raw 16-byte words of eight halves, or
+// gathered four at a time. An operand fetched along K is held with its outer dim as rows
+// (half `o * OPND_SS + k`), any other with K as rows (half `k * OPND_SS + o`), so that
+// coopLoad reads it as it lies (row- or column-major).
+// @section coop_common
+// The halves of eight at k..k+8 (two per word) below lim; the others zero.
+fn keep8(w: vec4<u32>, k: u32, lim: u32) -> vec4<u32> {
+    let at = vec4<u32>(k) + vec4<u32>(0u, 2u, 4u, 6u);
+    let lo = select(vec4<u32>(0u), vec4<u32>(0xffffu), at < vec4<u32>(lim));
+    let hi = select(vec4<u32>(0u), vec4<u32>(0xffff0000u), at + vec4<u32>(1u) < vec4<u32>(lim));
+    return w & (lo | hi);
+}
+
+// Eight halves at half i (a multiple of 8) from a raw 16-byte word (f16 -> f32 -> f16 is exact).
+// @section coop_put
+fn opnd_put8(i: u32, w: vec4<u32>) {
+    for (var j = 0u; j < 4u; j++) {
+        let h = unpack2x16float(w[j]);
+        opnd_sh[i + 2u * j] = f16(h.x);
+        opnd_sh[i + 2u * j + 1u] = f16(h.y);
+    }
+}
+
+// @section coop_kvec
+var<private> opnd_r: array<vec4<u32>, OPND_NV>;
+var<private> opnd_base: u32;
+var<private> opnd_o0: u32;
+
+fn opnd_setup(o0: u32, base: u32, lid: u32) {
+    opnd_o0 = o0;
+    opnd_base = base + gmeta(OPND_MD);
+}
+
+fn opnd_fetch(k0: u32, lid: u32) {
+    let os = gmeta(OPND_MD + 1u);
+    let kn = gmeta(2u);
+    let total = opnd_total();
+    for (var j = 0u; j < OPND_NV; j++) {
+        let v = lid + j * WG;
+        let o = opnd_o0 + v / (BK / 8u);
+        let k = k0 + (v % (BK / 8u)) * 8u;
+        var x = vec4<u32>(0u);
+        if (o < total && k < kn) {
+            x = keep8(opnd_w8(opnd_base + o * os + k), k, kn);
+        }
+        opnd_r[j] = x;
+    }
+}
+
+fn opnd_stage(buf: u32, lid: u32) {
+    for (var j = 0u; j < OPND_NV; j++) {
+        let v = lid + j * WG;
+        opnd_put8(buf * OPND_SZ + (v / (BK / 8u)) * OPND_SS + (v % (BK / 8u)) * 8u, opnd_r[j]);
+    }
+}
+
+// @section coop_ovec
+var<private> opnd_r: array<vec4<u32>, OPND_NV>;
+var<private> opnd_base: u32;
+var<private> opnd_o0: u32;
+
+fn opnd_setup(o0: u32, base: u32, lid: u32) {
+    opnd_o0 = o0;
+    opnd_base = base + gmeta(OPND_MD);
+}
+
+fn opnd_fetch(k0: u32, lid: u32) {
+    let ks = gmeta(OPND_MD + 2u);
+    let kn = gmeta(2u);
+    let total = opnd_total();
+    for (var j = 0u; j < OPND_NV; j++) {
+        let v = lid + j * WG;
+        let o = opnd_o0 + (v % (OPND_OT / 8u)) * 8u;
+        let k = k0 + v / (OPND_OT / 8u);
+        var x = vec4<u32>(0u);
+        if (o < total && k < kn) {
+            x = keep8(opnd_w8(opnd_base + o + k * ks), o, total);
+        }
+        opnd_r[j] = x;
+    }
+}
+
+fn opnd_stage(buf: u32, lid: u32) {
+    for (var j = 0u; j < OPND_NV; j++) {
+        let v = lid + j * WG;
+        opnd_put8(buf * OPND_SZ + (v / (OPND_OT / 8u)) * OPND_SS + (v % (OPND_OT / 8u)) * 8u, opnd_r[j]);
+    }
+}
+
+// @section coop_gather
+var<private> opnd_r: array<vec4<T>, OPND_NV>;
+
+fn opnd_setup(o0: u32, base: u32, lid: u32) {
+    opnd_setup4(o0 + (lid % (OPND_OT / 4u)) * 4u, base);
+}
+
+fn opnd_fetch(k0: u32, lid: u32) {
+    opnd_ktile(k0);
+    for (var j = 0u; j < OPND_NV; j++) {
+        let r = lid / (OPND_OT / 4u) + j * (WG / (OPND_OT / 4u));
+        opnd_r[j] = opnd_get4(k0 + r, r);
+    }
+}
+
+fn opnd_stage(buf: u32, lid: u32) {
+    for (var j = 0u; j < OPND_NV; j++) {
+        let r = lid / (OPND_OT / 4u) + j * (WG / (OPND_OT / 4u));
+        let at = buf * OPND_SZ + r * OPND_SS + (lid % (OPND_OT / 4u)) * 4u;
+        let v = opnd_r[j];
+        opnd_sh[at] = f16(v.x);
+        opnd_sh[at + 1u] = f16(v.y);
+        opnd_sh[at + 2u] = f16(v.z);
+        opnd_sh[at + 3u] = f16(v.w);
+    }
+}
+
+// The cooperative-matrix kernel's epilogue: a subgroup's 16 x 16 f32 tile, parked in c_sh at
+// `at`, written to C rows r0.., columns c0.. (32 lanes, half a row of eight each); `live`:
+// the workgroup's tile is C's (cooperative operations need uniform control flow, so a
+// workgroup past the last tile runs the last one again and stores nothing).
+// @section coop_epilogue
+fn c_tile(base: u32, r0: u32, c0: u32, at: u32, lane: u32, live: bool) {
+    let row = lane / 2u;
+    let col = (lane % 2u) * 8u;
+    let nn = gmeta(1u);
+    if (live && r0 + row < gmeta(0u)) {
+        let i = at + row * 16u + col;
+        let lo = vec4<T>(c_sh[i], c_sh[i + 1u], c_sh[i + 2u], c_sh[i + 3u]);
+        let hi = vec4<T>(c_sh[i + 4u], c_sh[i + 5u], c_sh[i + 6u], c_sh[i + 7u]);
+        c_row4(base + (r0 + row) * nn, c0 + col, nn, 1u, lo);
+        c_row4(base + (r0 + row) * nn, c0 + col + 4u, nn, 1u, hi);
+    }
+}

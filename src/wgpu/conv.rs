@@ -1,0 +1,285 @@
+//! Convolutions on wgpu as implicit GEMM (`shaders/conv.wgsl` on the kernels of
+//! `shaders/matmul.wgsl`): per image and group, `C = W x`, the weight as A (contiguous
+//! `(groups, C_out / groups, C_in / groups · taps)`, copied into that order only where its
+//! layout is not already it) and the image's windows as B, gathered while the tiles load. A
+//! 1x1 convolution of stride 1 without padding is a plain GEMM on the image as it lies.
+
+use super::coop::CoopTiles;
+use super::gemm::Tiles;
+use super::gemm::{Gemm, Kernel, Load, Operand, Variant, gemm_spec, too_large};
+use super::kernel::{Spec, family_source, section};
+use super::matmul::{TABLE, Table, record};
+use super::repr::{Caps, Repr};
+use super::{WgpuBackend, WgpuStorage};
+use crate::backend::{ConvOps, CopyOps};
+use crate::spec::Family;
+use crate::spec::conv::{ConvGeometry, ConvOp};
+use crate::{DType, Layout, Result};
+
+/// The kernel choices of the convolutions: one tile size (their GEMMs have short K and many
+/// columns). Provenance: H100 (Vulkan, driver 580.159.04), 2026-11-24, conv2d [32,64,56,56]
+/// 64x3x3 pad 1: f32 64x64x16/4x4 18.4 TFLOP/s, 64x128x16/4x8 12.7, 128x128x16/8x8 9.7 (f16
+/// and conv_transpose2d alike); f16 cooperative 64x64x32/2x2 18.1, 128x128x32/4x2 16.4.
+const CONV: Table = Table {
+    big: CONV_TILES,
+    big16: CONV_TILES,
+    small: CONV_TILES,
+    big_from: 0,
+    coop: CoopTiles { bm: 64, bn: 64, bk: 32, wm: 2, wn: 2, pad: 8 },
+    ..TABLE
+};
+const CONV_TILES: Tiles = Tiles { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, pad: 4 };
+
+/// A convolution in two spatial dims (a 1-D one has height 1), with the image's strides.
+struct Conv2 {
+    batch: usize,
+    c_in: usize,
+    c_out: usize,
+    groups: usize,
+    input: [usize; 2],
+    kernel: [usize; 2],
+    output: [usize; 2],
+    padding: [usize; 2],
+    stride: [usize; 2],
+    dilation: [usize; 2],
+}
+
+/// `a` for the last `D` dims (`D <= 2`), `fill` before them.
+fn lift<const D: usize>(a: [usize; D], fill: usize) -> [usize; 2] {
+    let mut r = [fill; 2];
+    r.iter_mut().rev().zip(a.iter().rev()).for_each(|(r, &v)| *r = v);
+    r
+}
+
+impl<const D: usize> From<&ConvGeometry<D>> for Conv2 {
+    fn from(g: &ConvGeometry<D>) -> Self {
+        let p = &g.params;
+        Conv2 {
+            batch: g.batch,
+            c_in: g.c_in,
+            c_out: g.c_out,
+            groups: g.groups,
+            input: lift(g.input, 1),
+            kernel: lift(g.kernel, 1),
+            output: lift(g.output, 1),
+            padding: lift(p.padding, 0),
+            stride: lift(p.stride, 1),
+            dilation: lift(p.dilation, 1),
+        }
+    }
+}
+
+/// The strides `(N, C, H, W)` of a rank-`D + 2` layout (a 1-D one's H stride is 0).
+fn strides4(l: &Layout) -> [usize; 4] {
+    let s = l.strides();
+    if s.len() == 3 { [s[0], s[1], 0, s[2]] } else { [s[0], s[1], s[2], s[3]] }
+}
+
+impl Conv2 {
+    fn cig(&self) -> usize {
+        self.c_in / self.groups
+    }
+
+    fn cog(&self) -> usize {
+        self.c_out / self.groups
+    }
+
+    fn taps(&self) -> usize {
+        self.kernel[0] * self.kernel[1]
+    }
+
+    /// The weight as `(groups, C_out / groups, C_in / groups, KH, KW)`: a conv's weight is
+    /// `(C_out, C_in / g, ..)`, a transposed conv's `(C_in, C_out / g, ..)`.
+    fn weight_layout(&self, kl: &Layout, transposed: bool) -> Layout {
+        let [s0, s1, sh, sw] = strides4(kl);
+        let (cig, cog) = (self.cig(), self.cog());
+        let strides = if transposed { vec![cig * s0, s1, s0, sh, sw] } else { vec![cog * s0, s0, s1, sh, sw] };
+        let [kh, kw] = self.kernel;
+        Layout::new([self.groups, cog, cig, kh, kw], strides, kl.offset())
+    }
+
+    /// Whether this is a GEMM on the image as it lies: one tap meeting one pixel, and every
+    /// pixel's plane one run of the image's W stride.
+    fn is_pointwise(&self, xs: [usize; 4]) -> bool {
+        self.taps() == 1
+            && self.stride == [1, 1]
+            && self.padding == [0, 0]
+            && self.output == self.input
+            && (self.input[0] == 1 || xs[2] == self.input[1] * xs[3])
+    }
+
+    /// The GEMM of this convolution with the weight at `w_offset` (contiguous as
+    /// [`Conv2::weight_layout`] orders it) and the image laid out as `xl`.
+    fn problem(&self, w_offset: usize, xl: &Layout) -> Gemm {
+        let xs = strides4(xl);
+        let (cig, cog, taps) = (self.cig(), self.cog(), self.taps());
+        let k = cig * taps;
+        let a = Operand { offset: w_offset, outer: k, k: 1, batch: vec![0, cog * k] };
+        let batch = vec![xs[0], cig * xs[1]];
+        let pointwise = self.is_pointwise(xs);
+        let b = if pointwise {
+            Operand { offset: xl.offset(), outer: xs[3], k: xs[1], batch }
+        } else {
+            Operand { offset: xl.offset(), outer: 0, k: 0, batch }
+        };
+        let gather = if pointwise {
+            vec![]
+        } else {
+            let [ih, iw] = self.input;
+            let [kh, kw] = self.kernel;
+            [ih, iw, self.output[1], kh, kw]
+                .into_iter()
+                .chain(self.stride)
+                .chain(self.padding)
+                .chain(self.dilation)
+                .chain([xs[1], xs[2], xs[3]])
+                .map(|w| w as u32)
+                .collect()
+        };
+        Gemm {
+            batch: vec![self.batch, self.groups],
+            m: cog,
+            n: self.output[0] * self.output[1],
+            k,
+            a,
+            b,
+            gather,
+            c_transposed: false,
+        }
+        .simplified()
+    }
+}
+
+/// The WGSL of the image's gather for a convolution (`transposed`: its transpose).
+fn gather_code(transposed: bool) -> String {
+    format!("const CONV_T: bool = {transposed};\n{}", section(family_source(Family::Conv), "gather"))
+}
+
+impl WgpuBackend {
+    fn conv<const D: usize>(
+        &self,
+        x: &WgpuStorage,
+        xl: &Layout,
+        w: &WgpuStorage,
+        wl: &Layout,
+        g: &ConvGeometry<D>,
+        op: ConvOp,
+    ) -> Result<WgpuStorage> {
+        // Refused under the op's own name, not the GEMM's.
+        Repr::of(x.dtype, self.caps(), op.name())?;
+        let out = g.out.shape.elem_count();
+        if out as u64 > u32::MAX as u64 {
+            return Err(too_large(format!("{} output of {out} elements", op.name()), out as u64, x.dtype));
+        }
+        let c = Conv2::from(g);
+        let transposed = op.is_transposed();
+        let order = c.weight_layout(wl, transposed);
+        // The weight is small: where its layout is not the GEMM's A, a copy puts it in order.
+        let copied;
+        let (w, w_offset) = if order.is_contiguous() {
+            (w, order.offset())
+        } else {
+            let mut dst = self.storage(w.dtype, order.elem_count())?;
+            self.copy_strided(w, &order, &mut dst, 0)?;
+            copied = dst;
+            (&copied, 0)
+        };
+        let gemm = c.problem(w_offset, xl);
+        let tiles = gemm.batches() * gemm.m.div_ceil(128) * gemm.n.div_ceil(128);
+        let kernel = CONV.pick(x.dtype, tiles, self.gemm_workgroup_bytes(), self.coop());
+        record(kernel);
+        let gather = (!gemm.gather.is_empty()).then(|| (Family::Conv, gather_code(transposed)));
+        self.gemm(&kernel, &gemm, gather, w, x)
+    }
+}
+
+impl ConvOps for WgpuBackend {
+    fn conv1d(
+        &self,
+        x: &WgpuStorage,
+        xl: &Layout,
+        k: &WgpuStorage,
+        kl: &Layout,
+        g: &ConvGeometry<1>,
+    ) -> Result<WgpuStorage> {
+        self.conv(x, xl, k, kl, g, ConvOp::Conv1d)
+    }
+
+    fn conv2d(
+        &self,
+        x: &WgpuStorage,
+        xl: &Layout,
+        k: &WgpuStorage,
+        kl: &Layout,
+        g: &ConvGeometry<2>,
+    ) -> Result<WgpuStorage> {
+        self.conv(x, xl, k, kl, g, ConvOp::Conv2d)
+    }
+
+    fn conv_transpose1d(
+        &self,
+        x: &WgpuStorage,
+        xl: &Layout,
+        k: &WgpuStorage,
+        kl: &Layout,
+        g: &ConvGeometry<1>,
+    ) -> Result<WgpuStorage> {
+        self.conv(x, xl, k, kl, g, ConvOp::ConvTranspose1d)
+    }
+
+    fn conv_transpose2d(
+        &self,
+        x: &WgpuStorage,
+        xl: &Layout,
+        k: &WgpuStorage,
+        kl: &Layout,
+        g: &ConvGeometry<2>,
+    ) -> Result<WgpuStorage> {
+        self.conv(x, xl, k, kl, g, ConvOp::ConvTranspose2d)
+    }
+}
+
+/// Every convolution kernel for `caps`, named `{op}_{dtype}` (weight loaded along K, the
+/// image gathered, through [`CONV`]'s tiles), then `_{kernel}_{a load}`: those and matmul's
+/// large tiles (which a sweep may force) with the weight strided or along K, and the
+/// cooperative kernels for f16 (the 1-D ops run the 2-D kernels: they get their first only).
+pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
+    use crate::spec::kernel_name;
+    let mut v = vec![];
+    for &op in ConvOp::ALL {
+        let transposed = op.is_transposed();
+        for dt in caps.dtypes().into_iter().filter(|d| op.dtypes().contains(d)) {
+            let mut kernels = if dt == DType::F64 {
+                vec![Kernel::Tiled(TABLE.f64)]
+            } else {
+                vec![
+                    Kernel::Tiled(CONV.big),
+                    Kernel::Tiled(TABLE.big),
+                    Kernel::Tiled(TABLE.big16),
+                    Kernel::Tiled(TABLE.f64),
+                ]
+            };
+            if dt == DType::F16 && caps.f16 {
+                kernels.extend([Kernel::Coop(CONV.coop), Kernel::Coop(TABLE.coop)]);
+            }
+            let base = kernel_name(op.name(), dt);
+            let mut first = true;
+            // The weight along K with whole runs of C, and strided with ragged ones (f64: strided).
+            let loads: &[(Load, bool)] =
+                if dt == DType::F64 { &[(Load::Gather, false)] } else { &[(Load::KVec, true), (Load::Gather, false)] };
+            for k in kernels {
+                for &(a, c_vec) in loads {
+                    if !first && op.spatial_dims() == 1 {
+                        break;
+                    }
+                    let name = if first { base.clone() } else { format!("{base}_{k}_{a:?}") };
+                    first = false;
+                    let gather = Some((Family::Conv, gather_code(transposed)));
+                    let variant = Variant { dtype: dt, a, b: Load::Gather, c_vec, gather };
+                    v.push((name, gemm_spec(caps, &k, &variant)));
+                }
+            }
+        }
+    }
+    v
+}

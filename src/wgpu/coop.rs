@@ -1,0 +1,230 @@
+//! The f16 GEMM on cooperative matrices (wgpu's `EXPERIMENTAL_COOPERATIVE_MATRIX`, tensor
+//! cores on NVIDIA): 16 x 16 x 16 products of f16 with f32 accumulators. A workgroup of
+//! subgroups of 32 takes a `bm x bn` tile of C, each subgroup `wm x wn` matrices of 16 x 16 of
+//! it; A and B pass through workgroup memory (two buffers, fetched a step ahead), as in the
+//! tiled kernel. The entry is generated here so that every accumulator is its own variable.
+
+use super::gemm::{Load, Variant};
+use super::kernel::{Spec, section};
+use super::repr::{Caps, Repr};
+use crate::{BackendKind, Error, Result};
+use std::fmt::Write;
+
+/// Invocations of a subgroup the kernel is laid out for (the coop path is taken only where
+/// the adapter's subgroups are exactly this wide).
+pub const SUBGROUP: u32 = 32;
+
+/// One configuration: a `bm x bn` tile of C per workgroup, `wm x wn` matrices of 16 x 16 per
+/// subgroup, K in steps of `bk`; workgroup rows padded by `pad` halves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CoopTiles {
+    pub bm: u32,
+    pub bn: u32,
+    pub bk: u32,
+    pub wm: u32,
+    pub wn: u32,
+    pub pad: u32,
+}
+
+/// Rows (or columns) of a cooperative matrix.
+const TILE: u32 = 16;
+
+impl CoopTiles {
+    /// Halves per vector load (16 bytes).
+    pub const VEC: usize = 8;
+
+    fn subgroups(&self) -> (u32, u32) {
+        (self.bm / (TILE * self.wm), self.bn / (TILE * self.wn))
+    }
+
+    pub fn workgroup(&self) -> u32 {
+        let (sm, sn) = self.subgroups();
+        sm * sn * SUBGROUP
+    }
+
+    /// The row stride and size (halves) of one buffer of an operand of `ot` outer rows
+    /// loaded as `load` (along K: outer rows of K; otherwise K rows of outer).
+    fn layout(&self, ot: u32, load: Load) -> (u32, u32) {
+        if load == Load::KVec {
+            (self.bk + self.pad, ot * (self.bk + self.pad))
+        } else {
+            (ot + self.pad, self.bk * (ot + self.pad))
+        }
+    }
+
+    /// Workgroup bytes at most, whichever way the operands are loaded.
+    pub fn workgroup_bytes(&self) -> u32 {
+        let most = |ot: u32| [Load::KVec, Load::OVec].map(|l| self.layout(ot, l).1).into_iter().max().unwrap_or(0);
+        2 * 2 * (most(self.bm) + most(self.bn)) + 4 * TILE * TILE * self.workgroup() / SUBGROUP
+    }
+
+    pub fn is_valid(&self) -> bool {
+        let wg = self.workgroup();
+        // Vectors of eight and gathered groups of four both divide among the invocations.
+        let even = |ot: u32| ot.is_multiple_of(8) && wg.is_multiple_of(ot / 4) && (ot * self.bk).is_multiple_of(8 * wg);
+        self.wm > 0
+            && self.wn > 0
+            && self.bm.is_multiple_of(TILE * self.wm)
+            && self.bn.is_multiple_of(TILE * self.wn)
+            && self.bk.is_multiple_of(TILE)
+            && self.pad.is_multiple_of(8)
+            && wg > 0
+            && wg <= 1024
+            && even(self.bm)
+            && even(self.bn)
+    }
+}
+
+impl std::fmt::Display for CoopTiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let CoopTiles { bm, bn, bk, wm, wn, pad } = self;
+        write!(f, "{bm}x{bn}x{bk}/{wm}x{wn}/p{pad}")
+    }
+}
+
+/// The instance of an operand section for A or B.
+fn operand(src: &str, name: &str, a: bool) -> String {
+    let (p, c) = if a { ("a_", "A_") } else { ("b_", "B_") };
+    section(src, name).replace("opnd_", p).replace("OPND_", c)
+}
+
+/// `spec` (bindings and element code in place) completed as the coop kernel `t`.
+pub(crate) fn specialise(mut spec: Spec, caps: Caps, t: &CoopTiles, v: &Variant, src: &str) -> Result<Spec> {
+    let bad = |msg: String| Error::Backend { backend: BackendKind::Wgpu, msg };
+    if !t.is_valid() {
+        return Err(Error::InvalidParam { op: "matmul", msg: format!("cooperative tile configuration {t}") });
+    }
+    if Repr::of(v.dtype, caps, "matmul")? != Repr::F16 {
+        return Err(bad(format!("the cooperative-matrix kernel takes f16 with SHADER_F16, not {}", v.dtype)));
+    }
+    spec.workgroup = t.workgroup();
+    spec.enables.push("wgpu_cooperative_matrix");
+    let (_, sn) = t.subgroups();
+    for (name, val) in [("BM", t.bm), ("BN", t.bn), ("BK", t.bk), ("WM", t.wm), ("WN", t.wn), ("SGN", sn)] {
+        spec = spec.constant(name, format!("{val}u"));
+    }
+    spec = spec.code(section(src, "coop_common")).code(section(src, "coop_epilogue"));
+    for (a, ot, load) in [(true, t.bm, v.a), (false, t.bn, v.b)] {
+        let p = if a { "A" } else { "B" };
+        let (ss, sz) = t.layout(ot, load);
+        // Vectors of eight halves per invocation, or groups of four gathered.
+        let nv = ot * t.bk / if load == Load::Gather { 4 } else { CoopTiles::VEC as u32 } / t.workgroup();
+        let md = if a { 7 } else { 10 };
+        for (name, val) in [("OT", ot), ("SS", ss), ("SZ", sz), ("MD", md), ("NV", nv)] {
+            spec = spec.code(format!("const {p}_{name}: u32 = {val}u;"));
+        }
+        let x = if a { "a" } else { "b" };
+        // Two buffers of `sz` halves.
+        spec = spec.code(format!("var<workgroup> {x}_sh: array<f16, {}u>;", 2 * sz));
+        if load == Load::Gather && (a || v.gather.is_none()) {
+            spec = spec.code(operand(src, "strided_gather", a));
+        }
+        let sec = match load {
+            Load::KVec => "coop_kvec",
+            Load::OVec => "coop_ovec",
+            Load::Gather => "coop_gather",
+        };
+        spec = spec.code(operand(src, sec, a));
+        if load != Load::Gather {
+            spec = spec.code(operand(src, "coop_put", a));
+        }
+    }
+    spec = spec.code(format!("var<workgroup> c_sh: array<f32, {}u>;", TILE * TILE * t.workgroup() / SUBGROUP));
+    Ok(spec.code(entry(t, v.a, v.b)))
+}
+
+/// The kernel's entry, every fragment and accumulator unrolled, for operands loaded as `a`
+/// and `b` (which decides how each is held: see `shaders/matmul.wgsl`).
+fn entry(t: &CoopTiles, a: Load, b: Load) -> String {
+    let mut s = String::from(
+        "@compute @workgroup_size(WG)
+fn coop(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(subgroup_id) sg: u32,
+    @builtin(subgroup_invocation_id) lane: u32,
+) {
+    let flat = group_index(wid, nwg);
+    let live = flat < gmeta(5u) * gmeta(6u);
+    let tile = tile_of(min(flat, gmeta(5u) * gmeta(6u) - 1u));
+    let off = batch_offsets(tile.x);
+    let m0 = tile.y * BM;
+    let n0 = tile.z * BN;
+    let wm0 = (sg / SGN) * (16u * WM);
+    let wn0 = (sg % SGN) * (16u * WN);
+    a_setup(m0, off.x, lid);
+    b_setup(n0, off.y, lid);
+",
+    );
+    for i in 0..t.wm {
+        for j in 0..t.wn {
+            let _ = writeln!(s, "    var acc{i}_{j}: coop_mat16x16<f32, C>;");
+        }
+    }
+    s += "    let steps = (gmeta(2u) + BK - 1u) / BK;
+    if (steps > 0u) {
+        a_fetch(0u, lid);
+        b_fetch(0u, lid);
+        a_stage(0u, lid);
+        b_stage(0u, lid);
+    }
+    workgroupBarrier();
+    for (var s = 0u; s < steps; s++) {
+        let cur = s & 1u;
+        let more = s + 1u < steps;
+        if (more) {
+            a_fetch((s + 1u) * BK, lid);
+            b_fetch((s + 1u) * BK, lid);
+        }
+        let ab = cur * A_SZ;
+        let bb = cur * B_SZ;
+        for (var kk = 0u; kk < BK; kk += 16u) {
+";
+    for i in 0..t.wm {
+        // naga's SPIR-V writer wants every pointer index bound by `let` first.
+        let (at, load) = if a == Load::KVec {
+            (format!("ab + (wm0 + {}u) * A_SS + kk", 16 * i), "coopLoadT")
+        } else {
+            (format!("ab + kk * A_SS + wm0 + {}u", 16 * i), "coopLoad")
+        };
+        let _ = writeln!(s, "            let ai{i} = {at};");
+        let _ = writeln!(s, "            let a{i} = {load}<coop_mat16x16<f16, A>>(&a_sh[ai{i}], A_SS);");
+    }
+    for j in 0..t.wn {
+        let (at, load) = if b == Load::KVec {
+            (format!("bb + (wn0 + {}u) * B_SS + kk", 16 * j), "coopLoad")
+        } else {
+            (format!("bb + kk * B_SS + wn0 + {}u", 16 * j), "coopLoadT")
+        };
+        let _ = writeln!(s, "            let bi{j} = {at};");
+        let _ = writeln!(s, "            let b{j} = {load}<coop_mat16x16<f16, B>>(&b_sh[bi{j}], B_SS);");
+    }
+    for i in 0..t.wm {
+        for j in 0..t.wn {
+            let _ = writeln!(s, "            acc{i}_{j} = coopMultiplyAdd(a{i}, b{j}, acc{i}_{j});");
+        }
+    }
+    s += "        }
+        if (more) {
+            a_stage(cur ^ 1u, lid);
+            b_stage(cur ^ 1u, lid);
+        }
+        workgroupBarrier();
+    }
+    let base = tile.x * gmeta(0u) * gmeta(1u);
+    let at = sg * 256u;
+";
+    for i in 0..t.wm {
+        for j in 0..t.wn {
+            let _ = writeln!(
+                s,
+                "    coopStoreT(acc{i}_{j}, &c_sh[at], 16u);\n    workgroupBarrier();\n    \
+                 c_tile(base, m0 + wm0 + {}u, n0 + wn0 + {}u, at, lane, live);\n    workgroupBarrier();",
+                16 * i,
+                16 * j
+            );
+        }
+    }
+    s + "}\n"
+}

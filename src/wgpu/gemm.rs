@@ -1,0 +1,588 @@
+//! The GEMM machinery shared by matmul and the convolutions (`shaders/matmul.wgsl`): a problem
+//! in plain numbers ([`Gemm`]), how each operand is loaded ([`Load`]), the kernels
+//! ([`Kernel`]: tiled, matrix-vector, cooperative matrix) with their tile configurations as
+//! plain structs, the WGSL each one is specialised with, and the dispatch.
+
+use super::coop::CoopTiles;
+use super::kernel::{Index, Spec, family_source, header, section};
+use super::repr::{Access, Caps, Compute, Repr};
+use super::{WgpuBackend, WgpuStorage};
+use crate::spec::Family;
+use crate::{BackendKind, DType, Error, Result};
+use std::fmt::Write;
+
+/// One operand in place: where it starts, its strides along its outer dim (M for A, N for B)
+/// and along K, and along each batch dim of the problem.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Operand {
+    pub offset: usize,
+    pub outer: usize,
+    pub k: usize,
+    pub batch: Vec<usize>,
+}
+
+/// `C[b] = A[b] B[b]` for every batch index `b` (row-major over `batch`), C contiguous
+/// `(batch.., m, n)`. B may instead be gathered by generated code (a convolution's image).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Gemm {
+    pub batch: Vec<usize>,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub a: Operand,
+    pub b: Operand,
+    /// Words for a gathered B (metadata 13..29).
+    pub gather: Vec<u32>,
+    /// C is stored transposed, `(batch.., n, m)`: the problem is the transpose of the one
+    /// asked (matrix-vector kernels only).
+    pub c_transposed: bool,
+}
+
+/// Metadata word of the first batch size (see `shaders/matmul.wgsl`).
+const META_R: usize = 29;
+/// Metadata word of A's offset; B's follows three words later.
+const A_MD: u32 = 7;
+const B_MD: u32 = 10;
+
+impl Gemm {
+    pub fn batches(&self) -> usize {
+        self.batch.iter().product()
+    }
+
+    /// The metadata words after `EXTRA` for `tiles` (rows, columns) per batch.
+    fn meta(&self, tiles: (usize, usize)) -> Vec<u32> {
+        let (a, b) = (&self.a, &self.b);
+        let head = [self.m, self.n, self.k, tiles.0, tiles.1, tiles.0 * tiles.1, self.batches()];
+        let mut m: Vec<u32> =
+            head.into_iter().chain([a.offset, a.outer, a.k, b.offset, b.outer, b.k]).map(|w| w as u32).collect();
+        if self.gather.is_empty() {
+            // C's strides along M and N (the matrix-vector kernels write a transposed problem).
+            let c = if self.c_transposed { [1, self.m] } else { [self.n, 1] };
+            m.extend(c.map(|w| w as u32));
+        }
+        m.extend(&self.gather);
+        m.resize(META_R, 0);
+        m.push(self.batch.len() as u32);
+        for list in [&self.batch, &self.a.batch, &self.b.batch] {
+            m.extend(list.iter().map(|&w| w as u32));
+        }
+        m
+    }
+
+    /// The problem with its batch dims of size 1 dropped and neighbours merged where both
+    /// operands allow, and a batch that only walks down A's rows (B shared) folded into M.
+    pub fn simplified(mut self) -> Gemm {
+        let mut dims: Vec<(usize, usize, usize)> = vec![];
+        for (i, &d) in self.batch.iter().enumerate() {
+            let (sa, sb) = (self.a.batch[i], self.b.batch[i]);
+            if d == 1 {
+                continue;
+            }
+            match dims.last_mut() {
+                Some((pd, pa, pb)) if *pa == sa * d && *pb == sb * d => {
+                    *pd *= d;
+                    *pa = sa;
+                    *pb = sb;
+                }
+                _ => dims.push((d, sa, sb)),
+            }
+        }
+        if self.m == 1 {
+            self.a.outer = 0;
+        }
+        if self.n == 1 {
+            self.b.outer = 0;
+        }
+        if self.k == 1 {
+            (self.a.k, self.b.k) = (1, 1);
+        }
+        if let [(d, sa, 0)] = dims[..]
+            && self.gather.is_empty()
+            && (sa == self.a.outer * self.m || self.m == 1)
+        {
+            if self.m == 1 {
+                self.a.outer = sa;
+            }
+            self.m *= d;
+            dims.clear();
+        }
+        self.batch = dims.iter().map(|d| d.0).collect();
+        self.a.batch = dims.iter().map(|d| d.1).collect();
+        self.b.batch = dims.iter().map(|d| d.2).collect();
+        self
+    }
+}
+
+/// How a kernel loads an operand's tiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Load {
+    /// Vectors of `w` elements along K: K stride 1, every row starting on a multiple of `w`.
+    KVec,
+    /// Vectors along the outer dim: outer stride 1, every K row starting on a multiple of `w`.
+    OVec,
+    /// Element by element (any strides, or a convolution's gather).
+    Gather,
+}
+
+impl Load {
+    /// The load of `op` for vectors of `w` elements of `r` (`None`: element by element).
+    pub fn of(op: &Operand, r: Repr, w: usize) -> Load {
+        if matches!(r, Repr::F64) {
+            return Load::Gather;
+        }
+        let aligned = |s: usize| s.is_multiple_of(w);
+        let rest = aligned(op.offset) && op.batch.iter().all(|&s| aligned(s));
+        if op.k == 1 && rest && aligned(op.outer) {
+            Load::KVec
+        } else if op.outer == 1 && rest && aligned(op.k) {
+            Load::OVec
+        } else {
+            Load::Gather
+        }
+    }
+
+    fn section(self, body: &str) -> String {
+        let name = match self {
+            Load::KVec => "kvec",
+            Load::OVec => "ovec",
+            Load::Gather => "gather",
+        };
+        format!("{body}_{name}")
+    }
+}
+
+/// One configuration of the tiled GEMM: a `bm x bn` tile of C per workgroup, `tm x tn` of it
+/// per invocation, K in steps of `bk`; workgroup rows padded by `pad` elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Tiles {
+    pub bm: u32,
+    pub bn: u32,
+    pub bk: u32,
+    pub tm: u32,
+    pub tn: u32,
+    pub pad: u32,
+}
+
+impl Tiles {
+    pub fn workgroup(&self) -> u32 {
+        (self.bm / self.tm) * (self.bn / self.tn)
+    }
+
+    /// Elements of one workgroup buffer of an operand of `ot` outer rows and its row stride, in
+    /// vectors of four: held along K (`k_major`: `ot` rows of `bk / 4` vectors) or along the
+    /// outer dim (`bk` rows of `ot / 4`), rows padded by `pad` elements.
+    fn layout(&self, ot: u32, k_major: bool) -> (u32, u32) {
+        let row = if k_major { self.bk / 4 } else { ot / 4 } + self.pad / 4;
+        (if k_major { ot * row } else { self.bk * row }, row)
+    }
+
+    /// Bytes of workgroup memory at most for elements of `size` bytes (two buffers of each
+    /// operand, whichever way each is held).
+    pub fn workgroup_bytes(&self, size: u32) -> u32 {
+        let most = |ot| self.layout(ot, true).0.max(self.layout(ot, false).0);
+        2 * 4 * size * (most(self.bm) + most(self.bn))
+    }
+
+    /// Whether every loader divides its tile evenly among the invocations.
+    pub fn is_valid(&self) -> bool {
+        let wg = self.workgroup();
+        let even = |ot: u32| ot.is_multiple_of(4) && wg.is_multiple_of(ot / 4) && (ot * self.bk).is_multiple_of(4 * wg);
+        [self.tm, self.tn, self.bk, self.pad].iter().all(|v| v.is_multiple_of(4))
+            && self.tm > 0
+            && self.tn > 0
+            && wg <= 1024
+            && even(self.bm)
+            && even(self.bn)
+    }
+}
+
+impl std::fmt::Display for Tiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Tiles { bm, bn, bk, tm, tn, pad } = self;
+        write!(f, "{bm}x{bn}x{bk}/{tm}x{tn}/p{pad}")
+    }
+}
+
+/// The matrix-vector kernels: `m` rows of C (at most [`MATVEC_MAX_M`]), B read down its
+/// columns (`rows`: B's K stride is 1) or across its rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MatVec {
+    pub m: u32,
+    pub rows: bool,
+}
+
+/// The most rows of C the matrix-vector kernels take.
+pub const MATVEC_MAX_M: usize = 4;
+/// Invocations per column group (columns kernel) and per column (rows kernel) splitting K.
+const MV_KS: u32 = 16;
+/// Groups of four columns per workgroup of the columns kernel; columns per workgroup of the
+/// rows kernel.
+const MV_CW: u32 = 16;
+const MV_RW: u32 = 4;
+
+/// A kernel for a GEMM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    Tiled(Tiles),
+    MatVec(MatVec),
+    Coop(CoopTiles),
+}
+
+impl Kernel {
+    /// Its name as `Device::info()` and the kernel record say it.
+    pub fn family_name(&self) -> &'static str {
+        match self {
+            Kernel::Tiled(_) => "tiled",
+            Kernel::MatVec(_) => "matrix-vector",
+            Kernel::Coop(_) => "cooperative matrix",
+        }
+    }
+}
+
+impl std::fmt::Display for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Kernel::Tiled(t) => write!(f, "tiled:{t}"),
+            Kernel::MatVec(v) => write!(f, "matvec:{}{}", v.m, if v.rows { "r" } else { "c" }),
+            Kernel::Coop(t) => write!(f, "coop:{t}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Kernel {
+    type Err = Error;
+    /// `tiled:BMxBNxBK/TMxTN/pPAD` or `coop:BMxBNxBK/WMxWN/pPAD` (what `Display` writes).
+    fn from_str(s: &str) -> Result<Kernel> {
+        let bad = || Error::InvalidParam { op: "matmul", msg: format!("kernel {s:?}") };
+        let nums: Vec<u32> = s
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|t| !t.is_empty())
+            .map(|t| t.parse().map_err(|_| bad()))
+            .collect::<Result<_>>()?;
+        let [bm, bn, bk, x, y, pad] = nums[..] else { return Err(bad()) };
+        match s.split(':').next() {
+            Some("tiled") => {
+                let t = Tiles { bm, bn, bk, tm: x, tn: y, pad };
+                if t.is_valid() { Ok(Kernel::Tiled(t)) } else { Err(bad()) }
+            }
+            Some("coop") => {
+                let t = CoopTiles { bm, bn, bk, wm: x, wn: y, pad };
+                if t.is_valid() { Ok(Kernel::Coop(t)) } else { Err(bad()) }
+            }
+            _ => Err(bad()),
+        }
+    }
+}
+
+/// `fn NAME_ld(i) -> T` (element `i`) and `fn NAME_ld4(i) -> vec4<T>` (elements `i..i+4`,
+/// `i` a multiple of 4) for an operand bound as raw 16-byte words (f64: as `array<f64>`).
+fn input_code(name: &str, r: Repr) -> String {
+    let word = |j: &str| format!("{name}[({j}) >> 2u][({j}) & 3u]");
+    let (one, four) = match r {
+        Repr::F32 => (format!("bitcast<f32>({})", word("i")), format!("bitcast<vec4<f32>>({name}[i >> 2u])")),
+        // (naga 30 types `bitcast<vec2<f16>>(u32)` as a scalar: words are unpacked as floats.)
+        Repr::F16 => (
+            format!("unpack2x16float({})[i & 1u]", word("i >> 1u")),
+            format!(
+                "let w = {name}[i >> 3u];\n    let p = select(w.xy, w.zw, (i & 4u) != 0u);\n    \
+                 return vec4<f32>(unpack2x16float(p.x), unpack2x16float(p.y))"
+            ),
+        ),
+        Repr::F16Packed => (
+            format!("f16_to_f32(({} >> ((i & 1u) * 16u)) & 0xffffu)", word("i >> 1u")),
+            format!(
+                "let w = {name}[i >> 3u];\n    let p = select(w.xy, w.zw, (i & 4u) != 0u);\n    \
+                 return vec4<f32>(f16_to_f32(p.x & 0xffffu), f16_to_f32(p.x >> 16u), f16_to_f32(p.y & 0xffffu), \
+                 f16_to_f32(p.y >> 16u))"
+            ),
+        ),
+        Repr::BF16 => (
+            format!("bitcast<f32>(select({w} << 16u, {w} & 0xffff0000u, (i & 1u) != 0u))", w = word("i >> 1u")),
+            format!(
+                "let w = {name}[i >> 3u];\n    let p = select(w.xy, w.zw, (i & 4u) != 0u);\n    \
+                 return bitcast<vec4<f32>>(vec4<u32>(p.x << 16u, p.x & 0xffff0000u, p.y << 16u, p.y & 0xffff0000u))"
+            ),
+        ),
+        _ => (
+            format!("{name}_load(i)"),
+            format!("vec4<T>({name}_load(i), {name}_load(i + 1u), {name}_load(i + 2u), {name}_load(i + 3u))"),
+        ),
+    };
+    let four = if four.contains("return") { four } else { format!("return {four}") };
+    let mut s = format!(
+        "fn {name}_ld(i: u32) -> T {{ return {one}; }}\nfn {name}_ld4(i: u32) -> vec4<T> {{\n    {four};\n}}\n"
+    );
+    if r != Repr::F64 {
+        // Eight 2-byte elements at i (a multiple of 8) as one raw 16-byte word.
+        let _ = writeln!(s, "fn {name}_w8(i: u32) -> vec4<u32> {{ return {name}[i >> 3u]; }}");
+    }
+    s
+}
+
+/// `fn NAME_run4(base, j, lim, stride) -> vec4<T>`: elements `j..j+4` (those below `lim`,
+/// zeros past it) of a run with `stride`; `vec`: stride 1 and `base + j` a multiple of 4.
+fn run4_code(name: &str, vec: bool) -> String {
+    let body = if vec {
+        format!(
+            "let v = {name}_ld4(base + j);\n    \
+             return select(v, vec4<T>(T(0)), vec4<u32>(j) + vec4<u32>(0u, 1u, 2u, 3u) >= vec4<u32>(lim));"
+        )
+    } else {
+        let lane = |c: u32| format!("select(T(0), {name}_ld(base + (j + {c}u) * stride), j + {c}u < lim)");
+        format!("return vec4<T>({}, {}, {}, {});", lane(0), lane(1), lane(2), lane(3))
+    };
+    format!("fn {name}_run4(base: u32, j: u32, lim: u32, stride: u32) -> vec4<T> {{\n    {body}\n}}\n")
+}
+
+/// How C is written: `vec`, every run of four is whole, aligned and contiguous.
+pub(crate) fn output_binding(r: Repr, vec: bool) -> (Access, bool) {
+    if r.per_word() > 1 && !vec { (Access::Update, false) } else { (Access::Write, vec && r.vectorizes()) }
+}
+
+/// `fn c_put(i, v: T)`, and `fn c_row4(base, j, lim, stride, v: vec4<T>)` storing the
+/// elements `j + c < lim` of a row at `base + (j + c) * stride`.
+fn output_code(r: Repr, vec: bool) -> String {
+    let (access, vector) = output_binding(r, vec);
+    let put = if access == Access::Update {
+        "c_store(i, v);"
+    } else if vector {
+        // The binding is an array of vectors.
+        if r == Repr::F16 { "c[i >> 2u][i & 3u] = f16(v);" } else { "c[i >> 2u][i & 3u] = v;" }
+    } else {
+        "c_set(i, v);\n    c_flush(i / C_EPW);"
+    };
+    let mut s = format!("fn c_put(i: u32, v: T) {{\n    {put}\n}}\n");
+    // With `vec`, a run starting inside the row lies wholly inside it.
+    let row = if vector {
+        "if (j < lim) {\n        c_set4(base + j, v);\n    }".to_string()
+    } else if vec && r.per_word() > 1 {
+        // Two whole words of two elements each.
+        "if (j < lim) {\n        let i = base + j;\n        c_set(i, v.x);\n        c_set(i + 1u, v.y);\n        \
+         c_flush(i / 2u);\n        c_set(i + 2u, v.z);\n        c_set(i + 3u, v.w);\n        c_flush(i / 2u + 1u);\n    }"
+            .to_string()
+    } else {
+        "for (var c = 0u; c < 4u; c++) {\n        if (j + c < lim) {\n            \
+         c_put(base + (j + c) * stride, v[c]);\n        }\n    }"
+            .to_string()
+    };
+    let _ = writeln!(s, "fn c_row4(base: u32, j: u32, lim: u32, stride: u32, v: vec4<T>) {{\n    {row}\n}}");
+    s
+}
+
+/// The instance of an operand section for A or B.
+fn operand(src: &str, section_name: &str, a: bool) -> String {
+    let text = section(src, section_name);
+    if a {
+        text.replace("opnd_", "a_").replace("OPND_", "A_")
+    } else {
+        text.replace("opnd_", "b_").replace("OPND_", "B_")
+    }
+}
+
+/// The compute type of the kernels for `r` and the WGSL alias for it.
+fn element(r: Repr) -> (Compute, String) {
+    let c = r.compute();
+    (c, format!("alias T = {};\n", c.wgsl()))
+}
+
+/// The inner products of the tiled kernel over one buffer (`ab`, `bb`: its first vector in
+/// each operand), four K at a time, unrolled so that every register index is a constant, and
+/// the epilogue. Invocation (tx, ty) holds rows `(g TY + ty) 4 + q` and columns
+/// `(h TX + tx) 4 + c` of the tile; `a_k`/`b_k`: the operand is held along K.
+fn micro(t: &Tiles, a_k: bool, b_k: bool) -> String {
+    let (gm, gn) = (t.tm / 4, t.tn / 4);
+    let lane = |c: u32| ["x", "y", "z", "w"][c as usize];
+    let row = |r: u32| format!("({}u * TY + ty) * 4u + {}u", r / 4, r % 4);
+    let col = |j: u32| format!("({}u * TX + tx) * 4u + {}u", j / 4, j % 4);
+    let mut s = String::from(
+        "fn micro(ab: u32, bb: u32, tx: u32, ty: u32) {
+    for (var kq = 0u; kq < BK / 4u; kq++) {
+",
+    );
+    if a_k {
+        for r in 0..t.tm {
+            let _ = writeln!(s, "        let a{r} = a_s4[ab + ({}) * A_S4 + kq];", row(r));
+        }
+    } else {
+        for c in 0..4 {
+            for g in 0..gm {
+                let _ = writeln!(s, "        let a{g}_{c} = a_s4[ab + (kq * 4u + {c}u) * A_S4 + {g}u * TY + ty];");
+            }
+        }
+    }
+    if b_k {
+        for j in 0..t.tn {
+            let _ = writeln!(s, "        let b{j} = b_s4[bb + ({}) * B_S4 + kq];", col(j));
+        }
+    } else {
+        for c in 0..4 {
+            for h in 0..gn {
+                let _ = writeln!(s, "        let b{h}_{c} = b_s4[bb + (kq * 4u + {c}u) * B_S4 + {h}u * TX + tx];");
+            }
+        }
+    }
+    for c in 0..4 {
+        for h in 0..gn {
+            let bv = if b_k {
+                let l = lane(c);
+                format!("vec4<T>(b{}.{l}, b{}.{l}, b{}.{l}, b{}.{l})", 4 * h, 4 * h + 1, 4 * h + 2, 4 * h + 3)
+            } else {
+                format!("b{h}_{c}")
+            };
+            let _ = writeln!(s, "        let bv{h}_{c} = {bv};");
+        }
+        for r in 0..t.tm {
+            let a = if a_k { format!("a{r}.{}", lane(c)) } else { format!("a{}_{c}.{}", r / 4, lane(r % 4)) };
+            for h in 0..gn {
+                let i = r * gn + h;
+                let _ = writeln!(s, "        acc[{i}] = fma(vec4<T>({a}), bv{h}_{c}, acc[{i}]);");
+            }
+        }
+    }
+    s += "    }\n}\n";
+    s += "fn epilogue(b: u32, m0: u32, n0: u32, tx: u32, ty: u32) {\n";
+    s += "    let mn = gmeta(0u);\n    let nn = gmeta(1u);\n    let base = b * mn * nn;\n";
+    for r in 0..t.tm {
+        let _ = writeln!(s, "    let row{r} = m0 + {};", row(r));
+        let _ = writeln!(s, "    if (row{r} < mn) {{");
+        for h in 0..gn {
+            let _ = writeln!(
+                s,
+                "        c_row4(base + row{r} * nn, n0 + ({h}u * TX + tx) * 4u, nn, 1u, acc[{}]);",
+                r * gn + h
+            );
+        }
+        s += "    }\n";
+    }
+    s + "}\n"
+}
+
+/// What a kernel needs to know of a problem besides its sizes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Variant {
+    pub dtype: DType,
+    pub a: Load,
+    pub b: Load,
+    /// Whether C's runs of four are whole and aligned (N a multiple of 4).
+    pub c_vec: bool,
+    /// WGSL of a gathered B (`b_setup_gather`, `b_ktile`, `b_get`) and the family it is from.
+    pub gather: Option<(Family, String)>,
+}
+
+/// The kernel `k` for problems of `shape`.
+pub(crate) fn gemm_spec(caps: Caps, k: &Kernel, shape: &Variant) -> Result<Spec> {
+    let op = crate::spec::matmul::MatmulOp::Matmul;
+    let r = Repr::of(shape.dtype, caps, "matmul")?;
+    let family = shape.gather.as_ref().map_or(Family::Matmul, |g| g.0);
+    let src = family_source(Family::Matmul);
+    let input = |name| if r == Repr::F64 { (name, r, Access::Read) } else { (name, r, Access::Wide) };
+    let (c_access, c_vector) = output_binding(r, shape.c_vec);
+    let entry = match k {
+        Kernel::Tiled(_) => "tiled",
+        Kernel::MatVec(v) if v.rows => "matvec_rows",
+        Kernel::MatVec(_) => "matvec",
+        Kernel::Coop(_) => "coop",
+    };
+    let mut spec = Spec::new(family, entry, caps);
+    for (name, r, access) in [input("a"), input("b")] {
+        spec = spec.bind(name, r, access, Index::None);
+    }
+    spec = spec.bind("c", r, c_access, Index::None);
+    spec.bindings[2].vec = c_vector;
+    let (_, alias) = element(r);
+    spec = spec.code(alias).code(input_code("a", r)).code(input_code("b", r)).code(output_code(r, shape.c_vec));
+    if family != Family::Matmul {
+        // The GEMM body lives in matmul.wgsl; the spec's own file adds the gather.
+        spec = spec.code(header(src)).code(section(src, entry));
+    }
+    if let Some((_, code)) = &shape.gather {
+        spec = spec.code(code);
+    }
+    let strided = |a: bool| operand(src, "strided_gather", a);
+    match k {
+        Kernel::Tiled(t) => {
+            if !t.is_valid() {
+                return Err(Error::InvalidParam { op: op.name(), msg: format!("tile configuration {t}") });
+            }
+            spec.workgroup = t.workgroup();
+            let consts = [("BM", t.bm), ("BN", t.bn), ("BK", t.bk), ("TM", t.tm), ("TN", t.tn)];
+            for (name, v) in consts.into_iter().chain([("TX", t.bn / t.tn), ("TY", t.bm / t.tm)]) {
+                spec = spec.constant(name, format!("{v}u"));
+            }
+            for (p, ot, md, load) in [("A", t.bm, A_MD, shape.a), ("B", t.bn, B_MD, shape.b)] {
+                let (sz4, s4) = t.layout(ot, load == Load::KVec);
+                let nv = ot * t.bk / (4 * t.workgroup());
+                for (name, v) in [("OT", ot), ("S4", s4), ("SZ4", sz4), ("MD", md), ("NV", nv)] {
+                    spec = spec.code(format!("const {p}_{name}: u32 = {v}u;"));
+                }
+                let a = p == "A";
+                if load == Load::Gather && !(p == "B" && shape.gather.is_some()) {
+                    spec = spec.code(strided(a));
+                }
+                spec = spec.code(operand(src, &load.section("tiled"), a));
+            }
+            spec = spec.code(micro(t, shape.a == Load::KVec, shape.b == Load::KVec));
+        }
+        Kernel::MatVec(v) => {
+            let (lanes, wide) = if v.rows { (MV_RW, "RW") } else { (MV_CW, "CW") };
+            spec.workgroup = lanes * MV_KS;
+            spec = spec.constant("MV_M", format!("{}u", v.m)).constant("KS", format!("{MV_KS}u"));
+            spec = spec.constant(wide, format!("{lanes}u"));
+            let vec_a = shape.a == Load::KVec;
+            let vec_b = if v.rows { shape.b == Load::KVec } else { shape.b == Load::OVec };
+            spec = spec.code(run4_code("a", vec_a)).code(run4_code("b", vec_b));
+        }
+        Kernel::Coop(t) => spec = super::coop::specialise(spec, caps, t, shape, src)?,
+    }
+    Ok(spec)
+}
+
+impl WgpuBackend {
+    /// Runs `g` with kernel `k` into a new contiguous `(batch.., m, n)` storage.
+    pub(crate) fn gemm(
+        &self,
+        k: &Kernel,
+        g: &Gemm,
+        gather: Option<(Family, String)>,
+        a: &WgpuStorage,
+        b: &WgpuStorage,
+    ) -> Result<WgpuStorage> {
+        let dtype = a.dtype;
+        let c = self.storage(dtype, g.batches() * g.m * g.n)?;
+        if g.batches() * g.m * g.n == 0 {
+            return Ok(c);
+        }
+        let r = Repr::of(dtype, self.caps(), "matmul")?;
+        let vec = match (k, &gather) {
+            (Kernel::Coop(_), _) => CoopTiles::VEC,
+            _ => 4,
+        };
+        let shape = Variant {
+            dtype,
+            a: Load::of(&g.a, r, vec),
+            b: if gather.is_some() { Load::Gather } else { Load::of(&g.b, r, vec) },
+            c_vec: g.n.is_multiple_of(4) && (!g.c_transposed || g.m == 1),
+            gather,
+        };
+        let spec = gemm_spec(self.caps(), k, &shape)?;
+        let tiles = match k {
+            Kernel::Tiled(t) => (g.m.div_ceil(t.bm as usize), g.n.div_ceil(t.bn as usize)),
+            Kernel::Coop(t) => (g.m.div_ceil(t.bm as usize), g.n.div_ceil(t.bn as usize)),
+            Kernel::MatVec(v) => (1, g.n.div_ceil(if v.rows { MV_RW } else { 4 * MV_CW } as usize)),
+        };
+        let groups = (tiles.0 * tiles.1 * g.batches()) as u64;
+        let meta = spec.meta(0, &[], &g.meta(tiles));
+        self.run(&spec, &[a.buffer(), b.buffer(), c.buffer()], &meta, groups * spec.workgroup as u64)?;
+        Ok(c)
+    }
+}
+
+/// A problem too large for the kernels' u32 indices.
+pub(crate) fn too_large(what: String, n: u64, dtype: DType) -> Error {
+    Error::LimitExceeded {
+        backend: BackendKind::Wgpu,
+        what: format!("{what} (kernels index with u32)"),
+        needed: n.saturating_mul(dtype.size_in_bytes() as u64),
+        limit: u32::MAX as u64,
+    }
+}

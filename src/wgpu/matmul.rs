@@ -1,0 +1,289 @@
+//! Batched matmul on wgpu (`shaders/matmul.wgsl`, through [`super::gemm`]): the operands are
+//! read in place through their strides (a transposed view is another load pattern, never a
+//! copy), batch dims merged where both operands allow and a batch that walks down the lhs's
+//! rows against one rhs folded into M. Which kernel runs is decided by [`TABLE`].
+
+use super::coop::CoopTiles;
+use super::gemm::{Gemm, Kernel, MATVEC_MAX_M, MatVec, Operand, Tiles, too_large};
+use super::repr::Caps;
+use super::{WgpuBackend, WgpuStorage};
+use crate::backend::MatmulOps;
+use crate::spec::matmul::{MatmulGeometry, MatmulOp};
+use crate::{DType, Layout, Result};
+use std::cell::Cell;
+
+/// The kernel choices of the GEMM family by shape, and where each figure came from.
+pub(crate) struct Table {
+    /// f32 problems of at least `big_from` tiles of `big`.
+    pub big: Tiles,
+    /// The same for f16 and bf16 (unpacking 2-byte elements shifts the balance).
+    pub big16: Tiles,
+    /// Smaller problems (more workgroups for the same work).
+    pub small: Tiles,
+    pub big_from: usize,
+    /// f64 (8-byte elements: half the tile for the same workgroup memory).
+    pub f64: Tiles,
+    /// f16 where the adapter has 16x16x16 f16->f32 cooperative matrices.
+    pub coop: CoopTiles,
+}
+
+/// Matmul's choices. Provenance: H100 (Vulkan, driver 580.159.04), 2026-11-24. f32 4096^3:
+/// 128x128x16/8x8 27.2 TFLOP/s (pad 0: 27.3, within noise), 128x128x16/8x4 23.5, 64x64x16/4x4
+/// 18.7, 128x128x8/8x8 19.3. bf16 (f16 alike) 4096^3: 128x128x16/8x4 24.2, 8x8 20.1. f32
+/// 1024^3 (64 large tiles): 64x64 20.9, 128x128 14.2. f16 4096^3 cooperative: 128x128x32 with
+/// 4x2 matrices per subgroup 57.8-61.1, 2x4 60.5, 128x128x16 57.7, unpadded 42.7, 4x4 34.8.
+/// `big_from` (two large tiles per multiprocessor of a 132-SM GPU) lies between the sizes
+/// measured.
+pub(crate) const TABLE: Table = Table {
+    big: Tiles { bm: 128, bn: 128, bk: 16, tm: 8, tn: 8, pad: 4 },
+    big16: Tiles { bm: 128, bn: 128, bk: 16, tm: 8, tn: 4, pad: 4 },
+    small: Tiles { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, pad: 4 },
+    // Two 128x128 tiles per multiprocessor of a 132-SM GPU.
+    big_from: 264,
+    f64: Tiles { bm: 64, bn: 64, bk: 8, tm: 8, tn: 4, pad: 0 },
+    coop: CoopTiles { bm: 128, bn: 128, bk: 32, wm: 4, wn: 2, pad: 8 },
+};
+
+thread_local! {
+    /// The kernel of the last GEMM this thread recorded.
+    static LAST: Cell<Option<Kernel>> = const { Cell::new(None) };
+    /// A kernel forced by [`with_gemm_kernel`] (the tuning sweep).
+    static FORCED: Cell<Option<Kernel>> = const { Cell::new(None) };
+}
+
+/// The kernel of the last matmul or convolution this thread recorded on a wgpu device.
+#[doc(hidden)]
+pub fn last_gemm_kernel() -> Option<Kernel> {
+    LAST.with(Cell::get)
+}
+
+/// Runs `f` with every tiled or cooperative GEMM on this thread forced to `k` (for timing tile
+/// configurations against each other; matrix-vector shapes keep their kernel).
+#[doc(hidden)]
+pub fn with_gemm_kernel<R>(k: Kernel, f: impl FnOnce() -> R) -> R {
+    let before = FORCED.with(|c| c.replace(Some(k)));
+    let out = f();
+    FORCED.with(|c| c.set(before));
+    out
+}
+
+/// The tile configurations of [`TABLE`] (for tests that force each in turn).
+#[doc(hidden)]
+pub fn gemm_tiles() -> [Tiles; 4] {
+    [TABLE.big, TABLE.big16, TABLE.small, TABLE.f64]
+}
+
+pub(crate) fn record(k: Kernel) {
+    LAST.with(|c| c.set(Some(k)));
+}
+
+impl Table {
+    /// The tiled or cooperative kernel for `tiles` 128x128 tiles of `dtype`, within `bytes` of
+    /// workgroup memory; `coop`: the adapter runs the cooperative kernel.
+    pub fn pick(&self, dtype: DType, tiles: usize, bytes: u32, coop: bool) -> Kernel {
+        if let Some(k) = FORCED.with(Cell::get) {
+            return k;
+        }
+        if coop && dtype == DType::F16 && self.coop.workgroup_bytes() <= bytes {
+            return Kernel::Coop(self.coop);
+        }
+        let size = dtype.size_in_bytes() as u32;
+        let order = if dtype == DType::F64 {
+            [self.f64, self.f64]
+        } else if tiles >= self.big_from {
+            [if size == 2 { self.big16 } else { self.big }, self.small]
+        } else {
+            [self.small, self.small]
+        };
+        // The f64 tiles need 16 KiB, WebGPU's least workgroup memory.
+        Kernel::Tiled(order.into_iter().find(|t| t.workgroup_bytes(size) <= bytes).unwrap_or(self.f64))
+    }
+}
+
+/// The product of `lhs (batch.., m, k)` and `rhs (batch.., k, n)` as a GEMM problem.
+fn problem(ll: &Layout, rl: &Layout, g: &MatmulGeometry) -> Gemm {
+    let nb = g.batch.rank();
+    let (ls, rs) = (ll.strides(), rl.strides());
+    Gemm {
+        batch: g.batch.dims().to_vec(),
+        m: g.m,
+        n: g.n,
+        k: g.k,
+        a: Operand { offset: ll.offset(), outer: ls[nb], k: ls[nb + 1], batch: ls[..nb].to_vec() },
+        b: Operand { offset: rl.offset(), outer: rs[nb + 1], k: rs[nb], batch: rs[..nb].to_vec() },
+        gather: vec![],
+        c_transposed: false,
+    }
+    .simplified()
+}
+
+/// The matrix-vector form of `g`, if it has one: few rows of C, or few columns (then the
+/// transposed problem `C^T = B^T A^T` is run, writing C through transposed strides).
+fn matvec(g: &Gemm) -> Option<(MatVec, Gemm)> {
+    let form = |g: Gemm| {
+        let rows = g.b.k == 1 && g.b.outer != 1;
+        (MatVec { m: g.m as u32, rows }, g)
+    };
+    if g.m <= MATVEC_MAX_M {
+        return Some(form(g.clone()));
+    }
+    if g.n <= MATVEC_MAX_M {
+        let t = Gemm { m: g.n, n: g.m, a: g.b.clone(), b: g.a.clone(), c_transposed: true, ..g.clone() };
+        return Some(form(t));
+    }
+    None
+}
+
+impl WgpuBackend {
+    /// Whether f16 GEMMs run on cooperative matrices here.
+    pub(crate) fn coop(&self) -> bool {
+        self.0.gpu.coop_missing().is_none()
+    }
+
+    /// What `info()` says of the GEMM kernels this adapter gets.
+    pub(crate) fn gemm_info(&self) -> String {
+        let coop = match self.0.gpu.coop_missing() {
+            None => "cooperative matrix 16x16x16 f16->f32 (f16)".to_string(),
+            Some(why) => format!("no cooperative matrix ({why})"),
+        };
+        format!(
+            "tiled (f32, bf16, f64{}), matrix-vector (m or n <= {MATVEC_MAX_M}), {coop}",
+            if self.coop() { "" } else { ", f16" }
+        )
+    }
+
+    /// Workgroup memory a GEMM kernel may use.
+    pub(crate) fn gemm_workgroup_bytes(&self) -> u32 {
+        self.0.gpu.limits.max_compute_workgroup_storage_size
+    }
+}
+
+impl MatmulOps for WgpuBackend {
+    fn matmul(
+        &self,
+        lhs: &WgpuStorage,
+        ll: &Layout,
+        rhs: &WgpuStorage,
+        rl: &Layout,
+        g: &MatmulGeometry,
+    ) -> Result<WgpuStorage> {
+        let out = g.out.shape.elem_count();
+        if out as u64 > u32::MAX as u64 {
+            return Err(too_large(format!("matmul output of {out} elements"), out as u64, lhs.dtype));
+        }
+        let gemm = problem(ll, rl, g);
+        let (kernel, gemm) = match matvec(&gemm) {
+            Some((v, t)) => (Kernel::MatVec(v), t),
+            None => {
+                let tiles = gemm.batches() * gemm.m.div_ceil(128) * gemm.n.div_ceil(128);
+                (TABLE.pick(lhs.dtype, tiles, self.gemm_workgroup_bytes(), self.coop()), gemm)
+            }
+        };
+        record(kernel);
+        // The transposed problem multiplies the operands the other way round.
+        let (a, b) = if gemm.c_transposed { (rhs, lhs) } else { (lhs, rhs) };
+        self.gemm(&kernel, &gemm, None, a, b)
+    }
+}
+
+/// Every matmul kernel for `caps`, named `matmul_{dtype}_{kernel}_{a load}_{b load}` (the first,
+/// for contiguous operands, `matmul_{dtype}`): each tile configuration of the table the dtype
+/// can get with load patterns that take every loader for each operand and every way the inner
+/// products hold them (the loaders of A and B are independent code), and the matrix-vector
+/// kernels with vector and element loads.
+pub fn shader_variants(caps: Caps) -> Vec<(String, Result<super::kernel::Spec>)> {
+    use super::gemm::{Load, Variant, gemm_spec};
+    use crate::spec::kernel_name;
+    let mut v = vec![];
+    let every = vec![
+        (Load::KVec, Load::OVec),
+        (Load::OVec, Load::KVec),
+        (Load::KVec, Load::KVec),
+        (Load::Gather, Load::Gather),
+    ];
+    let mv = [(Load::KVec, Load::OVec), (Load::KVec, Load::KVec), (Load::Gather, Load::Gather)];
+    for dt in caps.dtypes().into_iter().filter(|d| MatmulOp::Matmul.dtypes().contains(d)) {
+        let mut kernels: Vec<(Kernel, Vec<(Load, Load)>)> = if dt == DType::F64 {
+            vec![(Kernel::Tiled(TABLE.f64), vec![(Load::Gather, Load::Gather)])]
+        } else {
+            [TABLE.big, TABLE.big16, TABLE.small, TABLE.f64].map(|t| (Kernel::Tiled(t), every.clone())).to_vec()
+        };
+        for m in [1, MATVEC_MAX_M as u32] {
+            for rows in [false, true] {
+                kernels.push((Kernel::MatVec(MatVec { m, rows }), mv.to_vec()));
+            }
+        }
+        if dt == DType::F16 && caps.f16 {
+            kernels.push((Kernel::Coop(TABLE.coop), every.clone()));
+        }
+        let base = kernel_name(MatmulOp::Matmul.name(), dt);
+        let mut first = true;
+        for (k, loads) in kernels {
+            for (i, (a, b)) in loads.into_iter().enumerate() {
+                let c_vec = i % 2 == 0;
+                // The first is the kernel of contiguous operands: it carries the plain name.
+                let name = if first { base.clone() } else { format!("{base}_{k}_{a:?}_{b:?}") };
+                first = false;
+                let variant = Variant { dtype: dt, a, b, c_vec, gather: None };
+                v.push((name, gemm_spec(caps, &k, &variant)));
+            }
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Shape;
+
+    fn geometry(l: &Layout, r: &Layout) -> MatmulGeometry {
+        crate::spec::matmul::matmul((l, DType::F32), (r, DType::F32)).unwrap()
+    }
+
+    #[test]
+    fn a_batch_against_one_rhs_folds_into_rows() {
+        let l = Layout::contiguous([4, 3, 5, 6]);
+        let r = Layout::contiguous([6, 7]).broadcast_as(&Shape::new([4, 3, 6, 7])).unwrap();
+        let g = problem(&l, &r, &geometry(&l, &Layout::contiguous([6, 7])));
+        assert_eq!((g.batch.len(), g.m, g.n, g.k, g.a.outer), (0, 60, 7, 6, 6));
+        // A transposed lhs does not fold: its batches are not rows after one another.
+        let lt = Layout::contiguous([4, 6, 5]).transpose(1, 2).unwrap();
+        let r = Layout::contiguous([6, 7]).broadcast_as(&Shape::new([4, 6, 7])).unwrap();
+        let g = problem(&lt, &r, &geometry(&lt, &Layout::contiguous([6, 7])));
+        assert_eq!((g.batch.clone(), g.m, g.a.outer, g.a.k), (vec![4], 5, 1, 5));
+    }
+
+    #[test]
+    fn skinny_problems_take_the_matrix_vector_kernels() {
+        let l = Layout::contiguous([1, 64]);
+        let r = Layout::contiguous([64, 300]);
+        let g = problem(&l, &r, &geometry(&l, &r));
+        let (v, t) = matvec(&g).unwrap();
+        assert_eq!((v, t.c_transposed), (MatVec { m: 1, rows: false }, false));
+        // n = 1: the transposed problem, reading the lhs down its contiguous rows.
+        let l = Layout::contiguous([300, 64]);
+        let r = Layout::contiguous([64, 1]);
+        let (v, t) = matvec(&problem(&l, &r, &geometry(&l, &r))).unwrap();
+        assert_eq!((v, t.c_transposed, t.m, t.n), (MatVec { m: 1, rows: true }, true, 1, 300));
+        let sq = Layout::contiguous([64, 64]);
+        assert!(matvec(&problem(&sq, &sq, &geometry(&sq, &sq))).is_none());
+    }
+
+    #[test]
+    fn the_table_fits_webgpu_workgroup_memory_where_it_must() {
+        for t in gemm_tiles() {
+            assert!(t.is_valid(), "{t}");
+        }
+        assert!(TABLE.f64.workgroup_bytes(8) <= 16384);
+        assert!(TABLE.coop.is_valid());
+        assert_eq!(TABLE.pick(DType::F32, 1000, 16384, false), Kernel::Tiled(TABLE.f64));
+        assert_eq!(TABLE.pick(DType::F32, 1000, 49152, false), Kernel::Tiled(TABLE.big));
+        assert_eq!(TABLE.pick(DType::BF16, 1000, 49152, false), Kernel::Tiled(TABLE.big16));
+        assert_eq!(TABLE.pick(DType::BF16, 10, 49152, true), Kernel::Tiled(TABLE.small));
+        assert_eq!(TABLE.pick(DType::F16, 10, 49152, true), Kernel::Coop(TABLE.coop));
+        for k in [Kernel::Tiled(TABLE.big), Kernel::Coop(TABLE.coop)] {
+            assert_eq!(k.to_string().parse::<Kernel>().unwrap(), k);
+        }
+    }
+}
