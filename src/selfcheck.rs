@@ -18,6 +18,34 @@ pub struct FamilyReport {
     pub failures: Vec<String>,
     /// Checks the backend declined with `Error::UnsupportedDType` (f64 without SHADER_F64).
     pub unsupported: Vec<String>,
+    /// Checks left out by a quick run ([`Scope::Quick`]).
+    pub skipped: usize,
+}
+
+/// Which checks run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Every op for every dtype.
+    Full,
+    /// Every op in f32 (casts from and to every dtype included), and the hand-computed answers.
+    Quick,
+}
+
+/// Why `dev` should get a [`Scope::Quick`] check, with the fix, or `None`: a software renderer
+/// behind OpenGL (llvmpipe) compiles each kernel for seconds, so every op for every dtype takes
+/// it half an hour on two cores, against a minute for lavapipe (Vulkan) on the same machine.
+pub fn slow_adapter(dev: &Device) -> Option<String> {
+    match dev.backend() {
+        crate::device::AnyBackend::Wgpu(b) => b.gl_software().map(|name| {
+            format!(
+                "the only wgpu adapter here is {name}, a software renderer behind OpenGL: it runs \
+                 kernels on the CPU and compiles each for seconds. Install a Vulkan driver for a \
+                 faster one (lavapipe; Debian/Ubuntu: apt-get install mesa-vulkan-drivers), or your \
+                 GPU's driver"
+            )
+        }),
+        _ => None,
+    }
 }
 
 type Build = Box<dyn Fn(&Device) -> Result<Tensor>>;
@@ -45,20 +73,39 @@ fn known(name: &str, values: &[f64], build: impl Fn(&Device) -> Result<Tensor> +
 
 /// Runs every family's checks on `dev`.
 pub fn run(dev: &Device) -> Vec<FamilyReport> {
-    Family::ALL.iter().map(|&family| run_family(dev, family)).collect()
+    Family::ALL.iter().map(|&family| run_family(dev, family, Scope::Full, &mut |_, _| {})).collect()
 }
 
-fn run_family(dev: &Device, family: Family) -> FamilyReport {
-    let checks = checks(family);
+/// The checks of `family` that `scope` keeps, and how many it leaves out.
+fn planned(family: Family, scope: Scope) -> (Vec<Check>, usize) {
+    let all = checks(family);
+    let n = all.len();
+    let kept: Vec<Check> = match scope {
+        Scope::Full => all,
+        Scope::Quick => all.into_iter().filter(|c| matches!(c.expect, Expect::Values(_)) || c.name.contains("f32")).collect(),
+    };
+    let skipped = n - kept.len();
+    (kept, skipped)
+}
+
+/// How many checks `scope` runs over every family (for a progress display).
+pub fn count(scope: Scope) -> usize {
+    Family::ALL.iter().map(|&f| planned(f, scope).0.len()).sum()
+}
+
+/// Runs `family`'s checks in `scope` on `dev`, calling `on_check(index, name)` before each.
+pub fn run_family(dev: &Device, family: Family, scope: Scope, on_check: &mut dyn FnMut(usize, &str)) -> FamilyReport {
+    let (checks, skipped) = planned(family, scope);
     let (mut failures, mut unsupported) = (vec![], vec![]);
-    for c in &checks {
+    for (i, c) in checks.iter().enumerate() {
+        on_check(i, &c.name);
         match evaluate(dev, c) {
             Ok(()) => {}
             Err(Outcome::Unsupported(e)) => unsupported.push(format!("{}: {e}", c.name)),
             Err(Outcome::Failed(e)) => failures.push(format!("{}: {e}", c.name)),
         }
     }
-    FamilyReport { family, checks: checks.len(), failures, unsupported }
+    FamilyReport { family, checks: checks.len(), failures, unsupported, skipped }
 }
 
 /// Why a check did not pass.

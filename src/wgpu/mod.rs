@@ -54,7 +54,8 @@ pub(crate) struct Context {
     meta_pool: Arc<Pool>,
     rec: Mutex<Recorder>,
     pipelines: Mutex<HashMap<Spec, Arc<Pipeline>>>,
-    /// wgpu's injected bounds checks in every kernel (`RWO_WGPU_BOUNDS_CHECKS=1`).
+    /// wgpu's injected bounds checks in every kernel; `RWO_WGPU_BOUNDS_CHECKS=0` drops them
+    /// (to measure what they cost: no kernel gained 5% without them, see `BOUNDS_CHECKS`).
     bounds_checks: bool,
     /// `[op + 1, index low, index high, size]` of the first out-of-range id seen, one buffer per
     /// slot of [`flag_slot`]: a bad id surfaces at the next readback of the thread that ran the
@@ -157,7 +158,7 @@ impl WgpuBackend {
             meta_pool: Pool::new(U::STORAGE | U::COPY_DST),
             rec: Mutex::default(),
             pipelines: Mutex::default(),
-            bounds_checks: std::env::var("RWO_WGPU_BOUNDS_CHECKS").is_ok_and(|v| v == "1"),
+            bounds_checks: std::env::var("RWO_WGPU_BOUNDS_CHECKS").map_or(true, |v| v != "0"),
             flags,
         })))
     }
@@ -168,6 +169,12 @@ impl WgpuBackend {
 
     pub fn caps(&self) -> Caps {
         self.0.caps
+    }
+
+    /// The adapter's name when it is a software renderer behind OpenGL (llvmpipe), which
+    /// compiles each kernel for seconds.
+    pub(crate) fn gl_software(&self) -> Option<&str> {
+        context::is_gl_software(&self.0.gpu.info).then_some(self.0.gpu.info.name.as_str())
     }
 
     /// What the tensor buffer pool holds.
@@ -245,11 +252,10 @@ impl WgpuBackend {
                 let mut checks = wgpu::ShaderRuntimeChecks::checked();
                 checks.bounds_checks = false;
                 checks.force_loop_bounding = false;
-                // SAFETY: every kernel keeps its own indices inside its bindings: layouts are
-                // validated by the spec before they reach a kernel, index ids are checked in the
-                // kernel, and vector tails stay inside buffers allocated in 16-byte multiples.
-                // Integer division keeps wgpu's checks. `RWO_WGPU_BOUNDS_CHECKS=1` restores
-                // wgpu's own bounds checks.
+                // SAFETY: only on request (`RWO_WGPU_BOUNDS_CHECKS=0`, for measuring): every
+                // kernel keeps its own indices inside its bindings (layouts are validated by the
+                // spec, index ids are checked in the kernel, vector tails stay inside buffers
+                // allocated in 16-byte multiples), and integer division keeps wgpu's checks.
                 unsafe { gpu.device.create_shader_module_trusted(desc, checks) }
             };
             let pipeline = gpu.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
@@ -344,6 +350,7 @@ impl Memory for WgpuBackend {
         let l = &gpu.limits;
         vec![
             ("adapter", format!("{} ({:?}, {:?})", gpu.info.name, gpu.info.backend, gpu.info.device_type)),
+            ("kind", context::plain_kind(&gpu.info)),
             ("driver", format!("{} {}", gpu.info.driver, gpu.info.driver_info)),
             ("features", if on.is_empty() { "none".into() } else { on.join(", ") }),
             ("max storage binding", format!("{} bytes ({} MiB)", gpu.max_binding(), gpu.max_binding() >> 20)),

@@ -12,6 +12,7 @@ mod index;
 mod matmul;
 mod native;
 mod nn;
+mod numerics;
 mod pool;
 mod random;
 mod reduce;
