@@ -1,6 +1,7 @@
 //! The main job: lists the backends found here, then runs the self-check of every op on every
-//! available backend against the cpu reference (f32 only on a GL software adapter, which
-//! compiles kernels slowly: it is named, with the fix), with a progress line on a terminal.
+//! available backend against the cpu reference (f32 only and within a time budget on a GL
+//! software adapter, which compiles kernels slowly: it is named, with the fix), with a progress
+//! line on a terminal.
 //! Exits non-zero if any check fails.
 //!
 //! `cargo run --release` (or `-- check`); `cargo run --release -- bench [FILTER] [--scale N]
@@ -35,6 +36,7 @@ fn check() -> ExitCode {
                 for (key, value) in dev.info() {
                     println!("        {key}: {value}");
                 }
+                print_unsupported(&dev);
                 devices.push(dev);
             }
             Err(e) => println!("  {kind:5} absent: {e}"),
@@ -51,22 +53,39 @@ fn check() -> ExitCode {
         let scope = match selfcheck::slow_adapter(dev) {
             Some(warning) => {
                 println!("  warning: {warning}.");
-                println!("  {kind:5} quick check on this adapter: f32 only, the other dtypes skipped");
+                println!(
+                    "  {kind:5} quick check on this adapter: f32 only, the other dtypes skipped, \
+                     at most {} (what is left then is skipped)",
+                    minutes(selfcheck::QUICK_BUDGET)
+                );
                 selfcheck::Scope::Quick
             }
             None => selfcheck::Scope::Full,
         };
-        let mut progress = Progress::new(kind, selfcheck::count(scope));
-        for &family in Family::ALL {
-            let report = selfcheck::run_family(dev, family, scope, &mut |i, name| progress.show(family, i, name));
-            progress.finish_family(report.checks);
+        let counts: Vec<usize> = Family::ALL.iter().map(|&f| selfcheck::count(f, scope)).collect();
+        let mut progress = Progress::new(kind, counts.iter().sum());
+        let end = progress.start + selfcheck::QUICK_BUDGET;
+        for (k, &family) in Family::ALL.iter().enumerate() {
+            // A quick check shares the time left among the families left by their check counts,
+            // so every family gets its share whatever the first ones took.
+            let until = (scope == selfcheck::Scope::Quick).then(|| {
+                let now = Instant::now();
+                let left: usize = counts[k..].iter().sum();
+                now + end.saturating_duration_since(now).mul_f64(counts[k] as f64 / left.max(1) as f64)
+            });
+            let report =
+                selfcheck::run_family(dev, family, scope, until, &mut |i, name| progress.show(family, i, name));
+            progress.finish_family(counts[k]);
             let status = if report.failures.is_empty() { "pass" } else { "FAIL" };
             let mut notes = String::new();
             if !report.unsupported.is_empty() {
                 notes += &format!(", {} unsupported here (UnsupportedDType)", report.unsupported.len());
             }
             if report.skipped > 0 {
-                notes += &format!(", {} skipped (quick check)", report.skipped);
+                notes += &format!(", {} skipped (f32 only here)", report.skipped);
+            }
+            if report.out_of_time > 0 {
+                notes += &format!(", {} skipped (out of time here)", report.out_of_time);
             }
             println!(
                 "  {kind:5} {:12} {status} ({} checks, {} failed{notes})",
@@ -87,6 +106,21 @@ fn check() -> ExitCode {
     } else {
         println!("{failed} checks failed");
         ExitCode::FAILURE
+    }
+}
+
+/// The device's statement of what it cannot run (`Device::supports`), one line per dtype and
+/// reason.
+fn print_unsupported(dev: &Device) {
+    let mut by: std::collections::BTreeMap<(String, String), Vec<&str>> = Default::default();
+    for (op, dtype, reason) in dev.unsupported() {
+        by.entry((dtype.name().to_string(), reason)).or_default().push(op.name);
+    }
+    if by.is_empty() {
+        println!("        unsupported: none (every op x dtype of the spec runs)");
+    }
+    for ((dtype, reason), ops) in by {
+        println!("        unsupported in {dtype} ({reason}): {}", ops.join(" "));
     }
 }
 
@@ -190,7 +224,12 @@ impl Progress {
         let bar: String = (0..20).map(|k| if k * total < 20 * done { '#' } else { '.' }).collect();
         let name: String = name.chars().take(28).collect();
         // \r and "erase line": the next line overwrites this one.
-        print!("\r\x1b[2K  {:5} {:12} [{bar}] {done}/{total} {name} ({}{left})", self.kind, family.name(), minutes(elapsed));
+        print!(
+            "\r\x1b[2K  {:5} {:12} [{bar}] {done}/{total} {name} ({}{left})",
+            self.kind,
+            family.name(),
+            minutes(elapsed)
+        );
         let _ = std::io::stdout().flush();
     }
 

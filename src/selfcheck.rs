@@ -9,6 +9,7 @@ use crate::spec::pool::Pool2dParams;
 use crate::spec::random::{self, Distribution};
 use crate::spec::reduce::ReduceOp;
 use crate::{CpuStorage, DType, Device, Error, Result, Tensor, WithDType};
+use std::time::{Duration, Instant};
 
 /// How one family fared on one device.
 #[derive(Debug)]
@@ -20,6 +21,8 @@ pub struct FamilyReport {
     pub unsupported: Vec<String>,
     /// Checks left out by a quick run ([`Scope::Quick`]).
     pub skipped: usize,
+    /// Checks not started within the run's time budget.
+    pub out_of_time: usize,
 }
 
 /// Which checks run.
@@ -27,9 +30,14 @@ pub struct FamilyReport {
 pub enum Scope {
     /// Every op for every dtype.
     Full,
-    /// Every op in f32 (casts from and to every dtype included), and the hand-computed answers.
+    /// Every op in f32 (casts from and to every dtype included), and the hand-computed answers,
+    /// within [`QUICK_BUDGET`].
     Quick,
 }
+
+/// How long a [`Scope::Quick`] check may run: with the adapter's start, under 5 minutes on
+/// two cores (llvmpipe through OpenGL took 8 minutes for the f32 checks on two shared cores).
+pub const QUICK_BUDGET: Duration = Duration::from_secs(240);
 
 /// Why `dev` should get a [`Scope::Quick`] check, with the fix, or `None`: a software renderer
 /// behind OpenGL (llvmpipe) compiles each kernel for seconds, so every op for every dtype takes
@@ -73,7 +81,7 @@ fn known(name: &str, values: &[f64], build: impl Fn(&Device) -> Result<Tensor> +
 
 /// Runs every family's checks on `dev`.
 pub fn run(dev: &Device) -> Vec<FamilyReport> {
-    Family::ALL.iter().map(|&family| run_family(dev, family, Scope::Full, &mut |_, _| {})).collect()
+    Family::ALL.iter().map(|&family| run_family(dev, family, Scope::Full, None, &mut |_, _| {})).collect()
 }
 
 /// The checks of `family` that `scope` keeps, and how many it leaves out.
@@ -82,30 +90,67 @@ fn planned(family: Family, scope: Scope) -> (Vec<Check>, usize) {
     let n = all.len();
     let kept: Vec<Check> = match scope {
         Scope::Full => all,
-        Scope::Quick => all.into_iter().filter(|c| matches!(c.expect, Expect::Values(_)) || c.name.contains("f32")).collect(),
+        Scope::Quick => {
+            all.into_iter().filter(|c| matches!(c.expect, Expect::Values(_)) || c.name.contains("f32")).collect()
+        }
     };
     let skipped = n - kept.len();
     (kept, skipped)
 }
 
-/// How many checks `scope` runs over every family (for a progress display).
-pub fn count(scope: Scope) -> usize {
-    Family::ALL.iter().map(|&f| planned(f, scope).0.len()).sum()
+/// How many checks `scope` runs in `family` (for a progress display and a time budget).
+pub fn count(family: Family, scope: Scope) -> usize {
+    planned(family, scope).0.len()
 }
 
-/// Runs `family`'s checks in `scope` on `dev`, calling `on_check(index, name)` before each.
-pub fn run_family(dev: &Device, family: Family, scope: Scope, on_check: &mut dyn FnMut(usize, &str)) -> FamilyReport {
+/// Runs `family`'s checks in `scope` on `dev`, calling `on_check(index, name)` before each;
+/// those not started by `until` are left out (counted in `out_of_time`).
+pub fn run_family(
+    dev: &Device,
+    family: Family,
+    scope: Scope,
+    until: Option<Instant>,
+    on_check: &mut dyn FnMut(usize, &str),
+) -> FamilyReport {
     let (checks, skipped) = planned(family, scope);
-    let (mut failures, mut unsupported) = (vec![], vec![]);
+    let mut report = FamilyReport { family, checks: 0, failures: vec![], unsupported: vec![], skipped, out_of_time: 0 };
     for (i, c) in checks.iter().enumerate() {
+        if until.is_some_and(|t| Instant::now() >= t) {
+            report.out_of_time = checks.len() - i;
+            break;
+        }
         on_check(i, &c.name);
-        match evaluate(dev, c) {
-            Ok(()) => {}
-            Err(Outcome::Unsupported(e)) => unsupported.push(format!("{}: {e}", c.name)),
-            Err(Outcome::Failed(e)) => failures.push(format!("{}: {e}", c.name)),
+        report.checks += 1;
+        match verdict(dev, c) {
+            Verdict::Pass => {}
+            Verdict::Unsupported(e) => report.unsupported.push(format!("{}: {e}", c.name)),
+            Verdict::Failed(e) => report.failures.push(format!("{}: {e}", c.name)),
         }
     }
-    FamilyReport { family, checks: checks.len(), failures, unsupported, skipped }
+    report
+}
+
+/// How one check fared.
+#[derive(Debug)]
+pub enum Verdict {
+    Pass,
+    /// The device declined with `Error::UnsupportedDType`.
+    Unsupported(Error),
+    Failed(String),
+}
+
+fn verdict(dev: &Device, c: &Check) -> Verdict {
+    match evaluate(dev, c) {
+        Ok(()) => Verdict::Pass,
+        Err(Outcome::Unsupported(e)) => Verdict::Unsupported(e),
+        Err(Outcome::Failed(e)) => Verdict::Failed(e),
+    }
+}
+
+/// Every check of `family` on `dev`, by name: `{op} {dtype}...` (the dtypes the op reads or
+/// writes follow its name; `cast {from} {to}`), or the op alone for hand-computed answers.
+pub fn verdicts(dev: &Device, family: Family) -> Vec<(String, Verdict)> {
+    checks(family).iter().map(|c| (c.name.clone(), verdict(dev, c))).collect()
 }
 
 /// Why a check did not pass.
@@ -362,10 +407,23 @@ fn copy() -> Vec<Check> {
             Tensor::cat(&[&input(d, dt, &[3, 4], 40, 0., 9.)?, &input(d, dt, &[3, 2], 41, 0., 9.)?], 1)
         }));
         v.push(check(format!("fill {dt}"), move |d| Tensor::full(7u8, [3, 5], dt, d)));
+        v.push(check(format!("arange {dt}"), move |d| arange_of(d, dt)));
     }
-    v.push(check("arange i64", |d| Tensor::arange_step(-5i64, 20, 3, d)));
-    v.push(check("arange f32", |d| Tensor::arange_step(-1.0f32, 1.0, 0.125, d)));
     v
+}
+
+/// An arange of `dtype` with a step that is not 1.
+fn arange_of(d: &Device, dtype: DType) -> Result<Tensor> {
+    use half::{bf16, f16};
+    match dtype {
+        DType::U8 => Tensor::arange_step(1u8, 60, 7, d),
+        DType::U32 => Tensor::arange_step(1u32, 60, 7, d),
+        DType::I64 => Tensor::arange_step(-5i64, 20, 3, d),
+        DType::F16 => Tensor::arange_step(f16::from_f32(-1.0), f16::from_f32(1.0), f16::from_f32(0.125), d),
+        DType::BF16 => Tensor::arange_step(bf16::from_f32(-1.0), bf16::from_f32(1.0), bf16::from_f32(0.125), d),
+        DType::F32 => Tensor::arange_step(-1.0f32, 1.0, 0.125, d),
+        DType::F64 => Tensor::arange_step(-1.0f64, 1.0, 0.125, d),
+    }
 }
 
 fn matmul() -> Vec<Check> {

@@ -9,6 +9,18 @@ use rocm_wgpu_ops::spec::{self, Family};
 use rocm_wgpu_ops::{BackendKind, DType, Device, Error};
 use std::collections::{HashMap, HashSet};
 
+crate::tests!(
+    every_op_and_dtype_of_the_native_families_has_a_hip_entry_point,
+    elementwise_and_copy_kernels_have_their_fast_variants,
+    reduce_and_sort_define_their_extra_kernels,
+    instantiation_lines_parse_as_the_macros_expand,
+    #[cfg(feature = "cuda")]
+    every_hip_source_compiles_with_nvrtc,
+    #[cfg(feature = "rocm")]
+    rocm_hiprtc_compiles_every_hip_source,
+    rocm_absent_says_why_and_auto_falls_through,
+);
+
 /// The name suffixes of the kernels each instantiation macro of a HIP source defines per
 /// instance: `#define NAME(op, ...) RWO_EACH(RWO_BODY, op, __VA_ARGS__)` instantiates
 /// `RWO_BODY`, whose `RWO_KERNEL op##_##T##_vec(` makes the suffix `_vec` (and
@@ -68,7 +80,6 @@ fn entry_points(source: &str) -> Vec<String> {
     names
 }
 
-#[test]
 fn every_op_and_dtype_of_the_native_families_has_a_hip_entry_point() {
     let families: Vec<Family> = HIP_SOURCES.iter().map(|(f, _)| *f).collect();
     for f in [Family::Elementwise, Family::Copy, Family::Reduce, Family::Index, Family::Random, Family::Sort] {
@@ -99,7 +110,6 @@ fn every_op_and_dtype_of_the_native_families_has_a_hip_entry_point() {
 /// The fast variants the native elementwise and copy launches pick (src/native/kernel.rs
 /// `Path`): every elementwise op x dtype and copy_strided and fill have `_vec` (16-byte chunks);
 /// binary ops and copy_strided have `_tiled` (transposed operands).
-#[test]
 fn elementwise_and_copy_kernels_have_their_fast_variants() {
     let names: HashSet<String> = HIP_SOURCES.iter().flat_map(|(_, s)| entry_points(s)).collect();
     let binary: Vec<&str> = spec::elementwise::BinaryOp::ALL.iter().map(|o| o.name()).collect();
@@ -134,7 +144,6 @@ fn elementwise_and_copy_kernels_have_their_fast_variants() {
 /// The kernels the native reduce and sort call besides `{op}_{dtype}`: every reduction has its
 /// column and partial-state variants (made by the same instantiation macro), and the merge
 /// passes of argsort exist for both key widths.
-#[test]
 fn reduce_and_sort_define_their_extra_kernels() {
     let source = |f: Family| HIP_SOURCES.iter().find(|(g, _)| *g == f).map(|(_, s)| *s).unwrap_or_default();
     let reduce = source(Family::Reduce);
@@ -147,7 +156,6 @@ fn reduce_and_sort_define_their_extra_kernels() {
     }
 }
 
-#[test]
 fn instantiation_lines_parse_as_the_macros_expand() {
     let src = "UNARY(exp, f16, f32)\nCAST(u8, i64)\nWHERE(f32, u8)\n#define UNARY(op, ...) x\nRWO_EACH(M, a, b)\n";
     assert_eq!(entry_points(src), ["exp_f16", "exp_f32", "cast_u8_i64", "where_cond_f32_u8"]);
@@ -161,7 +169,6 @@ fn instantiation_lines_parse_as_the_macros_expand() {
 /// NVRTC needs no GPU: where its library loads (`LD_LIBRARY_PATH`), compile every source for
 /// the H100/H200 architecture. Absent NVRTC skips, unless `RWO_REQUIRE` names cuda.
 #[cfg(feature = "cuda")]
-#[test]
 fn every_hip_source_compiles_with_nvrtc() {
     use rocm_wgpu_ops::native::cuda;
     if !cuda::nvrtc_available() {
@@ -169,8 +176,7 @@ fn every_hip_source_compiles_with_nvrtc() {
             !crate::required_kinds().contains(&BackendKind::Cuda),
             "RWO_REQUIRE names cuda, and NVRTC does not load"
         );
-        eprintln!("skipped: NVRTC does not load here");
-        return;
+        crate::harness::skip("NVRTC does not load here");
     }
     for (family, _) in HIP_SOURCES {
         let image = cuda::nvrtc_compile(*family, "sm_90").unwrap_or_else(|e| panic!("{e}"));
@@ -187,7 +193,6 @@ const HIPRTC_TARGETS: &[(&str, u32)] = &[("gfx90a", 0x3f), ("gfx1030", 0x36)];
 /// for that target holding every entry point of its source. Skipped where hiprtc does not
 /// load, unless `RWO_EXPECT_ROCM=no-gpu` (CI: the library is there) says it must.
 #[cfg(feature = "rocm")]
-#[test]
 fn rocm_hiprtc_compiles_every_hip_source() {
     use rocm_wgpu_ops::native::rocm;
     if let Err(why) = rocm::hiprtc_available() {
@@ -217,7 +222,6 @@ fn rocm_hiprtc_compiles_every_hip_source() {
 /// `Device::auto()` falls through to the next backend, naming that reason. CI pins the reason
 /// with `RWO_EXPECT_ROCM`: `no-gpu` (the HIP library loads; no AMD GPU) or `not-found` (the
 /// library hidden with `RWO_ROCM_LIB=/nonexistent`).
-#[test]
 fn rocm_absent_says_why_and_auto_falls_through() {
     let expect = std::env::var("RWO_EXPECT_ROCM").unwrap_or_default();
     let reason = match Device::new(BackendKind::Rocm) {

@@ -216,7 +216,13 @@ fn in_range<T: Float>(dev: &Device, mantissa: u32) -> Result<()> {
         let what = format!("{dt} {v:e} (bits {:#x})", v.bits());
         assert!(relu[k].to_f64() >= 0.0, "relu({what}) = {:e}", relu[k]);
         assert!(v64 < 0.0 || relu[k].bits() == v.bits(), "relu({what}) = {:e} is not x", relu[k]);
-        let want_sign = if v64 == 0.0 { v64 } else if negative { -1.0 } else { 1.0 };
+        let want_sign = if v64 == 0.0 {
+            v64
+        } else if negative {
+            -1.0
+        } else {
+            1.0
+        };
         assert!(sign[k].bits() == T::from_f64(want_sign).bits(), "sign({what}) = {:e}", sign[k]);
         if v64 < 0.0 {
             assert!(log[k].to_f64().is_nan(), "log({what}) = {:e}, not NaN", log[k]);
@@ -254,7 +260,8 @@ fn bit_exact<T: Float>(dev: &Device, mantissa: u32) -> Result<()> {
         vec_of(d, &ys)
     };
     let w = |what: &str| format!("{what} {dt} of subnormals");
-    for op in [UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Sign, UnaryOp::Relu, UnaryOp::Ceil, UnaryOp::Floor, UnaryOp::Round] {
+    for op in [UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Sign, UnaryOp::Relu, UnaryOp::Ceil, UnaryOp::Floor, UnaryOp::Round]
+    {
         same_bits(dev, &w(op.name()), |d| x(d)?.unary(op))?;
     }
     same_bits(dev, &w("clamp"), |d| x(d)?.clamp(T::of_bits(2).to_f64(), 1.0f64))?;
@@ -264,7 +271,9 @@ fn bit_exact<T: Float>(dev: &Device, mantissa: u32) -> Result<()> {
         same_bits(dev, &w(op.name()), |d| x(d)?.cmp(&y(d)?, op))?;
     }
     // Data movement: copies of views, concatenation, the index ops, where_cond.
-    same_bits(dev, &w("contiguous of a transpose"), |d| x(d)?.reshape([1, n])?.broadcast_as([3, n])?.t()?.contiguous())?;
+    same_bits(dev, &w("contiguous of a transpose"), |d| {
+        x(d)?.reshape([1, n])?.broadcast_as([3, n])?.t()?.contiguous()
+    })?;
     same_bits(dev, &w("narrow"), |d| x(d)?.narrow(0, 1, n - 2)?.contiguous())?;
     same_bits(dev, &w("cat"), |d| Tensor::cat(&[&x(d)?, &y(d)?], 0))?;
     let ids: Vec<u32> = (0..n as u32).rev().collect();
@@ -290,6 +299,8 @@ fn subnormals_kept_bit_exact(dev: &Device) -> Result<()> {
         for op in [UnaryOp::Neg, UnaryOp::Abs] {
             same_bits(dev, &format!("{} f64 of subnormals", op.name()), |d| vec_of(d, &xs)?.unary(op))?;
         }
-        same_bits(dev, "contiguous f64 of subnormals", |d| vec_of(d, &xs)?.reshape([2, xs.len() / 2])?.t()?.contiguous())
+        same_bits(dev, "contiguous f64 of subnormals", |d| {
+            vec_of(d, &xs)?.reshape([2, xs.len() / 2])?.t()?.contiguous()
+        })
     })
 }
