@@ -7,18 +7,17 @@
 //! dtype. `sin` and `cos` reduce their argument exactly: they hold to a few ulp over the whole
 //! float range, not only near 0.
 //!
-//! Subnormals, on every backend:
+//! Subnormals (the rule for every backend; the cpu and native backends keep them everywhere):
 //! - exact: neg, abs, sign, relu, clamp, maximum, minimum, the comparisons, ceil, floor, round,
 //!   where_cond and casts between f32, f16 and bf16 give the reference's bits for subnormal
-//!   inputs (and data movement, copies, views and the index ops, copies bits); log, sqrt and sin
-//!   of a subnormal are its true value within the op's usual error.
+//!   inputs, and data movement (copies, views, cat, the index ops) copies bits; log, sqrt and
+//!   sin of a subnormal are its true value within the op's usual error.
 //! - in range, always: relu >= 0; sign is -1, 0, 1 or NaN; log and sqrt of anything below zero
 //!   (a negative subnormal too) are NaN.
-//! - other float arithmetic (add, sub, mul, div, recip, sqr, exp, tanh, erf, gelu, silu, sigmoid,
-//!   affine, powf, elu, casts to or from f64, and the other families' sums and products) keeps
-//!   subnormals on the cpu and native backends, and on the WGSL path where the driver does:
-//!   WGSL lets a driver flush a subnormal input or result to a zero of the same sign, and some
-//!   do (NVIDIA through Vulkan).
+//! - everything else (add, sub, mul, div, recip, sqr, exp, tanh, erf, gelu, silu, sigmoid,
+//!   affine, powf, elu, casts to or from f64, the other families' arithmetic) may flush on the
+//!   WGSL path: WGSL lets a driver flush a subnormal input or result to a zero of the same sign,
+//!   and some do (NVIDIA through Vulkan flushes f32 subnormals in all arithmetic).
 
 use super::{OpInfo, Out, check_dtype, check_same_dtype, invalid, spec_enum};
 use crate::{DType, Layout, Result, Scalar, Shape};

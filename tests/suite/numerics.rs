@@ -146,8 +146,8 @@ fn sin_cos_over_the_whole_f32_range(dev: &Device) -> Result<()> {
         f32::MIN,
         // The f32 closest to a multiple of pi/2, and the ends of the direct range.
         16_367_173.0 * 2f32.powi(72),
-        0.785_398_1,
-        0.785_398_2,
+        std::f32::consts::FRAC_PI_4,
+        f32::from_bits(std::f32::consts::FRAC_PI_4.to_bits() + 1),
         1e-3,
         0.0,
         -0.0,
