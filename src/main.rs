@@ -54,8 +54,8 @@ fn check() -> ExitCode {
             Some(warning) => {
                 println!("  warning: {warning}.");
                 println!(
-                    "  {kind:5} quick check on this adapter: f32 only, the other dtypes skipped, \
-                     at most {} (what is left then is skipped)",
+                    "  {kind:5} quick check on this adapter: f32 only, the other dtypes skipped; \
+                     checks start for {} (those left then are skipped)",
                     minutes(selfcheck::QUICK_BUDGET)
                 );
                 selfcheck::Scope::Quick
