@@ -42,6 +42,8 @@ def cases():
     yield f"add f32 [{rows},{cols}] + [{cols},{rows}]^T", 12 * rows * cols, lambda: m + mt.t()
     yield f"cast f32->f16 [{big}]", 6 * big, lambda: a.to(torch.float16)
     yield f"exp f32 [{big}]", 8 * big, lambda: torch.exp(a)
+    wide = a * 1000
+    yield f"sin f32 [{big}]", 8 * big, lambda: torch.sin(wide)
     x = rand(rr, rc)
     for name, f in [("sum", lambda d: x.sum(d)), ("max", lambda d: x.amax(d))]:
         for d in [1, 0]:

@@ -2,8 +2,22 @@
 //! where_cond and cast.
 //!
 //! Integer arithmetic wraps (two's complement); integer division by zero gives 0. Float ops
-//! follow IEEE 754 and propagate NaN. Half types (f16, bf16) compute in f32 or wider and round
-//! once to the dtype.
+//! follow IEEE 754 and propagate NaN (every float op maps a NaN input to NaN, except
+//! `powf(NaN, 0) = 1`). Half types (f16, bf16) compute in f32 or wider and round once to the
+//! dtype. `sin` and `cos` reduce their argument exactly: they hold to a few ulp over the whole
+//! float range, not only near 0.
+//!
+//! Subnormals (the rule for every backend; the cpu and native backends keep them everywhere):
+//! - exact: neg, abs, sign, relu, clamp, maximum, minimum, the comparisons, ceil, floor, round,
+//!   where_cond and casts between f32, f16 and bf16 give the reference's bits for subnormal
+//!   inputs, and data movement (copies, views, cat, the index ops) copies bits; log, sqrt and
+//!   sin of a subnormal are its true value within the op's usual error.
+//! - in range, always: relu >= 0; sign is -1, 0, 1 or NaN; log and sqrt of anything below zero
+//!   (a negative subnormal too) are NaN.
+//! - everything else (add, sub, mul, div, recip, sqr, exp, tanh, erf, gelu, silu, sigmoid,
+//!   affine, powf, elu, casts to or from f64, the other families' arithmetic) may flush on the
+//!   WGSL path: WGSL lets a driver flush a subnormal input or result to a zero of the same sign,
+//!   and some do (NVIDIA through Vulkan flushes f32 subnormals in all arithmetic).
 
 use super::{OpInfo, Out, check_dtype, check_same_dtype, invalid, spec_enum};
 use crate::{DType, Layout, Result, Scalar, Shape};

@@ -84,6 +84,31 @@ pub(crate) fn is_software(info: &wgpu::AdapterInfo) -> bool {
     info.device_type == DeviceType::Cpu
 }
 
+/// A software renderer behind OpenGL (llvmpipe): it compiles each kernel for seconds.
+pub(crate) fn is_gl_software(info: &wgpu::AdapterInfo) -> bool {
+    is_software(info) && info.backend == wgpu::Backend::Gl
+}
+
+/// What the adapter is, in plain words.
+pub(crate) fn plain_kind(info: &wgpu::AdapterInfo) -> String {
+    let what = match info.device_type {
+        DeviceType::DiscreteGpu => "a discrete GPU",
+        DeviceType::IntegratedGpu => "an integrated GPU",
+        DeviceType::VirtualGpu => "a virtual GPU",
+        DeviceType::Cpu => "a software renderer running on the CPU",
+        DeviceType::Other => "a device of unknown kind",
+    };
+    let api = match info.backend {
+        wgpu::Backend::Vulkan => "Vulkan",
+        wgpu::Backend::Metal => "Metal",
+        wgpu::Backend::Dx12 => "Direct3D 12",
+        wgpu::Backend::Gl => "OpenGL",
+        wgpu::Backend::BrowserWebGpu => "the browser's WebGPU",
+        wgpu::Backend::Noop => "no graphics API",
+    };
+    format!("{what}, through {api}")
+}
+
 impl Gpu {
     /// Opens the preferred adapter (or the first whose name holds `name_filter`), asking for
     /// its own limits and the wanted features it has, within `allowed`.

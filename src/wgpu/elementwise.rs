@@ -14,28 +14,29 @@ use crate::{DType, Layout, Result, Scalar};
 fn unary_expr(op: UnaryOp, c: Compute) -> Option<String> {
     use UnaryOp::*;
     let e = match c {
+        // What must hold for subnormals (bit-exact, or within the op's range) is computed on
+        // the bits (`neg32`, `lt32`...): drivers may flush subnormals in float arithmetic.
         Compute::F32 => match op {
-            Neg => "-v",
+            Neg => "neg32(v)",
             Recip => "1.0 / v",
             Exp => "exp(v)",
-            Log => "log(v)",
-            Sin => "sin(v)",
-            Cos => "cos(v)",
+            Log => "log32(v)",
+            Sin => "sin32(v)",
+            Cos => "cos32(v)",
             Tanh => "tanh32(v)",
-            Abs => "abs(v)",
+            Abs => "abs32(v)",
             Sqr => "v * v",
-            Sqrt => "sqrt(v)",
+            Sqrt => "sqrt32(v)",
             Gelu => "0.5 * v * (1.0 + tanh32(0.7978845608028654 * (v + 0.044715 * v * v * v)))",
             GeluErf => "0.5 * v * (1.0 + erf32(v * 0.7071067811865476))",
             Erf => "erf32(v)",
-            // NaN guards on the bits: NVIDIA's compiler folds compare-and-select into min/max.
-            Relu => "select(select(v, 0.0, v < 0.0), v, is_nan(v))",
+            Relu => "select(v, 0.0, lt32(v, 0.0))",
             Silu => "v / (1.0 + exp(-v))",
             Sigmoid => "1.0 / (1.0 + exp(-v))",
-            Ceil => "ceil(v)",
-            Floor => "floor(v)",
-            Round => "round(v)",
-            Sign => "select(sign(v), v, is_nan(v) || v == 0.0)",
+            Ceil => "ceil32(v)",
+            Floor => "floor32(v)",
+            Round => "round32(v)",
+            Sign => "sign32(v)",
         },
         Compute::F64 => match op {
             Neg => "-v",
@@ -101,8 +102,8 @@ fn binary_expr(op: BinaryOp, c: Compute) -> &'static str {
         (Compute::U32, Div) => "select(a / b, 0u, b == 0u)",
         (Compute::I64, Div) => "i64_div(a, b)",
         (_, Div) => "a / b",
-        (Compute::F32, Maximum) => "max_nan(a, b)",
-        (Compute::F32, Minimum) => "min_nan(a, b)",
+        (Compute::F32, Maximum) => "max32(a, b)",
+        (Compute::F32, Minimum) => "min32(a, b)",
         (Compute::F64, Maximum) => "max_nan64(a, b)",
         (Compute::F64, Minimum) => "min_nan64(a, b)",
         (_, Maximum) => "max(a, b)",
@@ -120,6 +121,12 @@ fn cmp_expr(op: CmpOp, c: Compute) -> &'static str {
         (Compute::I64e, Le) => "i64e_le(a, b)",
         (Compute::I64e, Gt) => "i64e_lt(b, a)",
         (Compute::I64e, Ge) => "i64e_le(b, a)",
+        (Compute::F32, Eq) => "eq32(a, b)",
+        (Compute::F32, Ne) => "!eq32(a, b)",
+        (Compute::F32, Lt) => "lt32(a, b)",
+        (Compute::F32, Le) => "le32(a, b)",
+        (Compute::F32, Gt) => "lt32(b, a)",
+        (Compute::F32, Ge) => "le32(b, a)",
         (_, Eq) => "a == b",
         // `!(a == b)`: drivers may lower `!=` as an ordered compare, false for NaN.
         (_, Ne) => "!(a == b)",
@@ -156,11 +163,23 @@ fn wrong(op: &'static str, dtype: DType, allowed: &[DType]) -> crate::Error {
     crate::Error::WrongDType { op, dtype, expected: allowed.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ") }
 }
 
+/// The float ops return a NaN input as it is, before any builtin sees it: drivers' builtins
+/// are not bound to propagate NaN (lavapipe's tanh gives -1). neg and abs are bit operations.
+fn nan_guard(c: Compute, keeps_nan: bool) -> &'static str {
+    match c {
+        Compute::F32 if !keeps_nan => "if (is_nan(v)) { return v; } ",
+        Compute::F64 if !keeps_nan => "if (is_nan64(v)) { return v; } ",
+        _ => "",
+    }
+}
+
 pub(crate) fn unary_spec(caps: Caps, op: UnaryOp, dtype: DType, x: Index) -> Result<Spec> {
     let r = Repr::of(dtype, caps, op.name())?;
     let expr = unary_expr(op, r.compute()).ok_or_else(|| wrong(op.name(), dtype, op.dtypes()))?;
+    let guard = nan_guard(r.compute(), matches!(op, UnaryOp::Neg | UnaryOp::Abs));
     let c = r.compute().wgsl();
-    Ok(spec(caps, "map1", &[("x", r, x)], r, format!("fn op(v: {c}) -> {c} {{ return {expr}; }}"), false))
+    let code = format!("fn op(v: {c}) -> {c} {{ {guard}return {expr}; }}");
+    Ok(spec(caps, "map1", &[("x", r, x)], r, code, false))
 }
 
 /// affine, powf, elu and clamp: maps with scalars `param(0)`, `param(1)`.
@@ -178,7 +197,7 @@ pub(crate) fn scalar_map_spec(caps: Caps, op: ElementwiseOp, dtype: DType, x: In
             "select(select(v, param(0u), i64e_lt(v, param(0u))), param(1u), i64e_lt(param(1u), v))"
         }
         ElementwiseOp::Clamp if c == Compute::F32 => {
-            "select(select(select(v, param(0u), v < param(0u)), param(1u), v > param(1u)), v, is_nan(v))"
+            "select(select(select(v, param(0u), lt32(v, param(0u))), param(1u), lt32(param(1u), v)), v, is_nan(v))"
         }
         ElementwiseOp::Clamp if f64 => {
             "select(select(select(v, param(0u), v < param(0u)), param(1u), v > param(1u)), v, is_nan64(v))"
@@ -189,8 +208,11 @@ pub(crate) fn scalar_map_spec(caps: Caps, op: ElementwiseOp, dtype: DType, x: In
     if !op.dtypes().contains(&dtype) {
         return Err(wrong(op.name(), dtype, op.dtypes()));
     }
+    // elu picks its branch by a compare; affine and clamp keep NaN already, and powf has its
+    // own rules (NaN^0 = 1).
+    let guard = nan_guard(c, op != ElementwiseOp::Elu);
     let c = c.wgsl();
-    Ok(spec(caps, "map1", &[("x", r, x)], r, format!("fn op(v: {c}) -> {c} {{ return {expr}; }}"), true))
+    Ok(spec(caps, "map1", &[("x", r, x)], r, format!("fn op(v: {c}) -> {c} {{ {guard}return {expr}; }}"), true))
 }
 
 pub(crate) fn binary_spec(caps: Caps, op: BinaryOp, dtype: DType, a: Index, b: Index) -> Result<Spec> {

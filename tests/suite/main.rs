@@ -15,6 +15,7 @@ mod index;
 mod matmul;
 mod native;
 mod nn;
+mod numerics;
 mod pool;
 mod random;
 mod reduce;

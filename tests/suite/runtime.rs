@@ -12,6 +12,7 @@ crate::tests!(
     tensors_past_the_binding_limit_are_refused,
     an_adapter_without_optional_features_passes_the_selfcheck,
     tensors_of_two_devices_do_not_mix,
+    kernels_are_bounds_checked_by_default,
 );
 
 /// A fresh wgpu device with `features`; the test is ignored where there is no adapter.
@@ -132,5 +133,17 @@ fn tensors_of_two_devices_do_not_mix() -> Result<()> {
     let cpu = Tensor::ones([3], DType::F32, &Device::cpu())?;
     assert!(matches!(a.mul(&cpu), Err(Error::DeviceMismatch { .. })));
     assert_eq!(a.add(&b.to_device(&d1)?)?.to_vec::<f32>()?, vec![2.0; 3]);
+    Ok(())
+}
+
+/// wgpu's injected bounds checks are on unless `RWO_WGPU_BOUNDS_CHECKS=0` asks otherwise.
+fn kernels_are_bounds_checked_by_default() -> Result<()> {
+    let dev = fresh(None);
+    let want = match std::env::var("RWO_WGPU_BOUNDS_CHECKS").as_deref() {
+        Ok("0") => "off (RWO_WGPU_BOUNDS_CHECKS=0)",
+        _ => "on",
+    };
+    let got = dev.info().into_iter().find(|(k, _)| *k == "bounds checks").map(|(_, v)| v);
+    assert_eq!(got.as_deref(), Some(want));
     Ok(())
 }
