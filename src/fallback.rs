@@ -118,8 +118,21 @@ impl<B: MatmulViaCpu> MatmulOps for B {
         bl: &Layout,
         g: &MatmulGeometry,
     ) -> Result<B::Storage> {
-        self.upload(&CpuBackend.matmul(&self.download(a)?, al, &self.download(b)?, bl, g)?)
+        matmul(self, a, al, b, bl, g)
     }
+}
+
+/// Matmul through the cpu, for a backend that decides per call (the native one, when its
+/// runtime has no BLAS).
+pub(crate) fn matmul<B: Memory>(
+    dev: &B,
+    a: &B::Storage,
+    al: &Layout,
+    b: &B::Storage,
+    bl: &Layout,
+    g: &MatmulGeometry,
+) -> Result<B::Storage> {
+    dev.upload(&CpuBackend.matmul(&dev.download(a)?, al, &dev.download(b)?, bl, g)?)
 }
 
 impl<B: NnViaCpu> NnOps for B {

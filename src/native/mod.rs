@@ -7,14 +7,20 @@
 //! and grid sizing; one file per op family dispatches that family's kernels.
 
 mod alloc;
+pub mod blas;
+mod conv;
 mod copy;
+pub mod dnn;
 mod elementwise;
 mod index;
 pub(crate) mod kernel;
+mod matmul;
+mod nn;
 mod random;
 mod reduce;
 pub mod runtime;
 mod sort;
+mod upsample;
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
@@ -46,6 +52,9 @@ pub const HIP_SOURCES: &[(Family, &str)] = &[
     (Family::Random, include_str!("../../hip/random.hip")),
     (Family::Reduce, include_str!("../../hip/reduce.hip")),
     (Family::Sort, include_str!("../../hip/sort.hip")),
+    (Family::Upsample, include_str!("../../hip/upsample.hip")),
+    (Family::Nn, include_str!("../../hip/nn.hip")),
+    (Family::Conv, include_str!("../../hip/conv.hip")),
 ];
 
 /// The HIP source of `family`, if it has one.
@@ -65,6 +74,10 @@ struct Inner<R: Runtime> {
     alloc: Allocator,
     /// The index flag slots (see [`FLAG_SLOTS`]), allocated by the first index op.
     flags: Mutex<Option<DevicePtr>>,
+    /// The DNN library's algorithm per convolution (see `dnn.rs`).
+    dnn_cache: dnn::AlgoCache,
+    /// Calls per path (library or our kernels), for `info()`.
+    library_use: dnn::LibraryUse,
     /// Last: dropped after the modules and the cached blocks that need it.
     rt: R,
 }
@@ -147,6 +160,8 @@ impl<R: Runtime> NativeBackend<R> {
             kernels: Mutex::new(kernels),
             alloc: Allocator::default(),
             flags: Mutex::new(None),
+            dnn_cache: Default::default(),
+            library_use: Default::default(),
             rt,
         }))
     }
@@ -335,7 +350,26 @@ impl<R: Runtime> NativeBackend<R> {
     }
 }
 
-crate::fallback::via_cpu!([R: Runtime] NativeBackend<R>: conv, pool, upsample, matmul, nn);
+crate::fallback::via_cpu!([R: Runtime] NativeBackend<R>: pool);
+
+impl<R: Runtime> NativeBackend<R> {
+    /// The families that run on the cpu reference here: those of `ON_CPU`, and matmul where the
+    /// runtime has no BLAS.
+    fn on_cpu(&self) -> Vec<&'static str> {
+        let mut v = ON_CPU.to_vec();
+        if self.0.rt.blas().is_err() {
+            v.push("matmul");
+        }
+        v
+    }
+
+    /// The vendor libraries: each one's name and version, or why it is absent.
+    fn libraries(&self) -> String {
+        let blas = self.0.rt.blas().map(|b| b.describe()).unwrap_or_else(|why| format!("no BLAS ({why})"));
+        let dnn = self.0.rt.dnn().map(|d| d.describe()).unwrap_or_else(|why| format!("no DNN ({why})"));
+        format!("{blas}; {dnn}")
+    }
+}
 
 impl<R: Runtime> Memory for NativeBackend<R> {
     type Storage = NativeStorage<R>;
@@ -354,8 +388,10 @@ impl<R: Runtime> Memory for NativeBackend<R> {
             ("multiprocessors", i.multiprocessors.to_string()),
             ("memory", format!("{} MiB", i.total_memory >> 20)),
             ("versions", i.versions.clone()),
+            ("libraries", self.libraries()),
+            ("calls so far", self.0.library_use.describe()),
             ("pool", format!("{} MiB live, {} MiB cached", mem.live >> 20, mem.cached >> 20)),
-            ("on the cpu reference", crate::fallback::describe(ON_CPU)),
+            ("on the cpu reference", crate::fallback::describe(&self.on_cpu())),
         ]
     }
 

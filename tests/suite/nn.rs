@@ -15,6 +15,8 @@ suite!(
     softmax_large_inputs_do_not_overflow,
     layer_norm_rows_are_standardised,
     batch_norm_unit_stats_is_identity,
+    nn_long_lines_match_reference,
+    layer_norm_large_offsets_keep_the_spread,
 );
 
 /// Each output goes through a handful of roundings in the computing precision (max, exp, sum,
@@ -340,6 +342,45 @@ fn batch_norm_unit_stats_is_identity(dev: &Device) -> Result<()> {
             let y = x.batch_norm(&zero, &one, None, None, 0.0)?;
             assert_close(&y, &x, Tol::EXACT, &format!("batch_norm identity, no affine {dtype} {view:?}"))?;
         }
+    }
+    Ok(())
+}
+
+/// Lines of every length class a GPU kernel may treat differently (a line in registers at a
+/// few, 16 or 64 values per thread, or read once per pass past that), for every op over the
+/// last dim and softmax over the first.
+fn nn_long_lines_match_reference(dev: &Device) -> Result<()> {
+    for &dtype in DType::FLOAT {
+        for len in [1000, 3000, 10_000, 20_000] {
+            let x = |d: &Device| Ok(Inputs::new(rand_tensor(d, dtype, &[3, len], 20, -4.0, 4.0)?, vec![], vec![]));
+            let what = |op: &str| format!("{op} {dtype} [3, {len}]");
+            check(dev, tol(dtype), &what("softmax"), x, |i| i.x.softmax(1))?;
+            check(dev, tol(dtype), &what("log_softmax"), x, |i| i.x.log_softmax(1))?;
+            let what_t = format!("softmax {dtype} [{len}, 3] dim 0");
+            same_as_cpu(dev, tol(dtype), &what_t, |d| rand_tensor(d, dtype, &[len, 3], 21, -4.0, 4.0)?.softmax(0))?;
+            let inputs = |d: &Device| {
+                let x = rand_tensor(d, dtype, &[3, len], 22, -3.0, 3.0)?;
+                let w = rand_tensor(d, dtype, &[len], 23, -2.0, 2.0)?;
+                Ok(Inputs::new(x, vec![], vec![Some(w), Some(rand_tensor(d, dtype, &[len], 24, -1.0, 1.0)?)]))
+            };
+            check(dev, tol(dtype), &what("layer_norm"), inputs, |i| i.x.layer_norm(i.param(0), i.param(1), 1e-5))?;
+            check(dev, tol(dtype), &what("rms_norm"), inputs, |i| i.x.rms_norm(i.param(0), 1e-6))?;
+        }
+    }
+    Ok(())
+}
+
+/// Values far from 0 next to their spread: the variance must come from deviations from the
+/// mean, not from the mean of squares minus the squared mean, which loses the spread to
+/// rounding at the scale of the squares (by about 1e-3 for f32 at 30 +- 1, 1e-9 for f64 at
+/// 1e3 +- 1, relative); a two-pass (or Welford) form in the dtype's own precision passes.
+fn layer_norm_large_offsets_keep_the_spread(dev: &Device) -> Result<()> {
+    for (dtype, offset) in [(DType::F32, 30.0), (DType::F64, 1e3)] {
+        let what = format!("layer_norm {dtype} of {offset} +- 1");
+        let x = |d: &Device| {
+            Ok(Inputs::new(rand_tensor(d, dtype, &[4, 3000], 25, offset - 1.0, offset + 1.0)?, vec![], vec![]))
+        };
+        check(dev, tol(dtype), &what, x, |i| i.x.layer_norm(None, None, 0.0))?;
     }
     Ok(())
 }
