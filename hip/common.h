@@ -1,14 +1,15 @@
-// Shared by every hip/*.hip file, in the dialect HIP (hipcc) and CUDA (NVRTC) have in common.
-// This header maps the few differences (headers, the halves' conversions, warp shuffles); the
-// kernels are written once.
+// Shared by every hip/*.hip file, in the dialect HIP (hipcc, hiprtc) and CUDA (NVRTC) have in
+// common. This header maps the few differences (headers, the halves' conversions, warp
+// shuffles); the kernels are written once.
 #pragma once
 
 #if defined(__CUDACC_RTC__)
 // NVRTC: the launch builtins and math functions are built in; no header is needed (NVRTC 13
 // no longer bundles cuda_fp16.h, so the halves below convert through PTX instead).
+#elif defined(__HIPCC_RTC__)
+// hiprtc: the HIP runtime header is pre-included, and there are no system headers to include.
 #else
 #include <hip/hip_runtime.h>
-#include <hip/hip_fp16.h>
 #endif
 
 // Element types, named as the crate's dtypes so that an instantiation `UNARY(exp, f32)` both
@@ -41,10 +42,12 @@ __device__ __forceinline__ f16 f32_to_f16(float f) {
   return r;
 }
 #else
-__device__ __forceinline__ float f16_to_f32(f16 v) { return __half2float(__ushort_as_half(v.bits)); }
+// HIP: clang's own _Float16, as hip_fp16.h's __half2float and __float2half convert (that header
+// is not pre-included by every hiprtc, and clashes with the copy that is by ROCm 5's).
+__device__ __forceinline__ float f16_to_f32(f16 v) { return (float)__builtin_bit_cast(_Float16, v.bits); }
 __device__ __forceinline__ f16 f32_to_f16(float f) {
   f16 r;
-  r.bits = __half_as_ushort(__float2half(f));
+  r.bits = __builtin_bit_cast(unsigned short, (_Float16)f);
   return r;
 }
 #endif

@@ -3,10 +3,10 @@
 // byte width (a launch argument, the same for every thread: a uniform branch), so each op has
 // one kernel per value dtype, named as the spec names it.
 //
-// A bad id (negative, or >= size) is never followed. The first one is recorded in the calling
-// thread's flag slot, u64 [code, index, size, unused] with code = 1 + the op's position in
-// IndexOp::ALL, set by compare-and-swap so that one writer wins; the host reads the slot at the
-// next download or synchronize and reports it as IndexOutOfRange.
+// A bad id (negative, or >= size) is never followed. The first one is recorded in the op's own
+// flag, u64 [code, index, size, unused] with code = 1 + the op's position in IndexOp::ALL, set
+// by compare-and-swap so that one writer wins; the flag travels with the op's output, and its
+// readbacks report it as IndexOutOfRange (src/tensor/status.rs).
 #include "common.h"
 
 // Id `j` of an id buffer whose elements are `width` bytes (1: u8, 4: u32, 8: i64).

@@ -4,8 +4,9 @@
 // md[EXTRA] = the op's code (1 + its position in IndexOp::ALL), md[EXTRA + 1] = the size of
 // the indexed dim; a kernel's own words follow.
 
-// Records the first bad id as [op code, id low, id high, size]; later ones are dropped.
-fn flag_bad(bits: vec2u, size: u32) {
+// Records the first bad id as [op code, id low, id high, size low, size high]; later ones are
+// dropped.
+fn flag_bad(bits: vec2u, size: vec2u) {
     if (atomicLoad(&flags[0]) != 0u) {
         return;
     }
@@ -14,7 +15,8 @@ fn flag_bad(bits: vec2u, size: u32) {
         if (r.exchanged) {
             atomicStore(&flags[1], bits.x);
             atomicStore(&flags[2], bits.y);
-            atomicStore(&flags[3], size);
+            atomicStore(&flags[3], size.x);
+            atomicStore(&flags[4], size.y);
             return;
         }
         if (r.old_value != 0u) {
@@ -31,7 +33,7 @@ fn id_at(j: u32) -> u32 {
     if (b.y == 0u && b.x < size) {
         return b.x;
     }
-    flag_bad(b, size);
+    flag_bad(b, vec2u(size, 0u));
     return size;
 }
 
@@ -237,6 +239,9 @@ fn put_serial(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
 }
 
 // Flags any bad id among md[0] ids (for ops whose main pass visits no id: an empty output).
+// Flags the ids outside 0..size for an op whose main pass visits none (its output is empty, so
+// the indexed dim may pass u32): md[EXTRA + 1] and md[EXTRA + 2] = the low and high words of
+// size. A negative id has its top bit set: it is never below a size < 2^63.
 // @kernel check
 @compute @workgroup_size(WG)
 fn check(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -244,5 +249,10 @@ fn check(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
     if (i >= md[0]) {
         return;
     }
-    _ = id_at(ids_at(i));
+    let b = id_bits(ids_at(i));
+    let size = vec2u(md[EXTRA + 1u], md[EXTRA + 2u]);
+    if (b.y < size.y || (b.y == size.y && b.x < size.x)) {
+        return;
+    }
+    flag_bad(b, size);
 }

@@ -1,58 +1,91 @@
 // Random draws exactly as spec::random defines them: element i sits at stream position
 // offset + i (mod 2^64), whose 32-bit word is a lane of the Philox 4x32-10 block pos / 4.
-// One invocation makes the four elements [4g, 4g + 4): positions P = offset + 4g .. P + 3,
-// which are lanes P % 4 .. of block P / 4 and, unless offset is a multiple of 4, of the next
-// block too. Writing whole words of four elements keeps every output word (two f16 / bf16
-// share one) to one invocation.
+// Elements go in groups of four, [4q, 4q + 4): positions P = offset + 4q .. P + 3, which are
+// lanes P % 4 .. of block P / 4 and, unless offset is a multiple of 4, of the next block too.
+// Each invocation makes four groups, q = g, g + T, g + 2T, g + 3T (T invocations in the grid):
+// their blocks run side by side in the four lanes of vec4<u32> words (four independent chains
+// of multiplies to interleave), and neighbouring invocations write neighbouring groups, each in
+// whole words (a vector store where the dtype allows), so that stores stay coalesced and no
+// output word is shared by two invocations.
 //
 // The builder adds: `R` (the compute type), `RAND_TAU` (2 pi rounded to R), `rand_unit(n)`
 // (n 2^-24, exact), `rand_ln`, `rand_sincos` (vec2(sin, cos)), `rand_keep` (identity that no
-// compiler sees through), `mulhilo` (the 64-bit product of two u32 as vec2(lo, hi)), and
-// `param(k)`. Metadata after the two parameters: offset (lo, hi), seed (lo, hi).
+// compiler sees through), `rand_mul(m, x)` (the 64-bit products m x[i] as high and low words),
+// `rand_put(q, v)` (group q's four values into y) and `param(k)`. Metadata after the two
+// parameters: offset (lo, hi), seed (lo, hi).
 
 const PHILOX_M0: u32 = 0xD2511F53u;
 const PHILOX_M1: u32 = 0xCD9E8D57u;
 const PHILOX_W0: u32 = 0x9E3779B9u;
 const PHILOX_W1: u32 = 0xBB67AE85u;
 
-// The four words of block (lo, hi) for key (seed lo, seed hi).
-fn philox(block: vec2<u32>, seed: vec2<u32>) -> vec4<u32> {
-    var c = vec4<u32>(block.x, block.y, 0u, 0u);
+// The 64-bit products of a multiplier and four words.
+struct Wide {
+    hi: vec4<u32>,
+    lo: vec4<u32>,
+}
+
+// Four Philox blocks, lane i of word j being word j of block i.
+struct Blocks {
+    w0: vec4<u32>,
+    w1: vec4<u32>,
+    w2: vec4<u32>,
+    w3: vec4<u32>,
+}
+
+// The blocks whose 62-bit counters are (lo, hi) in each lane, for key (seed lo, seed hi).
+fn philox4(lo: vec4<u32>, hi: vec4<u32>, seed: vec2<u32>) -> Blocks {
+    var c = Blocks(lo, hi, vec4<u32>(0u), vec4<u32>(0u));
     var k = seed;
     for (var round = 0u; round < 10u; round++) {
-        if (round > 0u) {
-            k += vec2<u32>(PHILOX_W0, PHILOX_W1);
-        }
-        let p0 = mulhilo(PHILOX_M0, c.x);
-        let p1 = mulhilo(PHILOX_M1, c.z);
-        c = vec4<u32>(p1.y ^ c.y ^ k.x, p1.x, p0.y ^ c.w ^ k.y, p0.x);
+        let p0 = rand_mul(PHILOX_M0, c.w0);
+        let p1 = rand_mul(PHILOX_M1, c.w2);
+        c = Blocks(p1.hi ^ c.w1 ^ vec4<u32>(k.x), p1.lo, p0.hi ^ c.w3 ^ vec4<u32>(k.y), p0.lo);
+        k += vec2<u32>(PHILOX_W0, PHILOX_W1);
     }
     return c;
 }
 
-// The Philox words around positions P .. P + 3 (P = offset + 4g): `a` is block P / 4, `b` the
-// block after it (only computed when P is not a multiple of 4), `lane` = P % 4.
+// Block i of four, as its words.
+fn block_of(b: Blocks, i: u32) -> vec4<u32> {
+    return vec4<u32>(b.w0[i], b.w1[i], b.w2[i], b.w3[i]);
+}
+
+// The groups q.x .. q.w of an invocation: `a` holds block P / 4 of each, `b` the block after
+// (computed only when offset is not a multiple of 4), `lane` = P % 4 (the same for all).
+struct Groups {
+    a: Blocks,
+    b: Blocks,
+    lane: u32,
+}
+
+fn rand_groups(q: vec4<u32>) -> Groups {
+    let off = vec2<u32>(md[EXTRA + 6u], md[EXTRA + 7u]);
+    let seed = vec2<u32>(md[EXTRA + 8u], md[EXTRA + 9u]);
+    // Block P / 4 = offset / 4 + q, modulo 2^62.
+    let lo = vec4<u32>((off.x >> 2u) | (off.y << 30u)) + q;
+    let carry = select(vec4<u32>(0u), vec4<u32>(1u), lo < q);
+    let hi = (vec4<u32>(off.y >> 2u) + carry) & vec4<u32>(0x3fffffffu);
+    let zero = vec4<u32>(0u);
+    var r = Groups(philox4(lo, hi, seed), Blocks(zero, zero, zero, zero), off.x & 3u);
+    // The same lane for every invocation of a dispatch: a uniform branch.
+    if (r.lane != 0u) {
+        let lo1 = lo + vec4<u32>(1u);
+        let carry1 = select(vec4<u32>(0u), vec4<u32>(1u), lo1 == zero);
+        r.b = philox4(lo1, (hi + carry1) & vec4<u32>(0x3fffffffu), seed);
+    }
+    return r;
+}
+
+// The Philox words around group i of four: `a` its block P / 4, `b` the next, `lane` = P % 4.
 struct RandWords {
     a: vec4<u32>,
     b: vec4<u32>,
     lane: u32,
 }
 
-fn rand_words(g: u32) -> RandWords {
-    let off = vec2<u32>(md[EXTRA + 6u], md[EXTRA + 7u]);
-    let seed = vec2<u32>(md[EXTRA + 8u], md[EXTRA + 9u]);
-    // P = offset + 4g mod 2^64 (4g < 2^32: at most 2^30 invocations); blocks are P / 4 and
-    // the one after it, modulo 2^62.
-    let lo = off.x + 4u * g;
-    let hi = off.y + select(0u, 1u, lo < off.x);
-    let b0 = vec2<u32>((lo >> 2u) | (hi << 30u), hi >> 2u);
-    var r = RandWords(philox(b0, seed), vec4<u32>(0u), lo & 3u);
-    // The same lane for every invocation of a dispatch: a uniform branch.
-    if (r.lane != 0u) {
-        let b1lo = b0.x + 1u;
-        r.b = philox(vec2<u32>(b1lo, (b0.y + select(0u, 1u, b1lo == 0u)) & 0x3fffffffu), seed);
-    }
-    return r;
+fn rand_words(r: Groups, i: u32) -> RandWords {
+    return RandWords(block_of(r.a, i), block_of(r.b, i), r.lane);
 }
 
 // The words of positions P .. P + 3 (no dynamic indexing: a switch on the uniform lane).
@@ -73,39 +106,60 @@ fn rand_four(r: RandWords) -> vec4<u32> {
     }
 }
 
-// Writes v[j] to element 4g + j for the elements below n, one output word at a time.
-fn rand_write(g: u32, v: vec4<R>) {
+// The groups of invocation g, and how many groups there are (ceil(n / 4), without
+// overflowing n + 3). T <= 2^28 + 2^24 (n < 2^32), so g + 3T does not wrap.
+fn rand_quads(gid: vec3<u32>, nwg: vec3<u32>) -> vec4<u32> {
+    let g = flat_id(gid, nwg);
+    let t = nwg.x * nwg.y * WG;
+    return vec4<u32>(g, g + t, g + 2u * t, g + 3u * t);
+}
+
+fn rand_group_count() -> u32 {
     let n = md[0];
-    let first = 4u * g;
-    for (var k = 0u; k < 4u / Y_EPW; k++) {
-        if (k * Y_EPW >= n - first) {
-            break;
-        }
-        for (var e = 0u; e < Y_EPW; e++) {
-            let j = k * Y_EPW + e;
-            if (j < n - first) {
-                y_set(first + j, v[j]);
-            }
-        }
-        y_flush(first / Y_EPW + k);
-    }
+    return n / 4u + select(0u, 1u, n % 4u != 0u);
 }
 
 // mean + std (r cos t, r sin t) for the pair of words w: r = sqrt(-2 ln u1), t = 2 pi u2.
-fn rand_box_muller(w: vec2<u32>) -> vec2<R> {
+fn rand_box_muller(w: vec2<u32>, mean: R, sd: R) -> vec2<R> {
     let u1 = rand_unit((w.x >> 8u) + 1u);
     let u2 = rand_unit(w.y >> 8u);
     let r = sqrt(R(-2.0) * rand_ln(u1));
     let sc = rand_sincos(rand_keep(RAND_TAU * u2));
-    let mean = param(0u);
-    let sd = param(1u);
     return vec2<R>(mean + rand_keep(sd * (r * sc.y)), mean + rand_keep(sd * (r * sc.x)));
 }
 
-// Whether invocation g has elements to make: g < ceil(n / 4), without overflowing n + 3.
-fn rand_active(g: u32) -> bool {
-    let n = md[0];
-    return g < n / 4u + select(0u, 1u, n % 4u != 0u);
+// Group q (lane i of the invocation's groups) of a uniform draw, if it exists.
+fn uniform_group(r: Groups, i: u32, q: u32, groups: u32, low: R, span: R) {
+    if (q >= groups) {
+        return;
+    }
+    let w = rand_four(rand_words(r, i));
+    let v = vec4<R>(
+        low + rand_keep(span * rand_unit(w.x >> 8u)),
+        low + rand_keep(span * rand_unit(w.y >> 8u)),
+        low + rand_keep(span * rand_unit(w.z >> 8u)),
+        low + rand_keep(span * rand_unit(w.w >> 8u)),
+    );
+    rand_put(q, v);
+}
+
+// Group q of a normal draw. Pairs start at even lanes: from lane 0 or 2, two pairs give (cos,
+// sin, cos, sin); from an odd lane, the sine half of the pair before, a whole pair, and the
+// cosine half of the next.
+fn normal_group(r: Groups, i: u32, q: u32, groups: u32, mean: R, sd: R) {
+    if (q >= groups) {
+        return;
+    }
+    let w = rand_words(r, i);
+    let from0 = w.lane < 2u;
+    let p0 = rand_box_muller(select(w.a.zw, w.a.xy, from0), mean, sd);
+    let p1 = rand_box_muller(select(w.b.xy, w.a.zw, from0), mean, sd);
+    var v = vec4<R>(p0, p1);
+    if ((w.lane & 1u) != 0u) {
+        let p2 = rand_box_muller(select(w.b.zw, w.b.xy, from0), mean, sd);
+        v = vec4<R>(p0.y, p1, p2.x);
+    }
+    rand_put(q, v);
 }
 
 // f32 pieces: accurate on every driver (WGSL's log/sin/cos may be good to only 2^-11).
@@ -195,58 +249,92 @@ fn rand_sincos(t: f64) -> vec2<f64> {
     return f64_sincos(t);
 }
 
-// @section mulhilo_native
-fn mulhilo(a: u32, b: u32) -> vec2<u32> {
-    let p = u64(a) * u64(b);
-    return vec2<u32>(u32(p), u32(p >> 32u));
+// @section mul_wide
+// Through u64 (SHADER_INT64): one widening multiply per word where the hardware has it.
+fn rand_mul(m: u32, x: vec4<u32>) -> Wide {
+    let p = vec4<u64>(x) * u64(m);
+    return Wide(vec4<u32>(p >> vec4<u32>(32u)), vec4<u32>(p));
 }
 
-// @section mulhilo_emulated
-fn mulhilo(a: u32, b: u32) -> vec2<u32> {
-    let al = a & 0xffffu;
-    let ah = a >> 16u;
-    let bl = b & 0xffffu;
-    let bh = b >> 16u;
-    let lh = al * bh;
-    let hl = ah * bl;
-    let mid = ((al * bl) >> 16u) + (lh & 0xffffu) + (hl & 0xffffu);
-    return vec2<u32>(a * b, ah * bh + (lh >> 16u) + (hl >> 16u) + (mid >> 16u));
+// @section mul_pieces
+// From 16-bit halves, every partial product and sum within 32 bits: m x = mh xh 2^32 +
+// (mh xl + ml xh) 2^16 + ml xl, the middle terms added in two steps so that neither carries
+// out (u, v < 2^32); the low word is the wrapping product.
+fn rand_mul(m: u32, x: vec4<u32>) -> Wide {
+    let ml = m & 0xffffu;
+    let mh = m >> 16u;
+    let xl = x & vec4<u32>(0xffffu);
+    let xh = x >> vec4<u32>(16u);
+    let u = mh * xl + ((ml * xl) >> vec4<u32>(16u));
+    let v = ml * xh + (u & vec4<u32>(0xffffu));
+    return Wide(mh * xh + (u >> vec4<u32>(16u)) + (v >> vec4<u32>(16u)), m * x);
+}
+
+// @section put_vec
+// Four elements in one vector store (f32, f16): past n only at the end, inside the buffer
+// (tensor buffers are whole 16-byte words).
+fn rand_put(q: u32, v: vec4<R>) {
+    y_set4(4u * q, v);
+}
+
+// @section put_packed
+// Two words of two halves each; past n only at the end, inside the buffer.
+fn rand_put(q: u32, v: vec4<R>) {
+    y_set(4u * q, v.x);
+    y_set(4u * q + 1u, v.y);
+    y_flush(2u * q);
+    y_set(4u * q + 2u, v.z);
+    y_set(4u * q + 3u, v.w);
+    y_flush(2u * q + 1u);
+}
+
+// @section put_each
+// Element by element, those below n (a group of f64 is two 16-byte words: the second may lie
+// past the buffer).
+fn rand_put(q: u32, v: vec4<R>) {
+    let n = md[0];
+    y_set(4u * q, v.x);
+    if (4u * q + 1u < n) {
+        y_set(4u * q + 1u, v.y);
+    }
+    if (4u * q + 2u < n) {
+        y_set(4u * q + 2u, v.z);
+    }
+    if (4u * q + 3u < n) {
+        y_set(4u * q + 3u, v.w);
+    }
 }
 
 // @kernel rand_uniform
 @compute @workgroup_size(WG)
 fn rand_uniform(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let g = flat_id(gid, nwg);
-    if (!rand_active(g)) {
+    let q = rand_quads(gid, nwg);
+    let groups = rand_group_count();
+    if (q.x >= groups) {
         return;
     }
-    let w = rand_four(rand_words(g));
+    let r = rand_groups(q);
     let low = param(0u);
     let span = param(1u) - low;
-    var v: vec4<R>;
-    for (var j = 0u; j < 4u; j++) {
-        v[j] = low + rand_keep(span * rand_unit(w[j] >> 8u));
-    }
-    rand_write(g, v);
+    uniform_group(r, 0u, q.x, groups, low, span);
+    uniform_group(r, 1u, q.y, groups, low, span);
+    uniform_group(r, 2u, q.z, groups, low, span);
+    uniform_group(r, 3u, q.w, groups, low, span);
 }
 
 // @kernel rand_normal
 @compute @workgroup_size(WG)
 fn rand_normal(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let g = flat_id(gid, nwg);
-    if (!rand_active(g)) {
+    let q = rand_quads(gid, nwg);
+    let groups = rand_group_count();
+    if (q.x >= groups) {
         return;
     }
-    let r = rand_words(g);
-    // Pairs start at even lanes: from lane 0 or 2, two pairs give (cos, sin, cos, sin); from an
-    // odd lane, the sine half of the pair before, a whole pair, and the cosine half of the next.
-    let from0 = r.lane < 2u;
-    let p0 = rand_box_muller(select(r.a.zw, r.a.xy, from0));
-    let p1 = rand_box_muller(select(r.b.xy, r.a.zw, from0));
-    var v = vec4<R>(p0, p1);
-    if ((r.lane & 1u) != 0u) {
-        let p2 = rand_box_muller(select(r.b.zw, r.b.xy, from0));
-        v = vec4<R>(p0.y, p1, p2.x);
-    }
-    rand_write(g, v);
+    let r = rand_groups(q);
+    let mean = param(0u);
+    let sd = param(1u);
+    normal_group(r, 0u, q.x, groups, mean, sd);
+    normal_group(r, 1u, q.y, groups, mean, sd);
+    normal_group(r, 2u, q.z, groups, mean, sd);
+    normal_group(r, 3u, q.w, groups, mean, sd);
 }

@@ -8,25 +8,36 @@
 // a bitonic network; rows of n <= BLOCK are one run padded to S = next_pow2(n), BLOCK / S rows
 // per workgroup. Longer rows are cut into runs of BLOCK, and `merge` passes then merge pairs
 // of sorted runs (run length doubling each pass) by merge path, one output tile of BLOCK per
-// workgroup. Each invocation holds E = BLOCK / WG consecutive pairs in registers (`rk`, `ri`)
-// where a step of the network stays inside them.
+// workgroup.
 //
-// Generated per specialisation: `Key` (u32, or vec2<u32>(high, low) for 64-bit keys),
-// `KEY_MAX`, `before(ka, ia, kb, ib)` (the pair order), `BLOCK`, `E`, the register networks
-// `sort_local(s)` and `clean_local()`, `to_regs(p)` / `from_regs(p)` (E pairs from / to
-// workgroup place p), `merge_regs(na, m)` (E calls of `take`), `emit(pos, key, index)` (stores one sorted pair: the index into `y`, or
-// key and index into `ko`, `io`), and for `block`, `key_of(i)` (the key of logical element i
-// of `x`).
+// The network keeps every step in registers: each invocation holds E pairs (`r`), and a
+// "round" loads, from workgroup memory, E places that are closed under up to log2(E)
+// consecutive steps (groups of places differing only in those strides' bits), does those
+// steps, and stores them back; one barrier per round. A stage k (strides k/2 .. 1) takes its
+// strides >= E in rounds of log2(E) bits from the top and ends with a round on E consecutive
+// places (strides E/2 .. 1): a block of 4096 takes 22 barriers (one a step took 46).
+// Steps compare (a, a + j) ascending or descending by bit k of a (Batcher's form), flipped by
+// bit S, so that every run of S ends ascending.
+//
+// Generated per specialisation: `Key` (u32, or vec2<u32>(high, low) for 64-bit keys), `Pair`
+// (key and index), `pair(k, i)`, `pair_key(v)`, `pair_index(v)`, `PAD_PAIR` (sorts after every
+// real pair), `before(a, b)`, the workgroup arrays with `sget(p)` / `sput(p, v)` (place p),
+// `BLOCK`, `E`, `LOG_E`, `SLOTS`, the register code `sort_local(base, s)`, `bit_round(c, lid, lo,
+// k, s)`, `to_regs(p)` / `from_regs(p)` (E pairs from / to place p on), `merge_regs(na, m)`,
+// `emit(pos, v)` (stores one sorted pair: the index into `y`, or key and index into `ko`, `io`),
+// and for `block`, `key_of(i)` (the key of logical element i of `x`).
 
-// Workgroup places are padded by one per 32 (`sh`), so that E-strided accesses of a warp
-// meet distinct banks.
-var<workgroup> sk: array<Key, BLOCK + BLOCK / 32u>;
-var<workgroup> si: array<u32, BLOCK + BLOCK / 32u>;
-var<private> rk: array<Key, E>;
-var<private> ri: array<u32, E>;
+var<private> r: array<Pair, E>;
 
+// Places are padded by one per 16 (`SLOTS` = BLOCK + BLOCK / 16): E-strided accesses of a
+// warp (E consecutive places per invocation) and runs of consecutive places meet distinct banks.
 fn sh(p: u32) -> u32 {
-    return p + (p >> 5u);
+    return p + (p >> 4u);
+}
+
+// Whether the step of stage k (a power of two <= s) orders place p and its partner ascending.
+fn up(p: u32, k: u32, s: u32) -> bool {
+    return ((p & k) == 0u) == ((p & s) == 0u);
 }
 
 // The workgroup's index in a 1-D or 2-D grid.
@@ -34,57 +45,38 @@ fn group_id(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return wid.x + wid.y * nwg.x;
 }
 
-// Orders registers q < r.
-fn rcx(q: u32, r: u32) {
-    let kq = rk[q];
-    let kr = rk[r];
-    let iq = ri[q];
-    let ir = ri[r];
-    let swap = before(kr, ir, kq, iq);
-    rk[q] = select(kq, kr, swap);
-    rk[r] = select(kr, kq, swap);
-    ri[q] = select(iq, ir, swap);
-    ri[r] = select(ir, iq, swap);
-}
-
-// Orders workgroup places a < b.
-fn scx(a: u32, b: u32) {
-    let pa = sh(a);
-    let pb = sh(b);
-    let ka = sk[pa];
-    let kb = sk[pb];
-    let ia = si[pa];
-    let ib = si[pb];
-    if (before(kb, ib, ka, ia)) {
-        sk[pa] = kb;
-        sk[pb] = ka;
-        si[pa] = ib;
-        si[pb] = ia;
-    }
-}
-
-// Sorts every aligned run of s (a power of two <= BLOCK) workgroup places ascending. Stage k
-// first compares each place of a k-run's lower half with its mirror in the upper half, then
-// half-cleans, so that every run (not every other one) ends ascending. Steps of stride < E
-// run in registers, on the invocation's own E places.
+// Sorts every aligned run of s (a power of two <= BLOCK) places ascending, the places written
+// and synchronised before; the result is in place, synchronised after.
 fn bitonic(lid: u32, s: u32) {
     to_regs(lid * E);
-    sort_local(s);
-    for (var k = 2u * E; k <= s; k <<= 1u) {
-        from_regs(lid * E);
-        workgroupBarrier();
-        for (var j = k >> 1u; j >= E; j >>= 1u) {
-            for (var t = lid; t < BLOCK / 2u; t += WG) {
-                let a = ((t & ~(j - 1u)) << 1u) | (t & (j - 1u));
-                scx(a, select(a + j, a ^ (k - 1u), j == k >> 1u));
-            }
-            workgroupBarrier();
-        }
-        to_regs(lid * E);
-        clean_local();
-    }
+    sort_local(lid * E, s);
     from_regs(lid * E);
     workgroupBarrier();
+    for (var k = 2u * E; k <= s; k <<= 1u) {
+        // Bits hi .. LOG_E of the strides in rounds of up to LOG_E bits from the top, then
+        // bits LOG_E - 1 .. 0 (one call site: the rounds are long code).
+        var hi = countTrailingZeros(k) - 1u;
+        loop {
+            let high = hi >= LOG_E;
+            let c = select(LOG_E, min(LOG_E, hi + 1u - LOG_E), high);
+            let lo = select(0u, hi + 1u - c, high);
+            bit_round(c, lid, lo, k, s);
+            workgroupBarrier();
+            if (lo == 0u) {
+                break;
+            }
+            hi = lo - 1u;
+        }
+    }
+}
+
+// Row and column of place p of a workgroup whose first run is `first` (runs of s, `runs` a
+// row; runs > 1 only when s = BLOCK, one run a workgroup).
+fn place(first: u32, p: u32, s: u32, runs: u32) -> vec2<u32> {
+    if (runs == 1u) {
+        return vec2<u32>(first + (p >> countTrailingZeros(s)), p & (s - 1u));
+    }
+    return vec2<u32>(first / runs, (first % runs) * BLOCK + p);
 }
 
 // md[EXTRA..] = n (row length), rows, S (run length, a power of two), runs per row, and the
@@ -102,28 +94,21 @@ fn block(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: 
         return;
     }
     for (var p = lid; p < BLOCK; p += WG) {
-        let g = first + p / s;
-        let row = g / runs;
-        let col = (g % runs) * s + p % s;
-        var k = KEY_MAX;
-        var i = 0xffffffffu;
-        if (row < rows && col < n) {
-            k = key_of(row * n + col);
-            i = col;
+        let rc = place(first, p, s, runs);
+        var v = PAD_PAIR;
+        if (rc.x < rows && rc.y < n) {
+            v = pair(key_of(rc.x * n + rc.y), rc.y);
         }
-        sk[sh(p)] = k;
-        si[sh(p)] = i;
+        sput(p, v);
     }
     workgroupBarrier();
     bitonic(lid, s);
     // Padding sorts after the run's own elements, so sorted place c of a run is its element
     // exactly when column (run * s + c) exists.
     for (var p = lid; p < BLOCK; p += WG) {
-        let g = first + p / s;
-        let row = g / runs;
-        let col = (g % runs) * s + p % s;
-        if (row < rows && col < n) {
-            emit(row * n + col, sk[sh(p)], si[sh(p)]);
+        let rc = place(first, p, s, runs);
+        if (rc.x < rows && rc.y < n) {
+            emit(rc.x * n + rc.y, sget(p));
         }
     }
 }
@@ -138,15 +123,13 @@ var<workgroup> trues: array<atomic<u32>, 2>;
 // The places of the next pair from a and from b in the invocation's sequential merge.
 var<private> cur: vec2<u32>;
 
-// Takes the next merged pair (a's places are [0, na), b's [na, m)) into register q.
-fn take(q: u32, na: u32, m: u32) {
-    let pa = sh(min(cur.x, BLOCK - 1u));
-    let pb = sh(min(cur.y, BLOCK - 1u));
-    let from_a = cur.y >= m || (cur.x < na && before(sk[pa], si[pa], sk[pb], si[pb]));
-    let c = select(pb, pa, from_a);
-    rk[q] = sk[c];
-    ri[q] = si[c];
+// The next merged pair (a's places are [0, na), b's [na, m)); moves `cur` past it.
+fn take(na: u32, m: u32) -> Pair {
+    let va = sget(min(cur.x, BLOCK - 1u));
+    let vb = sget(min(cur.y, BLOCK - 1u));
+    let from_a = cur.y >= m || (cur.x < na && before(va, vb));
     cur += select(vec2<u32>(0u, 1u), vec2<u32>(1u, 0u), from_a);
+    return select(vb, va, from_a);
 }
 
 @compute @workgroup_size(WG)
@@ -164,12 +147,12 @@ fn merge(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: 
     let start = (w % tiles) * BLOCK;
     // The pair of runs a, b this tile's outputs come from (tiles never straddle pairs; runs
     // are powers of two, and a single run of 2^31 wraps the mask to 0).
-    let pair = start & ~(2u * run - 1u);
-    let la = min(run, n - pair);
-    let lb = min(run, n - pair - la);
-    let a0 = base + pair;
+    let ab = start & ~(2u * run - 1u);
+    let la = min(run, n - ab);
+    let lb = min(run, n - ab - la);
+    let a0 = base + ab;
     let b0 = a0 + la;
-    let o0 = start - pair;
+    let o0 = start - ab;
     let o1 = min(o0 + BLOCK, la + lb);
 
     // Where the tile starts and ends in a: the split of output o is the number r of the first
@@ -191,7 +174,7 @@ fn merge(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: 
         let q = lo + (t + 1u) * step - 1u;
         if (step > 0u && q < hi) {
             let b = b0 + o - q - 1u;
-            if (before(ka_load(a0 + q), ia_load(a0 + q), ka_load(b), ia_load(b))) {
+            if (before(pair(ka_load(a0 + q), ia_load(a0 + q)), pair(ka_load(b), ia_load(b)))) {
                 atomicAdd(&trues[h], 1u);
             }
         }
@@ -212,8 +195,7 @@ fn merge(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: 
     // The tile's share of a, then of b, into workgroup memory.
     for (var p = lid; p < m; p += WG) {
         let src = select(b0 + j0 + p - na, a0 + i0 + p, p < na);
-        sk[sh(p)] = ka_load(src);
-        si[sh(p)] = ia_load(src);
+        sput(p, pair(ka_load(src), ia_load(src)));
     }
     workgroupBarrier();
     // Outputs [lid * E, lid * E + E) per invocation: its split in workgroup memory, then a
@@ -223,8 +205,7 @@ fn merge(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: 
     var hi = min(e0, na);
     while (lo < hi) {
         let mid = (lo + hi) >> 1u;
-        let b = sh(na + e0 - mid - 1u);
-        if (before(sk[sh(mid)], si[sh(mid)], sk[b], si[b])) {
+        if (before(sget(mid), sget(na + e0 - mid - 1u))) {
             lo = mid + 1u;
         } else {
             hi = mid;
@@ -236,6 +217,6 @@ fn merge(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: 
     from_regs(lid * E);
     workgroupBarrier();
     for (var p = lid; p < m; p += WG) {
-        emit(a0 + o0 + p, sk[sh(p)], si[sh(p)]);
+        emit(a0 + o0 + p, sget(p));
     }
 }

@@ -33,13 +33,26 @@ pub trait Memory: Clone + Send + Sync + 'static {
     fn kind(&self) -> BackendKind;
     /// The device's name, features and limits worth printing, as `(key, value)` pairs.
     fn info(&self) -> Vec<(&'static str, String)>;
+    /// Why this backend cannot run `op` in `dtype` (a dtype the spec allows for it), or `None`
+    /// when it can: the one statement of what it truly cannot do, behind
+    /// [`crate::Device::supports`]. Ops it names fail with `Error::UnsupportedDType`.
+    fn unsupported(&self, op: &crate::spec::OpInfo, dtype: DType) -> Option<String>;
+    /// The most elements an operand (a view included) or an output of one op may have here.
+    fn max_elements(&self) -> usize {
+        usize::MAX
+    }
     /// A buffer of `len` elements; its contents are unspecified until written.
     fn alloc(&self, dtype: DType, len: usize) -> Result<Self::Storage>;
     fn upload(&self, data: &CpuStorage) -> Result<Self::Storage>;
     /// The whole buffer, after every op recorded on it has finished.
     fn download(&self, s: &Self::Storage) -> Result<CpuStorage>;
-    /// Waits for all recorded work; reports errors found in device data (bad ids).
+    /// Waits for all recorded work.
     fn synchronize(&self) -> Result<()>;
+    /// A zeroed flag for one op's kernels to record a failure found in device data in (a bad
+    /// id); empty where ops report such failures at once (cpu). See `src/tensor/status.rs`.
+    fn new_flag(&self) -> Result<Self::Storage>;
+    /// What each flag recorded, once every op recorded before has run: `Ok` or the failure.
+    fn read_flags(&self, flags: &[&Self::Storage]) -> Result<Vec<Result<()>>>;
 }
 
 pub trait ElementwiseOps: Memory {
@@ -85,6 +98,8 @@ pub trait ReduceOps: Memory {
     fn reduce(&self, x: &Self::Storage, l: &Layout, op: ReduceOp, dims: &[usize]) -> Result<Self::Storage>;
 }
 
+/// A bad id (outside `0..size` of the indexed dim) is an `IndexOutOfRange`: returned at once,
+/// or recorded in `flag` by the kernels (see [`Memory::new_flag`]); never clamped or wrapped.
 pub trait IndexOps: Memory {
     fn index_select(
         &self,
@@ -93,6 +108,7 @@ pub trait IndexOps: Memory {
         ids: &Self::Storage,
         il: &Layout,
         dim: usize,
+        flag: &Self::Storage,
     ) -> Result<Self::Storage>;
     fn gather(
         &self,
@@ -101,6 +117,7 @@ pub trait IndexOps: Memory {
         ids: &Self::Storage,
         il: &Layout,
         dim: usize,
+        flag: &Self::Storage,
     ) -> Result<Self::Storage>;
     /// A copy of `dst` with `src` scattered into it.
     #[allow(clippy::too_many_arguments)]
@@ -114,6 +131,7 @@ pub trait IndexOps: Memory {
         sl: &Layout,
         dim: usize,
         mode: ScatterMode,
+        flag: &Self::Storage,
     ) -> Result<Self::Storage>;
     /// A copy of `dst` with the slices of `src` added at `ids` along `dim`.
     #[allow(clippy::too_many_arguments)]
@@ -126,6 +144,7 @@ pub trait IndexOps: Memory {
         src: &Self::Storage,
         sl: &Layout,
         dim: usize,
+        flag: &Self::Storage,
     ) -> Result<Self::Storage>;
 }
 

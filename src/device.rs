@@ -199,7 +199,7 @@ fn probe(kind: BackendKind) -> Probe<AnyBackend> {
             (AnyBackend::Wgpu(b), label)
         }),
         #[cfg(feature = "rocm")]
-        BackendKind::Rocm => RocmBackend::open().map(|b| {
+        BackendKind::Rocm => RocmBackend::open(None).map(|b| {
             let label = b.describe();
             (AnyBackend::Rocm(b), label)
         }),
@@ -267,6 +267,23 @@ impl Device {
         }
     }
 
+    /// The ROCm device of HIP ordinal `ordinal` (as `hipGetDeviceCount` counts them), or why it
+    /// cannot be used. `Device::auto()` and `Device::new(BackendKind::Rocm)` take the device
+    /// `RWO_ROCM_DEVICE` names, else the first one the kernels can run on (cards before APUs).
+    pub fn rocm(ordinal: usize) -> Result<Device> {
+        #[cfg(feature = "rocm")]
+        let opened = RocmBackend::open(Some(ordinal)).map(|b| {
+            let label = b.describe();
+            (AnyBackend::Rocm(b), label)
+        });
+        #[cfg(not(feature = "rocm"))]
+        let opened: Probe<AnyBackend> = Err(format!("device {ordinal}: not compiled in (build with --features rocm)"));
+        match opened {
+            Ok((b, label)) => Ok(Device::from_backend(b, format!("{label}: asked for by ordinal"))),
+            Err(reason) => Err(Error::BackendUnavailable { kind: BackendKind::Rocm.to_string(), reason }),
+        }
+    }
+
     /// Every kind with whether it answers here (the device, or why not).
     pub fn probe_all() -> Vec<(BackendKind, Result<Device>)> {
         BackendKind::PREFERENCE.iter().map(|&k| (k, Device::new(k))).collect()
@@ -300,20 +317,70 @@ impl Device {
     }
 
     /// A wgpu device on the adapter whose name holds `adapter` (or the preferred one), with
-    /// the optional features `features` names (`"none"`, `"f16,i64"`; all by default).
+    /// the optional features `features` names (`"none"`, `"f16,i64"`; all by default) and the
+    /// kernel tuning overrides of `RWO_WGPU_TUNE`, if set.
     pub fn wgpu(adapter: Option<&str>, features: Option<&str>) -> Result<Device> {
         let b = WgpuBackend::open(adapter, features)?;
         let label = b.describe();
         Ok(Device::from_backend(AnyBackend::Wgpu(b), format!("{label}: asked for by name")))
     }
 
-    /// The dtypes this device cannot compute in at all, with the reason: the one list of
-    /// what a backend truly cannot do (today: f64 on a wgpu adapter without SHADER_F64). Ops
-    /// in these dtypes return `Error::UnsupportedDType`.
-    pub fn unsupported_dtypes(&self) -> Vec<(crate::DType, &'static str)> {
+    /// [`Device::wgpu`] with the kernel tuning `tune` instead of `RWO_WGPU_TUNE`'s (the suite
+    /// runs every variant of the tuning tables with it).
+    #[doc(hidden)]
+    pub fn wgpu_tuned(adapter: Option<&str>, features: Option<&str>, tune: crate::wgpu::Tune) -> Result<Device> {
+        let b = WgpuBackend::open_tuned(adapter, features, tune)?;
+        let label = b.describe();
+        Ok(Device::from_backend(AnyBackend::Wgpu(b), format!("{label}: asked for by name, tuned {tune:?}")))
+    }
+
+    /// Whether this device runs the spec's op `op` (its name, e.g. `"exp"`) in `dtype`: `Ok`,
+    /// or the `Error::UnsupportedDType` the op returns here (e.g. f64 arithmetic on a wgpu
+    /// adapter without SHADER_F64). For `cast` it covers casts from and to `dtype` (a cast to
+    /// the tensor's own dtype is the identity and always runs). An op
+    /// name the spec lacks is `InvalidParam`; a dtype the op never takes is `WrongDType`.
+    ///
+    /// ```
+    /// use rocm_wgpu_ops::{DType, Device};
+    /// assert!(Device::cpu().supports("exp", DType::F64).is_ok());
+    /// assert!(Device::cpu().supports("exp", DType::U8).is_err()); // exp takes floats
+    /// ```
+    pub fn supports(&self, op: &str, dtype: crate::DType) -> Result<()> {
+        let info = crate::spec::ops()
+            .into_iter()
+            .find(|o| o.name == op)
+            .ok_or_else(|| Error::InvalidParam { op: "supports", msg: format!("no op named {op:?} in the spec") })?;
+        crate::spec::check_dtype(info.name, dtype, info.dtypes)?;
+        match dispatch!(self, |b| b.unsupported(&info, dtype)) {
+            None => Ok(()),
+            Some(reason) => Err(Error::UnsupportedDType { backend: self.kind(), op: info.name, dtype, reason }),
+        }
+    }
+
+    /// Every op x dtype of the spec this device cannot run, with the reason (empty on the cpu
+    /// and native backends).
+    pub fn unsupported(&self) -> Vec<(crate::spec::OpInfo, crate::DType, String)> {
+        let mut out = vec![];
+        for op in crate::spec::ops() {
+            for &dtype in op.dtypes {
+                if let Some(reason) = dispatch!(self, |b| b.unsupported(&op, dtype)) {
+                    out.push((op, dtype, reason));
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether ops of `family` compute on the host here (the cpu, or a family a GPU backend
+    /// runs on the cpu reference for now).
+    pub(crate) fn on_host(&self, family: crate::spec::Family) -> bool {
         match self.backend() {
-            AnyBackend::Wgpu(b) if !b.caps().f64 => vec![(crate::DType::F64, "the adapter lacks SHADER_F64")],
-            _ => vec![],
+            AnyBackend::Cpu(_) => true,
+            AnyBackend::Wgpu(_) => crate::wgpu::ON_CPU.contains(&family.name()),
+            #[cfg(feature = "rocm")]
+            AnyBackend::Rocm(b) => b.on_cpu().contains(&family.name()),
+            #[cfg(feature = "cuda")]
+            AnyBackend::Cuda(b) => b.on_cpu().contains(&family.name()),
         }
     }
 
@@ -325,7 +392,8 @@ impl Device {
         }
     }
 
-    /// Waits for all work recorded on the device; reports errors found in device data.
+    /// Waits for all work recorded on the device. (A failure found in device data, such as a
+    /// bad id, belongs to the tensors it spoiled: their readbacks report it.)
     pub fn synchronize(&self) -> Result<()> {
         dispatch!(self, |b| b.synchronize())
     }

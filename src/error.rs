@@ -78,6 +78,14 @@ pub enum Error {
     #[error("{backend} backend: {what} needs {needed} bytes, past the device limit {limit}")]
     LimitExceeded { backend: BackendKind, what: String, needed: u64, limit: u64 },
 
+    /// A shape whose element count or size in bytes no memory can hold (it overflows `isize`).
+    #[error("{op}: shape {shape} of {dtype} has more elements or bytes than any memory can address")]
+    ShapeTooLarge { op: &'static str, shape: Shape, dtype: DType },
+
+    /// Host memory that could not be had.
+    #[error("{what}: out of host memory ({bytes} bytes)")]
+    OutOfMemory { what: String, bytes: u64 },
+
     /// A failure reported by a driver or vendor library, with its own text.
     #[error("{backend} backend: {msg}")]
     Backend { backend: BackendKind, msg: String },

@@ -28,7 +28,7 @@ macro_rules! via_cpu {
     ($g:tt $backend:ty: $($family:ident),* $(,)?) => {
         $(crate::fallback::via_cpu!(@one $g $backend, $family);)*
         /// The families this backend runs on the cpu reference.
-        const ON_CPU: &[&str] = &[$(stringify!($family)),*];
+        pub(crate) const ON_CPU: &[&str] = &[$(stringify!($family)),*];
     };
     (@one [$($g:tt)*] $backend:ty, conv) => { impl<$($g)*> crate::fallback::ConvViaCpu for $backend {} };
     (@one [$($g:tt)*] $backend:ty, pool) => { impl<$($g)*> crate::fallback::PoolViaCpu for $backend {} };

@@ -20,19 +20,33 @@ impl Shape {
         self.0.len()
     }
 
+    /// The number of elements. Exact for every shape a tensor can have ([`Shape::check`]);
+    /// saturates at `usize::MAX` for one that overflows, never panics.
     pub fn elem_count(&self) -> usize {
-        self.0.iter().product()
+        self.0.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).unwrap_or(usize::MAX)
     }
 
-    /// Row-major strides of a contiguous tensor of this shape.
+    /// Row-major strides of a contiguous tensor of this shape (saturating, as `elem_count`).
     pub fn contiguous_strides(&self) -> Vec<usize> {
         let mut strides = vec![0; self.rank()];
-        let mut acc = 1;
+        let mut acc = 1usize;
         for (s, &d) in strides.iter_mut().zip(&self.0).rev() {
             *s = acc;
-            acc *= d;
+            acc = acc.saturating_mul(d);
         }
         strides
+    }
+
+    /// Whether a tensor of `dtype` can have this shape: the product of its non-zero dims (so
+    /// every contiguous stride, and the element count) and its size in bytes fit in `isize`,
+    /// the most any allocation can hold. Checked wherever a shape enters a tensor.
+    pub fn check(&self, op: &'static str, dtype: crate::DType) -> Result<()> {
+        let span = self.0.iter().filter(|&&d| d != 0).try_fold(1usize, |n, &d| n.checked_mul(d));
+        let bytes = span.and_then(|n| n.checked_mul(dtype.size_in_bytes())).filter(|&b| b <= isize::MAX as usize);
+        match bytes {
+            Some(_) => Ok(()),
+            None => Err(Error::ShapeTooLarge { op, shape: self.clone(), dtype }),
+        }
     }
 
     /// The shape two operands broadcast to (numpy rules: align right, 1 stretches).

@@ -31,6 +31,7 @@ fn check() -> ExitCode {
                 for (key, value) in dev.info() {
                     println!("        {key}: {value}");
                 }
+                print_unsupported(&dev);
                 devices.push(dev);
             }
             Err(e) => println!("  {kind:5} absent: {e}"),
@@ -67,6 +68,21 @@ fn check() -> ExitCode {
     } else {
         println!("{failed} checks failed");
         ExitCode::FAILURE
+    }
+}
+
+/// The device's statement of what it cannot run (`Device::supports`), one line per dtype and
+/// reason.
+fn print_unsupported(dev: &Device) {
+    let mut by: std::collections::BTreeMap<(String, String), Vec<&str>> = Default::default();
+    for (op, dtype, reason) in dev.unsupported() {
+        by.entry((dtype.name().to_string(), reason)).or_default().push(op.name);
+    }
+    if by.is_empty() {
+        println!("        unsupported: none (every op x dtype of the spec runs)");
+    }
+    for ((dtype, reason), ops) in by {
+        println!("        unsupported in {dtype} ({reason}): {}", ops.join(" "));
     }
 }
 

@@ -49,16 +49,41 @@ pub fn run(dev: &Device) -> Vec<FamilyReport> {
 }
 
 fn run_family(dev: &Device, family: Family) -> FamilyReport {
-    let checks = checks(family);
     let (mut failures, mut unsupported) = (vec![], vec![]);
-    for c in &checks {
-        match evaluate(dev, c) {
-            Ok(()) => {}
-            Err(Outcome::Unsupported(e)) => unsupported.push(format!("{}: {e}", c.name)),
-            Err(Outcome::Failed(e)) => failures.push(format!("{}: {e}", c.name)),
+    let verdicts = verdicts(dev, family);
+    for (name, v) in &verdicts {
+        match v {
+            Verdict::Pass => {}
+            Verdict::Unsupported(e) => unsupported.push(format!("{name}: {e}")),
+            Verdict::Failed(e) => failures.push(format!("{name}: {e}")),
         }
     }
-    FamilyReport { family, checks: checks.len(), failures, unsupported }
+    FamilyReport { family, checks: verdicts.len(), failures, unsupported }
+}
+
+/// How one check fared.
+#[derive(Debug)]
+pub enum Verdict {
+    Pass,
+    /// The device declined with `Error::UnsupportedDType`.
+    Unsupported(Error),
+    Failed(String),
+}
+
+/// Every check of `family` on `dev`, by name: `{op} {dtype}...` (the dtypes the op reads or
+/// writes follow its name; `cast {from} {to}`), or the op alone for hand-computed answers.
+pub fn verdicts(dev: &Device, family: Family) -> Vec<(String, Verdict)> {
+    checks(family)
+        .iter()
+        .map(|c| {
+            let v = match evaluate(dev, c) {
+                Ok(()) => Verdict::Pass,
+                Err(Outcome::Unsupported(e)) => Verdict::Unsupported(e),
+                Err(Outcome::Failed(e)) => Verdict::Failed(e),
+            };
+            (c.name.clone(), v)
+        })
+        .collect()
 }
 
 /// Why a check did not pass.
@@ -315,10 +340,23 @@ fn copy() -> Vec<Check> {
             Tensor::cat(&[&input(d, dt, &[3, 4], 40, 0., 9.)?, &input(d, dt, &[3, 2], 41, 0., 9.)?], 1)
         }));
         v.push(check(format!("fill {dt}"), move |d| Tensor::full(7u8, [3, 5], dt, d)));
+        v.push(check(format!("arange {dt}"), move |d| arange_of(d, dt)));
     }
-    v.push(check("arange i64", |d| Tensor::arange_step(-5i64, 20, 3, d)));
-    v.push(check("arange f32", |d| Tensor::arange_step(-1.0f32, 1.0, 0.125, d)));
     v
+}
+
+/// An arange of `dtype` with a step that is not 1.
+fn arange_of(d: &Device, dtype: DType) -> Result<Tensor> {
+    use half::{bf16, f16};
+    match dtype {
+        DType::U8 => Tensor::arange_step(1u8, 60, 7, d),
+        DType::U32 => Tensor::arange_step(1u32, 60, 7, d),
+        DType::I64 => Tensor::arange_step(-5i64, 20, 3, d),
+        DType::F16 => Tensor::arange_step(f16::from_f32(-1.0), f16::from_f32(1.0), f16::from_f32(0.125), d),
+        DType::BF16 => Tensor::arange_step(bf16::from_f32(-1.0), bf16::from_f32(1.0), bf16::from_f32(0.125), d),
+        DType::F32 => Tensor::arange_step(-1.0f32, 1.0, 0.125, d),
+        DType::F64 => Tensor::arange_step(-1.0f64, 1.0, 0.125, d),
+    }
 }
 
 fn matmul() -> Vec<Check> {

@@ -82,6 +82,7 @@ impl IndexOps for CpuBackend {
         ids: &CpuStorage,
         il: &Layout,
         dim: usize,
+        _flag: &CpuStorage,
     ) -> Result<CpuStorage> {
         let ids = checked_ids(IndexOp::IndexSelect.name(), ids, il, xl.dims()[dim])?;
         let mut dims = xl.dims().to_vec();
@@ -91,7 +92,15 @@ impl IndexOps for CpuBackend {
         Ok(with_storage!(x, v => CpuStorage::from_vec(pick(v, xl, &shape, &ids, dim))))
     }
 
-    fn gather(&self, x: &CpuStorage, xl: &Layout, ids: &CpuStorage, il: &Layout, dim: usize) -> Result<CpuStorage> {
+    fn gather(
+        &self,
+        x: &CpuStorage,
+        xl: &Layout,
+        ids: &CpuStorage,
+        il: &Layout,
+        dim: usize,
+        _flag: &CpuStorage,
+    ) -> Result<CpuStorage> {
         let ids = checked_ids(IndexOp::Gather.name(), ids, il, xl.dims()[dim])?;
         Ok(with_storage!(x, v => CpuStorage::from_vec(pick(v, xl, il.shape(), &ids, dim))))
     }
@@ -106,6 +115,7 @@ impl IndexOps for CpuBackend {
         sl: &Layout,
         dim: usize,
         mode: ScatterMode,
+        _flag: &CpuStorage,
     ) -> Result<CpuStorage> {
         let op = mode.op().name();
         let ids = checked_ids(op, ids, il, dl.dims()[dim])?;
@@ -125,6 +135,7 @@ impl IndexOps for CpuBackend {
         src: &CpuStorage,
         sl: &Layout,
         dim: usize,
+        _flag: &CpuStorage,
     ) -> Result<CpuStorage> {
         let op = IndexOp::IndexAdd.name();
         let ids = checked_ids(op, ids, il, dl.dims()[dim])?;

@@ -84,17 +84,17 @@ macro_rules! with_storage_pair {
 }
 
 impl CpuStorage {
-    /// A buffer of `len` zeros.
-    pub fn zeros(dtype: DType, len: usize) -> CpuStorage {
-        match dtype {
-            DType::U8 => CpuStorage::U8(vec![0; len]),
-            DType::U32 => CpuStorage::U32(vec![0; len]),
-            DType::I64 => CpuStorage::I64(vec![0; len]),
-            DType::F16 => CpuStorage::F16(vec![f16::ZERO; len]),
-            DType::BF16 => CpuStorage::BF16(vec![bf16::ZERO; len]),
-            DType::F32 => CpuStorage::F32(vec![0.0; len]),
-            DType::F64 => CpuStorage::F64(vec![0.0; len]),
-        }
+    /// A buffer of `len` zeros, or [`crate::Error::OutOfMemory`] where the host cannot hold it.
+    pub fn zeros(dtype: DType, len: usize) -> Result<CpuStorage> {
+        Ok(match dtype {
+            DType::U8 => CpuStorage::U8(try_vec(len, 0)?),
+            DType::U32 => CpuStorage::U32(try_vec(len, 0)?),
+            DType::I64 => CpuStorage::I64(try_vec(len, 0)?),
+            DType::F16 => CpuStorage::F16(try_vec(len, f16::ZERO)?),
+            DType::BF16 => CpuStorage::BF16(try_vec(len, bf16::ZERO)?),
+            DType::F32 => CpuStorage::F32(try_vec(len, 0.0)?),
+            DType::F64 => CpuStorage::F64(try_vec(len, 0.0)?),
+        })
     }
 
     pub fn from_vec<T: WithDType>(v: Vec<T>) -> CpuStorage {
@@ -117,10 +117,10 @@ impl CpuStorage {
     }
 
     /// A buffer of `dtype` from raw little-endian bytes (`bytes.len()` a multiple of the size).
-    pub fn from_bytes(dtype: DType, bytes: &[u8]) -> CpuStorage {
-        let mut s = CpuStorage::zeros(dtype, bytes.len() / dtype.size_in_bytes());
+    pub fn from_bytes(dtype: DType, bytes: &[u8]) -> Result<CpuStorage> {
+        let mut s = CpuStorage::zeros(dtype, bytes.len() / dtype.size_in_bytes())?;
         with_storage!(&mut s, v => bytemuck::cast_slice_mut(v).copy_from_slice(bytes));
-        s
+        Ok(s)
     }
 }
 
@@ -154,8 +154,12 @@ impl Memory for CpuBackend {
         vec![("name", "cpu reference (single-threaded)".into()), ("host threads", threads.to_string())]
     }
 
+    fn unsupported(&self, _: &crate::spec::OpInfo, _: DType) -> Option<String> {
+        None
+    }
+
     fn alloc(&self, dtype: DType, len: usize) -> Result<CpuStorage> {
-        Ok(CpuStorage::zeros(dtype, len))
+        CpuStorage::zeros(dtype, len)
     }
 
     fn upload(&self, data: &CpuStorage) -> Result<CpuStorage> {
@@ -169,6 +173,33 @@ impl Memory for CpuBackend {
     fn synchronize(&self) -> Result<()> {
         Ok(())
     }
+
+    fn new_flag(&self) -> Result<CpuStorage> {
+        Ok(CpuStorage::U32(vec![]))
+    }
+
+    fn read_flags(&self, flags: &[&CpuStorage]) -> Result<Vec<Result<()>>> {
+        Ok(flags.iter().map(|_| Ok(())).collect())
+    }
+}
+
+/// `len` copies of `value`; [`crate::Error::OutOfMemory`] where the host cannot hold them
+/// (a failed infallible allocation would abort the process).
+pub(crate) fn try_vec<T: Clone>(len: usize, value: T) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| out_of_memory("a host buffer", len.saturating_mul(size_of::<T>())))?;
+    v.resize(len, value);
+    Ok(v)
+}
+
+/// Fails with [`crate::Error::OutOfMemory`] unless `bytes` of host memory can be reserved now:
+/// the check before a cpu reference op, whose kernels allocate their outputs as they go.
+pub(crate) fn reserve_host(what: &str, bytes: usize) -> Result<()> {
+    Vec::<u8>::new().try_reserve_exact(bytes).map_err(|_| out_of_memory(what, bytes))
+}
+
+fn out_of_memory(what: &str, bytes: usize) -> crate::Error {
+    crate::Error::OutOfMemory { what: what.to_string(), bytes: bytes as u64 }
 }
 
 /// The error for two storages whose dtypes should match and do not (the spec rules this out

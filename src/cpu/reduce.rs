@@ -91,7 +91,7 @@ impl ReduceOps for CpuBackend {
         if plan.extent == 0 {
             // Nothing is read: an empty input may sit past the end of its storage.
             return match op {
-                ReduceOp::Sum => Ok(CpuStorage::zeros(x.dtype(), plan.out_len())),
+                ReduceOp::Sum => CpuStorage::zeros(x.dtype(), plan.out_len()),
                 _ => Err(Error::EmptyReduction { op: op.name(), shape: l.shape().clone(), dims: dims.to_vec() }),
             };
         }

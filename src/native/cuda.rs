@@ -3,6 +3,7 @@
 //! driver and NVRTC are loaded at run time: where either is missing, the backend is absent.
 
 use super::blas::{Blas, cuda::CuBlas};
+use super::cache::{Cache, Key};
 use super::dnn::{Dnn, cuda::CuDnn};
 use super::runtime::{DeviceInfo, DevicePtr, Runtime};
 use super::{HIP_COMMON, NativeBackend, hip_source};
@@ -269,7 +270,11 @@ impl Runtime for Cuda {
     }
 
     fn code_object(&self, family: Family) -> Result<Cow<'static, [u8]>> {
-        nvrtc_compile(family, &self.info.arch).map(Cow::Owned)
+        // The NVRTC target follows from the arch and NVRTC's version (in `versions`): both key it.
+        let source = hip_source(family).unwrap_or_default();
+        let key =
+            Key::new("cuda", family.name(), &self.info.arch, &self.info.versions, NVRTC_OPTIONS, &[source, HIP_COMMON]);
+        Cache::from_env().get_or_compile(&key, || nvrtc_compile(family, &self.info.arch)).map(Cow::Owned)
     }
 
     fn load_module(&self, image: &[u8]) -> Result<CuModule> {

@@ -9,8 +9,8 @@
 //!   (`put`). index_add is scatter_add with its 1-D ids spread over the source shape.
 //!
 //! Ids are read at their width (a kernel argument, so one kernel per op and value dtype serves
-//! u8, u32 and i64 ids). A bad id is skipped and recorded in the calling thread's flag slot
-//! ([`NativeBackend::flag_slot`]), reported by the next download or synchronize.
+//! u8, u32 and i64 ids). A bad id is skipped and recorded in the op's flag
+//! ([`crate::backend::Memory::new_flag`]), which travels with the output to its readbacks.
 
 use super::kernel::{Arg, Args, BLOCK};
 use super::runtime::DevicePtr;
@@ -44,17 +44,17 @@ fn row_split(row: usize) -> (u64, u64) {
 }
 
 impl<R: Runtime> NativeBackend<R> {
-    fn id_check(&self, op: IndexOp, ids: &S<R>, size: usize) -> Result<IdCheck> {
+    fn id_check(&self, op: IndexOp, ids: &S<R>, size: usize, flag: &S<R>) -> IdCheck {
         let code = op.flag_code();
         let width = ids.dtype.size_in_bytes() as u32;
-        Ok(IdCheck { width, size: size as u64, flag: self.flag_slot()?, code })
+        IdCheck { width, size: size as u64, flag: flag.ptr, code }
     }
 
-    /// Flags the bad ids among `ids` (`il`), for an op whose main pass visits none of them.
-    fn check_ids(&self, op: IndexOp, ids: &S<R>, il: &Layout, size: usize) -> Result<()> {
-        let c = self.id_check(op, ids, size)?;
+    /// Flags the bad ids among `ids` (`il`) in `flag`, for an op whose main pass visits none.
+    fn check_ids(&self, op: IndexOp, ids: &S<R>, il: &Layout, size: usize, flag: &S<R>) -> Result<()> {
+        let c = self.id_check(op, ids, size, flag);
         // SAFETY: index_check(Dims, View iv, ids, u32 width, u64 size, u64* flag, u32 code) in
-        // order; the view lies inside `ids`, the flag slot inside the flag allocation.
+        // order; the view lies inside `ids`, the flag inside its storage.
         unsafe {
             self.strided(Family::Index, "index_check", il.dims(), &[il], |_, args| {
                 args.ptr(ids.ptr).arg(Arg::U32(c.width)).u64(c.size).ptr(c.flag).arg(Arg::U32(c.code));
@@ -75,8 +75,9 @@ impl<R: Runtime> NativeBackend<R> {
         out: &Shape,
         dim: usize,
         y: &S<R>,
+        flag: &S<R>,
     ) -> Result<()> {
-        let c = self.id_check(op, ids, xl.dims()[dim])?;
+        let c = self.id_check(op, ids, xl.dims()[dim], flag);
         let xb = along(out, xl.strides(), xl.offset(), dim);
         let stride = xl.strides()[dim] as u64;
         let name = kernel_name(op.name(), x.dtype);
@@ -93,8 +94,18 @@ impl<R: Runtime> NativeBackend<R> {
     }
 
     /// index_select of whole rows (`rows` from [`rows_of`]) into `y`, with `n` 1-D ids (`il`).
-    fn select_rows(&self, x: &S<R>, ids: &S<R>, il: &Layout, size: usize, rows: &Rows, y: &S<R>) -> Result<()> {
-        let c = self.id_check(IndexOp::IndexSelect, ids, size)?;
+    #[allow(clippy::too_many_arguments)]
+    fn select_rows(
+        &self,
+        x: &S<R>,
+        ids: &S<R>,
+        il: &Layout,
+        size: usize,
+        rows: &Rows,
+        y: &S<R>,
+        flag: &S<R>,
+    ) -> Result<()> {
+        let c = self.id_check(IndexOp::IndexSelect, ids, size, flag);
         let n = il.dims()[0] as u64;
         let (tpr, pieces) = row_split(rows.row);
         let (row, stride) = (rows.row as u64, rows.stride as u64);
@@ -133,13 +144,14 @@ impl<R: Runtime> NativeBackend<R> {
         src: &S<R>,
         sl: &Layout,
         dim: usize,
+        flag: &S<R>,
     ) -> Result<S<R>> {
         let mut y = self.storage(dst.dtype, dl.elem_count())?;
         self.copy_strided(dst, dl, &mut y, 0)?;
         if sl.elem_count() == 0 {
             return Ok(y);
         }
-        let c = self.id_check(op, ids, dl.dims()[dim])?;
+        let c = self.id_check(op, ids, dl.dims()[dim], flag);
         let ys = dl.shape().contiguous_strides();
         let yb = along(sl.shape(), &ys, 0, dim);
         let stride = ys[dim] as u64;
@@ -160,7 +172,7 @@ impl<R: Runtime> NativeBackend<R> {
 }
 
 impl<R: Runtime> IndexOps for NativeBackend<R> {
-    fn index_select(&self, x: &S<R>, xl: &Layout, ids: &S<R>, il: &Layout, dim: usize) -> Result<S<R>> {
+    fn index_select(&self, x: &S<R>, xl: &Layout, ids: &S<R>, il: &Layout, dim: usize, flag: &S<R>) -> Result<S<R>> {
         let op = IndexOp::IndexSelect;
         let size = xl.dims()[dim];
         let mut dims = xl.dims().to_vec();
@@ -168,18 +180,18 @@ impl<R: Runtime> IndexOps for NativeBackend<R> {
         let out = Shape::new(dims);
         let y = self.storage(x.dtype, out.elem_count())?;
         if out.elem_count() == 0 {
-            self.check_ids(op, ids, il, size)?;
+            self.check_ids(op, ids, il, size, flag)?;
         } else if let Some(rows) = rows_of(xl, dim, x.dtype.size_in_bytes(), &ROW_CHUNKS) {
-            self.select_rows(x, ids, il, size, &rows, &y)?;
+            self.select_rows(x, ids, il, size, &rows, &y, flag)?;
         } else {
-            self.pick(op, x, xl, ids, &spread_ids(il, &out, dim), &out, dim, &y)?;
+            self.pick(op, x, xl, ids, &spread_ids(il, &out, dim), &out, dim, &y, flag)?;
         }
         Ok(y)
     }
 
-    fn gather(&self, x: &S<R>, xl: &Layout, ids: &S<R>, il: &Layout, dim: usize) -> Result<S<R>> {
+    fn gather(&self, x: &S<R>, xl: &Layout, ids: &S<R>, il: &Layout, dim: usize, flag: &S<R>) -> Result<S<R>> {
         let y = self.storage(x.dtype, il.elem_count())?;
-        self.pick(IndexOp::Gather, x, xl, ids, il, il.shape(), dim, &y)?;
+        self.pick(IndexOp::Gather, x, xl, ids, il, il.shape(), dim, &y, flag)?;
         Ok(y)
     }
 
@@ -193,8 +205,9 @@ impl<R: Runtime> IndexOps for NativeBackend<R> {
         sl: &Layout,
         dim: usize,
         mode: ScatterMode,
+        flag: &S<R>,
     ) -> Result<S<R>> {
-        self.put(mode.op(), dst, dl, ids, il, src, sl, dim)
+        self.put(mode.op(), dst, dl, ids, il, src, sl, dim, flag)
     }
 
     fn index_add(
@@ -206,12 +219,13 @@ impl<R: Runtime> IndexOps for NativeBackend<R> {
         src: &S<R>,
         sl: &Layout,
         dim: usize,
+        flag: &S<R>,
     ) -> Result<S<R>> {
         let op = IndexOp::IndexAdd;
         if sl.elem_count() == 0 {
-            self.check_ids(op, ids, il, dl.dims()[dim])?;
+            self.check_ids(op, ids, il, dl.dims()[dim], flag)?;
         }
-        self.put(op, dst, dl, ids, &spread_ids(il, sl.shape(), dim), src, sl, dim)
+        self.put(op, dst, dl, ids, &spread_ids(il, sl.shape(), dim), src, sl, dim, flag)
     }
 }
 

@@ -1,6 +1,6 @@
 //! The native backend: our HIP kernels (`hip/*.hip`), written once and generic over a small
-//! vendor [`Runtime`]: ROCm through rocm-rs ([`rocm`], feature `rocm`) and the very same
-//! sources on NVIDIA through NVRTC ([`cuda`], feature `cuda`).
+//! vendor [`Runtime`]: ROCm through the HIP runtime loaded at run time ([`rocm`], feature
+//! `rocm`) and the very same sources on NVIDIA through NVRTC ([`cuda`], feature `cuda`).
 //!
 //! This module holds what every runtime shares: storages on a caching allocator, the module and
 //! function cache, and the launch helpers; `kernel.rs` holds layout merging, argument packing
@@ -8,10 +8,18 @@
 
 mod alloc;
 pub mod blas;
+#[cfg(any(test, feature = "rocm", feature = "cuda"))]
+mod cache;
 mod conv;
 mod copy;
 pub mod dnn;
+#[cfg(any(test, feature = "rocm"))]
+mod dylib;
 mod elementwise;
+#[cfg(any(test, feature = "rocm"))]
+mod gfx;
+#[cfg(feature = "rocm")]
+mod hip_api;
 mod index;
 pub(crate) mod kernel;
 mod matmul;
@@ -72,8 +80,6 @@ struct Kernels<R: Runtime> {
 struct Inner<R: Runtime> {
     kernels: Mutex<Kernels<R>>,
     alloc: Allocator,
-    /// The index flag slots (see [`FLAG_SLOTS`]), allocated by the first index op.
-    flags: Mutex<Option<DevicePtr>>,
     /// The DNN library's algorithm per convolution (see `dnn.rs`).
     dnn_cache: dnn::AlgoCache,
     /// Calls per path (library or our kernels), for `info()`.
@@ -86,11 +92,6 @@ impl<R: Runtime> Drop for Inner<R> {
     fn drop(&mut self) {
         // Nothing can report an error from here; the device reclaims memory at exit anyway.
         let _ = self.alloc.trim(&self.rt);
-        if let Some(flags) = *self.flags.get_mut().unwrap_or_else(|e| e.into_inner()) {
-            // SAFETY: the flags came from `rt.alloc`, and `trim` waited for the stream, so no
-            // queued kernel still writes them.
-            let _ = unsafe { self.rt.free(flags) };
-        }
     }
 }
 
@@ -159,7 +160,6 @@ impl<R: Runtime> NativeBackend<R> {
         NativeBackend(Arc::new(Inner {
             kernels: Mutex::new(kernels),
             alloc: Allocator::default(),
-            flags: Mutex::new(None),
             dnn_cache: Default::default(),
             library_use: Default::default(),
             rt,
@@ -188,13 +188,24 @@ impl<R: Runtime> NativeBackend<R> {
 
     /// A new storage of `len` elements; contents unspecified.
     pub(crate) fn storage(&self, dtype: DType, len: usize) -> Result<NativeStorage<R>> {
-        let bytes = len.checked_mul(dtype.size_in_bytes()).ok_or_else(|| Error::LimitExceeded {
+        let bytes = len.checked_mul(dtype.size_in_bytes()).filter(|&b| b <= isize::MAX as usize);
+        let bytes = bytes.ok_or_else(|| Error::LimitExceeded {
             backend: R::KIND,
             what: format!("{len} elements of {dtype}"),
-            needed: u64::MAX,
-            limit: usize::MAX as u64,
+            needed: (len as u64).saturating_mul(dtype.size_in_bytes() as u64),
+            limit: isize::MAX as u64,
         })?;
-        let (ptr, class) = if bytes == 0 { (DevicePtr(0), 0) } else { self.0.alloc.alloc(&self.0.rt, bytes)? };
+        let (ptr, class) = if bytes == 0 {
+            (DevicePtr(0), 0)
+        } else {
+            // The vendor's out-of-memory text does not say how much was asked for.
+            self.0.alloc.alloc(&self.0.rt, bytes).map_err(|e| match e {
+                Error::Backend { backend, msg } => {
+                    Error::Backend { backend, msg: format!("{msg} ({bytes} bytes asked for)") }
+                }
+                e => e,
+            })?
+        };
         Ok(NativeStorage { ptr, class, dtype, len, owner: self.0.clone() })
     }
 
@@ -286,68 +297,23 @@ impl<R: Runtime> NativeBackend<R> {
     }
 }
 
-/// Index flag slots per backend: `[code, index, size, unused]` as u64 each, `code` = 1 + the
-/// op's position in `IndexOp::ALL` (0: no bad id). A thread's index ops record in its own slot,
-/// read at its next download or synchronize, so that a bad id surfaces on the thread that ran
-/// the op and not on another's (tests share one device across threads), as on wgpu.
-const FLAG_SLOTS: usize = 64;
+/// A flag's bytes: u64 `[code, index, size, unused]`, `code` = 1 + the op's position in
+/// `IndexOp::ALL` (0: no bad id), as `hip/index.hip` writes them.
 const FLAG_BYTES: usize = 32;
 
-/// The calling thread's flag slot.
-fn flag_slot() -> usize {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local!(static SLOT: usize = NEXT.fetch_add(1, Ordering::Relaxed) % FLAG_SLOTS);
-    SLOT.with(|s| *s)
-}
-
-impl<R: Runtime> NativeBackend<R> {
-    /// The calling thread's flag slot, for index kernels to record a bad id in; the slots are
-    /// allocated (zeroed) at the first call.
-    pub(crate) fn flag_slot(&self) -> Result<DevicePtr> {
-        let mut flags = self.0.flags.lock().unwrap_or_else(|e| e.into_inner());
-        let base = match *flags {
-            Some(p) => p,
-            None => {
-                let bytes = FLAG_SLOTS * FLAG_BYTES;
-                let p = self.0.rt.alloc(bytes)?;
-                // SAFETY: `p` holds `bytes` bytes, just allocated.
-                if let Err(e) = unsafe { self.0.rt.memset(p, 0, bytes) } {
-                    // SAFETY: nothing else has seen `p`.
-                    let _ = unsafe { self.0.rt.free(p) };
-                    return Err(e);
-                }
-                *flags = Some(p);
-                p
-            }
-        };
-        Ok(base.offset(flag_slot() * FLAG_BYTES))
+/// The failure a flag's bytes record.
+fn flag_result(bytes: &[u8; FLAG_BYTES]) -> Result<()> {
+    let word = |k: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&bytes[8 * k..8 * k + 8]);
+        u64::from_le_bytes(w)
+    };
+    let code = word(0) as u32;
+    if code == 0 {
+        return Ok(());
     }
-
-    /// After the stream's work: the bad id the calling thread's index ops recorded, if any, as
-    /// an error (its slot cleared). Nothing to read before the first index op.
-    fn check_flags(&self) -> Result<()> {
-        let Some(base) = *self.0.flags.lock().unwrap_or_else(|e| e.into_inner()) else {
-            return Ok(());
-        };
-        let slot = base.offset(flag_slot() * FLAG_BYTES);
-        let mut bytes = [0u8; FLAG_BYTES];
-        // SAFETY: the slot lies inside the flag allocation.
-        unsafe { self.0.rt.dtoh(slot, &mut bytes)? };
-        let word = |k: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&bytes[8 * k..8 * k + 8]);
-            u64::from_le_bytes(w)
-        };
-        let code = word(0) as u32;
-        if code == 0 {
-            return Ok(());
-        }
-        // SAFETY: as above; queued before any later kernel that could record again.
-        unsafe { self.0.rt.memset(slot, 0, FLAG_BYTES)? };
-        let op = IndexOp::from_flag_code(code).map_or("index", |o| o.name());
-        Err(Error::IndexOutOfRange { op, index: word(1) as i64, size: word(2) as usize })
-    }
+    let op = IndexOp::from_flag_code(code).map_or("index", |o| o.name());
+    Err(Error::IndexOutOfRange { op, index: word(1) as i64, size: word(2) as usize })
 }
 
 crate::fallback::via_cpu!([R: Runtime] NativeBackend<R>: pool);
@@ -355,7 +321,7 @@ crate::fallback::via_cpu!([R: Runtime] NativeBackend<R>: pool);
 impl<R: Runtime> NativeBackend<R> {
     /// The families that run on the cpu reference here: those of `ON_CPU`, and matmul where the
     /// runtime has no BLAS.
-    fn on_cpu(&self) -> Vec<&'static str> {
+    pub(crate) fn on_cpu(&self) -> Vec<&'static str> {
         let mut v = ON_CPU.to_vec();
         if self.0.rt.blas().is_err() {
             v.push("matmul");
@@ -395,6 +361,10 @@ impl<R: Runtime> Memory for NativeBackend<R> {
         ]
     }
 
+    fn unsupported(&self, _: &crate::spec::OpInfo, _: DType) -> Option<String> {
+        None
+    }
+
     fn alloc(&self, dtype: DType, len: usize) -> Result<NativeStorage<R>> {
         self.storage(dtype, len)
     }
@@ -410,17 +380,35 @@ impl<R: Runtime> Memory for NativeBackend<R> {
     }
 
     fn download(&self, s: &NativeStorage<R>) -> Result<CpuStorage> {
-        let mut bytes = vec![0u8; s.bytes()];
+        let mut bytes = crate::cpu::try_vec(s.bytes(), 0u8)?;
         if !bytes.is_empty() {
             // SAFETY: `s` holds `s.bytes()` bytes from `s.ptr`.
             unsafe { self.0.rt.dtoh(s.ptr, &mut bytes)? };
         }
-        self.check_flags()?;
-        Ok(CpuStorage::from_bytes(s.dtype, &bytes))
+        CpuStorage::from_bytes(s.dtype, &bytes)
     }
 
     fn synchronize(&self) -> Result<()> {
-        self.0.rt.synchronize()?;
-        self.check_flags()
+        self.0.rt.synchronize()
+    }
+
+    fn new_flag(&self) -> Result<NativeStorage<R>> {
+        let flag = self.storage(DType::I64, FLAG_BYTES / 8)?;
+        // SAFETY: the storage holds FLAG_BYTES bytes; the memset is queued before the kernels
+        // that write the flag, on the one stream.
+        unsafe { self.0.rt.memset(flag.ptr, 0, FLAG_BYTES)? };
+        Ok(flag)
+    }
+
+    fn read_flags(&self, flags: &[&NativeStorage<R>]) -> Result<Vec<Result<()>>> {
+        let mut out = Vec::with_capacity(flags.len());
+        for f in flags {
+            let mut bytes = [0u8; FLAG_BYTES];
+            // SAFETY: every flag holds FLAG_BYTES bytes from its pointer (`new_flag`); the copy
+            // waits for the work queued before it.
+            unsafe { self.0.rt.dtoh(f.ptr, &mut bytes)? };
+            out.push(flag_result(&bytes));
+        }
+        Ok(out)
     }
 }

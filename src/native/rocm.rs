@@ -1,21 +1,25 @@
-//! The ROCm runtime (feature `rocm`): the native backend on AMD GPUs through rocm-rs. The
-//! kernels are the code objects build.rs compiled with hipcc for each target of
-//! `RWO_GFX_TARGETS`, embedded in the binary; the device's `gcnArchName` picks one.
+//! The ROCm runtime (feature `rocm`): the native backend on AMD GPUs through the HIP runtime,
+//! loaded at run time (`hip_api.rs`), so a `rocm` binary starts, and falls back, where ROCm is
+//! absent. Kernels: the code objects build.rs embedded for a target that fits the device
+//! (`RWO_GFX_TARGETS`, optional), else `hip/*.hip` compiled by hiprtc for the device's exact
+//! target id at first use, kept in the disk cache (`cache.rs`).
 //!
-//! rocm-rs traps kept away here: its `Stream` is `Clone` but destroys the stream on drop (ours
-//! is never cloned), nothing of it is `Send`/`Sync` (wrapped below), `DeviceProperties` has no
-//! `gcnArchName` (read through the raw ffi), and `hipFree` synchronises (the allocator above
-//! caches blocks).
+//! HIP allocates, loads modules and resolves launches on the calling thread's current device,
+//! so every call that touches the device runs under a [`Bound`] guard: ours is made current,
+//! and the thread's own is restored afterwards, whichever thread calls.
 
-use super::NativeBackend;
+use super::cache::{Cache, Key};
+use super::gfx::{self, Candidate};
+use super::hip_api::{self, HipLib, c_text};
 use super::runtime::{DeviceInfo, DevicePtr, Runtime};
+use super::{HIP_COMMON, NativeBackend, hip_source};
 use crate::spec::Family;
 use crate::{BackendKind, Error, Result};
-use rocm_rs::hip::{self, Dim3, Function, Module, Stream, bindings, ffi};
 use std::borrow::Cow;
-use std::ffi::{c_char, c_void};
+use std::ffi::{CString, c_int, c_void};
 
-/// The code objects build.rs made: `TARGETS` and `OBJECTS` (family, target, bytes).
+/// What build.rs made: `TARGETS`, `OBJECTS` (family, target, code object) and `FLAGS`, the
+/// compiler flags of every kernel (hipcc ahead of time, hiprtc at run time).
 mod objects {
     include!(concat!(env!("OUT_DIR"), "/hip_objects.rs"));
 }
@@ -23,105 +27,209 @@ mod objects {
 /// The native backend on a ROCm device.
 pub type RocmBackend = NativeBackend<Hip>;
 
-fn hip_err(what: &str, e: hip::Error) -> Error {
-    Error::Backend { backend: BackendKind::Rocm, msg: format!("{what}: {} ({})", e.name(), e.description()) }
+fn err(msg: impl Into<String>) -> Error {
+    Error::Backend { backend: BackendKind::Rocm, msg: msg.into() }
 }
 
-/// A raw HIP status as a result.
-fn check(what: &str, code: ffi::hipError_t) -> Result<()> {
-    if code == ffi::hipError_t_hipSuccess { Ok(()) } else { Err(hip_err(what, hip::Error::new(code))) }
-}
-
-/// Device 0 of the HIP runtime, with one stream for all work.
+/// One HIP device, with one non-blocking stream for all work.
 pub struct Hip {
-    stream: Stream,
+    lib: &'static HipLib,
+    ordinal: c_int,
+    stream: hip_api::Stream,
     info: DeviceInfo,
+    /// The embedded target whose code objects fit the device, if any.
+    embedded: Option<&'static str>,
 }
 
-// SAFETY: the HIP runtime is thread-safe; the stream handle is only passed to HIP calls and is
-// never cloned, so it is destroyed once, when `Hip` drops.
+// SAFETY: the HIP runtime is thread-safe and every call binds the device first; the stream
+// handle is only passed to HIP calls and destroyed once, when `Hip` drops.
 unsafe impl Send for Hip {}
 // SAFETY: as for Send; `&Hip` only queues work and reads immutable info.
 unsafe impl Sync for Hip {}
 
-/// A loaded code object.
-pub struct HipModule(Module);
+/// A loaded code object, unloaded on drop.
+pub struct HipModule {
+    raw: hip_api::Module,
+    lib: &'static HipLib,
+    ordinal: c_int,
+}
 
 // SAFETY: a module handle may be used from any thread; it is unloaded once, on drop.
 unsafe impl Send for HipModule {}
 // SAFETY: as for Send; the module is only read after loading.
 unsafe impl Sync for HipModule {}
 
+impl Drop for HipModule {
+    fn drop(&mut self) {
+        if let Ok(_bound) = Bound::new(self.lib, self.ordinal) {
+            // SAFETY: the module was loaded on this device; its functions are dropped with the
+            // backend's function table, before it.
+            let _ = unsafe { (self.lib.fns.hipModuleUnload)(self.raw) };
+        }
+    }
+}
+
 /// A kernel of a loaded module.
 #[derive(Clone, Copy)]
-pub struct HipFunction(bindings::hipFunction_t);
+pub struct HipFunction(hip_api::Function);
 
 // SAFETY: a function handle is immutable and valid on any thread while its module is loaded.
 unsafe impl Send for HipFunction {}
 // SAFETY: as for Send.
 unsafe impl Sync for HipFunction {}
 
-/// A NUL-terminated C string field as text.
-fn c_text(field: &[c_char]) -> String {
-    let bytes: Vec<u8> = field.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
-    String::from_utf8_lossy(&bytes).into_owned()
+/// Device `ordinal` current on the calling thread while the guard lives; the thread's previous
+/// device is current again after it.
+struct Bound {
+    lib: &'static HipLib,
+    previous: Option<c_int>,
+}
+
+impl Bound {
+    fn new(lib: &'static HipLib, ordinal: c_int) -> std::result::Result<Bound, String> {
+        let mut current: c_int = 0;
+        // SAFETY: writes one int.
+        lib.check("hipGetDevice", unsafe { (lib.fns.hipGetDevice)(&mut current) })?;
+        if current == ordinal {
+            return Ok(Bound { lib, previous: None });
+        }
+        // SAFETY: a plain call; `ordinal` is a device the runtime counted.
+        lib.check("hipSetDevice", unsafe { (lib.fns.hipSetDevice)(ordinal) })?;
+        Ok(Bound { lib, previous: Some(current) })
+    }
+}
+
+impl Drop for Bound {
+    fn drop(&mut self) {
+        if let Some(previous) = self.previous {
+            // SAFETY: a plain call back to the device the thread had.
+            let _ = unsafe { (self.lib.fns.hipSetDevice)(previous) };
+        }
+    }
+}
+
+/// The device ordinal `RWO_ROCM_DEVICE` names, if set.
+fn requested_ordinal() -> std::result::Result<Option<usize>, String> {
+    match std::env::var("RWO_ROCM_DEVICE") {
+        Ok(v) if !v.trim().is_empty() => {
+            v.trim().parse().map(Some).map_err(|_| format!("RWO_ROCM_DEVICE={v} is not a device number"))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The embedded target whose code fits target id `arch`, if any.
+fn embedded_target(arch: &str) -> Option<&'static str> {
+    gfx::best_target(objects::TARGETS.iter().copied(), arch)
+}
+
+/// Whether kernels can run on a device of target id `arch`: a code object of this build fits
+/// it, or hiprtc can build one.
+fn usable(lib: &HipLib, arch: &str) -> std::result::Result<(), String> {
+    if embedded_target(arch).is_some() {
+        return Ok(());
+    }
+    let embedded = if objects::TARGETS.is_empty() { "none".to_string() } else { objects::TARGETS.join(", ") };
+    lib.rtc.as_ref().map(|_| ()).map_err(|e| format!("no embedded code object fits it (embedded: {embedded}), and {e}"))
+}
+
+/// The compiler as the cache key names it.
+fn compiler_id(lib: &HipLib, rtc: &hip_api::Hiprtc) -> String {
+    format!("HIP {}, {}", gfx::version_text(lib.version), rtc.describe)
+}
+
+/// Whether hiprtc loads here (what [`hiprtc_compile`] needs): its description, or why not.
+pub fn hiprtc_available() -> std::result::Result<String, String> {
+    let lib = hip_api::library()?;
+    lib.rtc.as_ref().map(|rtc| compiler_id(lib, rtc)).map_err(Clone::clone)
+}
+
+/// Compiles `hip/<family>.hip` (with `hip/common.h`) with hiprtc for target id `arch`
+/// (`gfx90a`, `gfx90a:xnack+`) exactly as the rocm runtime does, without the cache. Needs the
+/// HIP library (any version it loads), no GPU.
+pub fn hiprtc_compile(family: Family, arch: &str) -> Result<Vec<u8>> {
+    let lib = hip_api::library().map_err(err)?;
+    let rtc = lib.rtc.as_ref().map_err(|e| err(e.clone()))?;
+    let source = hip_source(family).ok_or_else(|| err(format!("{family} has no HIP source")))?;
+    rtc.compile(&format!("{family}.hip"), source, &[("common.h", HIP_COMMON)], arch, objects::FLAGS).map_err(err)
 }
 
 impl Hip {
-    /// Device 0, or why there is none: no device, or no code object for its architecture.
-    pub fn open() -> std::result::Result<Hip, String> {
-        let count = hip::device_count().map_err(|e| format!("no HIP device: {} ({})", e.name(), e.description()))?;
-        if count < 1 {
-            return Err("the HIP runtime sees no device".into());
+    /// Device `ordinal`, else the one `RWO_ROCM_DEVICE` names, else the default (the first
+    /// usable discrete device, then an integrated one); or why it cannot be used: no HIP
+    /// library, an unsupported version, no AMD GPU, no way to get code for it.
+    pub fn open(ordinal: Option<usize>) -> std::result::Result<Hip, String> {
+        let lib = hip_api::library()?;
+        if let Some(why) = gfx::unsupported(lib.version) {
+            return Err(format!("{why} ({})", lib.name));
         }
-        let device = hip::Device::new(0).map_err(|e| format!("device 0: {}", e.name()))?;
-        device.set_current().map_err(|e| format!("hipSetDevice: {}", e.name()))?;
-        // SAFETY: a plain struct of numbers and char arrays, filled in by the call.
-        let mut props: ffi::hipDeviceProp_tR0600 = unsafe { std::mem::zeroed() };
-        // SAFETY: `props` is the struct this entry point fills.
-        check("hipGetDeviceProperties", unsafe { ffi::hipGetDevicePropertiesR0600(&mut props, 0) })
-            .map_err(|e| e.to_string())?;
-        // `gfx90a:sramecc+:xnack-`: the code objects are built for the part before the features.
-        let full_arch = c_text(&props.gcnArchName);
-        let arch = full_arch.split(':').next().unwrap_or_default().to_string();
-        if !objects::TARGETS.contains(&arch.as_str()) {
-            return Err(format!(
-                "device architecture {full_arch} has no code objects in this build (built for {}); rebuild with \
-                 RWO_GFX_TARGETS={arch}",
-                objects::TARGETS.join(", ")
-            ));
+        let at = |e: String| format!("{}: {e}", lib.describe());
+        let count = lib.device_count().map_err(at)?;
+        if count == 0 {
+            return Err(at("no AMD GPU".into()));
         }
-        let runtime = hip::runtime_version().map_err(|e| e.name().to_string())?;
-        let driver = hip::driver_version().map_err(|e| e.name().to_string())?;
-        let info = DeviceInfo {
-            name: c_text(&props.name),
-            arch,
-            warp_size: props.warpSize as u32,
-            multiprocessors: props.multiProcessorCount as u32,
-            total_memory: props.totalGlobalMem as u64,
-            versions: format!(
-                "HIP runtime {runtime}, driver {driver}, code objects for {}",
-                objects::TARGETS.join(" ")
-            ),
+        let mut props = Vec::with_capacity(count);
+        let mut candidates = Vec::with_capacity(count);
+        for i in 0..count {
+            let p = lib.properties(i as c_int).map_err(at)?;
+            let arch = c_text(&p.gcnArchName);
+            candidates.push(Candidate { ordinal: i, usable: usable(lib, &arch), arch, integrated: p.integrated != 0 });
+            props.push(p);
+        }
+        let ordinal = match ordinal.map_or_else(requested_ordinal, |n| Ok(Some(n)))? {
+            Some(n) => {
+                let c = candidates.get(n).ok_or_else(|| at(format!("no HIP device {n} (there are {count})")))?;
+                c.usable.clone().map_err(|e| at(format!("device {n} ({}): {e}", c.arch)))?;
+                n
+            }
+            None => gfx::default_device(&candidates).map_err(at)?,
         };
-        let stream = device.get_stream().map_err(|e| format!("hipStreamCreate: {}", e.name()))?;
-        Ok(Hip { stream, info })
+        let (p, arch) = (&props[ordinal], candidates[ordinal].arch.clone());
+        let embedded = embedded_target(&arch);
+        let kernels = match (embedded, &lib.rtc) {
+            (Some(t), _) => format!("embedded code objects for {t}"),
+            (None, Ok(rtc)) => format!("{} for {arch}, cached in {}", rtc.describe, Cache::from_env()),
+            (None, Err(e)) => e.clone(),
+        };
+        let info = DeviceInfo {
+            name: format!("{} (HIP device {ordinal})", c_text(&p.name)),
+            arch,
+            warp_size: p.warpSize as u32,
+            multiprocessors: p.multiProcessorCount as u32,
+            total_memory: p.totalGlobalMem as u64,
+            versions: format!("{}; kernels: {kernels}", lib.describe()),
+        };
+        let ordinal = ordinal as c_int;
+        let _bound = Bound::new(lib, ordinal)?;
+        let mut stream: hip_api::Stream = std::ptr::null_mut();
+        // SAFETY: writes one handle; the device is current.
+        let created = unsafe { (lib.fns.hipStreamCreateWithFlags)(&mut stream, hip_api::STREAM_NON_BLOCKING) };
+        lib.check("hipStreamCreateWithFlags", created)?;
+        Ok(Hip { lib, ordinal, stream, info, embedded })
     }
 
-    fn stream(&self) -> ffi::hipStream_t {
-        self.stream.as_raw()
+    fn bind(&self) -> Result<Bound> {
+        Bound::new(self.lib, self.ordinal).map_err(err)
     }
 
-    fn copy(
-        &self,
-        what: &str,
-        dst: *mut c_void,
-        src: *const c_void,
-        bytes: usize,
-        kind: bindings::hipMemcpyKind,
-    ) -> Result<()> {
+    fn check(&self, what: &str, code: hip_api::HipError) -> Result<()> {
+        self.lib.check(what, code).map_err(err)
+    }
+
+    fn copy(&self, what: &str, dst: *mut c_void, src: *const c_void, bytes: usize, kind: c_int) -> Result<()> {
+        let _bound = self.bind()?;
         // SAFETY: the callers' contracts: both ranges lie in live memory of the right kind.
-        check(what, unsafe { ffi::hipMemcpyAsync(dst, src, bytes, kind, self.stream()) })
+        self.check(what, unsafe { (self.lib.fns.hipMemcpyAsync)(dst, src, bytes, kind, self.stream) })
+    }
+}
+
+impl Drop for Hip {
+    fn drop(&mut self) {
+        if let Ok(_bound) = Bound::new(self.lib, self.ordinal) {
+            // SAFETY: the stream was created by `open` and is destroyed once; the backend drops
+            // its modules and memory first.
+            let _ = unsafe { (self.lib.fns.hipStreamDestroy)(self.stream) };
+        }
     }
 }
 
@@ -139,19 +247,21 @@ impl Runtime for Hip {
     }
 
     fn alloc(&self, bytes: usize) -> Result<DevicePtr> {
+        let _bound = self.bind()?;
         let mut ptr: *mut c_void = std::ptr::null_mut();
         // SAFETY: writes one pointer.
-        check("hipMalloc", unsafe { ffi::hipMalloc(&mut ptr, bytes) })?;
+        self.check("hipMalloc", unsafe { (self.lib.fns.hipMalloc)(&mut ptr, bytes) })?;
         Ok(DevicePtr(ptr as usize as u64))
     }
 
     unsafe fn free(&self, ptr: DevicePtr) -> Result<()> {
+        let _bound = self.bind()?;
         // SAFETY: the caller's contract.
-        check("hipFree", unsafe { ffi::hipFree(dev(ptr)) })
+        self.check("hipFree", unsafe { (self.lib.fns.hipFree)(dev(ptr)) })
     }
 
     unsafe fn htod(&self, src: &[u8], dst: DevicePtr) -> Result<()> {
-        let kind = ffi::hipMemcpyKind_hipMemcpyHostToDevice;
+        let kind = hip_api::MEMCPY_HOST_TO_DEVICE;
         self.copy("hipMemcpyAsync (to device)", dev(dst), src.as_ptr() as *const c_void, src.len(), kind)?;
         // HIP does not promise, as CUDA does, that a copy from pageable memory has read `src`
         // when it returns; `src` may be freed once this does.
@@ -159,42 +269,58 @@ impl Runtime for Hip {
     }
 
     unsafe fn dtoh(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
-        let kind = ffi::hipMemcpyKind_hipMemcpyDeviceToHost;
+        let kind = hip_api::MEMCPY_DEVICE_TO_HOST;
         self.copy("hipMemcpyAsync (to host)", dst.as_mut_ptr() as *mut c_void, dev(src), dst.len(), kind)?;
         self.synchronize()
     }
 
     unsafe fn dtod(&self, src: DevicePtr, dst: DevicePtr, bytes: usize) -> Result<()> {
-        self.copy("hipMemcpyAsync (on device)", dev(dst), dev(src), bytes, ffi::hipMemcpyKind_hipMemcpyDeviceToDevice)
+        self.copy("hipMemcpyAsync (on device)", dev(dst), dev(src), bytes, hip_api::MEMCPY_DEVICE_TO_DEVICE)
     }
 
     unsafe fn memset(&self, dst: DevicePtr, value: u8, bytes: usize) -> Result<()> {
+        let _bound = self.bind()?;
         // SAFETY: the caller's contract.
-        check("hipMemsetD8Async", unsafe { bindings::hipMemsetD8Async(dev(dst), value, bytes, self.stream()) })
+        self.check("hipMemsetD8Async", unsafe { (self.lib.fns.hipMemsetD8Async)(dev(dst), value, bytes, self.stream) })
     }
 
     fn code_object(&self, family: Family) -> Result<Cow<'static, [u8]>> {
-        let found = objects::OBJECTS.iter().find(|(f, t, _)| *f == family.name() && *t == self.info.arch);
-        found.map(|(_, _, bytes)| Cow::Borrowed(*bytes)).ok_or_else(|| Error::Backend {
-            backend: BackendKind::Rocm,
-            msg: format!(
-                "no code object for {family} on {} (built for {})",
-                self.info.arch,
-                objects::TARGETS.join(", ")
-            ),
-        })
+        let embedded =
+            self.embedded.and_then(|t| objects::OBJECTS.iter().find(|(f, o, _)| *f == family.name() && *o == t));
+        if let Some((_, _, bytes)) = embedded {
+            return Ok(Cow::Borrowed(*bytes));
+        }
+        let arch = &self.info.arch;
+        let rtc = self.lib.rtc.as_ref().map_err(|e| err(format!("no code object for {family} on {arch}: {e}")))?;
+        let source = hip_source(family).ok_or_else(|| err(format!("{family} has no HIP source")))?;
+        let key =
+            Key::new("rocm", family.name(), arch, &compiler_id(self.lib, rtc), objects::FLAGS, &[source, HIP_COMMON]);
+        let compile =
+            || rtc.compile(&format!("{family}.hip"), source, &[("common.h", HIP_COMMON)], arch, objects::FLAGS);
+        Cache::from_env().get_or_compile(&key, compile).map(Cow::Owned).map_err(err)
     }
 
     fn load_module(&self, image: &[u8]) -> Result<HipModule> {
-        Module::load_data(image).map(HipModule).map_err(|e| hip_err("hipModuleLoadData", e))
+        let _bound = self.bind()?;
+        // An 8-byte-aligned copy: what the ELF reader behind hipModuleLoadData may assume.
+        let mut aligned = vec![0u64; image.len().div_ceil(8)];
+        bytemuck::cast_slice_mut::<u64, u8>(&mut aligned)[..image.len()].copy_from_slice(image);
+        let mut raw: hip_api::Module = std::ptr::null_mut();
+        // SAFETY: `aligned` holds a whole code object (ELF or offload bundle) and outlives the call.
+        let loaded = unsafe { (self.lib.fns.hipModuleLoadData)(&mut raw, aligned.as_ptr() as *const c_void) };
+        self.check("hipModuleLoadData", loaded)?;
+        Ok(HipModule { raw, lib: self.lib, ordinal: self.ordinal })
     }
 
     fn function(&self, module: &HipModule, name: &str) -> Result<HipFunction> {
-        if name.contains('\0') {
-            return Err(hip_err("kernel name with a NUL", hip::Error::new(ffi::hipError_t_hipErrorInvalidValue)));
-        }
-        let f = module.0.get_function(name).map_err(|e| hip_err("hipModuleGetFunction", e))?;
-        Ok(HipFunction(f.as_raw()))
+        let cname = CString::new(name).map_err(|_| err(format!("kernel name {name:?} holds a NUL")))?;
+        let _bound = self.bind()?;
+        let mut f: hip_api::Function = std::ptr::null_mut();
+        // SAFETY: the module is loaded (the backend keeps it while `f` is used); writes one handle.
+        self.check("hipModuleGetFunction", unsafe {
+            (self.lib.fns.hipModuleGetFunction)(&mut f, module.raw, cname.as_ptr())
+        })?;
+        Ok(HipFunction(f))
     }
 
     unsafe fn launch(
@@ -205,20 +331,39 @@ impl Runtime for Hip {
         shared_bytes: u32,
         args: &mut [*mut c_void],
     ) -> Result<()> {
-        // SAFETY: `f` came from a module the backend keeps loaded.
-        let function = unsafe { Function::from_raw(f.0) };
-        let (g, b) = (Dim3::new_3d(grid[0], grid[1], grid[2]), Dim3::new_3d(block[0], block[1], block[2]));
-        function.launch(g, b, shared_bytes, Some(&self.stream), args).map_err(|e| hip_err("hipModuleLaunchKernel", e))
+        let _bound = self.bind()?;
+        let [gx, gy, gz] = grid;
+        let [bx, by, bz] = block;
+        let params = args.as_mut_ptr();
+        // SAFETY: the caller's contract; `f` came from a module the backend keeps loaded.
+        let launched = unsafe {
+            (self.lib.fns.hipModuleLaunchKernel)(
+                f.0,
+                gx,
+                gy,
+                gz,
+                bx,
+                by,
+                bz,
+                shared_bytes,
+                self.stream,
+                params,
+                std::ptr::null_mut(),
+            )
+        };
+        self.check("hipModuleLaunchKernel", launched)
     }
 
     fn synchronize(&self) -> Result<()> {
-        self.stream.synchronize().map_err(|e| hip_err("hipStreamSynchronize", e))
+        let _bound = self.bind()?;
+        // SAFETY: the stream is live (owned by `self`).
+        self.check("hipStreamSynchronize", unsafe { (self.lib.fns.hipStreamSynchronize)(self.stream) })
     }
 }
 
 impl NativeBackend<Hip> {
-    /// Device 0 of the HIP runtime, or why it cannot be used here.
-    pub fn open() -> std::result::Result<RocmBackend, String> {
-        Hip::open().map(NativeBackend::new)
+    /// HIP device `ordinal` (else as [`Hip::open`] chooses), or why it cannot be used here.
+    pub fn open(ordinal: Option<usize>) -> std::result::Result<RocmBackend, String> {
+        Hip::open(ordinal).map(NativeBackend::new)
     }
 }

@@ -1,4 +1,4 @@
-//! The vendor runtime under the native backend: the few calls that differ between HIP (rocm-rs)
+//! The vendor runtime under the native backend: the few calls that differ between HIP (`rocm.rs`)
 //! and CUDA (cudarc). Everything above it (layouts, dtype dispatch, grid sizing, argument
 //! packing, the allocator and the module cache) is written once in [`super`].
 

@@ -2,20 +2,28 @@
 //! Views (transpose, narrow, broadcast...) share storage and never copy.
 
 mod ops;
+mod status;
 
 use crate::backend::{CopyOps, Memory, RandomOps};
 use crate::device::{BackendOf, Storage, dispatch};
-use crate::spec::{self, random::Distribution};
+use crate::spec::{self, Family, Out, random::Distribution};
 use crate::{CpuStorage, DType, Device, Dim, Error, Layout, Result, Scalar, Shape, WithDType};
+use status::Status;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// An n-dimensional array on a [`Device`]. Cloning is cheap and shares the data.
 #[derive(Clone)]
 pub struct Tensor {
-    storage: Arc<RwLock<Storage>>,
+    storage: Arc<Cell>,
     layout: Layout,
     dtype: DType,
     device: Device,
+}
+
+/// A storage shared by a tensor and its views, with the failures its data may carry.
+struct Cell {
+    data: RwLock<Storage>,
+    status: Status,
 }
 
 impl std::fmt::Debug for Tensor {
@@ -26,13 +34,17 @@ impl std::fmt::Debug for Tensor {
 
 impl Tensor {
     fn from_storage(storage: Storage, shape: impl Into<Shape>, device: &Device) -> Tensor {
+        Self::from_parts(storage, shape.into(), Status::default(), device)
+    }
+
+    fn from_parts(storage: Storage, shape: Shape, status: Status, device: &Device) -> Tensor {
         let dtype = storage.dtype();
-        Tensor {
-            storage: Arc::new(RwLock::new(storage)),
-            layout: Layout::contiguous(shape),
-            dtype,
-            device: device.clone(),
-        }
+        let cell = Cell { data: RwLock::new(storage), status };
+        Tensor { storage: Arc::new(cell), layout: Layout::contiguous(shape), dtype, device: device.clone() }
+    }
+
+    fn status(&self) -> &Status {
+        &self.storage.status
     }
 
     fn view(&self, layout: Layout) -> Tensor {
@@ -41,11 +53,11 @@ impl Tensor {
 
     // A panic while a lock is held cannot leave a buffer half-described, so poison is ignored.
     pub(crate) fn read(&self) -> RwLockReadGuard<'_, Storage> {
-        self.storage.read().unwrap_or_else(|e| e.into_inner())
+        self.storage.data.read().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Storage> {
-        self.storage.write().unwrap_or_else(|e| e.into_inner())
+        self.storage.data.write().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(crate) fn shares_storage(&self, other: &Tensor) -> bool {
@@ -65,6 +77,7 @@ impl Tensor {
     pub fn from_cpu(data: CpuStorage, shape: impl Into<Shape>, device: &Device) -> Result<Tensor> {
         use crate::backend::BackendStorage;
         let shape = shape.into();
+        ops::admit(device, Family::Copy, "from_vec", &Out::new(shape.clone(), data.dtype()))?;
         if shape.elem_count() != data.len() {
             return Err(Error::ElementCount { op: "from_vec", expected: shape.elem_count(), got: data.len(), shape });
         }
@@ -75,6 +88,7 @@ impl Tensor {
     /// A tensor with every element `value` (cast to `dtype`).
     pub fn full(value: impl Into<Scalar>, shape: impl Into<Shape>, dtype: DType, device: &Device) -> Result<Tensor> {
         let shape = shape.into();
+        ops::admit(device, Family::Copy, "full", &Out::new(shape.clone(), dtype))?;
         let layout = Layout::contiguous(shape.clone());
         let value = value.into().to_dtype(dtype);
         let storage = dispatch!(device, |b| {
@@ -104,6 +118,7 @@ impl Tensor {
     {
         let (start, end, step) = (Scalar::from(start), Scalar::from(end), Scalar::from(step));
         let len = spec::copy::arange(start, end, step)?;
+        ops::admit(device, Family::Copy, "arange", &Out::new([len], start.dtype()))?;
         let storage = dispatch!(device, |b| b.wrap(b.arange(start.dtype(), start, step, len)?));
         Ok(Self::from_storage(storage, [len], device))
     }
@@ -127,6 +142,7 @@ impl Tensor {
     ) -> Result<Tensor> {
         let shape = shape.into();
         spec::random::random(&shape, dtype, dist)?;
+        ops::admit(device, Family::Random, "random", &Out::new(shape.clone(), dtype))?;
         let len = shape.elem_count();
         let storage = dispatch!(device, |b| b.wrap(b.random(dtype, len, dist, seed, offset)?));
         Ok(Self::from_storage(storage, shape, device))
@@ -181,6 +197,7 @@ impl Tensor {
     /// The elements, row-major, as host data (any layout).
     pub fn to_cpu_storage(&self) -> Result<CpuStorage> {
         let t = self.contiguous()?;
+        t.status().resolve(&t.device)?;
         let all = dispatch!(t.device, |b| b.download(b.get(&t.read())?)?);
         let (start, end) = (t.layout.offset(), t.layout.offset() + t.elem_count());
         if start == 0 && end == crate::backend::BackendStorage::len(&all) {
@@ -227,13 +244,7 @@ impl Tensor {
         if self.is_contiguous() {
             return Ok(self.clone());
         }
-        let shape = self.shape().clone();
-        let storage = dispatch!(self.device, |b| {
-            let mut dst = b.alloc(self.dtype, shape.elem_count())?;
-            b.copy_strided(b.get(&self.read())?, &self.layout, &mut dst, 0)?;
-            b.wrap(dst)
-        });
-        Ok(Self::from_storage(storage, shape, &self.device))
+        self.copy()
     }
 
     /// Swaps two dims (a view).
@@ -264,12 +275,15 @@ impl Tensor {
 
     /// Stretches size-1 dims to `shape` (a view with stride 0).
     pub fn broadcast_as(&self, shape: impl Into<Shape>) -> Result<Tensor> {
-        Ok(self.view(self.layout.broadcast_as(&shape.into())?))
+        let shape = shape.into();
+        shape.check("broadcast_as", self.dtype)?;
+        Ok(self.view(self.layout.broadcast_as(&shape)?))
     }
 
     /// The same elements in a new shape: a view when contiguous, else a copy.
     pub fn reshape(&self, shape: impl Into<Shape>) -> Result<Tensor> {
         let shape = shape.into();
+        shape.check("reshape", self.dtype)?;
         match self.layout.reshape(&shape)? {
             Some(l) => Ok(self.view(l)),
             None => self.contiguous()?.reshape(shape),

@@ -1,6 +1,7 @@
 //! Every op of the spec as a tensor method: validate once with the spec, run on the device.
 
 use super::Tensor;
+use super::status::{Flag, Status};
 use crate::backend::*;
 use crate::device::{BackendOf, Storage, dispatch};
 use crate::spec::conv::{ConvGeometry, ConvOp, ConvParams};
@@ -10,32 +11,93 @@ use crate::spec::nn::{self, NnOp};
 use crate::spec::pool::{Pool2dParams, PoolOp};
 use crate::spec::reduce::{self, ReduceOp};
 use crate::spec::upsample::UpsampleOp;
-use crate::spec::{self, Out};
-use crate::{DType, Dim, Layout, Result, Scalar};
-use std::sync::RwLockReadGuard;
+use crate::spec::{self, Family, Out};
+use crate::{DType, Dim, Layout, Result, Scalar, Shape};
+use std::sync::{Arc, RwLockReadGuard};
 
-/// Read locks on the distinct storages of several tensors (a storage shared by two operands
-/// is locked once).
-struct Reads<'a> {
+/// An op in flight: its output shape checked, the distinct storages of its inputs read-locked
+/// once each (a storage shared by two operands is locked once). Its output inherits the status
+/// of every input ([`super::status`]) in [`Run::finish`], the one way an op makes a tensor.
+pub(super) struct Run<'a> {
     owners: Vec<&'a Tensor>,
     guards: Vec<RwLockReadGuard<'a, Storage>>,
+    shape: Shape,
 }
 
-impl<'a> Reads<'a> {
-    fn new(ts: &[&'a Tensor]) -> Self {
-        let mut r = Reads { owners: vec![], guards: vec![] };
-        for &t in ts {
+impl<'a> Run<'a> {
+    pub(super) fn get(&self, t: &Tensor) -> &Storage {
+        let i = self.owners.iter().position(|o| o.shares_storage(t)).unwrap_or(0);
+        &self.guards[i]
+    }
+
+    /// The output tensor: `storage` in the checked shape, with its inputs' flags.
+    pub(super) fn finish(self, storage: Storage) -> Tensor {
+        self.finish_flagged(storage, None)
+    }
+
+    /// As [`Run::finish`], plus the op's own flag (unless it can record nothing: the cpu
+    /// reports failures at once).
+    fn finish_flagged(self, storage: Storage, own: Option<Arc<Flag>>) -> Tensor {
+        let mut flags: Vec<Arc<Flag>> = self.owners.iter().flat_map(|t| t.status().flags()).collect();
+        flags.extend(own.filter(|f| f.records()));
+        let dev = self.owners[0].device.clone();
+        Tensor::from_parts(storage, self.shape, Status::of(flags, &dev), &dev)
+    }
+}
+
+/// Whether a new tensor `out` made by `op` of `family` on `dev` can exist: its shape, and where
+/// the family computes on the host, whether the host can hold it (the cpu reference allocates
+/// as it goes: a failure there would abort). Outputs, creations and `Tensor::run` all pass here.
+pub(super) fn admit(dev: &crate::Device, family: Family, op: &'static str, out: &Out) -> Result<()> {
+    out.shape.check(op, out.dtype)?;
+    // The output and the f64 working copy some reference ops compute in; below a MiB the
+    // check would cost more than it could save.
+    let bytes = out.shape.elem_count().saturating_mul(out.dtype.size_in_bytes() + 8);
+    if bytes > 1 << 20 && dev.on_host(family) {
+        crate::cpu::reserve_host(op, bytes)?;
+    }
+    Ok(())
+}
+
+impl Tensor {
+    /// Starts op `op` of `family` on `self` and `others` with output `out`: checks that the
+    /// output shape can exist and, where the family computes on the host, that the host can
+    /// hold a large output (the cpu reference allocates as it goes: a failure there would abort).
+    pub(super) fn run<'a>(
+        &'a self,
+        family: Family,
+        op: &'static str,
+        others: &[&'a Tensor],
+        out: &Out,
+    ) -> Result<Run<'a>> {
+        admit(&self.device, family, op, out)?;
+        let max = dispatch!(self.device, |b| b.max_elements());
+        let mut r = Run { owners: vec![], guards: vec![], shape: out.shape.clone() };
+        for t in std::iter::once(self).chain(others.iter().copied()) {
+            if t.elem_count() > max {
+                let size = t.dtype.size_in_bytes() as u64;
+                return Err(crate::Error::LimitExceeded {
+                    backend: self.device.kind(),
+                    what: format!("{op}: an operand of {} elements (at most {max} here)", t.elem_count()),
+                    needed: (t.elem_count() as u64).saturating_mul(size),
+                    limit: max as u64 * size,
+                });
+            }
             if !r.owners.iter().any(|o| o.shares_storage(t)) {
                 r.owners.push(t);
                 r.guards.push(t.read());
             }
         }
-        r
+        Ok(r)
     }
 
-    fn get(&self, t: &Tensor) -> &Storage {
-        let i = self.owners.iter().position(|o| o.shares_storage(t)).unwrap_or(0);
-        &self.guards[i]
+    /// A new, zeroed flag on this tensor's device, for a kernel to record a failure in.
+    fn new_flag(&self) -> Result<Arc<Flag>> {
+        dispatch!(self.device, |b| {
+            let f = b.new_flag()?;
+            let records = !f.is_empty();
+            Ok(Flag::new(b.wrap(f), records))
+        })
     }
 }
 
@@ -135,11 +197,6 @@ reduce_methods!(
 );
 
 impl Tensor {
-    fn new_out(&self, storage: Storage, out: Out) -> Tensor {
-        debug_assert_eq!(storage.dtype(), out.dtype);
-        Tensor::from_storage(storage, out.shape, &self.device)
-    }
-
     fn lay(&self) -> (&Layout, DType) {
         (&self.layout, self.dtype)
     }
@@ -150,45 +207,50 @@ impl Tensor {
 
     pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
         let out = ew::unary(op, &self.layout, self.dtype)?;
-        let s = dispatch!(self.device, |b| b.wrap(b.unary(b.get(&self.read())?, &self.layout, op)?));
-        Ok(self.new_out(s, out))
+        let r = self.run(Family::Elementwise, op.name(), &[], &out)?;
+        let s = dispatch!(self.device, |b| b.wrap(b.unary(b.get(r.get(self))?, &self.layout, op)?));
+        Ok(r.finish(s))
     }
 
     /// `self * mul + add` (floats).
     pub fn affine(&self, mul: f64, add: f64) -> Result<Tensor> {
         let out = ew::float_map(ElementwiseOp::Affine, &self.layout, self.dtype, &[mul, add])?;
-        let s = dispatch!(self.device, |b| b.wrap(b.affine(b.get(&self.read())?, &self.layout, mul, add)?));
-        Ok(self.new_out(s, out))
+        let r = self.run(Family::Elementwise, "affine", &[], &out)?;
+        let s = dispatch!(self.device, |b| b.wrap(b.affine(b.get(r.get(self))?, &self.layout, mul, add)?));
+        Ok(r.finish(s))
     }
 
     /// `self ^ e` (floats).
     pub fn powf(&self, e: f64) -> Result<Tensor> {
         let out = ew::float_map(ElementwiseOp::Powf, &self.layout, self.dtype, &[e])?;
-        let s = dispatch!(self.device, |b| b.wrap(b.powf(b.get(&self.read())?, &self.layout, e)?));
-        Ok(self.new_out(s, out))
+        let r = self.run(Family::Elementwise, "powf", &[], &out)?;
+        let s = dispatch!(self.device, |b| b.wrap(b.powf(b.get(r.get(self))?, &self.layout, e)?));
+        Ok(r.finish(s))
     }
 
     /// `x >= 0 ? x : alpha (exp(x) - 1)` (floats).
     pub fn elu(&self, alpha: f64) -> Result<Tensor> {
         let out = ew::float_map(ElementwiseOp::Elu, &self.layout, self.dtype, &[alpha])?;
-        let s = dispatch!(self.device, |b| b.wrap(b.elu(b.get(&self.read())?, &self.layout, alpha)?));
-        Ok(self.new_out(s, out))
+        let r = self.run(Family::Elementwise, "elu", &[], &out)?;
+        let s = dispatch!(self.device, |b| b.wrap(b.elu(b.get(r.get(self))?, &self.layout, alpha)?));
+        Ok(r.finish(s))
     }
 
     /// Clamps into `[min, max]` (bounds cast to the tensor's dtype).
     pub fn clamp(&self, min: impl Into<Scalar>, max: impl Into<Scalar>) -> Result<Tensor> {
         let (out, min, max) = ew::clamp(&self.layout, self.dtype, min.into(), max.into())?;
-        let s = dispatch!(self.device, |b| b.wrap(b.clamp(b.get(&self.read())?, &self.layout, min, max)?));
-        Ok(self.new_out(s, out))
+        let r = self.run(Family::Elementwise, "clamp", &[], &out)?;
+        let s = dispatch!(self.device, |b| b.wrap(b.clamp(b.get(r.get(self))?, &self.layout, min, max)?));
+        Ok(r.finish(s))
     }
 
     pub fn binary(&self, rhs: &Tensor, op: BinaryOp) -> Result<Tensor> {
         self.same_device(op.name(), &[rhs])?;
         let out = ew::binary_op(op, (&self.layout, self.dtype), (&rhs.layout, rhs.dtype))?;
         let (ll, rl) = (self.layout.broadcast_as(&out.shape)?, rhs.layout.broadcast_as(&out.shape)?);
-        let r = Reads::new(&[self, rhs]);
+        let r = self.run(Family::Elementwise, op.name(), &[rhs], &out)?;
         let s = dispatch!(self.device, |b| b.wrap(b.binary(b.get(r.get(self))?, &ll, b.get(r.get(rhs))?, &rl, op)?));
-        Ok(self.new_out(s, out))
+        Ok(r.finish(s))
     }
 
     /// Comparison with broadcasting; u8 result.
@@ -196,9 +258,9 @@ impl Tensor {
         self.same_device(op.name(), &[rhs])?;
         let out = ew::cmp(op, (&self.layout, self.dtype), (&rhs.layout, rhs.dtype))?;
         let (ll, rl) = (self.layout.broadcast_as(&out.shape)?, rhs.layout.broadcast_as(&out.shape)?);
-        let r = Reads::new(&[self, rhs]);
+        let r = self.run(Family::Elementwise, op.name(), &[rhs], &out)?;
         let s = dispatch!(self.device, |b| b.wrap(b.cmp(b.get(r.get(self))?, &ll, b.get(r.get(rhs))?, &rl, op)?));
-        Ok(self.new_out(s, out))
+        Ok(r.finish(s))
     }
 
     /// `self != 0 ? on_true : on_false`, all three broadcast; `self` is an integer tensor.
@@ -212,7 +274,7 @@ impl Tensor {
         let cl = self.layout.broadcast_as(&out.shape)?;
         let tl = on_true.layout.broadcast_as(&out.shape)?;
         let fl = on_false.layout.broadcast_as(&out.shape)?;
-        let r = Reads::new(&[self, on_true, on_false]);
+        let r = self.run(Family::Elementwise, "where_cond", &[on_true, on_false], &out)?;
         let s = dispatch!(self.device, |b| b.wrap(b.where_cond(
             b.get(r.get(self))?,
             &cl,
@@ -221,7 +283,7 @@ impl Tensor {
             b.get(r.get(on_false))?,
             &fl
         )?));
-        Ok(self.new_out(s, out))
+        Ok(r.finish(s))
     }
 
     /// A copy converted to `dtype` (this tensor itself if it already has it).
@@ -230,15 +292,17 @@ impl Tensor {
             return Ok(self.clone());
         }
         let out = ew::cast(&self.layout, dtype)?;
-        let s = dispatch!(self.device, |b| b.wrap(b.cast(b.get(&self.read())?, &self.layout, dtype)?));
-        Ok(self.new_out(s, out))
+        let r = self.run(Family::Elementwise, "cast", &[], &out)?;
+        let s = dispatch!(self.device, |b| b.wrap(b.cast(b.get(r.get(self))?, &self.layout, dtype)?));
+        Ok(r.finish(s))
     }
 
     /// Reduces over `dims`, keeping them as size 1 when `keepdim`.
     pub fn reduce(&self, op: ReduceOp, dims: &[usize], keepdim: bool) -> Result<Tensor> {
         let red = reduce::reduce(op, &self.layout, self.dtype, dims)?;
-        let s = dispatch!(self.device, |b| b.wrap(b.reduce(b.get(&self.read())?, &self.layout, op, &red.dims)?));
-        let t = self.new_out(s, red.out.clone());
+        let r = self.run(Family::Reduce, op.name(), &[], &red.out)?;
+        let s = dispatch!(self.device, |b| b.wrap(b.reduce(b.get(r.get(self))?, &self.layout, op, &red.dims)?));
+        let t = r.finish(s);
         if keepdim {
             return Ok(t);
         }
@@ -259,15 +323,17 @@ impl Tensor {
         let dim = dim.to_index(self.rank(), "index_select")?;
         self.same_device("index_select", &[ids])?;
         let out = index::index_select((&self.layout, self.dtype), (&ids.layout, ids.dtype), dim)?;
-        let r = Reads::new(&[self, ids]);
+        let r = self.run(Family::Index, "index_select", &[ids], &out)?;
+        let flag = self.new_flag()?;
         let s = dispatch!(self.device, |b| b.wrap(b.index_select(
             b.get(r.get(self))?,
             &self.layout,
             b.get(r.get(ids))?,
             &ids.layout,
-            dim
+            dim,
+            b.get(flag.storage())?
         )?));
-        Ok(self.new_out(s, out))
+        Ok(r.finish_flagged(s, Some(flag)))
     }
 
     /// Elements of `self` along `dim` picked by `ids` (same rank as `self`).
@@ -275,22 +341,25 @@ impl Tensor {
         let dim = dim.to_index(self.rank(), "gather")?;
         self.same_device("gather", &[ids])?;
         let out = index::gather((&self.layout, self.dtype), (&ids.layout, ids.dtype), dim)?;
-        let r = Reads::new(&[self, ids]);
+        let r = self.run(Family::Index, "gather", &[ids], &out)?;
+        let flag = self.new_flag()?;
         let s = dispatch!(self.device, |b| b.wrap(b.gather(
             b.get(r.get(self))?,
             &self.layout,
             b.get(r.get(ids))?,
             &ids.layout,
-            dim
+            dim,
+            b.get(flag.storage())?
         )?));
-        Ok(self.new_out(s, out))
+        Ok(r.finish_flagged(s, Some(flag)))
     }
 
     fn scatter_mode(&self, ids: &Tensor, src: &Tensor, dim: usize, mode: ScatterMode) -> Result<Tensor> {
         self.same_device(mode.op().name(), &[ids, src])?;
         let l = (&self.layout, self.dtype);
         let out = index::scatter(mode, l, (&ids.layout, ids.dtype), (&src.layout, src.dtype), dim)?;
-        let r = Reads::new(&[self, ids, src]);
+        let r = self.run(Family::Index, mode.op().name(), &[ids, src], &out)?;
+        let flag = self.new_flag()?;
         let s = dispatch!(self.device, |b| b.wrap(b.scatter(
             b.get(r.get(self))?,
             &self.layout,
@@ -299,9 +368,10 @@ impl Tensor {
             b.get(r.get(src))?,
             &src.layout,
             dim,
-            mode
+            mode,
+            b.get(flag.storage())?
         )?));
-        Ok(self.new_out(s, out))
+        Ok(r.finish_flagged(s, Some(flag)))
     }
 
     /// A copy of `self` with `src` written at `ids` along `dim`.
@@ -320,7 +390,8 @@ impl Tensor {
         self.same_device("index_add", &[ids, src])?;
         let out =
             index::index_add((&self.layout, self.dtype), (&ids.layout, ids.dtype), (&src.layout, src.dtype), dim)?;
-        let r = Reads::new(&[self, ids, src]);
+        let r = self.run(Family::Index, "index_add", &[ids, src], &out)?;
+        let flag = self.new_flag()?;
         let s = dispatch!(self.device, |b| b.wrap(b.index_add(
             b.get(r.get(self))?,
             &self.layout,
@@ -328,9 +399,10 @@ impl Tensor {
             &ids.layout,
             b.get(r.get(src))?,
             &src.layout,
-            dim
+            dim,
+            b.get(flag.storage())?
         )?));
-        Ok(self.new_out(s, out))
+        Ok(r.finish_flagged(s, Some(flag)))
     }
 
     /// `(N, C_in, L)` with kernel `(C_out, C_in / groups, K)`.
@@ -359,14 +431,14 @@ impl Tensor {
     {
         self.same_device(op.name(), &[k])?;
         let g = spec::conv::conv(op, (&self.layout, self.dtype), (&k.layout, k.dtype), p)?;
-        let r = Reads::new(&[self, k]);
+        let r = self.run(Family::Conv, op.name(), &[k], &g.out)?;
         let s = dispatch!(self.device, |b| b.wrap(g.run(
             b,
             op.is_transposed(),
             (b.get(r.get(self))?, &self.layout),
             (b.get(r.get(k))?, &k.layout)
         )?));
-        Ok(self.new_out(s, g.out))
+        Ok(r.finish(s))
     }
 
     /// Average over windows of `(N, C, H, W)`.
@@ -381,33 +453,36 @@ impl Tensor {
 
     fn pool2d(&self, op: PoolOp, p: &Pool2dParams) -> Result<Tensor> {
         let out = spec::pool::pool2d(op, &self.layout, self.dtype, p)?;
-        let s = dispatch!(self.device, |b| b.wrap(b.pool2d(b.get(&self.read())?, &self.layout, op, p)?));
-        Ok(self.new_out(s, out))
+        let r = self.run(Family::Pool, op.name(), &[], &out)?;
+        let s = dispatch!(self.device, |b| b.wrap(b.pool2d(b.get(r.get(self))?, &self.layout, op, p)?));
+        Ok(r.finish(s))
     }
 
     /// `(N, C, L) -> (N, C, size)`, nearest neighbour.
     pub fn upsample_nearest1d(&self, size: usize) -> Result<Tensor> {
         let out = spec::upsample::upsample(UpsampleOp::UpsampleNearest1d, &self.layout, self.dtype, &[size])?;
-        let s = dispatch!(self.device, |b| b.wrap(b.upsample_nearest1d(b.get(&self.read())?, &self.layout, size)?));
-        Ok(self.new_out(s, out))
+        let r = self.run(Family::Upsample, "upsample_nearest1d", &[], &out)?;
+        let s = dispatch!(self.device, |b| b.wrap(b.upsample_nearest1d(b.get(r.get(self))?, &self.layout, size)?));
+        Ok(r.finish(s))
     }
 
     /// `(N, C, H, W) -> (N, C, h, w)`, nearest neighbour.
     pub fn upsample_nearest2d(&self, h: usize, w: usize) -> Result<Tensor> {
         let out = spec::upsample::upsample(UpsampleOp::UpsampleNearest2d, &self.layout, self.dtype, &[h, w])?;
-        let s = dispatch!(self.device, |b| b.wrap(b.upsample_nearest2d(b.get(&self.read())?, &self.layout, [h, w])?));
-        Ok(self.new_out(s, out))
+        let r = self.run(Family::Upsample, "upsample_nearest2d", &[], &out)?;
+        let s = dispatch!(self.device, |b| b.wrap(b.upsample_nearest2d(b.get(r.get(self))?, &self.layout, [h, w])?));
+        Ok(r.finish(s))
     }
 
     /// A fresh contiguous copy (never shares storage with `self`).
     pub fn copy(&self) -> Result<Tensor> {
-        let shape = self.shape().clone();
+        let r = self.run(Family::Copy, "copy", &[], &Out::new(self.shape().clone(), self.dtype))?;
         let s = dispatch!(self.device, |b| {
-            let mut dst = b.alloc(self.dtype, shape.elem_count())?;
-            b.copy_strided(b.get(&self.read())?, &self.layout, &mut dst, 0)?;
+            let mut dst = b.alloc(self.dtype, self.elem_count())?;
+            b.copy_strided(b.get(r.get(self))?, &self.layout, &mut dst, 0)?;
             b.wrap(dst)
         });
-        Ok(self.new_out(s, Out::new(shape, self.dtype)))
+        Ok(r.finish(s))
     }
 
     /// Writes `value` (cast to the dtype) into every element this tensor sees, in place:
@@ -443,8 +518,14 @@ impl Tensor {
 
     /// Copies `src` into the block of `self` that starts at `start` along `dim` (validated).
     fn write_block(&self, src: &Tensor, dim: usize, start: usize) -> Result<()> {
+        // Nothing to write; an empty block may still span 2^62 rows of nothing.
+        if src.elem_count() == 0 {
+            return Ok(());
+        }
         let src = if src.shares_storage(self) || !src.is_contiguous() { src.copy()? } else { src.clone() };
         let p = spec::copy::block_copy2d(self.layout(), src.layout(), dim, start);
+        // The data written here now depends on whatever `src`'s depends on.
+        self.status().absorb(src.status().flags());
         let s = src.read();
         let mut d = self.write();
         dispatch!(self.device, |b| b.copy2d(b.get(&s)?, b.get_mut(&mut d)?, &p))
@@ -455,9 +536,9 @@ impl Tensor {
         self.same_device("matmul", &[rhs])?;
         let g = spec::matmul::matmul((&self.layout, self.dtype), (&rhs.layout, rhs.dtype))?;
         let (ll, rl) = (self.layout.broadcast_as(&g.lhs_shape())?, rhs.layout.broadcast_as(&g.rhs_shape())?);
-        let r = Reads::new(&[self, rhs]);
+        let r = self.run(Family::Matmul, "matmul", &[rhs], &g.out)?;
         let s = dispatch!(self.device, |b| b.wrap(b.matmul(b.get(r.get(self))?, &ll, b.get(r.get(rhs))?, &rl, &g)?));
-        Ok(self.new_out(s, g.out))
+        Ok(r.finish(s))
     }
 
     pub fn softmax(&self, dim: impl Dim) -> Result<Tensor> {
@@ -472,8 +553,9 @@ impl Tensor {
         let dim = dim.to_index(self.rank(), op.name())?;
         let out = nn::softmax(op, &self.layout, self.dtype, dim)?;
         let log = op == NnOp::LogSoftmax;
-        let s = dispatch!(self.device, |b| b.wrap(b.softmax(b.get(&self.read())?, &self.layout, dim, log)?));
-        Ok(self.new_out(s, out))
+        let r = self.run(Family::Nn, op.name(), &[], &out)?;
+        let s = dispatch!(self.device, |b| b.wrap(b.softmax(b.get(r.get(self))?, &self.layout, dim, log)?));
+        Ok(r.finish(s))
     }
 
     /// Normalises over the last dim, then scales by `weight` and shifts by `bias`.
@@ -481,13 +563,13 @@ impl Tensor {
         let params = [weight, bias].into_iter().flatten().collect::<Vec<_>>();
         self.same_device("layer_norm", &params)?;
         let out = nn::norm(NnOp::LayerNorm, self.lay(), weight.map(Tensor::lay), bias.map(Tensor::lay), eps)?;
-        let r = Reads::new(&[&[self][..], &params].concat());
+        let r = self.run(Family::Nn, "layer_norm", &params, &out)?;
         let s = dispatch!(self.device, |b| {
             let w = weight.map(|t| Ok::<_, crate::Error>((b.get(r.get(t))?, &t.layout))).transpose()?;
             let bi = bias.map(|t| Ok::<_, crate::Error>((b.get(r.get(t))?, &t.layout))).transpose()?;
             b.wrap(b.layer_norm(b.get(r.get(self))?, &self.layout, w, bi, eps)?)
         });
-        Ok(self.new_out(s, out))
+        Ok(r.finish(s))
     }
 
     /// Divides by the root mean square over the last dim, then scales by `weight`.
@@ -495,12 +577,12 @@ impl Tensor {
         let params = weight.into_iter().collect::<Vec<_>>();
         self.same_device("rms_norm", &params)?;
         let out = nn::norm(NnOp::RmsNorm, (&self.layout, self.dtype), weight.map(|t| (&t.layout, t.dtype)), None, eps)?;
-        let r = Reads::new(&[&[self][..], &params].concat());
+        let r = self.run(Family::Nn, "rms_norm", &params, &out)?;
         let s = dispatch!(self.device, |b| {
             let w = weight.map(|t| Ok::<_, crate::Error>((b.get(r.get(t))?, &t.layout))).transpose()?;
             b.wrap(b.rms_norm(b.get(r.get(self))?, &self.layout, w, eps)?)
         });
-        Ok(self.new_out(s, out))
+        Ok(r.finish(s))
     }
 
     /// Inference batch norm over `(N, C, ...)` with running statistics of shape `(C)`.
@@ -516,7 +598,7 @@ impl Tensor {
         self.same_device("batch_norm", &params)?;
         let out =
             nn::batch_norm(self.lay(), mean.lay(), var.lay(), weight.map(Tensor::lay), bias.map(Tensor::lay), eps)?;
-        let r = Reads::new(&[&[self][..], &params].concat());
+        let r = self.run(Family::Nn, "batch_norm", &params, &out)?;
         let s = dispatch!(self.device, |b| {
             let w = weight.map(|t| Ok::<_, crate::Error>((b.get(r.get(t))?, &t.layout))).transpose()?;
             let bi = bias.map(|t| Ok::<_, crate::Error>((b.get(r.get(t))?, &t.layout))).transpose()?;
@@ -524,14 +606,15 @@ impl Tensor {
             let v = (b.get(r.get(var))?, &var.layout);
             b.wrap(b.batch_norm(b.get(r.get(self))?, &self.layout, m, v, w, bi, eps)?)
         });
-        Ok(self.new_out(s, out))
+        Ok(r.finish(s))
     }
 
     /// u32 indices that sort each row along the last dim (stable).
     pub fn argsort(&self, descending: bool) -> Result<Tensor> {
         let out = spec::sort::argsort(&self.layout, self.dtype)?;
-        let s = dispatch!(self.device, |b| b.wrap(b.argsort(b.get(&self.read())?, &self.layout, descending)?));
-        Ok(self.new_out(s, out))
+        let r = self.run(Family::Sort, "argsort", &[], &out)?;
+        let s = dispatch!(self.device, |b| b.wrap(b.argsort(b.get(r.get(self))?, &self.layout, descending)?));
+        Ok(r.finish(s))
     }
 
     /// Sorted values and their indices along the last dim.

@@ -139,11 +139,13 @@ pub(crate) fn read_mapped(gpu: &Gpu, buffer: &wgpu::Buffer, len: u64) -> Result<
     let err = |msg: String| Error::Backend { backend: BackendKind::Wgpu, msg };
     gpu.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| err(e.to_string()))?;
     rx.recv().map_err(|e| err(e.to_string()))?.map_err(|e| err(e.to_string()))?;
-    let bytes = {
+    let bytes = crate::cpu::try_vec(len as usize, 0u8).and_then(|mut out| {
         let view = buffer.get_mapped_range(..len.max(4).next_multiple_of(4)).map_err(|e| err(e.to_string()))?;
-        view[..len as usize].to_vec()
-    };
+        out.copy_from_slice(&view[..len as usize]);
+        Ok(out)
+    });
     buffer.unmap();
+    let bytes = bytes?;
     gpu.errors.take()?;
     Ok(bytes)
 }

@@ -3,6 +3,7 @@
 
 use super::kernel::{Index, Spec, lane_threads, vec_ok};
 use super::repr::{Access, Caps, Compute, Repr, params};
+use super::support::bits_of;
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::CopyOps;
 use crate::spec::Family;
@@ -66,22 +67,24 @@ pub(crate) fn arange_spec(caps: Caps, dtype: DType) -> Result<Spec> {
 impl CopyOps for WgpuBackend {
     fn copy_strided(&self, src: &WgpuStorage, sl: &Layout, dst: &mut WgpuStorage, dst_offset: usize) -> Result<()> {
         let n = sl.elem_count();
-        let r = Repr::of(src.dtype, self.caps(), CopyOp::CopyStrided.name())?;
+        // Copies only move bytes: f64 needs no SHADER_F64 (see `support.rs`).
+        let dt = bits_of(src.dtype, self.caps());
+        let r = Repr::of(dt, self.caps(), CopyOp::CopyStrided.name())?;
         if dst_offset == 0 {
             // A transposed source: the identity map through workgroup tiles.
-            let spec = super::elementwise::cast_spec(self.caps(), src.dtype, src.dtype, Index::of(sl))?;
+            let spec = super::elementwise::cast_spec(self.caps(), dt, dt, Index::of(sl))?;
             if let Some(done) = self.launch_tiled(&spec, &[(src, sl)], dst, &[]) {
                 return done;
             }
         }
         if vec_write_ok(r, dst_offset, n, dst.len) {
-            let spec = strided_v4_spec(self.caps(), src.dtype, Index::of(sl), vec_ok(r, sl))?;
+            let spec = strided_v4_spec(self.caps(), dt, Index::of(sl), vec_ok(r, sl))?;
             let meta = spec.meta(n as u32, &[sl], &[dst_offset as u32]);
             return self.run(&spec, &[src.buffer(), dst.buffer()], &meta, lane_threads(n));
         }
         let epw = r.per_word() as usize;
         let aligned = dst_offset.is_multiple_of(epw) && (n.is_multiple_of(epw) || dst_offset + n == dst.len);
-        let spec = strided_spec(self.caps(), src.dtype, Index::of(sl), aligned)?;
+        let spec = strided_spec(self.caps(), dt, Index::of(sl), aligned)?;
         let extra = if aligned { dst_offset / epw } else { dst_offset };
         let meta = spec.meta(n as u32, &[sl], &[extra as u32]);
         let threads = if aligned { n.div_ceil(epw) } else { n };
@@ -89,7 +92,7 @@ impl CopyOps for WgpuBackend {
     }
 
     fn copy2d(&self, src: &WgpuStorage, dst: &mut WgpuStorage, p: &Copy2d) -> Result<()> {
-        let spec = copy2d_spec(self.caps(), src.dtype)?;
+        let spec = copy2d_spec(self.caps(), bits_of(src.dtype, self.caps()))?;
         let n = p.rows * p.cols;
         let extra = [p.cols, p.src_stride, p.dst_stride, p.src_offset, p.dst_offset].map(|v| v as u32);
         let meta = spec.meta(n as u32, &[], &extra);
@@ -97,16 +100,19 @@ impl CopyOps for WgpuBackend {
     }
 
     fn fill(&self, dst: &mut WgpuStorage, l: &Layout, value: Scalar) -> Result<()> {
-        let r = Repr::of(dst.dtype, self.caps(), CopyOp::Fill.name())?;
+        // An f64 fill without SHADER_F64 stores the value's bits as an i64 (see `support.rs`).
+        let dt = bits_of(dst.dtype, self.caps());
+        let value = if dt == dst.dtype { value } else { Scalar::I64(value.to_f64().to_bits() as i64) };
+        let r = Repr::of(dt, self.caps(), CopyOp::Fill.name())?;
         let n = l.elem_count();
         if l.is_contiguous() && vec_write_ok(r, l.offset(), n, dst.len) {
-            let spec = fill_v4_spec(self.caps(), dst.dtype)?;
+            let spec = fill_v4_spec(self.caps(), dt)?;
             let mut extra = params::encode(r.compute(), &[value]);
             extra.push(l.offset() as u32);
             let meta = spec.meta(n as u32, &[], &extra);
             return self.run(&spec, &[dst.buffer()], &meta, lane_threads(n));
         }
-        let spec = fill_spec(self.caps(), dst.dtype, Index::of(l))?;
+        let spec = fill_spec(self.caps(), dt, Index::of(l))?;
         let compute = spec.bindings[0].repr.compute();
         let n = l.elem_count();
         let meta = spec.meta(n as u32, &[l], &params::encode(compute, &[value]));

@@ -3,6 +3,7 @@
 
 use super::kernel::{Index, Spec, lane_threads, simplify, vec_ok};
 use super::repr::{Access, Caps, Compute, Repr, convert, params};
+use super::support::bits_of;
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::ElementwiseOps;
 use crate::spec::Family;
@@ -401,7 +402,8 @@ impl ElementwiseOps for WgpuBackend {
         fl: &Layout,
     ) -> Result<WgpuStorage> {
         let idx = [Index::of(cl), Index::of(tl), Index::of(fl)];
-        let spec = where_spec(self.caps(), cond.dtype, on_true.dtype, idx)?;
+        // A select only moves bytes: f64 needs no SHADER_F64 (see `support.rs`).
+        let spec = where_spec(self.caps(), cond.dtype, bits_of(on_true.dtype, self.caps()), idx)?;
         self.launch(spec, &[(cond, cl), (on_true, tl), (on_false, fl)], on_true.dtype, &[])
     }
 

@@ -17,6 +17,7 @@
 
 use super::kernel::{Index, Spec};
 use super::repr::{Access, Caps, Compute, Repr};
+use super::support::bits_of;
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::{CopyOps, IndexOps};
 use crate::spec::Family;
@@ -160,12 +161,12 @@ pub(crate) fn put_spec(
 }
 
 impl WgpuBackend {
-    /// Flags the bad ids among `ids` (`il`) for an op whose main pass visits none of them.
-    fn check_ids(&self, op: IndexOp, ids: &WgpuStorage, il: &Layout, size: usize) -> Result<()> {
+    /// Flags the bad ids among `ids` (`il`) in `flag`, for an op whose main pass visits none.
+    fn check_ids(&self, op: IndexOp, ids: &WgpuStorage, il: &Layout, size: usize, flag: &WgpuStorage) -> Result<()> {
         let spec = check_spec(self.caps(), op, ids.dtype, Index::of(il))?;
         let n = il.elem_count();
-        let meta = spec.meta(n as u32, &[il], &[op.flag_code(), size as u32]);
-        self.run(&spec, &[ids.buffer()], &meta, n as u64)
+        let meta = spec.meta(n as u32, &[il], &[op.flag_code(), size as u32, (size as u64 >> 32) as u32]);
+        self.run(&spec, &[ids.buffer(), flag.buffer()], &meta, n as u64)
     }
 
     /// `out[p] = x[p with p[dim] = ids[p]]` over the positions of `out`, with `il` the ids'
@@ -180,20 +181,25 @@ impl WgpuBackend {
         il: &Layout,
         out: &Shape,
         dim: usize,
+        flag: &WgpuStorage,
     ) -> Result<WgpuStorage> {
         let n = out.elem_count();
         let y = self.storage(x.dtype, n)?;
         let xb = along(out, xl.strides(), xl.offset(), dim);
-        let spec = pick_spec(self.caps(), op, x.dtype, ids.dtype, Index::of(&xb), Index::of(il))?;
+        // A pick only moves bytes: f64 needs no SHADER_F64 (see `support.rs`).
+        let dt = bits_of(x.dtype, self.caps());
+        let spec = pick_spec(self.caps(), op, dt, ids.dtype, Index::of(&xb), Index::of(il))?;
         let extra = [op.flag_code(), xl.dims()[dim] as u32, xl.strides()[dim] as u32];
         let meta = spec.meta(n as u32, &[&xb, il], &extra);
         let epw = spec.bindings[2].repr.per_word() as usize;
-        self.run(&spec, &[x.buffer(), ids.buffer(), y.buffer()], &meta, n.div_ceil(epw) as u64)?;
+        let buffers = [x.buffer(), ids.buffer(), y.buffer(), flag.buffer()];
+        self.run(&spec, &buffers, &meta, n.div_ceil(epw) as u64)?;
         Ok(y)
     }
 
     /// index_select of whole rows of words (`rows`) along a dim of `size` into a new tensor of
     /// `out` elements.
+    #[allow(clippy::too_many_arguments)]
     fn select_rows(
         &self,
         x: &WgpuStorage,
@@ -202,6 +208,7 @@ impl WgpuBackend {
         rows: Rows,
         size: usize,
         out: usize,
+        flag: &WgpuStorage,
     ) -> Result<WgpuStorage> {
         let op = IndexOp::IndexSelect;
         let y = self.storage(x.dtype, out)?;
@@ -234,7 +241,8 @@ impl WgpuBackend {
         ];
         let meta = spec.meta(count as u32, &[&rows.lead, il], &extra);
         let groups = count.div_ceil(wg / tw) * chunks;
-        self.run(&spec, &[x.buffer(), ids.buffer(), y.buffer()], &meta, (groups * wg) as u64)?;
+        let buffers = [x.buffer(), ids.buffer(), y.buffer(), flag.buffer()];
+        self.run(&spec, &buffers, &meta, (groups * wg) as u64)?;
         Ok(y)
     }
 
@@ -252,14 +260,17 @@ impl WgpuBackend {
         src: &WgpuStorage,
         sl: &Layout,
         dim: usize,
+        flag: &WgpuStorage,
     ) -> Result<WgpuStorage> {
         let caps = self.caps();
+        // A set only moves bytes: f64 needs no SHADER_F64 (see `support.rs`); adds do.
+        let dt = if mode == ScatterMode::Set { bits_of(dst.dtype, caps) } else { dst.dtype };
         let mut y = self.storage(dst.dtype, dl.elem_count())?;
         self.copy_strided(dst, dl, &mut y, 0)?;
         let ys = dl.shape().contiguous_strides();
         let head = [op.flag_code(), dl.dims()[dim] as u32, ys[dim] as u32];
-        let buffers = [ids.buffer(), src.buffer(), y.buffer()];
-        if serial(dst.dtype, mode) {
+        let buffers = [ids.buffer(), src.buffer(), y.buffer(), flag.buffer()];
+        if serial(dt, mode) {
             let m = sl.dims()[dim];
             let mut cols = sl.dims().to_vec();
             cols[dim] = 1;
@@ -269,14 +280,14 @@ impl WgpuBackend {
                 Layout::new(cols.clone(), sl.strides().to_vec(), sl.offset()),
                 Layout::new(cols.clone(), ys.clone(), 0),
             ];
-            let spec = put_spec(caps, op, dst.dtype, ids.dtype, mode, [&l[0], &l[1], &l[2]].map(Index::of))?;
+            let spec = put_spec(caps, op, dt, ids.dtype, mode, [&l[0], &l[1], &l[2]].map(Index::of))?;
             let extra = [&head[..], &[m as u32, il.strides()[dim] as u32, sl.strides()[dim] as u32]].concat();
             let meta = spec.meta(cols.elem_count() as u32, &[&l[0], &l[1], &l[2]], &extra);
             let threads = if m == 0 { 0 } else { cols.elem_count() };
             self.run(&spec, &buffers, &meta, threads as u64)?;
         } else {
             let yb = along(sl.shape(), &ys, 0, dim);
-            let spec = put_spec(caps, op, dst.dtype, ids.dtype, mode, [Index::of(il), Index::of(sl), Index::of(&yb)])?;
+            let spec = put_spec(caps, op, dt, ids.dtype, mode, [Index::of(il), Index::of(sl), Index::of(&yb)])?;
             let n = sl.elem_count();
             let meta = spec.meta(n as u32, &[il, sl, &yb], &head);
             self.run(&spec, &buffers, &meta, n as u64)?;
@@ -293,24 +304,33 @@ impl IndexOps for WgpuBackend {
         ids: &WgpuStorage,
         il: &Layout,
         dim: usize,
+        flag: &WgpuStorage,
     ) -> Result<WgpuStorage> {
         let op = IndexOp::IndexSelect;
         let mut dims = xl.dims().to_vec();
         dims[dim] = il.dims()[0];
         let out = Shape::new(dims);
         if out.elem_count() == 0 {
-            self.check_ids(op, ids, il, xl.dims()[dim])?;
+            self.check_ids(op, ids, il, xl.dims()[dim], flag)?;
             return self.storage(x.dtype, 0);
         }
         // Rows of whole u32 words (the bindings' unit).
         match rows_of(xl, dim, x.dtype.size_in_bytes(), &[4]) {
-            Some(rows) => self.select_rows(x, ids, il, rows, xl.dims()[dim], out.elem_count()),
-            None => self.pick(op, x, xl, ids, &spread_ids(il, &out, dim), &out, dim),
+            Some(rows) => self.select_rows(x, ids, il, rows, xl.dims()[dim], out.elem_count(), flag),
+            None => self.pick(op, x, xl, ids, &spread_ids(il, &out, dim), &out, dim, flag),
         }
     }
 
-    fn gather(&self, x: &WgpuStorage, xl: &Layout, ids: &WgpuStorage, il: &Layout, dim: usize) -> Result<WgpuStorage> {
-        self.pick(IndexOp::Gather, x, xl, ids, il, il.shape(), dim)
+    fn gather(
+        &self,
+        x: &WgpuStorage,
+        xl: &Layout,
+        ids: &WgpuStorage,
+        il: &Layout,
+        dim: usize,
+        flag: &WgpuStorage,
+    ) -> Result<WgpuStorage> {
+        self.pick(IndexOp::Gather, x, xl, ids, il, il.shape(), dim, flag)
     }
 
     fn scatter(
@@ -323,8 +343,9 @@ impl IndexOps for WgpuBackend {
         sl: &Layout,
         dim: usize,
         mode: ScatterMode,
+        flag: &WgpuStorage,
     ) -> Result<WgpuStorage> {
-        self.put(mode.op(), mode, dst, dl, ids, il, src, sl, dim)
+        self.put(mode.op(), mode, dst, dl, ids, il, src, sl, dim, flag)
     }
 
     fn index_add(
@@ -336,12 +357,13 @@ impl IndexOps for WgpuBackend {
         src: &WgpuStorage,
         sl: &Layout,
         dim: usize,
+        flag: &WgpuStorage,
     ) -> Result<WgpuStorage> {
         let op = IndexOp::IndexAdd;
         if sl.elem_count() == 0 {
-            self.check_ids(op, ids, il, dl.dims()[dim])?;
+            self.check_ids(op, ids, il, dl.dims()[dim], flag)?;
         }
-        self.put(op, ScatterMode::Add, dst, dl, ids, &spread_ids(il, sl.shape(), dim), src, sl, dim)
+        self.put(op, ScatterMode::Add, dst, dl, ids, &spread_ids(il, sl.shape(), dim), src, sl, dim, flag)
     }
 }
 

@@ -272,7 +272,7 @@ impl Spec {
         }
         if self.flags {
             let slot = self.bindings.len() + 1;
-            let _ = writeln!(s, "@group(0) @binding({slot}) var<storage, read_write> flags: array<atomic<u32>, 4>;");
+            let _ = writeln!(s, "@group(0) @binding({slot}) var<storage, read_write> flags: array<atomic<u32>, 5>;");
         }
         let _ = writeln!(s, "const EXTRA: u32 = {pos}u;");
         for (name, value) in &self.consts {

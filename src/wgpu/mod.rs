@@ -12,8 +12,10 @@ mod random;
 mod reduce;
 pub mod repr;
 mod sort;
+mod support;
+mod tune;
 
-use crate::backend::{BackendStorage, Memory};
+use crate::backend::{BackendStorage, CopyOps, Memory};
 use crate::spec::index::IndexOp;
 use crate::{BackendKind, CpuStorage, DType, Error, Result};
 pub use alloc::{MemoryStats, SLACK as POOL_SLACK};
@@ -21,9 +23,11 @@ use alloc::{Pool, PooledBuffer};
 use batch::Recorder;
 use context::Gpu;
 use kernel::Spec;
+pub use random::Mul;
 pub use repr::Caps;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
+pub use tune::Tune;
 
 /// Every kernel the WGSL path builds for `caps`, named like `spec::kernel_name` (`exp_f32`):
 /// the shader validation test parses and validates each with naga, and checks that every op
@@ -56,21 +60,8 @@ pub(crate) struct Context {
     pipelines: Mutex<HashMap<Spec, Arc<Pipeline>>>,
     /// wgpu's injected bounds checks in every kernel (`RWO_WGPU_BOUNDS_CHECKS=1`).
     bounds_checks: bool,
-    /// `[op + 1, index low, index high, size]` of the first out-of-range id seen, one buffer per
-    /// slot of [`flag_slot`]: a bad id surfaces at the next readback of the thread that ran the
-    /// op, not at another thread's (tests share one device across threads).
-    flags: Vec<wgpu::Buffer>,
-}
-
-/// Flag buffers per device; threads take slots round-robin.
-const FLAG_SLOTS: usize = 64;
-
-/// The calling thread's flag slot.
-fn flag_slot() -> usize {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local!(static SLOT: usize = NEXT.fetch_add(1, Ordering::Relaxed) % FLAG_SLOTS);
-    SLOT.with(|s| *s)
+    /// Overrides of the tuning tables (`RWO_WGPU_TUNE`).
+    tune: Tune,
 }
 
 /// The wgpu backend: one device, its pools, pipelines and pending work.
@@ -128,8 +119,15 @@ impl WgpuBackend {
         })
     }
 
-    /// Opens an adapter by name substring with the named features (`"none"`, `"f16,i64"`...).
+    /// Opens an adapter by name substring with the named features (`"none"`, `"f16,i64"`...)
+    /// and the tuning overrides of `RWO_WGPU_TUNE`.
     pub fn open(adapter: Option<&str>, features: Option<&str>) -> Result<WgpuBackend> {
+        let tune = Tune::parse(std::env::var("RWO_WGPU_TUNE").ok().as_deref())?;
+        Self::open_tuned(adapter, features, tune)
+    }
+
+    /// [`WgpuBackend::open`] with the tuning overrides `tune`.
+    pub fn open_tuned(adapter: Option<&str>, features: Option<&str>, tune: Tune) -> Result<WgpuBackend> {
         let allowed = context::allowed_features(features)?;
         let gpu =
             Gpu::open(adapter, allowed).map_err(|reason| Error::BackendUnavailable { kind: "wgpu".into(), reason })?;
@@ -139,17 +137,11 @@ impl WgpuBackend {
             i64: gpu.has(wgpu::Features::SHADER_INT64),
             subgroup: gpu.has(wgpu::Features::SUBGROUP),
         };
+        if tune.random_mul == Some(random::Mul::Wide) && !caps.i64 {
+            let reason = "RWO_WGPU_TUNE: random_mul=wide needs SHADER_INT64, which this device lacks".into();
+            return Err(Error::BackendUnavailable { kind: "wgpu".into(), reason });
+        }
         use wgpu::BufferUsages as U;
-        let flags = (0..FLAG_SLOTS)
-            .map(|_| {
-                gpu.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("index flags"),
-                    size: 16,
-                    usage: U::STORAGE | U::COPY_SRC | U::COPY_DST,
-                    mapped_at_creation: false,
-                })
-            })
-            .collect();
         Ok(WgpuBackend(Arc::new(Context {
             gpu,
             caps,
@@ -158,7 +150,7 @@ impl WgpuBackend {
             rec: Mutex::default(),
             pipelines: Mutex::default(),
             bounds_checks: std::env::var("RWO_WGPU_BOUNDS_CHECKS").is_ok_and(|v| v == "1"),
-            flags,
+            tune,
         })))
     }
 
@@ -168,6 +160,11 @@ impl WgpuBackend {
 
     pub fn caps(&self) -> Caps {
         self.0.caps
+    }
+
+    /// The tuning overrides this device was opened with.
+    pub fn tune(&self) -> Tune {
+        self.0.tune
     }
 
     /// What the tensor buffer pool holds.
@@ -185,13 +182,14 @@ impl WgpuBackend {
 
     /// A new buffer for `len` elements of `dtype`.
     pub(crate) fn storage(&self, dtype: DType, len: usize) -> Result<WgpuStorage> {
-        let bytes = len as u64 * dtype.size_in_bytes() as u64;
+        let size = dtype.size_in_bytes() as u64;
+        let bytes = (len as u64).saturating_mul(size);
         if len as u64 > u32::MAX as u64 {
             return Err(Error::LimitExceeded {
                 backend: BackendKind::Wgpu,
-                what: format!("{len} elements (kernels index with u32)"),
+                what: format!("{len} elements of {dtype} (kernels index with u32, so at most {} elements)", u32::MAX),
                 needed: bytes,
-                limit: u32::MAX as u64,
+                limit: u32::MAX as u64 * size,
             });
         }
         let buf = self.0.pool.alloc(&self.0.gpu, bytes)?;
@@ -265,8 +263,8 @@ impl WgpuBackend {
         .map_err(|e| wgpu_err(format!("building kernel {name}: {e}")))
     }
 
-    /// Records `spec` over `threads` invocations. `buffers` follow `spec.bindings`; the flag
-    /// buffer is appended when the spec asks for it.
+    /// Records `spec` over `threads` invocations. `buffers` follow `spec.bindings`, then the
+    /// op's flag when the spec binds one.
     pub(crate) fn run(&self, spec: &Spec, buffers: &[&wgpu::Buffer], meta: &[u32], threads: u64) -> Result<()> {
         if threads == 0 {
             return Ok(());
@@ -278,55 +276,46 @@ impl WgpuBackend {
         if grid.1 as u64 > max {
             return Err(wgpu_err(format!("{threads} invocations exceed the dispatch limit")));
         }
-        let mut all: Vec<&wgpu::Buffer> = buffers.to_vec();
-        if spec.flags {
-            all.push(self.flags());
-        }
-        self.rec().dispatch(&self.0.gpu, &self.0.meta_pool, &pipeline, &all, meta, grid)
+        self.rec().dispatch(&self.0.gpu, &self.0.meta_pool, &pipeline, buffers, meta, grid)
     }
 
-    /// Submits pending work, copies `buf`'s first `bytes` and the flags back, and waits.
-    fn read(&self, buf: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>> {
+    /// Submits pending work, copies the first `bytes` of each buffer back, and waits.
+    fn read(&self, parts: &[(&wgpu::Buffer, u64)]) -> Result<Vec<u8>> {
         let gpu = &self.0.gpu;
-        let data = bytes.next_multiple_of(4);
+        let padded = |b: u64| b.next_multiple_of(4);
+        let total: u64 = parts.iter().map(|&(_, b)| padded(b)).sum();
         let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("readback"),
-            size: data + 16,
+            size: total.max(4),
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
         {
             let mut rec = self.rec();
             let enc = rec.encoder(gpu);
-            if data > 0 {
-                enc.copy_buffer_to_buffer(buf, 0, &staging, 0, data);
+            let mut at = 0;
+            for &(buf, bytes) in parts {
+                if bytes > 0 {
+                    enc.copy_buffer_to_buffer(buf, 0, &staging, at, padded(bytes));
+                }
+                at += padded(bytes);
             }
-            enc.copy_buffer_to_buffer(self.flags(), 0, &staging, data, 16);
             rec.submit(gpu)?;
         }
-        let mut out = batch::read_mapped(gpu, &staging, data + 16)?;
-        let flags: Vec<u32> =
-            out[data as usize..].chunks(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
-        self.check_flags(&flags)?;
-        out.truncate(bytes as usize);
-        Ok(out)
+        batch::read_mapped(gpu, &staging, total)
     }
+}
 
-    /// The calling thread's flag buffer.
-    fn flags(&self) -> &wgpu::Buffer {
-        &self.0.flags[flag_slot()]
-    }
+/// Words in a flag: `[op + 1, index low, index high, size low, size high]` (see
+/// `shaders/index.wgsl`).
+const FLAG_WORDS: usize = 5;
 
-    /// Turns a set flag buffer into the index error it records, and clears it.
-    fn check_flags(&self, f: &[u32]) -> Result<()> {
-        if f[0] == 0 {
-            return Ok(());
-        }
-        self.0.gpu.queue.write_buffer(self.flags(), 0, &[0u8; 16]);
-        let op = IndexOp::from_flag_code(f[0]).map_or("index", |o| o.name());
-        let index = (f[1] as u64 | (f[2] as u64) << 32) as i64;
-        Err(Error::IndexOutOfRange { op, index, size: f[3] as usize })
-    }
+/// The failure a flag's words record.
+fn flag_result(w: &[u32]) -> Result<()> {
+    let Some(op) = w.first().copied().filter(|&c| c != 0) else { return Ok(()) };
+    let op = IndexOp::from_flag_code(op).map_or("index", |o| o.name());
+    let index = (w[1] as u64 | (w[2] as u64) << 32) as i64;
+    Err(Error::IndexOutOfRange { op, index, size: (w[3] as u64 | (w[4] as u64) << 32) as usize })
 }
 
 crate::fallback::via_cpu!([] WgpuBackend: conv, pool, upsample, matmul, nn);
@@ -354,9 +343,26 @@ impl Memory for WgpuBackend {
                     l.max_compute_invocations_per_workgroup, l.max_compute_workgroups_per_dimension
                 ),
             ),
-            ("f64", if self.0.caps.f64 { "yes".into() } else { "no: f64 ops return UnsupportedDType".into() }),
+            (
+                "f64",
+                if self.0.caps.f64 {
+                    "yes".into()
+                } else {
+                    "no SHADER_F64: only ops that move bytes and the families on the cpu take f64".into()
+                },
+            ),
+            ("kernel tuning", format!("{}; {}", self.random_tuning(), self.sort_tuning())),
             ("on the cpu reference", crate::fallback::describe(ON_CPU)),
         ]
+    }
+
+    fn unsupported(&self, op: &crate::spec::OpInfo, dtype: DType) -> Option<String> {
+        support::unsupported(self.0.caps, op, dtype)
+    }
+
+    fn max_elements(&self) -> usize {
+        // Kernels index with u32: a view (a broadcast) larger than that cannot be walked.
+        u32::MAX as usize
     }
 
     fn alloc(&self, dtype: DType, len: usize) -> Result<WgpuStorage> {
@@ -390,10 +396,26 @@ impl Memory for WgpuBackend {
 
     fn download(&self, s: &WgpuStorage) -> Result<CpuStorage> {
         let bytes = s.len as u64 * s.dtype.size_in_bytes() as u64;
-        Ok(CpuStorage::from_bytes(s.dtype, &self.read(s.buffer(), bytes)?))
+        let mut data = self.read(&[(s.buffer(), bytes)])?;
+        data.truncate(bytes as usize);
+        CpuStorage::from_bytes(s.dtype, &data)
     }
 
     fn synchronize(&self) -> Result<()> {
-        self.read(self.flags(), 0).map(drop)
+        self.read(&[]).map(drop)
+    }
+
+    fn new_flag(&self) -> Result<WgpuStorage> {
+        let mut flag = self.storage(DType::U32, FLAG_WORDS)?;
+        // Recorded like any op: no wait, and ordered before the kernels that write the flag.
+        self.fill(&mut flag, &crate::Layout::contiguous([FLAG_WORDS]), crate::Scalar::U32(0))?;
+        Ok(flag)
+    }
+
+    fn read_flags(&self, flags: &[&WgpuStorage]) -> Result<Vec<Result<()>>> {
+        let bytes = 4 * FLAG_WORDS as u64;
+        let parts: Vec<(&wgpu::Buffer, u64)> = flags.iter().map(|f| (f.buffer(), bytes)).collect();
+        let words: Vec<u32> = bytemuck::pod_collect_to_vec(&self.read(&parts)?);
+        Ok(words.chunks(FLAG_WORDS).map(flag_result).collect())
     }
 }

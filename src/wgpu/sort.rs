@@ -1,6 +1,6 @@
 //! argsort on wgpu (`shaders/sort.wgsl`): keys mapped to order-preserving unsigned integers,
-//! (key, index) pairs sorted by a bitonic network per block in workgroup memory, and blocks
-//! of long rows merged by merge path in ping-pong buffers.
+//! (key, index) pairs sorted by a bitonic network per block, in registers between rounds
+//! through workgroup memory, and blocks of long rows merged by merge path in ping-pong buffers.
 
 use super::kernel::{Index, Spec};
 use super::repr::{Access, Caps, Repr};
@@ -13,10 +13,14 @@ use std::fmt::Write;
 
 /// Longest block (pairs sorted in workgroup memory, and merge tile) asked for.
 const MAX_BLOCK: u32 = 4096;
-/// Pairs each invocation holds in registers; the workgroup size is the block over this.
-const E: u32 = 16;
+/// Pairs each invocation holds in registers (`RWO_WGPU_TUNE=sort_pairs=8|16` overrides);
+/// the workgroup is the block over this. Not yet timed on WGSL: 16 as the native kernel
+/// (`SORT_E`), where 16 halved the shared-memory steps of 8 at about the same occupancy.
+const PAIRS: u32 = 16;
 /// Workgroup memory every adapter has (WebGPU's minimum).
 const MIN_WORKGROUP_BYTES: u32 = 16384;
+/// Invocations a workgroup may have on every adapter (WebGPU's minimum).
+const MIN_INVOCATIONS: u32 = 256;
 /// Workgroup memory the kernels use besides the block.
 const SPARE_BYTES: u32 = 64;
 
@@ -30,63 +34,99 @@ fn key_repr(dtype: DType) -> Repr {
     if wide(dtype) { Repr::I64Pair } else { Repr::U32 }
 }
 
-/// The block length for `dtype`'s keys within `bytes` of workgroup memory: a power of two
-/// (blocks are padded by 1 place per 32).
-fn block_len(dtype: DType, bytes: u32) -> u32 {
+/// The block length for `dtype`'s keys with `e` pairs per invocation, within `bytes` of
+/// workgroup memory and `invocations` per workgroup: a power of two, at least 4e (blocks are
+/// padded by 1 place per 16).
+fn block_len(dtype: DType, e: u32, bytes: u32, invocations: u32) -> u32 {
     let pair = if wide(dtype) { 12 } else { 8 };
+    let fits = |b: u32| (b + b / 16) * pair <= bytes.saturating_sub(SPARE_BYTES) && b / e <= invocations;
     let mut block = MAX_BLOCK;
-    while block > 4 * E && (block + block / 32) * pair > bytes.saturating_sub(SPARE_BYTES) {
+    while block > 4 * e && !fits(block) {
         block /= 2;
     }
     block
 }
 
-/// The register networks on E pairs and the moves between registers and workgroup memory
-/// (see `shaders/sort.wgsl`), written out so that every register index is a constant.
-fn network() -> String {
+/// A compare-exchange of registers a < b, ascending when the WGSL bool `up` holds.
+fn cx(s: &mut String, a: u32, b: u32, up: &str) {
+    let _ = writeln!(
+        s,
+        "    {{\n        let x = r[{a}];\n        let y = r[{b}];\n        let sw = before(y, x) == {up};\n        \
+         r[{a}] = select(x, y, sw);\n        r[{b}] = select(y, x, sw);\n    }}"
+    );
+}
+
+/// The register code on `e` pairs (see `shaders/sort.wgsl`), written out so that every
+/// register index is a constant.
+fn network(e: u32) -> String {
+    let log_e = e.trailing_zeros();
     let mut s = String::from("fn to_regs(p: u32) {\n");
-    for q in 0..E {
-        let _ = writeln!(s, "    rk[{q}] = sk[sh(p + {q}u)];\n    ri[{q}] = si[sh(p + {q}u)];");
+    for q in 0..e {
+        let _ = writeln!(s, "    r[{q}] = sget(p + {q}u);");
     }
     s.push_str("}\nfn from_regs(p: u32) {\n");
-    for q in 0..E {
-        let _ = writeln!(s, "    sk[sh(p + {q}u)] = rk[{q}];\n    si[sh(p + {q}u)] = ri[{q}];");
+    for q in 0..e {
+        let _ = writeln!(s, "    sput(p + {q}u, r[{q}]);");
     }
-    // One step: pairs (a, a + j), or (a, mirror of a in its k-run) when j = k / 2.
-    let step = |s: &mut String, k: u32, j: u32| {
-        for t in 0..E / 2 {
-            let a = ((t & !(j - 1)) << 1) | (t & (j - 1));
-            let b = if j == k / 2 { a ^ (k - 1) } else { a + j };
-            let _ = writeln!(s, "        rcx({a}u, {b}u);");
-        }
-    };
-    s.push_str("}\nfn sort_local(s: u32) {\n");
+    // Stages 2 .. min(s, E) on the invocation's E consecutive places from `base`.
+    s.push_str("}\nfn sort_local(base: u32, s: u32) {\n");
     let mut k = 2;
-    while k <= E {
+    while k <= e {
         let _ = writeln!(s, "    if (s >= {k}u) {{");
         let mut j = k / 2;
         while j > 0 {
-            step(&mut s, k, j);
+            for a in (0..e).filter(|a| a & j == 0) {
+                cx(&mut s, a, a + j, &format!("up(base + {a}u, {k}u, s)"));
+            }
             j /= 2;
         }
         s.push_str("    }\n");
         k *= 2;
     }
-    s.push_str("}\nfn clean_local() {\n");
-    let mut j = E / 2;
-    while j > 0 {
-        step(&mut s, 2 * E, j);
-        j /= 2;
-    }
     s.push_str("}\n");
+    // A round on bits lo .. lo + c - 1: E / 2^c groups of 2^c places, group g of the workgroup
+    // at ((g >> lo) << (lo + c)) | (g & (2^lo - 1)), invocation lid taking g = lid + i WG.
+    for c in 1..=log_e {
+        let (size, groups) = (1u32 << c, e >> c);
+        let _ = writeln!(s, "fn round{c}(lid: u32, lo: u32, k: u32, s: u32) {{");
+        s.push_str("    let low = (1u << lo) - 1u;\n    let j = 1u << lo;\n");
+        for g in 0..groups {
+            let _ = writeln!(
+                s,
+                "    let g{g} = lid + {g}u * WG;\n    let b{g} = ((g{g} & ~low) << {c}u) | (g{g} & low);\n    \
+                 let u{g} = up(b{g}, k, s);"
+            );
+            for v in 0..size {
+                let _ = writeln!(s, "    r[{}] = sget(b{g} + {v}u * j);", g * size + v);
+            }
+        }
+        for t in (0..c).rev() {
+            for g in 0..groups {
+                for v in (0..size).filter(|v| v & (1 << t) == 0) {
+                    cx(&mut s, g * size + v, g * size + (v | 1 << t), &format!("u{g}"));
+                }
+            }
+        }
+        for g in 0..groups {
+            for v in 0..size {
+                let _ = writeln!(s, "    sput(b{g} + {v}u * j, r[{}]);", g * size + v);
+            }
+        }
+        s.push_str("}\n");
+    }
+    s.push_str("fn bit_round(c: u32, lid: u32, lo: u32, k: u32, s: u32) {\n    switch (c) {\n");
+    for c in 1..log_e {
+        let _ = writeln!(s, "        case {c}u: {{\n            round{c}(lid, lo, k, s);\n        }}");
+    }
+    let _ = writeln!(s, "        default: {{\n            round{log_e}(lid, lo, k, s);\n        }}\n    }}\n}}");
     s
 }
 
-/// The sequential merge of `merge`, one constant register index per call.
-fn merge_regs() -> String {
+/// The sequential merge of `merge`, one constant register index per pair.
+fn merge_regs(e: u32) -> String {
     let mut s = String::from("fn merge_regs(na: u32, m: u32) {\n");
-    for q in 0..E {
-        let _ = writeln!(s, "    take({q}u, na, m);");
+    for q in 0..e {
+        let _ = writeln!(s, "    r[{q}] = take(na, m);");
     }
     s + "}\n"
 }
@@ -105,21 +145,49 @@ fn input(dtype: DType) -> (Repr, &'static str) {
     }
 }
 
-/// WGSL shared by the kernels of one key width: the key type, its maximum, the pair order.
-fn key_code(dtype: DType, block: u32) -> String {
-    let common = format!("const BLOCK: u32 = {block}u;\nconst E: u32 = {E}u;\n");
+/// Block length and pairs per invocation of a device's sort kernels (the workgroup is
+/// `block / e` invocations).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Geometry {
+    block: u32,
+    e: u32,
+}
+
+/// WGSL shared by the kernels of one key width: the key and pair types, the pair order, the
+/// workgroup arrays, the register code.
+fn key_code(dtype: DType, g: Geometry) -> String {
+    let (block, e) = (g.block, g.e);
+    let common = format!(
+        "const BLOCK: u32 = {block}u;\nconst E: u32 = {e}u;\nconst LOG_E: u32 = {}u;\nconst SLOTS: u32 = {}u;\n",
+        e.trailing_zeros(),
+        block + block / 16
+    );
     let keys = if wide(dtype) {
         "alias Key = vec2<u32>;\n\
-         const KEY_MAX = vec2<u32>(0xffffffffu, 0xffffffffu);\n\
-         fn before(ka: Key, ia: u32, kb: Key, ib: u32) -> bool {\n    \
-         return ka.x < kb.x || (ka.x == kb.x && (ka.y < kb.y || (ka.y == kb.y && ia < ib)));\n}\n"
+         alias Pair = vec3<u32>;\n\
+         const PAD_PAIR = vec3<u32>(0xffffffffu, 0xffffffffu, 0xffffffffu);\n\
+         fn pair(k: Key, i: u32) -> Pair { return vec3<u32>(k, i); }\n\
+         fn pair_key(v: Pair) -> Key { return v.xy; }\n\
+         fn pair_index(v: Pair) -> u32 { return v.z; }\n\
+         fn before(a: Pair, b: Pair) -> bool {\n    \
+         return a.x < b.x || (a.x == b.x && (a.y < b.y || (a.y == b.y && a.z < b.z)));\n}\n\
+         var<workgroup> sk: array<vec2<u32>, SLOTS>;\n\
+         var<workgroup> si: array<u32, SLOTS>;\n\
+         fn sget(p: u32) -> Pair {\n    let q = sh(p);\n    return vec3<u32>(sk[q], si[q]);\n}\n\
+         fn sput(p: u32, v: Pair) {\n    let q = sh(p);\n    sk[q] = v.xy;\n    si[q] = v.z;\n}\n"
     } else {
         "alias Key = u32;\n\
-         const KEY_MAX = 0xffffffffu;\n\
-         fn before(ka: Key, ia: u32, kb: Key, ib: u32) -> bool {\n    \
-         return ka < kb || (ka == kb && ia < ib);\n}\n"
+         alias Pair = vec2<u32>;\n\
+         const PAD_PAIR = vec2<u32>(0xffffffffu, 0xffffffffu);\n\
+         fn pair(k: Key, i: u32) -> Pair { return vec2<u32>(k, i); }\n\
+         fn pair_key(v: Pair) -> Key { return v.x; }\n\
+         fn pair_index(v: Pair) -> u32 { return v.y; }\n\
+         fn before(a: Pair, b: Pair) -> bool {\n    return a.x < b.x || (a.x == b.x && a.y < b.y);\n}\n\
+         var<workgroup> sp: array<vec2<u32>, SLOTS>;\n\
+         fn sget(p: u32) -> Pair {\n    return sp[sh(p)];\n}\n\
+         fn sput(p: u32, v: Pair) {\n    sp[sh(p)] = v;\n}\n"
     };
-    common + keys + &network()
+    common + keys + &network(e)
 }
 
 /// The float keys: by value, both zeros equal, every NaN one key above +inf.
@@ -163,37 +231,37 @@ fn with_out(spec: Spec, dtype: DType, out: Out) -> Spec {
     match out {
         Out::Indices => spec
             .bind("y", Repr::U32, Access::Write, Index::None)
-            .code("fn emit(pos: u32, k: Key, i: u32) { y_set(pos, i); }"),
+            .code("fn emit(pos: u32, v: Pair) { y_set(pos, pair_index(v)); }"),
         Out::Pairs => spec
             .bind("ko", key_repr(dtype), Access::Write, Index::None)
             .bind("io", Repr::U32, Access::Write, Index::None)
-            .code("fn emit(pos: u32, k: Key, i: u32) { ko_set(pos, k); io_set(pos, i); }"),
+            .code("fn emit(pos: u32, v: Pair) { ko_set(pos, pair_key(v)); io_set(pos, pair_index(v)); }"),
     }
 }
 
 /// Sorts runs of each row of `x` (indexed by `x`) in workgroup memory; the keys are XORed
 /// with md[EXTRA + 4] (all ones for descending).
-fn block_spec(caps: Caps, dtype: DType, x: Index, block: u32, out: Out) -> Spec {
+fn block_spec(caps: Caps, dtype: DType, x: Index, g: Geometry, out: Out) -> Spec {
     let mut spec = Spec::new(Family::Sort, "block", caps);
-    spec.workgroup = block / E;
+    spec.workgroup = g.block / g.e;
     let (repr, key) = input(dtype);
     let invert = if wide(dtype) { "vec2<u32>(md[EXTRA + 4u])" } else { "md[EXTRA + 4u]" };
     let spec =
-        spec.bind("x", repr, Access::Read, x).code(key_code(dtype, block)).code(FLOAT_KEYS).code(format!(
+        spec.bind("x", repr, Access::Read, x).code(key_code(dtype, g)).code(FLOAT_KEYS).code(format!(
             "fn key_of(i: u32) -> Key {{\n    let v = x_load(x_at(i));\n    return ({key}) ^ {invert};\n}}"
         ));
     with_out(spec, dtype, out)
 }
 
 /// Merges pairs of sorted runs of keys `ka` and indices `ia`.
-fn merge_spec(caps: Caps, dtype: DType, block: u32, out: Out) -> Spec {
+fn merge_spec(caps: Caps, dtype: DType, g: Geometry, out: Out) -> Spec {
     let mut spec = Spec::new(Family::Sort, "merge", caps);
-    spec.workgroup = block / E;
+    spec.workgroup = g.block / g.e;
     let spec = spec
         .bind("ka", key_repr(dtype), Access::Read, Index::None)
         .bind("ia", Repr::U32, Access::Read, Index::None)
-        .code(key_code(dtype, block))
-        .code(merge_regs());
+        .code(key_code(dtype, g))
+        .code(merge_regs(g.e));
     with_out(spec, dtype, out)
 }
 
@@ -209,8 +277,22 @@ impl WgpuBackend {
         Ok(Pairs { keys: self.storage(DType::U32, len * words)?, ids: self.storage(DType::U32, len)? })
     }
 
-    fn workgroup_bytes(&self) -> u32 {
-        self.0.gpu.limits.max_compute_workgroup_storage_size.max(MIN_WORKGROUP_BYTES)
+    /// The block and pairs per invocation for `dtype`'s keys on this device.
+    fn sort_geometry(&self, dtype: DType) -> Geometry {
+        let l = &self.0.gpu.limits;
+        let bytes = l.max_compute_workgroup_storage_size.max(MIN_WORKGROUP_BYTES);
+        let invocations = l.max_compute_invocations_per_workgroup.min(l.max_compute_workgroup_size_x);
+        let e = self.tune().sort_pairs.unwrap_or(PAIRS);
+        Geometry { block: block_len(dtype, e, bytes, invocations.max(MIN_INVOCATIONS)), e }
+    }
+
+    /// The tuning of the argsort kernels, in words (for `info()`).
+    pub(super) fn sort_tuning(&self) -> String {
+        let (narrow, wide) = (self.sort_geometry(DType::F32), self.sort_geometry(DType::F64));
+        format!(
+            "argsort: {} pairs an invocation, blocks of {} (32-bit keys) / {} (64-bit keys)",
+            narrow.e, narrow.block, wide.block
+        )
     }
 }
 
@@ -224,22 +306,22 @@ impl SortOps for WgpuBackend {
         }
         let (caps, dtype) = (self.caps(), x.dtype);
         let rows = (total / n) as u32;
-        let block = block_len(dtype, self.workgroup_bytes());
-        let (n, wg) = (n as u32, (block / E) as u64);
+        let g = self.sort_geometry(dtype);
+        let (n, block, wg) = (n as u32, g.block, (g.block / g.e) as u64);
         // Runs of s sorted in workgroup memory, `runs` of them per row.
         let s = n.next_power_of_two().min(block);
         let runs = n.div_ceil(s);
         let groups = (rows as u64 * runs as u64).div_ceil((block / s) as u64);
         let extra = [n, rows, s, runs, if descending { u32::MAX } else { 0 }];
         if runs == 1 {
-            let spec = block_spec(caps, dtype, Index::of(l), block, Out::Indices);
+            let spec = block_spec(caps, dtype, Index::of(l), g, Out::Indices);
             let meta = spec.meta(total as u32, &[l], &extra);
             return self.run(&spec, &[x.buffer(), y.buffer()], &meta, groups * wg).map(|()| y);
         }
         // A second buffer only when there are merges before the last.
         let spare = if block as u64 * 2 < n as u64 { total } else { 0 };
         let (mut from, mut to) = (self.pairs(dtype, total)?, self.pairs(dtype, spare)?);
-        let spec = block_spec(caps, dtype, Index::of(l), block, Out::Pairs);
+        let spec = block_spec(caps, dtype, Index::of(l), g, Out::Pairs);
         let meta = spec.meta(total as u32, &[l], &extra);
         self.run(&spec, &[x.buffer(), from.keys.buffer(), from.ids.buffer()], &meta, groups * wg)?;
         let tiles = n.div_ceil(block);
@@ -247,7 +329,7 @@ impl SortOps for WgpuBackend {
         let mut run = block;
         while run < n {
             let last = run as u64 * 2 >= n as u64;
-            let spec = merge_spec(caps, dtype, block, if last { Out::Indices } else { Out::Pairs });
+            let spec = merge_spec(caps, dtype, g, if last { Out::Indices } else { Out::Pairs });
             let meta = spec.meta(total as u32, &[], &[n, rows, run, tiles]);
             let src = [from.keys.buffer(), from.ids.buffer()];
             if last {
@@ -263,21 +345,28 @@ impl SortOps for WgpuBackend {
 }
 
 /// Every argsort kernel, named `argsort_{dtype}` (rows of one block) plus `_contiguous`,
-/// `_runs` (blocks of long rows), `_merge` and `_merge_last`, with the blocks of the smallest workgroup memory, and again with the
-/// longest block (suffix `_b{block}`), for `caps` (f64 included: keys are built from bits).
+/// `_runs` (blocks of long rows), `_merge` and `_merge_last`, with the blocks of the smallest
+/// workgroup memory, again with the longest block (suffix `_b{block}`), and with the other
+/// pairs per invocation `RWO_WGPU_TUNE` may ask for (suffix `_e8`, f32 and i64 keys),
+/// for `caps` (f64 included: keys are built from bits).
 pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
     let mut v = vec![];
     for &dt in DType::ALL {
         let name = crate::spec::kernel_name(SortOp::ArgSort.name(), dt);
-        for (block, suffix) in
-            [(block_len(dt, MIN_WORKGROUP_BYTES), String::new()), (MAX_BLOCK, format!("_b{MAX_BLOCK}"))]
-        {
-            let name = format!("{name}{suffix}");
-            v.push((name.clone(), Ok(block_spec(caps, dt, Index::Strided(3), block, Out::Indices))));
-            v.push((format!("{name}_contiguous"), Ok(block_spec(caps, dt, Index::Contiguous, block, Out::Indices))));
-            v.push((format!("{name}_runs"), Ok(block_spec(caps, dt, Index::Strided(2), block, Out::Pairs))));
-            v.push((format!("{name}_merge"), Ok(merge_spec(caps, dt, block, Out::Pairs))));
-            v.push((format!("{name}_merge_last"), Ok(merge_spec(caps, dt, block, Out::Indices))));
+        let mut geometries = vec![
+            (block_len(dt, PAIRS, MIN_WORKGROUP_BYTES, MIN_INVOCATIONS), PAIRS, String::new()),
+            (MAX_BLOCK, PAIRS, format!("_b{MAX_BLOCK}")),
+        ];
+        if matches!(dt, DType::F32 | DType::I64) {
+            geometries.push((MAX_BLOCK, 8, format!("_b{MAX_BLOCK}_e8")));
+        }
+        for (block, e, suffix) in geometries {
+            let (g, name) = (Geometry { block, e }, format!("{name}{suffix}"));
+            v.push((name.clone(), Ok(block_spec(caps, dt, Index::Strided(3), g, Out::Indices))));
+            v.push((format!("{name}_contiguous"), Ok(block_spec(caps, dt, Index::Contiguous, g, Out::Indices))));
+            v.push((format!("{name}_runs"), Ok(block_spec(caps, dt, Index::Strided(2), g, Out::Pairs))));
+            v.push((format!("{name}_merge"), Ok(merge_spec(caps, dt, g, Out::Pairs))));
+            v.push((format!("{name}_merge_last"), Ok(merge_spec(caps, dt, g, Out::Indices))));
         }
     }
     v
@@ -288,12 +377,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn blocks_fit_workgroup_memory() {
-        assert_eq!(block_len(DType::F32, 16384), 1024);
-        assert_eq!(block_len(DType::F32, 32768), 2048);
-        assert_eq!(block_len(DType::F32, 49152), 4096);
-        assert_eq!(block_len(DType::I64, 32768), 2048);
-        assert_eq!(block_len(DType::I64, 49152), 2048);
-        assert_eq!(block_len(DType::I64, 65536), 4096);
+    fn blocks_fit_workgroup_memory_and_invocations() {
+        assert_eq!(block_len(DType::F32, 16, 16384, 256), 1024);
+        assert_eq!(block_len(DType::F32, 16, 32768, 256), 2048);
+        assert_eq!(block_len(DType::F32, 16, 49152, 256), 4096);
+        assert_eq!(block_len(DType::I64, 16, 32768, 256), 2048);
+        assert_eq!(block_len(DType::I64, 16, 49152, 256), 2048);
+        assert_eq!(block_len(DType::I64, 16, 65536, 256), 4096);
+        // Eight pairs an invocation: 512 invocations for 4096, where the adapter allows them.
+        assert_eq!(block_len(DType::F32, 8, 49152, 256), 2048);
+        assert_eq!(block_len(DType::F32, 8, 49152, 1024), 4096);
+        // Never below four invocations.
+        assert_eq!(block_len(DType::F32, 16, 1024, 256), 64);
     }
 }

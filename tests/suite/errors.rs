@@ -18,6 +18,8 @@ suite!(
     other_param_errors,
     matmul_errors,
     host_errors,
+    shapes_past_the_address_space_are_errors,
+    memory_that_cannot_be_had_is_an_error,
 );
 
 /// Asserts `r` failed with an error `kind` accepts, whose message holds `msg`.
@@ -272,4 +274,69 @@ fn host_errors(dev: &Device) -> Result<()> {
         }
     }
     intact(&a)
+}
+
+fn shapes_past_the_address_space_are_errors(dev: &Device) -> Result<()> {
+    let too_large = |e: &Error| matches!(e, Error::ShapeTooLarge { .. });
+    // 2^64 elements: the count itself overflows (it wrapped to 0 before).
+    expect(Tensor::zeros([1 << 33, 1 << 31], DType::F32, dev), too_large, "more elements or bytes");
+    expect(Tensor::from_vec(Vec::<f32>::new(), [1 << 32, 1 << 32], dev), too_large, "[4294967296, 4294967296]");
+    // 2^62 elements fit in a usize, their 2^64 bytes do not.
+    expect(Tensor::ones([1 << 62], DType::F32, dev), too_large, "of f32");
+    expect(Tensor::arange_step(0f64, 1e19, 1.0, dev), too_large, "arange");
+    let one = f32s(dev, &[1])?;
+    expect(one.broadcast_as([1 << 33, 1 << 31]), too_large, "broadcast_as");
+    let empty = f32s(dev, &[0])?;
+    expect(empty.reshape([0, 1 << 40, 1 << 40]), too_large, "reshape");
+    assert_eq!(empty.reshape([0, 1 << 40])?.dims(), &[0, 1 << 40], "an empty shape whose strides fit is fine");
+    // Ids into a dim past u32 of an empty tensor (found by the fuzz test: wgpu read the size as
+    // 0 and called every id bad).
+    let ids = Tensor::from_vec(vec![255i64, (1 << 40) - 1], [2], dev)?;
+    let picked = Tensor::zeros([0, 1 << 40], DType::U8, dev)?.index_select(&ids, 1)?;
+    assert_eq!((picked.dims(), picked.to_vec::<u8>()?.len()), (&[0, 2][..], 0));
+    // An empty upsample to a size past memory (found by the fuzz test: the cpu built a table of
+    // 2^62 offsets).
+    let up = Tensor::zeros([1, 0, 1], DType::U8, dev)?.upsample_nearest1d(1 << 62)?;
+    assert_eq!((up.dims(), up.to_vec::<u8>()?.len()), (&[1, 0, 1 << 62][..], 0));
+    let up = Tensor::zeros([1, 1, 1, 1], DType::U8, dev)?.upsample_nearest2d(1 << 62, 0)?;
+    assert_eq!(up.to_vec::<u8>()?.len(), 0);
+    // Joining empty tensors with a huge dim (found by the fuzz test: 2^62 empty row copies).
+    let e = Tensor::zeros([1 << 62, 0], DType::U8, dev)?;
+    assert_eq!(Tensor::cat(&[&e, &e], 1)?.dims(), &[1 << 62, 0]);
+    let bad = Tensor::from_vec(vec![1i64 << 40], [1], dev)?;
+    let picked = Tensor::zeros([0, 1 << 40], DType::U8, dev)?.index_select(&bad, 1);
+    expect(picked.and_then(|t| t.to_vec::<u8>()), |e| matches!(e, Error::IndexOutOfRange { .. }), "1099511627776");
+    // Two views that fit, whose broadcast result does not.
+    let rows = one.broadcast_as([1 << 31, 1])?;
+    let cols = one.broadcast_as([1, 1 << 33])?;
+    expect(rows.add(&cols), |e| matches!(e, Error::ShapeTooLarge { op: "add", .. }), "add");
+    intact(&one)
+}
+
+/// A size every layer accepts but no host or device can hold: an error, never an abort.
+fn memory_that_cannot_be_had_is_an_error(dev: &Device) -> Result<()> {
+    let no_memory =
+        |e: &Error| matches!(e, Error::OutOfMemory { .. } | Error::LimitExceeded { .. } | Error::Backend { .. });
+    let bytes = |e: &Error| e.to_string().contains("bytes");
+    let huge = 1usize << 60;
+    for r in [
+        Tensor::zeros([huge], DType::U8, dev),
+        Tensor::arange_step(0i64, 1 << 59, 1, dev),
+        Tensor::ones([1], DType::U8, dev)?.broadcast_as([huge])?.contiguous(),
+        f32s(dev, &[1])?.broadcast_as([huge])?.exp(),
+    ] {
+        let e = r.expect_err("no memory holds 2^60 elements");
+        assert!(no_memory(&e) && bytes(&e), "{e:?}");
+    }
+    // A view of 2^40 elements with small results: an answer, or a limit of the device (wgpu
+    // kernels index with u32), never a wrong one. (Summing 2^40 terms on the cpu takes hours.)
+    let wide = Tensor::ones([1], DType::U8, dev)?.broadcast_as([1 << 40])?;
+    let ids = Tensor::from_vec(vec![0u32, (1 << 31) + 5], [2], dev)?;
+    match wide.index_select(&ids, 0).and_then(|t| t.to_vec::<u8>()) {
+        Ok(v) => assert_eq!(v, vec![1, 1]),
+        Err(e) => assert!(matches!(e, Error::LimitExceeded { .. }) && bytes(&e), "{e:?}"),
+    }
+    let ok = f32s(dev, &[3])?;
+    assert_eq!(ok.exp()?.to_vec::<f32>()?.len(), 3, "the device goes on");
+    intact(&ok)
 }

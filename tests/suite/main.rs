@@ -1,13 +1,16 @@
 //! The shared suite: one test body per case, written against `&Device`, run on every backend
 //! available here and compared with the cpu reference.
 //!
-//! `suite!(case)` makes one test per backend kind (`case::cpu`, `case::wgpu`, ...). A backend
-//! that is absent is skipped, unless `RWO_REQUIRE` names it: then its tests fail.
+//! `suite!(case)` makes one test per backend kind (`case::cpu`, `case::wgpu`, ...); `tests!(name)`
+//! registers a test without a device. A backend that is absent is reported as ignored, with the
+//! reason, unless `RWO_REQUIRE` names it: then its tests fail.
 
 mod conv;
 mod copy;
 mod elementwise;
 mod errors;
+mod fuzz;
+mod harness;
 mod index;
 mod matmul;
 mod native;
@@ -18,38 +21,17 @@ mod reduce;
 mod runtime;
 mod shaders;
 mod sort;
+mod status;
+mod support;
 mod upsample;
 
 use rocm_wgpu_ops::{BackendKind, CpuStorage, DType, Device, Result, Shape, Tensor};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-/// One test per backend kind for a case `fn(&Device) -> Result<()>`.
-#[macro_export]
-macro_rules! suite {
-    ($($case:ident),* $(,)?) => {
-        $(
-            mod $case {
-                use rocm_wgpu_ops::BackendKind;
-                #[test]
-                fn cpu() {
-                    $crate::run_case(BackendKind::Cpu, super::$case)
-                }
-                #[test]
-                fn wgpu() {
-                    $crate::run_case(BackendKind::Wgpu, super::$case)
-                }
-                #[test]
-                fn rocm() {
-                    $crate::run_case(BackendKind::Rocm, super::$case)
-                }
-                #[test]
-                fn cuda() {
-                    $crate::run_case(BackendKind::Cuda, super::$case)
-                }
-            }
-        )*
-    };
+/// Runs the registered cases and tests (see `harness.rs`).
+fn main() -> std::process::ExitCode {
+    harness::main()
 }
 
 /// The kinds `RWO_REQUIRE` names (comma-separated).
@@ -68,19 +50,16 @@ pub fn device(kind: BackendKind) -> std::result::Result<Device, String> {
     map.entry(kind).or_insert_with(|| Device::new(kind).map_err(|e| e.to_string())).clone()
 }
 
-/// Runs `case` on the backend of `kind`; skips an absent backend unless it is required.
-pub fn run_case(kind: BackendKind, case: fn(&Device) -> Result<()>) {
-    let dev = match device(kind) {
-        Ok(dev) => dev,
-        Err(why) if required_kinds().contains(&kind) => panic!("RWO_REQUIRE names {kind}, which is absent: {why}"),
-        Err(_) => return,
-    };
-    if let Err(e) = case(&dev) {
-        panic!("on {}: {e}", dev.describe());
+/// The shared wgpu device, or `None` where wgpu is absent and not required: for tests that
+/// open wgpu devices of their own (other features or tuning) and compare them with the cpu.
+pub fn wgpu_or_skip() -> Option<Device> {
+    match device(BackendKind::Wgpu) {
+        Ok(dev) => Some(dev),
+        Err(why) if required_kinds().contains(&BackendKind::Wgpu) => panic!("RWO_REQUIRE names wgpu: {why}"),
+        Err(_) => None,
     }
 }
 
-#[test]
 fn required_backends_are_present() {
     for kind in required_kinds() {
         if let Err(why) = device(kind) {
@@ -88,6 +67,8 @@ fn required_backends_are_present() {
         }
     }
 }
+
+crate::tests!(required_backends_are_present);
 
 pub fn cpu() -> Device {
     device(BackendKind::Cpu).expect("the cpu backend always exists")
@@ -143,28 +124,31 @@ pub fn assert_close(got: &Tensor, want: &Tensor, tol: Tol, what: &str) -> Result
     Ok(())
 }
 
-/// Runs `case` for `dtype` unless `dev` declares that dtype unsupported
-/// ([`Device::unsupported_dtypes`]); then the case must fail with `UnsupportedDType` for it.
+/// Whether `e` is the `UnsupportedDType` that `dev` states for its op and dtype
+/// ([`Device::supports`]): the one failure a case may skip over.
+fn stated_unsupported(dev: &Device, e: &rocm_wgpu_ops::Error) -> bool {
+    matches!(e, rocm_wgpu_ops::Error::UnsupportedDType { op, dtype, .. } if dev.supports(op, *dtype).is_err())
+}
+
+/// Runs `case` for `dtype`; it passes too when it fails with the `UnsupportedDType` of an op
+/// that `dev` states unsupported in `dtype` ([`Device::supports`]).
 pub fn unless_unsupported(dev: &Device, dtype: DType, case: impl FnOnce() -> Result<()>) -> Result<()> {
-    if !dev.unsupported_dtypes().iter().any(|(d, _)| *d == dtype) {
-        return case();
-    }
     match case() {
-        Err(rocm_wgpu_ops::Error::UnsupportedDType { dtype: d, .. }) if d == dtype => Ok(()),
-        Err(e) => Err(e),
-        Ok(()) => Ok(()),
+        Err(e @ rocm_wgpu_ops::Error::UnsupportedDType { dtype: d, .. })
+            if d == dtype && stated_unsupported(dev, &e) =>
+        {
+            Ok(())
+        }
+        r => r,
     }
 }
 
-/// Runs `f` on `dev` and on the cpu reference and compares the results. A dtype the device
-/// declares unsupported must fail with `UnsupportedDType`, and the comparison is skipped.
+/// Runs `f` on `dev` and on the cpu reference and compares the results. An op `dev` states
+/// unsupported for the dtype ([`Device::supports`]) must fail with `UnsupportedDType`, and the
+/// comparison is skipped; any other refusal fails.
 pub fn same_as_cpu(dev: &Device, tol: Tol, what: &str, f: impl Fn(&Device) -> Result<Tensor>) -> Result<()> {
     let got = match f(dev) {
-        Err(rocm_wgpu_ops::Error::UnsupportedDType { dtype, .. })
-            if dev.unsupported_dtypes().iter().any(|(d, _)| *d == dtype) =>
-        {
-            return Ok(());
-        }
+        Err(e) if stated_unsupported(dev, &e) => return Ok(()),
         r => r?,
     };
     let want = f(&cpu())?;

@@ -1,12 +1,25 @@
 //! The native kernels without a GPU: every op x dtype of the families with HIP kernels has its
-//! entry point in `hip/*.hip`, and (with feature `cuda`, where NVRTC loads) every HIP source
-//! compiles with NVRTC exactly as the cuda runtime compiles it.
+//! entry point in `hip/*.hip`; every HIP source compiles with hiprtc (feature `rocm`, where the
+//! HIP library loads) and NVRTC (feature `cuda`, where NVRTC loads) exactly as the runtimes
+//! compile them; and an absent rocm backend says why, while `Device::auto()` falls through.
 
-use rocm_wgpu_ops::DType;
 use rocm_wgpu_ops::native::{HIP_SOURCES, where_kernel_name};
 use rocm_wgpu_ops::spec::elementwise::cast_kernel_name;
 use rocm_wgpu_ops::spec::{self, Family};
+use rocm_wgpu_ops::{BackendKind, DType, Device, Error};
 use std::collections::{HashMap, HashSet};
+
+crate::tests!(
+    every_op_and_dtype_of_the_native_families_has_a_hip_entry_point,
+    elementwise_and_copy_kernels_have_their_fast_variants,
+    reduce_and_sort_define_their_extra_kernels,
+    instantiation_lines_parse_as_the_macros_expand,
+    #[cfg(feature = "cuda")]
+    every_hip_source_compiles_with_nvrtc,
+    #[cfg(feature = "rocm")]
+    rocm_hiprtc_compiles_every_hip_source,
+    rocm_absent_says_why_and_auto_falls_through,
+);
 
 /// The name suffixes of the kernels each instantiation macro of a HIP source defines per
 /// instance: `#define NAME(op, ...) RWO_EACH(RWO_BODY, op, __VA_ARGS__)` instantiates
@@ -67,7 +80,6 @@ fn entry_points(source: &str) -> Vec<String> {
     names
 }
 
-#[test]
 fn every_op_and_dtype_of_the_native_families_has_a_hip_entry_point() {
     let families: Vec<Family> = HIP_SOURCES.iter().map(|(f, _)| *f).collect();
     for f in [Family::Elementwise, Family::Copy, Family::Reduce, Family::Index, Family::Random, Family::Sort] {
@@ -98,7 +110,6 @@ fn every_op_and_dtype_of_the_native_families_has_a_hip_entry_point() {
 /// The fast variants the native elementwise and copy launches pick (src/native/kernel.rs
 /// `Path`): every elementwise op x dtype and copy_strided and fill have `_vec` (16-byte chunks);
 /// binary ops and copy_strided have `_tiled` (transposed operands).
-#[test]
 fn elementwise_and_copy_kernels_have_their_fast_variants() {
     let names: HashSet<String> = HIP_SOURCES.iter().flat_map(|(_, s)| entry_points(s)).collect();
     let binary: Vec<&str> = spec::elementwise::BinaryOp::ALL.iter().map(|o| o.name()).collect();
@@ -133,7 +144,6 @@ fn elementwise_and_copy_kernels_have_their_fast_variants() {
 /// The kernels the native reduce and sort call besides `{op}_{dtype}`: every reduction has its
 /// column and partial-state variants (made by the same instantiation macro), and the merge
 /// passes of argsort exist for both key widths.
-#[test]
 fn reduce_and_sort_define_their_extra_kernels() {
     let source = |f: Family| HIP_SOURCES.iter().find(|(g, _)| *g == f).map(|(_, s)| *s).unwrap_or_default();
     let reduce = source(Family::Reduce);
@@ -146,7 +156,6 @@ fn reduce_and_sort_define_their_extra_kernels() {
     }
 }
 
-#[test]
 fn instantiation_lines_parse_as_the_macros_expand() {
     let src = "UNARY(exp, f16, f32)\nCAST(u8, i64)\nWHERE(f32, u8)\n#define UNARY(op, ...) x\nRWO_EACH(M, a, b)\n";
     assert_eq!(entry_points(src), ["exp_f16", "exp_f32", "cast_u8_i64", "where_cond_f32_u8"]);
@@ -160,20 +169,98 @@ fn instantiation_lines_parse_as_the_macros_expand() {
 /// NVRTC needs no GPU: where its library loads (`LD_LIBRARY_PATH`), compile every source for
 /// the H100/H200 architecture. Absent NVRTC skips, unless `RWO_REQUIRE` names cuda.
 #[cfg(feature = "cuda")]
-#[test]
 fn every_hip_source_compiles_with_nvrtc() {
-    use rocm_wgpu_ops::BackendKind;
     use rocm_wgpu_ops::native::cuda;
     if !cuda::nvrtc_available() {
         assert!(
             !crate::required_kinds().contains(&BackendKind::Cuda),
             "RWO_REQUIRE names cuda, and NVRTC does not load"
         );
-        eprintln!("skipped: NVRTC does not load here");
-        return;
+        crate::harness::skip("NVRTC does not load here");
     }
     for (family, _) in HIP_SOURCES {
         let image = cuda::nvrtc_compile(*family, "sm_90").unwrap_or_else(|e| panic!("{e}"));
         assert!(image.starts_with(b"\x7fELF"), "{family}: NVRTC gave no sm_90 machine code");
+    }
+}
+
+/// The AMD targets CI compiles for: (target id, `EF_AMDGPU_MACH` in the code object's ELF flags).
+#[cfg(feature = "rocm")]
+const HIPRTC_TARGETS: &[(&str, u32)] = &[("gfx90a", 0x3f), ("gfx1030", 0x36)];
+
+/// hiprtc needs no GPU: where the HIP library loads, compile every source through the rocm
+/// runtime's own path for gfx90a and gfx1030, and check that each code object is AMD GPU code
+/// for that target holding every entry point of its source. Skipped where hiprtc does not
+/// load, unless `RWO_EXPECT_ROCM=no-gpu` (CI: the library is there) says it must.
+#[cfg(feature = "rocm")]
+fn rocm_hiprtc_compiles_every_hip_source() {
+    use rocm_wgpu_ops::native::rocm;
+    if let Err(why) = rocm::hiprtc_available() {
+        let expected = std::env::var("RWO_EXPECT_ROCM").is_ok_and(|e| e == "no-gpu");
+        assert!(!expected, "RWO_EXPECT_ROCM=no-gpu, and hiprtc does not load: {why}");
+        eprintln!("skipped: hiprtc does not load here: {why}");
+        return;
+    }
+    let word =
+        |b: &[u8], at: usize, n: usize| b.get(at..at + n).map(|w| w.iter().rev().fold(0u32, |a, &x| a << 8 | x as u32));
+    for &(arch, mach) in HIPRTC_TARGETS {
+        for (family, source) in HIP_SOURCES {
+            let image = rocm::hiprtc_compile(*family, arch).unwrap_or_else(|e| panic!("{e}"));
+            assert!(image.starts_with(b"\x7fELF"), "{family} for {arch}: not an ELF code object");
+            assert_eq!(word(&image, 18, 2), Some(0xe0), "{family} for {arch}: not EM_AMDGPU");
+            assert_eq!(word(&image, 48, 4).map(|f| f & 0xff), Some(mach), "{family}: not built for {arch}");
+            // The symbol names are NUL-terminated strings of the ELF string table.
+            let strings: HashSet<&[u8]> = image.split(|&b| b == 0).collect();
+            let missing: Vec<String> =
+                entry_points(source).into_iter().filter(|name| !strings.contains(name.as_bytes())).collect();
+            assert!(missing.is_empty(), "{family} for {arch}: {} kernels missing: {missing:?}", missing.len());
+        }
+    }
+}
+
+/// Where the rocm backend is absent it says why in one line, asking by ordinal too, and
+/// `Device::auto()` falls through to the next backend, naming that reason. CI pins the reason
+/// with `RWO_EXPECT_ROCM`: `no-gpu` (the HIP library loads; no AMD GPU) or `not-found` (the
+/// library hidden with `RWO_ROCM_LIB=/nonexistent`).
+fn rocm_absent_says_why_and_auto_falls_through() {
+    let expect = std::env::var("RWO_EXPECT_ROCM").unwrap_or_default();
+    let reason = match Device::new(BackendKind::Rocm) {
+        Ok(dev) => {
+            assert!(expect.is_empty(), "RWO_EXPECT_ROCM={expect}, but rocm answers: {}", dev.describe());
+            return;
+        }
+        Err(Error::BackendUnavailable { kind, reason }) => {
+            assert_eq!(kind, "rocm");
+            reason
+        }
+        Err(e) => panic!("rocm: {e}"),
+    };
+    assert!(!reason.is_empty() && !reason.contains('\n'), "not a one-line reason: {reason:?}");
+    match expect.as_str() {
+        "" => {}
+        "no-gpu" => assert!(reason.starts_with("HIP ") && reason.ends_with(": no AMD GPU"), "{reason}"),
+        "not-found" => assert!(reason.starts_with("libamdhip64 (the HIP runtime) not found (tried "), "{reason}"),
+        other => panic!("RWO_EXPECT_ROCM={other}: expected no-gpu or not-found"),
+    }
+    // RWO_ROCM_DEVICE steers the default device only; an ordinal asked for may still answer.
+    let steered = std::env::var("RWO_ROCM_DEVICE").is_ok_and(|d| !d.trim().is_empty());
+    match Device::rocm(0) {
+        Err(Error::BackendUnavailable { kind, reason: by_ordinal }) => {
+            assert_eq!(kind, "rocm");
+            if !expect.is_empty() {
+                assert_eq!(by_ordinal, reason);
+            }
+        }
+        other if !steered => panic!("rocm device 0 answers where the default device does not: {other:?}"),
+        _ => {}
+    }
+    if std::env::var("RWO_BACKEND").is_ok_and(|b| !b.trim().is_empty()) {
+        return;
+    }
+    let auto = Device::auto().unwrap_or_else(|e| panic!("{e}"));
+    assert_ne!(auto.kind(), BackendKind::Rocm);
+    assert!(auto.describe().contains(&format!("rocm ({reason})")), "{}", auto.describe());
+    if crate::required_kinds().contains(&BackendKind::Wgpu) && Device::new(BackendKind::Cuda).is_err() {
+        assert_eq!(auto.kind(), BackendKind::Wgpu, "{}", auto.describe());
     }
 }

@@ -1,5 +1,6 @@
 use crate::{Tol, assert_close, assert_values, same_as_cpu, suite};
 use rocm_wgpu_ops::spec::random::{Distribution, word};
+use rocm_wgpu_ops::wgpu::{Mul, Tune};
 use rocm_wgpu_ops::{DType, Device, Error, Result, Tensor};
 
 suite!(
@@ -15,6 +16,7 @@ suite!(
     device_seed_reproduces_draws,
     random_rejects_bad_params,
 );
+crate::tests!(every_wgpu_product_form_matches_reference);
 
 const UNIFORM: Distribution = Distribution::Uniform { low: -2.0, high: 3.0 };
 const NORMAL: Distribution = Distribution::Normal { mean: 0.5, std: 2.0 };
@@ -315,6 +317,31 @@ fn random_rejects_bad_params(dev: &Device) -> Result<()> {
     for dtype in [DType::U8, DType::U32, DType::I64] {
         let r = Tensor::random([4], dtype, UNIFORM, 0, 0, dev);
         assert!(matches!(r, Err(Error::WrongDType { .. })), "{dtype}: {r:?}");
+    }
+    Ok(())
+}
+
+/// Each product form of the WGSL tuning table (`RWO_WGPU_TUNE=random_mul=...`) on a device of
+/// its own, with and without native f16: bit-identical uniforms, normals as close as ever. u64
+/// products need SHADER_INT64; asking for them without it is an error.
+fn every_wgpu_product_form_matches_reference() -> Result<()> {
+    let Some(shared) = crate::wgpu_or_skip() else { return Ok(()) };
+    let features = shared.info().into_iter().find(|(k, _)| *k == "features").map(|(_, v)| v).unwrap_or_default();
+    let has_i64 = features.split(", ").any(|f| f == "i64");
+    for (features, mul) in
+        [(None, Mul::Wide), (None, Mul::Pieces), (Some("none"), Mul::Pieces), (Some("f16"), Mul::Wide)]
+    {
+        let tune = Tune { random_mul: Some(mul), ..Tune::default() };
+        let dev = match Device::wgpu_tuned(None, features, tune) {
+            Err(Error::BackendUnavailable { reason, .. }) if mul == Mul::Wide && (!has_i64 || features.is_some()) => {
+                assert!(reason.contains("SHADER_INT64"), "{reason}");
+                continue;
+            }
+            r => r?,
+        };
+        uniform_is_bit_identical(&dev)?;
+        large_draws_match_reference(&dev)?;
+        stream_is_continuous(&dev)?;
     }
     Ok(())
 }

@@ -1,5 +1,6 @@
 use crate::{Data, Tol, View, assert_values, cpu, rand_tensor, same_as_cpu, suite, view_tensor};
 use half::{bf16, f16};
+use rocm_wgpu_ops::wgpu::Tune;
 use rocm_wgpu_ops::{DType, Device, Error, Result, Tensor};
 use std::cmp::Ordering;
 
@@ -13,7 +14,9 @@ suite!(
     argsort_rejects_rank_0,
     argsort_long_rows_match_reference,
     argsort_many_short_rows_match_reference,
+    argsort_block_edges_match_reference,
 );
+crate::tests!(every_wgpu_pairs_per_invocation_matches_reference);
 
 /// Rows of 1 and 0, rank 1, short and long rows, and no rows at all.
 const SHAPES: &[&[usize]] = &[&[5, 7], &[2, 3, 4], &[4, 1], &[9], &[3, 0], &[0, 5], &[2, 300]];
@@ -307,4 +310,51 @@ fn argsort_many_short_rows_match_reference(dev: &Device) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Rows around the pairs an invocation holds (8, 16, 32) and the block sizes (1024 .. 4096 with
+/// the workgroup memory of today's adapters): a few rows a workgroup, one row filling a block
+/// (every round of the network), one merge, and ping-pong merges.
+fn argsort_block_edges_match_reference(dev: &Device) -> Result<()> {
+    let shapes: &[&[usize]] = &[
+        &[6, 8],
+        &[5, 16],
+        &[7, 17],
+        &[4, 31],
+        &[3, 33],
+        &[3, 65],
+        &[2, 1024],
+        &[2, 2048],
+        &[2, 4095],
+        &[3, 4096],
+        &[1, 9000],
+    ];
+    for dtype in [DType::F32, DType::I64, DType::F16] {
+        for view in [View::Contiguous, View::Transposed] {
+            for &shape in shapes {
+                for descending in [false, true] {
+                    let what = format!("argsort {dtype} {view:?} {shape:?} descending {descending}");
+                    same_as_cpu(dev, Tol::EXACT, &what, |d| {
+                        tied_input(d, view, dtype, shape, 38, 50, 13)?.argsort(descending)
+                    })?;
+                }
+            }
+        }
+    }
+    same_as_cpu(dev, Tol::EXACT, "argsort f32 [4, 4096] distinct descending", |d| {
+        rand_tensor(d, DType::F32, &[4, 4096], 39, -1e3, 1e3)?.argsort(true)
+    })?;
+    Ok(())
+}
+
+/// The other pairs per invocation of the WGSL tuning table (`RWO_WGPU_TUNE=sort_pairs=8`) on
+/// a device of its own.
+fn every_wgpu_pairs_per_invocation_matches_reference() -> Result<()> {
+    if crate::wgpu_or_skip().is_none() {
+        return Ok(());
+    }
+    let dev = Device::wgpu_tuned(None, None, Tune { sort_pairs: Some(8), ..Tune::default() })?;
+    argsort_block_edges_match_reference(&dev)?;
+    argsort_is_stable(&dev)?;
+    argsort_places_nan(&dev)
 }

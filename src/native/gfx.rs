@@ -1,0 +1,145 @@
+//! What the rocm runtime decides without a GPU, kept apart from the vendor calls so that it is
+//! tested on every machine: which HIP versions it opens, which code object fits a device's
+//! target id (`gfx90a:sramecc+:xnack-`), and which device is the default.
+
+/// The oldest HIP runtime the rocm backend opens, as (major, minor): 5.2 is the oldest whose
+/// hiprtc CI runs (Debian 12's ROCm 5.2.3 compiles every `hip/*.hip` for gfx90a and gfx1030).
+pub const OLDEST: (u32, u32) = (5, 2);
+/// The newest major the entry points were checked against: through ROCm 7.2 the exported
+/// `hipGetDeviceProperties` keeps the ROCm 5 property layout, and every call used exists.
+pub const NEWEST_MAJOR: u32 = 7;
+
+/// (major, minor, patch) of a HIP version number (`hipRuntimeGetVersion`:
+/// major * 10^7 + minor * 10^5 + patch).
+pub fn version_parts(v: i32) -> (u32, u32, u32) {
+    let v = v.max(0) as u32;
+    (v / 10_000_000, v / 100_000 % 100, v % 100_000)
+}
+
+/// A HIP version number as `major.minor.patch`.
+pub fn version_text(v: i32) -> String {
+    let (major, minor, patch) = version_parts(v);
+    format!("{major}.{minor}.{patch}")
+}
+
+/// Why the rocm backend does not open a HIP runtime of version `v`, or `None` if it does.
+pub fn unsupported(v: i32) -> Option<String> {
+    let (major, minor, _) = version_parts(v);
+    let text = version_text(v);
+    if (major, minor) < OLDEST {
+        Some(format!("HIP {text} is older than {}.{}, the oldest this build supports", OLDEST.0, OLDEST.1))
+    } else if major > NEWEST_MAJOR {
+        Some(format!("HIP {text} is newer than {NEWEST_MAJOR}.x, the newest this build was checked against"))
+    } else {
+        None
+    }
+}
+
+/// Whether code built for target id `target` runs on a device whose `gcnArchName` is `device`:
+/// the same processor, and every feature the target fixes (`xnack+`) set the same way on the
+/// device (a feature the target leaves out runs either way). Returns how many features the
+/// target fixes, so that the most specific fit can be preferred.
+pub fn fits(target: &str, device: &str) -> Option<usize> {
+    let mut t = target.trim().split(':');
+    let mut d = device.trim().split(':');
+    if t.next()? != d.next()? {
+        return None;
+    }
+    let device_features: Vec<&str> = d.collect();
+    let mut fixed = 0;
+    for feature in t {
+        if !device_features.contains(&feature) {
+            return None;
+        }
+        fixed += 1;
+    }
+    Some(fixed)
+}
+
+/// The target of `targets` whose code fits `device` best (see [`fits`]).
+pub fn best_target<'a>(targets: impl IntoIterator<Item = &'a str>, device: &str) -> Option<&'a str> {
+    targets.into_iter().filter_map(|t| fits(t, device).map(|n| (n, t))).max_by_key(|(n, _)| *n).map(|(_, t)| t)
+}
+
+/// A HIP device as the default choice sees it.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    pub ordinal: usize,
+    pub arch: String,
+    /// An APU's GPU (it shares host memory).
+    pub integrated: bool,
+    /// Whether the kernels can run on it (a code object fits, or hiprtc can build one), or why not.
+    pub usable: Result<(), String>,
+}
+
+/// The default device: the first discrete device the kernels can run on, else the first
+/// integrated one (an APU listed first must not hide a card); or why there is none.
+pub fn default_device(candidates: &[Candidate]) -> Result<usize, String> {
+    let usable = |integrated: bool| candidates.iter().find(|c| c.usable.is_ok() && c.integrated == integrated);
+    if let Some(c) = usable(false).or_else(|| usable(true)) {
+        return Ok(c.ordinal);
+    }
+    if candidates.is_empty() {
+        return Err("no AMD GPU".into());
+    }
+    let why: Vec<String> = candidates
+        .iter()
+        .map(|c| format!("device {} ({}): {}", c.ordinal, c.arch, c.usable.as_ref().err().map_or("", |s| s)))
+        .collect();
+    Err(format!("no usable AMD GPU: {}", why.join("; ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_decode_and_are_checked_against_the_supported_range() {
+        assert_eq!(version_parts(50_221_153), (5, 2, 21153));
+        assert_eq!(version_text(60_443_483), "6.4.43483");
+        assert_eq!(unsupported(50_221_153), None);
+        assert_eq!(unsupported(60_000_000), None);
+        assert_eq!(unsupported(70_251_234), None);
+        let old = unsupported(50_120_000).unwrap_or_default();
+        assert!(old.contains("HIP 5.1.20000 is older than 5.2"), "{old}");
+        assert!(unsupported(40_400_000).is_some());
+        let new = unsupported(80_000_000).unwrap_or_default();
+        assert!(new.contains("newer than 7.x"), "{new}");
+    }
+
+    #[test]
+    fn targets_fit_by_processor_and_the_features_they_fix() {
+        let dev = "gfx90a:sramecc+:xnack-";
+        assert_eq!(fits("gfx90a", dev), Some(0));
+        assert_eq!(fits("gfx90a:xnack-", dev), Some(1));
+        assert_eq!(fits("gfx90a:sramecc+:xnack-", dev), Some(2));
+        assert_eq!(fits("gfx90a:xnack+", dev), None);
+        assert_eq!(fits("gfx90a:sramecc-", dev), None);
+        assert_eq!(fits("gfx908", dev), None);
+        // gfx1030 reports no features; a target fixing one is not proven to run there.
+        assert_eq!(fits("gfx1030", "gfx1030"), Some(0));
+        assert_eq!(fits("gfx1030:xnack-", "gfx1030"), None);
+        // A processor is matched whole, not by prefix.
+        assert_eq!(fits("gfx110", "gfx1100"), None);
+        let targets = ["gfx1030", "gfx90a", "gfx90a:xnack-", "gfx90a:xnack+"];
+        assert_eq!(best_target(targets, dev), Some("gfx90a:xnack-"));
+        assert_eq!(best_target(targets, "gfx90a:sramecc-:xnack+"), Some("gfx90a:xnack+"));
+        assert_eq!(best_target(targets, "gfx1100"), None);
+    }
+
+    fn cand(ordinal: usize, integrated: bool, usable: bool) -> Candidate {
+        let usable = if usable { Ok(()) } else { Err("no code object".into()) };
+        Candidate { ordinal, arch: format!("gfx{ordinal}"), integrated, usable }
+    }
+
+    #[test]
+    fn the_default_device_is_the_first_usable_card_then_an_apu() {
+        // An integrated GPU listed first does not hide the card behind it.
+        assert_eq!(default_device(&[cand(0, true, true), cand(1, false, true)]), Ok(1));
+        assert_eq!(default_device(&[cand(0, false, false), cand(1, false, true), cand(2, false, true)]), Ok(1));
+        assert_eq!(default_device(&[cand(0, true, true), cand(1, false, false)]), Ok(0));
+        let none = default_device(&[cand(0, false, false), cand(1, true, false)]).unwrap_err();
+        assert_eq!(none, "no usable AMD GPU: device 0 (gfx0): no code object; device 1 (gfx1): no code object");
+        assert_eq!(default_device(&[]), Err("no AMD GPU".into()));
+    }
+}

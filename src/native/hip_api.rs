@@ -1,0 +1,358 @@
+//! The HIP runtime and hiprtc, loaded at run time (feature `rocm`): the entry points the rocm
+//! backend calls, declared from `hip_runtime_api.h` and `hiprtc.h` (one C ABI from ROCm 5.2 to
+//! 7.x: see `gfx::OLDEST`), the libraries found by soname, and compiling with hiprtc.
+//!
+//! `libamdhip64` is found as `RWO_ROCM_LIB` names it, else by the sonames of the supported
+//! majors, else under `$ROCM_PATH/lib` and `/opt/rocm/lib`. hiprtc lives in `libhiprtc.so.N`
+//! from ROCm 6 (and in some 5.x), and inside `libamdhip64` in ROCm 5: the separate library is
+//! tried first (`RWO_HIPRTC_LIB` names another), then the runtime's own exports.
+
+use super::dylib::{self, Opened, dylib};
+use super::gfx;
+use std::ffi::{CStr, CString, c_char, c_int, c_uchar, c_uint, c_void};
+use std::sync::{Mutex, OnceLock};
+
+/// `hipError_t` (a C enum).
+pub type HipError = c_int;
+/// `hipStream_t`, `hipModule_t`, `hipFunction_t`: opaque handles.
+pub type Stream = *mut c_void;
+pub type Module = *mut c_void;
+pub type Function = *mut c_void;
+/// `hiprtcProgram` and `hiprtcResult`.
+type Program = *mut c_void;
+type RtcResult = c_int;
+
+pub const HIP_SUCCESS: HipError = 0;
+/// `hipErrorNoDevice`: what `hipGetDeviceCount` returns where there is no AMD GPU.
+pub const HIP_ERROR_NO_DEVICE: HipError = 100;
+/// `hipMemcpyKind`.
+pub const MEMCPY_HOST_TO_DEVICE: c_int = 1;
+pub const MEMCPY_DEVICE_TO_HOST: c_int = 2;
+pub const MEMCPY_DEVICE_TO_DEVICE: c_int = 3;
+/// `hipStreamNonBlocking`: no implicit synchronisation with the null stream (as cudarc's).
+pub const STREAM_NON_BLOCKING: c_uint = 1;
+
+/// The head of `hipDeviceProp_t` as ROCm 5 lays it out, which the exported
+/// `hipGetDeviceProperties` keeps in ROCm 6 and 7 (`hipDeviceProp_tR0000`; the new layout has
+/// its own entry point, `hipGetDevicePropertiesR0600`, absent from ROCm 5). Fields after
+/// `integrated` are unread, kept as bytes. Sizes and offsets: Debian's ROCm 5.2 header.
+#[repr(C)]
+#[allow(non_snake_case)]
+pub struct DeviceProps {
+    pub name: [c_char; 256],
+    pub totalGlobalMem: usize,
+    sharedMemPerBlock: usize,
+    regsPerBlock: c_int,
+    pub warpSize: c_int,
+    maxThreadsPerBlock: c_int,
+    maxThreadsDim: [c_int; 3],
+    maxGridSize: [c_int; 3],
+    clockRate: c_int,
+    memoryClockRate: c_int,
+    memoryBusWidth: c_int,
+    totalConstMem: usize,
+    major: c_int,
+    minor: c_int,
+    pub multiProcessorCount: c_int,
+    l2CacheSize: c_int,
+    maxThreadsPerMultiProcessor: c_int,
+    computeMode: c_int,
+    clockInstructionRate: c_int,
+    arch: c_uint,
+    concurrentKernels: c_int,
+    pciDomainID: c_int,
+    pciBusID: c_int,
+    pciDeviceID: c_int,
+    maxSharedMemoryPerMultiProcessor: usize,
+    isMultiGpuBoard: c_int,
+    canMapHostMemory: c_int,
+    gcnArch: c_int,
+    pub gcnArchName: [c_char; 256],
+    pub integrated: c_int,
+    rest: [u8; 136],
+}
+
+const _: () = assert!(std::mem::size_of::<DeviceProps>() == 792);
+const _: () = assert!(std::mem::align_of::<DeviceProps>() == 8);
+const _: () = assert!(std::mem::offset_of!(DeviceProps, warpSize) == 276);
+const _: () = assert!(std::mem::offset_of!(DeviceProps, multiProcessorCount) == 336);
+const _: () = assert!(std::mem::offset_of!(DeviceProps, maxSharedMemoryPerMultiProcessor) == 376);
+const _: () = assert!(std::mem::offset_of!(DeviceProps, gcnArchName) == 396);
+const _: () = assert!(std::mem::offset_of!(DeviceProps, integrated) == 652);
+
+dylib! {
+    /// The HIP runtime entry points the rocm backend calls.
+    pub struct HipFns {
+        fn hipRuntimeGetVersion(version: *mut c_int) -> HipError;
+        fn hipDriverGetVersion(version: *mut c_int) -> HipError;
+        fn hipGetErrorName(e: HipError) -> *const c_char;
+        fn hipGetErrorString(e: HipError) -> *const c_char;
+        fn hipGetDeviceCount(count: *mut c_int) -> HipError;
+        fn hipGetDeviceProperties(props: *mut DeviceProps, device: c_int) -> HipError;
+        fn hipGetDevice(device: *mut c_int) -> HipError;
+        fn hipSetDevice(device: c_int) -> HipError;
+        fn hipStreamCreateWithFlags(stream: *mut Stream, flags: c_uint) -> HipError;
+        fn hipStreamDestroy(stream: Stream) -> HipError;
+        fn hipStreamSynchronize(stream: Stream) -> HipError;
+        fn hipMalloc(ptr: *mut *mut c_void, bytes: usize) -> HipError;
+        fn hipFree(ptr: *mut c_void) -> HipError;
+        fn hipMemcpyAsync(dst: *mut c_void, src: *const c_void, bytes: usize, kind: c_int, stream: Stream) -> HipError;
+        fn hipMemsetD8Async(dst: *mut c_void, value: c_uchar, count: usize, stream: Stream) -> HipError;
+        fn hipModuleLoadData(module: *mut Module, image: *const c_void) -> HipError;
+        fn hipModuleUnload(module: Module) -> HipError;
+        fn hipModuleGetFunction(f: *mut Function, module: Module, name: *const c_char) -> HipError;
+        fn hipModuleLaunchKernel(
+            f: Function,
+            grid_x: c_uint,
+            grid_y: c_uint,
+            grid_z: c_uint,
+            block_x: c_uint,
+            block_y: c_uint,
+            block_z: c_uint,
+            shared_bytes: c_uint,
+            stream: Stream,
+            params: *mut *mut c_void,
+            extra: *mut *mut c_void,
+        ) -> HipError;
+    }
+}
+
+dylib! {
+    /// The hiprtc entry points: compile a program, read its log and code object.
+    struct RtcFns {
+        fn hiprtcVersion(major: *mut c_int, minor: *mut c_int) -> RtcResult;
+        fn hiprtcGetErrorString(r: RtcResult) -> *const c_char;
+        fn hiprtcCreateProgram(
+            prog: *mut Program,
+            source: *const c_char,
+            name: *const c_char,
+            num_headers: c_int,
+            headers: *const *const c_char,
+            include_names: *const *const c_char,
+        ) -> RtcResult;
+        fn hiprtcCompileProgram(prog: Program, num_options: c_int, options: *const *const c_char) -> RtcResult;
+        fn hiprtcGetProgramLogSize(prog: Program, size: *mut usize) -> RtcResult;
+        fn hiprtcGetProgramLog(prog: Program, log: *mut c_char) -> RtcResult;
+        fn hiprtcGetCodeSize(prog: Program, size: *mut usize) -> RtcResult;
+        fn hiprtcGetCode(prog: Program, code: *mut c_char) -> RtcResult;
+        fn hiprtcDestroyProgram(prog: *mut Program) -> RtcResult;
+    }
+}
+
+/// A NUL-terminated C string (or array field) as text.
+pub fn c_text(chars: &[c_char]) -> String {
+    let bytes: Vec<u8> = chars.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// The text of a static C string a library returns (empty for null).
+fn static_text(p: *const c_char) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: the HIP and hiprtc error-text calls return pointers to static NUL-terminated strings.
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+/// The HIP runtime library, its version, and hiprtc (or why it is missing).
+pub struct HipLib {
+    pub fns: HipFns,
+    /// The name the library was found by.
+    pub name: String,
+    /// `hipRuntimeGetVersion`.
+    pub version: i32,
+    pub rtc: Result<Hiprtc, String>,
+}
+
+/// hiprtc, found in its own library or in the runtime's.
+pub struct Hiprtc {
+    fns: RtcFns,
+    /// Library and version, e.g. `hiprtc 6.2 (libhiprtc.so.6)`.
+    pub describe: String,
+}
+
+/// The HIP runtime of this process, loaded at the first call; or why it cannot be loaded.
+pub fn library() -> Result<&'static HipLib, String> {
+    static LIB: OnceLock<Result<HipLib, String>> = OnceLock::new();
+    LIB.get_or_init(load).as_ref().map_err(Clone::clone)
+}
+
+/// The sonames `names`, then the unversioned library under `$ROCM_PATH/lib` and `/opt/rocm/lib`
+/// (where ROCm installs it, in case the loader's path lacks them).
+fn candidates(names: &[String], unversioned: &str) -> Vec<String> {
+    let rocm_path = std::env::var("ROCM_PATH").ok().filter(|p| !p.is_empty());
+    let mut all = names.to_vec();
+    for dir in rocm_path.iter().map(String::as_str).chain(["/opt/rocm"]) {
+        let path = format!("{}/lib/{unversioned}", dir.trim_end_matches('/'));
+        if !all.contains(&path) {
+            all.push(path);
+        }
+    }
+    all
+}
+
+fn load() -> Result<HipLib, String> {
+    let majors = (gfx::OLDEST.0..=gfx::NEWEST_MAJOR).rev();
+    let names: Vec<String> =
+        majors.map(|m| format!("libamdhip64.so.{m}")).chain(["libamdhip64.so".to_string()]).collect();
+    let hip = dylib::open("libamdhip64 (the HIP runtime)", "RWO_ROCM_LIB", &candidates(&names, "libamdhip64.so"))?;
+    let fns = HipFns::resolve(&hip.lib).map_err(|e| format!("{}: {e}", hip.name))?;
+    let mut version = 0;
+    // SAFETY: writes one int.
+    let code = unsafe { (fns.hipRuntimeGetVersion)(&mut version) };
+    if code != HIP_SUCCESS {
+        return Err(format!("{}: hipRuntimeGetVersion failed ({code})", hip.name));
+    }
+    let rtc = load_hiprtc(&hip, gfx::version_parts(version).0);
+    Ok(HipLib { fns, name: hip.name, version, rtc })
+}
+
+fn load_hiprtc(hip: &Opened, major: u32) -> Result<Hiprtc, String> {
+    let soname = format!("libhiprtc.so.{major}");
+    let mut names = vec![];
+    if let Some((dir, _)) = hip.name.rsplit_once('/') {
+        names.push(format!("{dir}/{soname}"));
+    }
+    names.push(soname);
+    let (fns, name) = match dylib::open("libhiprtc", "RWO_HIPRTC_LIB", &names) {
+        Ok(o) => (RtcFns::resolve(&o.lib).map_err(|e| format!("{}: {e}", o.name))?, o.name),
+        Err(alone) => {
+            let own = RtcFns::resolve(&hip.lib).map_err(|e| format!("no hiprtc: {alone}, and {}: {e}", hip.name))?;
+            (own, hip.name.clone())
+        }
+    };
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: writes two ints.
+    let code = unsafe { (fns.hiprtcVersion)(&mut major, &mut minor) };
+    if code != 0 {
+        return Err(format!("{name}: hiprtcVersion failed ({code})"));
+    }
+    Ok(Hiprtc { fns, describe: format!("hiprtc {major}.{minor} ({name})") })
+}
+
+impl HipLib {
+    /// A HIP status as a result whose error says what failed, with HIP's name and text for it.
+    pub fn check(&self, what: &str, code: HipError) -> Result<(), String> {
+        if code == HIP_SUCCESS {
+            return Ok(());
+        }
+        // SAFETY: plain calls taking a status code.
+        let (name, text) = unsafe { ((self.fns.hipGetErrorName)(code), (self.fns.hipGetErrorString)(code)) };
+        Err(format!("{what}: {} ({})", static_text(name), static_text(text)))
+    }
+
+    /// The runtime and driver versions, and where the library came from.
+    pub fn describe(&self) -> String {
+        let mut driver = 0;
+        // SAFETY: writes one int.
+        let driver = match unsafe { (self.fns.hipDriverGetVersion)(&mut driver) } {
+            HIP_SUCCESS => format!(", driver {driver}"),
+            _ => String::new(),
+        };
+        format!("HIP {}{driver} ({})", gfx::version_text(self.version), self.name)
+    }
+
+    /// The number of devices; `hipErrorNoDevice` counts none.
+    pub fn device_count(&self) -> Result<usize, String> {
+        let mut n: c_int = 0;
+        // SAFETY: writes one int.
+        match unsafe { (self.fns.hipGetDeviceCount)(&mut n) } {
+            HIP_ERROR_NO_DEVICE => Ok(0),
+            code => self.check("hipGetDeviceCount", code).map(|()| n.max(0) as usize),
+        }
+    }
+
+    /// The properties of device `ordinal`.
+    pub fn properties(&self, ordinal: c_int) -> Result<Box<DeviceProps>, String> {
+        // SAFETY: numbers, char arrays and two pointers: all-zero bytes are a valid value.
+        let mut props: Box<DeviceProps> = Box::new(unsafe { std::mem::zeroed() });
+        // SAFETY: `props` is the whole struct this entry point fills (size asserted above).
+        let code = unsafe { (self.fns.hipGetDeviceProperties)(&mut *props, ordinal) };
+        self.check(&format!("hipGetDeviceProperties({ordinal})"), code)?;
+        Ok(props)
+    }
+}
+
+impl Hiprtc {
+    /// Compiles `source` (named `name`; `headers` are (include name, text) pairs) for target id
+    /// `arch` with `options`, into a code object. Needs no GPU.
+    pub fn compile(
+        &self,
+        name: &str,
+        source: &str,
+        headers: &[(&str, &str)],
+        arch: &str,
+        options: &[&str],
+    ) -> Result<Vec<u8>, String> {
+        // hiprtc runs one compile at a time anyway (comgr locks); this keeps older builds safe.
+        static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+        let _lock = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let text = |s: &str| CString::new(s).map_err(|_| format!("{name}: a NUL in {s:.20}..."));
+        let (src, cname) = (text(source)?, text(name)?);
+        let texts: Vec<CString> = headers.iter().map(|(_, t)| text(t)).collect::<Result<_, _>>()?;
+        let names: Vec<CString> = headers.iter().map(|(n, _)| text(n)).collect::<Result<_, _>>()?;
+        let mut opts: Vec<CString> = options.iter().map(|o| text(o)).collect::<Result<_, _>>()?;
+        opts.push(text(&format!("--offload-arch={arch}"))?);
+        let ptrs = |v: &[CString]| v.iter().map(|s| s.as_ptr()).collect::<Vec<*const c_char>>();
+        let (texts, names, opts) = (ptrs(&texts), ptrs(&names), ptrs(&opts));
+        let mut prog: Program = std::ptr::null_mut();
+        // SAFETY: every pointer is to a NUL-terminated string that outlives the program.
+        let created = unsafe {
+            (self.fns.hiprtcCreateProgram)(
+                &mut prog,
+                src.as_ptr(),
+                cname.as_ptr(),
+                texts.len() as c_int,
+                texts.as_ptr(),
+                names.as_ptr(),
+            )
+        };
+        self.check(&format!("hiprtcCreateProgram({name})"), created)?;
+        // SAFETY: `prog` is live; the options are NUL-terminated strings.
+        let compiled = unsafe { (self.fns.hiprtcCompileProgram)(prog, opts.len() as c_int, opts.as_ptr()) };
+        let out = if compiled == 0 {
+            self.code(prog)
+        } else {
+            let msg = self.check(&format!("hiprtc compiling {name} for {arch}"), compiled).err().unwrap_or_default();
+            Err(format!("{msg}:\n{}", self.log(prog)))
+        };
+        // SAFETY: destroys the live program once.
+        let _ = unsafe { (self.fns.hiprtcDestroyProgram)(&mut prog) };
+        out
+    }
+
+    fn check(&self, what: &str, code: RtcResult) -> Result<(), String> {
+        if code == 0 {
+            return Ok(());
+        }
+        // SAFETY: a plain call taking a status code.
+        Err(format!("{what}: {}", static_text(unsafe { (self.fns.hiprtcGetErrorString)(code) })))
+    }
+
+    /// The compile log of a live program (empty if it cannot be read).
+    fn log(&self, prog: Program) -> String {
+        let mut size = 0usize;
+        // SAFETY: `prog` is live (the caller's); `log` has room for the `size` bytes hiprtc writes.
+        unsafe {
+            if (self.fns.hiprtcGetProgramLogSize)(prog, &mut size) != 0 || size == 0 {
+                return String::new();
+            }
+            let mut log = vec![0 as c_char; size];
+            if (self.fns.hiprtcGetProgramLog)(prog, log.as_mut_ptr()) != 0 {
+                return String::new();
+            }
+            c_text(&log).trim_end().to_string()
+        }
+    }
+
+    /// The code object of a live, compiled program.
+    fn code(&self, prog: Program) -> Result<Vec<u8>, String> {
+        let mut size = 0usize;
+        // SAFETY: `prog` is live (the caller's); writes one size.
+        self.check("hiprtcGetCodeSize", unsafe { (self.fns.hiprtcGetCodeSize)(prog, &mut size) })?;
+        let mut code = vec![0u8; size];
+        // SAFETY: `code` has room for the `size` bytes hiprtc writes.
+        self.check("hiprtcGetCode", unsafe { (self.fns.hiprtcGetCode)(prog, code.as_mut_ptr() as *mut c_char) })?;
+        Ok(code)
+    }
+}

@@ -1,0 +1,56 @@
+//! Overrides of the WGSL tuning tables (`random.rs`, `sort.rs`) for one device, from
+//! `RWO_WGPU_TUNE` (`random_mul=pieces,sort_pairs=8`): one build can then time every variant
+//! of an entry on a GPU. Without it, each family's table decides.
+
+use super::random::Mul;
+use crate::{Error, Result};
+
+/// The entries a device overrides (`None`: the family's table).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tune {
+    /// `random_mul=wide|pieces`: how Philox's 32 x 32 -> 64-bit products are formed
+    /// (`wide` needs SHADER_INT64).
+    pub random_mul: Option<Mul>,
+    /// `sort_pairs=8|16`: (key, index) pairs each argsort invocation holds in registers.
+    pub sort_pairs: Option<u32>,
+}
+
+impl Tune {
+    /// The overrides a setting names; an unknown name or value is an error naming the known ones.
+    pub fn parse(setting: Option<&str>) -> Result<Tune> {
+        let mut t = Tune::default();
+        let items = setting.map(str::trim).filter(|s| !s.is_empty()).into_iter().flat_map(|s| s.split(','));
+        for item in items {
+            match item.trim().split_once('=').map(|(k, v)| (k.trim(), v.trim())) {
+                Some(("random_mul", "wide")) => t.random_mul = Some(Mul::Wide),
+                Some(("random_mul", "pieces")) => t.random_mul = Some(Mul::Pieces),
+                Some(("sort_pairs", v @ ("8" | "16"))) => t.sort_pairs = v.parse().ok(),
+                _ => {
+                    return Err(Error::BackendUnavailable {
+                        kind: "wgpu".into(),
+                        reason: format!(
+                            "RWO_WGPU_TUNE: unknown setting {item:?}; known: random_mul=wide|pieces, sort_pairs=8|16"
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_parse_and_unknown_ones_are_refused() {
+        assert_eq!(Tune::parse(None), Ok(Tune::default()));
+        assert_eq!(Tune::parse(Some(" ")), Ok(Tune::default()));
+        let t = Tune::parse(Some("random_mul=pieces, sort_pairs=8")).unwrap_or_default();
+        assert_eq!(t, Tune { random_mul: Some(Mul::Pieces), sort_pairs: Some(8) });
+        for bad in ["random_mul=fast", "sort_pairs=32", "sort_pairs", "block=4096"] {
+            assert!(matches!(Tune::parse(Some(bad)), Err(Error::BackendUnavailable { .. })), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! The suite's own harness (libtest-mimic, `harness = false`): a case of a backend that is absent
+//! here is reported as ignored, with the reason, not as passed; `RWO_REQUIRE` turns that into a
+//! failure. Cases and tests register themselves (`suite!`, `tests!`), so adding one stays a
+//! one-line edit in its family file; names and filtering are libtest's (`suite index::gather`).
+
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use rocm_wgpu_ops::{BackendKind, Device, Result};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::process::ExitCode;
+
+/// A case written once against `&Device`, run once per backend kind.
+pub struct Case {
+    pub module: &'static str,
+    pub name: &'static str,
+    pub body: fn(&Device) -> Result<()>,
+}
+
+/// A test that takes no device.
+pub struct Plain {
+    pub module: &'static str,
+    pub name: &'static str,
+    pub body: fn() -> std::result::Result<(), String>,
+}
+
+inventory::collect!(Case);
+inventory::collect!(Plain);
+
+/// One case per backend kind (`case::cpu`, `case::wgpu`, ...) for each `fn(&Device) -> Result<()>`.
+#[macro_export]
+macro_rules! suite {
+    ($($case:ident),* $(,)?) => {
+        $(inventory::submit! {
+            $crate::harness::Case { module: module_path!(), name: stringify!($case), body: $case }
+        })*
+    };
+}
+
+/// Tests without a device: `tests!(name, #[cfg(feature = "cuda")] other)` registers functions
+/// returning `()` or a `Result` (libtest's `#[test]` does not run under this harness).
+#[macro_export]
+macro_rules! tests {
+    ($($(#[$m:meta])* $name:ident),* $(,)?) => {
+        $($(#[$m])* inventory::submit! {
+            $crate::harness::Plain {
+                module: module_path!(),
+                name: stringify!($name),
+                body: || $crate::harness::Outcome::outcome($name()),
+            }
+        })*
+    };
+}
+
+/// What a plain test returns: nothing, or a result whose error fails it.
+pub trait Outcome {
+    fn outcome(self) -> std::result::Result<(), String>;
+}
+
+impl Outcome for () {
+    fn outcome(self) -> std::result::Result<(), String> {
+        Ok(())
+    }
+}
+
+impl<E: std::fmt::Display> Outcome for std::result::Result<(), E> {
+    fn outcome(self) -> std::result::Result<(), String> {
+        self.map_err(|e| e.to_string())
+    }
+}
+
+/// The payload of [`skip`].
+struct Skipped(String);
+
+/// Ends the running test as ignored, with `reason` (for what this machine lacks).
+pub fn skip(reason: impl Into<String>) -> ! {
+    // `resume_unwind` runs no panic hook: nothing is printed as if the test had failed.
+    resume_unwind(Box::new(Skipped(reason.into())))
+}
+
+/// Runs `f`, turning [`skip`] into an ignored outcome; other panics fail the test.
+fn guarded(f: impl FnOnce() -> std::result::Result<(), String>) -> std::result::Result<Completion, Failed> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => Ok(Completion::Completed),
+        Ok(Err(msg)) => Err(msg.into()),
+        Err(payload) => match payload.downcast::<Skipped>() {
+            Ok(s) => Ok(Completion::ignored_with(s.0)),
+            Err(payload) => resume_unwind(payload),
+        },
+    }
+}
+
+/// Runs `case` on the backend of `kind`: ignored when it is absent, unless it is required.
+fn run_case(kind: BackendKind, case: fn(&Device) -> Result<()>) -> std::result::Result<(), String> {
+    let dev = match crate::device(kind) {
+        Ok(dev) => dev,
+        Err(why) if crate::required_kinds().contains(&kind) => {
+            return Err(format!("RWO_REQUIRE names {kind}, which is absent: {why}"));
+        }
+        Err(why) => skip(format!("{kind} absent: {why}")),
+    };
+    case(&dev).map_err(|e| format!("on {}: {e}", dev.describe()))
+}
+
+/// `suite::index` -> `index::`, the suite's root -> nothing.
+fn prefix(module: &str) -> String {
+    match module.split_once("::") {
+        Some((_, rest)) => format!("{rest}::"),
+        None => String::new(),
+    }
+}
+
+pub fn main() -> ExitCode {
+    let args = Arguments::from_args();
+    let mut trials = vec![];
+    for c in inventory::iter::<Case> {
+        for &kind in &[BackendKind::Cpu, BackendKind::Wgpu, BackendKind::Rocm, BackendKind::Cuda] {
+            let body = c.body;
+            let name = format!("{}{}::{kind}", prefix(c.module), c.name);
+            trials.push(Trial::ignorable_test(name, move || guarded(|| run_case(kind, body))));
+        }
+    }
+    for p in inventory::iter::<Plain> {
+        let body = p.body;
+        trials.push(Trial::ignorable_test(format!("{}{}", prefix(p.module), p.name), move || guarded(body)));
+    }
+    trials.sort_by(|a, b| a.name().cmp(b.name()));
+    libtest_mimic::run(&args, trials).exit_code()
+}
+
+/// libtest's `#[test]` attribute registers nothing under this harness: such a test would never
+/// run, silently. Every one must be listed in `tests!` instead.
+fn no_test_attribute_is_left() -> std::result::Result<(), String> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/suite");
+    let Ok(entries) = std::fs::read_dir(dir) else { skip(format!("the suite's sources are not at {dir}")) };
+    let mut found = vec![];
+    for entry in entries.flatten() {
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("#[test]") {
+                found.push(format!("{}:{}", entry.path().display(), i + 1));
+            }
+        }
+    }
+    if found.is_empty() { Ok(()) } else { Err(format!("#[test] never runs here; list it in tests!(..): {found:?}")) }
+}
+
+crate::tests!(no_test_attribute_is_left);
