@@ -13,10 +13,13 @@
 //! than a column, as a stride-0 broadcast row), or where its batch dims are not one uniform
 //! stride (a batch broadcast along some dims but not others): see [`plan`].
 //!
-//! The vendor sides are only the calls: [`cuda`] (cuBLAS, feature `cuda`).
+//! The vendor sides are only the calls: `cuda.rs` (cuBLAS, feature `cuda`) and `rocm.rs`
+//! (rocBLAS, feature `rocm`).
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
+#[cfg(feature = "rocm")]
+pub mod rocm;
 
 use super::runtime::DevicePtr;
 use crate::{DType, Result};

@@ -2,8 +2,8 @@
 //! batch norm inference), and the logic above it, written once for every vendor:
 //! descriptor geometry (a 1-D conv is 2-D with a height of 1; conv_transpose is the backward
 //! data of the forward conv it inverts), when a case goes to the library at all, the algorithm
-//! cache and the workspace policy. The vendor sides are only the calls: [`cuda`] (cuDNN,
-//! feature `cuda`).
+//! cache and the workspace policy. The vendor sides are only the calls: `cuda.rs` (cuDNN,
+//! feature `cuda`) and `rocm.rs` (MIOpen, feature `rocm`).
 //!
 //! - **What the library takes**: a case the shared logic can describe (sizes within the
 //!   library's `int`, positive strides, a conv_transpose whose output_padding keeps it the
@@ -21,6 +21,8 @@
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
+#[cfg(feature = "rocm")]
+pub mod rocm;
 
 use super::nn::merge;
 use super::runtime::DevicePtr;
