@@ -56,6 +56,43 @@ def cases():
     yield f"rand_uniform f32 [{big}]", 4 * big, lambda: torch.rand(big, device=dev)
     sr = rand(s(4096), 4096)
     yield f"argsort f32 [{s(4096)},4096]", 8 * s(4096) * 4096, lambda: torch.argsort(sr, dim=-1, stable=True)
+    yield from nn_cases()
+    yield from pool_cases()
+    yield from upsample_cases()
+
+
+def nn_cases():
+    rows, cols = s(4096), 16384
+    x, w, b = rand(rows, cols), rand(cols), rand(cols)
+    nbytes = 8 * rows * cols
+    F = torch.nn.functional
+    yield f"softmax f32 [{rows},{cols}]", nbytes, lambda: torch.softmax(x, -1)
+    yield f"log_softmax f32 [{rows},{cols}]", nbytes, lambda: torch.log_softmax(x, -1)
+    yield f"layer_norm f32 [{rows},{cols}]", nbytes, lambda: F.layer_norm(x, (cols,), w, b, 1e-5)
+    yield f"rms_norm f32 [{rows},{cols}]", nbytes, lambda: F.rms_norm(x, (cols,), w, 1e-6)
+
+
+def planes():
+    return [s(32), 64, 112, 112]
+
+
+def pool_cases():
+    shape = planes()
+    n = shape[0] * shape[1] * shape[2] * shape[3]
+    x = rand(*shape)
+    dims = ",".join(map(str, shape))
+    F = torch.nn.functional
+    yield f"max_pool2d 2x2 f32 [{dims}]", 4 * (n + n // 4), lambda: F.max_pool2d(x, 2)
+    yield f"avg_pool2d 2x2 f32 [{dims}]", 4 * (n + n // 4), lambda: F.avg_pool2d(x, 2)
+
+
+def upsample_cases():
+    shape = planes()
+    n = shape[0] * shape[1] * shape[2] * shape[3]
+    x = rand(*shape)
+    dims = ",".join(map(str, shape))
+    size = (2 * shape[2], 2 * shape[3])
+    yield f"upsample_nearest2d x2 f32 [{dims}]", 20 * n, lambda: torch.nn.functional.interpolate(x, size=size, mode="nearest")
 
 
 def measure(f):

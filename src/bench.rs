@@ -6,6 +6,7 @@
 //! on a software adapter).
 
 use crate::spec::Family;
+use crate::spec::pool::{Pool2dParams, PoolOp};
 use crate::spec::random::Distribution;
 use crate::{DType, Device, Result, Tensor};
 use std::time::{Duration, Instant};
@@ -129,7 +130,71 @@ pub fn cases(scale: usize) -> Vec<Case> {
         let a = rand(&[srows, scols], DType::F32, d)?;
         Ok(Box::new(move || a.argsort(false)))
     }));
+    v.extend(nn_cases(scale));
+    v.extend(pool_cases(scale));
+    v.extend(upsample_cases(scale));
     v
+}
+
+/// softmax, log_softmax, layer_norm (with weight and bias) and rms_norm (with weight) over the
+/// last dim of f32 [4096, 16384]: the input read once, the output written once.
+fn nn_cases(scale: usize) -> Vec<Case> {
+    let (rows, cols) = ((4096 / scale).max(1), 16384);
+    let bytes = 8 * (rows * cols) as u64;
+    let mut v = vec![];
+    for (name, log) in [("softmax", false), ("log_softmax", true)] {
+        v.push(Case::new(Family::Nn, format!("{name} f32 [{rows},{cols}]"), bytes, move |d| {
+            let x = rand(&[rows, cols], DType::F32, d)?;
+            Ok(Box::new(move || if log { x.log_softmax(1) } else { x.softmax(1) }))
+        }));
+    }
+    v.push(Case::new(Family::Nn, format!("layer_norm f32 [{rows},{cols}]"), bytes, move |d| {
+        let (x, w, b) =
+            (rand(&[rows, cols], DType::F32, d)?, rand(&[cols], DType::F32, d)?, rand(&[cols], DType::F32, d)?);
+        Ok(Box::new(move || x.layer_norm(Some(&w), Some(&b), 1e-5)))
+    }));
+    v.push(Case::new(Family::Nn, format!("rms_norm f32 [{rows},{cols}]"), bytes, move |d| {
+        let (x, w) = (rand(&[rows, cols], DType::F32, d)?, rand(&[cols], DType::F32, d)?);
+        Ok(Box::new(move || x.rms_norm(Some(&w), 1e-6)))
+    }));
+    v
+}
+
+/// The (N, C, H, W) of the pool and upsample cases: f32 [32, 64, 112, 112].
+fn planes(scale: usize) -> [usize; 4] {
+    [(32 / scale).max(1), 64, 112, 112]
+}
+
+/// max_pool2d and avg_pool2d with 2x2 windows: the input read once, the quarter-size output
+/// written once.
+fn pool_cases(scale: usize) -> Vec<Case> {
+    let shape = planes(scale);
+    let n: usize = shape.iter().product();
+    let bytes = 4 * (n + n / 4) as u64;
+    let dims = shape.map(|d| d.to_string()).join(",");
+    [(PoolOp::MaxPool2d, "max_pool2d"), (PoolOp::AvgPool2d, "avg_pool2d")]
+        .into_iter()
+        .map(|(op, name)| {
+            Case::new(Family::Pool, format!("{name} 2x2 f32 [{dims}]"), bytes, move |d| {
+                let x = rand(&shape, DType::F32, d)?;
+                let p = Pool2dParams::new(2);
+                Ok(Box::new(move || if op == PoolOp::MaxPool2d { x.max_pool2d(&p) } else { x.avg_pool2d(&p) }))
+            })
+        })
+        .collect()
+}
+
+/// upsample_nearest2d to twice the height and width: the input read once, the output written
+/// once.
+fn upsample_cases(scale: usize) -> Vec<Case> {
+    let shape = planes(scale);
+    let n: usize = shape.iter().product();
+    let dims = shape.map(|d| d.to_string()).join(",");
+    let case = Case::new(Family::Upsample, format!("upsample_nearest2d x2 f32 [{dims}]"), 20 * n as u64, move |d| {
+        let x = rand(&shape, DType::F32, d)?;
+        Ok(Box::new(move || x.upsample_nearest2d(2 * shape[2], 2 * shape[3])))
+    });
+    vec![case]
 }
 
 /// The median time of one op: batches of ops recorded back to back, then one synchronise, so

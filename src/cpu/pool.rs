@@ -1,39 +1,60 @@
-//! 2-D average and max pooling on the cpu, over a contiguous f64 copy of the input.
+//! 2-D average and max pooling on the cpu, over a contiguous f64 copy of the input, with the
+//! windows of `spec::pool`.
 
 use super::{CpuBackend, CpuStorage, map_strided, wrong_dtype};
 use crate::backend::PoolOps;
 use crate::spec::pool::{Pool2dParams, PoolOp};
 use crate::{DType, Layout, Result, WithDType, with_float_storage};
-use std::ops::Range;
 
-/// The input positions of window `o` along one dim, padded cells left out.
-fn window(o: usize, k: usize, s: usize, p: usize, size: usize) -> Range<usize> {
-    let (lo, hi) = ((o * s).saturating_sub(p), (o * s + k).saturating_sub(p).min(size));
-    lo..hi.max(lo)
+/// The windows of one spatial dim: for each output, the input cells it reads and the length
+/// avg_pool2d counts with padding.
+struct Windows {
+    cells: Vec<Vec<usize>>,
+    padded_len: Vec<usize>,
+}
+
+/// Windows along spatial dim `i` of input size `n`, `out` of them.
+fn windows(op: PoolOp, p: &Pool2dParams, i: usize, n: usize, out: usize) -> Windows {
+    let (k, s, pad, d) = (p.kernel[i] as i64, p.stride[i] as i64, p.padding[i] as i64, p.dilation[i] as i64);
+    let n = n as i64;
+    let mut w = Windows { cells: vec![], padded_len: vec![] };
+    for o in 0..out as i64 {
+        let start = o * s - pad;
+        let cells = match op {
+            PoolOp::MaxPool2d => (0..k).map(|j| start + j * d).filter(|c| (0..n).contains(c)).collect(),
+            // The range clipped to the padded input, then to the input.
+            PoolOp::AvgPool2d => (start.max(0)..(start + k).min(n)).collect::<Vec<_>>(),
+        };
+        w.cells.push(cells.into_iter().map(|c| c as usize).collect());
+        w.padded_len.push(((start + k).min(n + pad) - start) as usize);
+    }
+    w
 }
 
 /// Pools every `(H, W)` plane of the contiguous `x` of shape `dims` into `(H_out, W_out)`.
 fn pool_f64(x: &[f64], dims: &[usize], op: PoolOp, p: &Pool2dParams) -> Vec<f64> {
     let (planes, h, w) = (dims[0] * dims[1], dims[2], dims[3]);
-    let [kh, kw] = p.kernel;
-    let oh = (h + 2 * p.padding[0] - kh) / p.stride[0] + 1;
-    let ow = (w + 2 * p.padding[1] - kw) / p.stride[1] + 1;
-    let area = (kh * kw) as f64;
+    let (oh, ow) = (p.out_size(0, h).unwrap_or(0), p.out_size(1, w).unwrap_or(0));
+    let (rows, cols) = (windows(op, p, 0, h, oh), windows(op, p, 1, w, ow));
     let mut out = Vec::with_capacity(planes * oh * ow);
     for c in 0..planes {
         let plane = &x[c * h * w..(c + 1) * h * w];
         for i in 0..oh {
-            let rows = window(i, kh, p.stride[0], p.padding[0], h);
             for j in 0..ow {
-                let cols = window(j, kw, p.stride[1], p.padding[1], w);
-                let cells = rows.clone().flat_map(|r| &plane[r * w + cols.start..r * w + cols.end]);
+                let (rs, cs) = (&rows.cells[i], &cols.cells[j]);
+                let cells = rs.iter().flat_map(|r| cs.iter().map(move |c| plane[r * w + c]));
                 out.push(match op {
-                    // Padded cells are zeros: they add nothing but count in the area. Folding from +0
-                    // (`sum` starts at -0) keeps a window of padding only at +0.
-                    PoolOp::AvgPool2d => cells.fold(0.0, |s, &v| s + v) / area,
-                    // Once a NaN is taken nothing compares above it; a window of padding only
-                    // (an input with an empty dim) has the max of nothing, -inf.
-                    PoolOp::MaxPool2d => cells.fold(f64::NEG_INFINITY, |m, &v| if v > m || v.is_nan() { v } else { m }),
+                    PoolOp::AvgPool2d => {
+                        let real = rs.len() * cs.len();
+                        let area = if p.count_include_pad { rows.padded_len[i] * cols.padded_len[j] } else { real };
+                        // Folding from +0 (`sum` starts at -0) keeps a window without input cells
+                        // at +0, which is also what it is when nothing divides it.
+                        let sum = cells.fold(0.0, |s, v| s + v);
+                        if real == 0 { 0.0 } else { sum / area as f64 }
+                    }
+                    // Once a NaN is taken nothing compares above it; a window without input cells
+                    // has the max of nothing, -inf.
+                    PoolOp::MaxPool2d => cells.fold(f64::NEG_INFINITY, |m, v| if v > m || v.is_nan() { v } else { m }),
                 });
             }
         }

@@ -20,12 +20,12 @@ pub fn family_source(f: Family) -> &'static str {
         Family::Index => include_str!("../../shaders/index.wgsl"),
         Family::Random => include_str!("../../shaders/random.wgsl"),
         Family::Sort => include_str!("../../shaders/sort.wgsl"),
+        Family::Upsample => include_str!("../../shaders/upsample.wgsl"),
+        Family::Nn => include_str!("../../shaders/nn.wgsl"),
+        Family::Pool => include_str!("../../shaders/pool.wgsl"),
         // On the cpu reference for now (src/fallback.rs).
         Family::Conv => "",
-        Family::Pool => "",
-        Family::Upsample => "",
         Family::Matmul => "",
-        Family::Nn => "",
     }
 }
 

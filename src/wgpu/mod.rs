@@ -8,12 +8,15 @@ mod copy;
 mod elementwise;
 mod index;
 pub mod kernel;
+mod nn;
+mod pool;
 mod random;
 mod reduce;
 pub mod repr;
 mod sort;
 mod support;
 mod tune;
+mod upsample;
 
 use crate::backend::{BackendStorage, CopyOps, Memory};
 use crate::spec::index::IndexOp;
@@ -41,6 +44,9 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         index::shader_variants(caps),
         sort::shader_variants(caps),
         random::shader_variants(caps),
+        upsample::shader_variants(caps),
+        nn::shader_variants(caps),
+        pool::shader_variants(caps),
     ]
     .concat()
 }
@@ -318,7 +324,7 @@ fn flag_result(w: &[u32]) -> Result<()> {
     Err(Error::IndexOutOfRange { op, index, size: (w[3] as u64 | (w[4] as u64) << 32) as usize })
 }
 
-crate::fallback::via_cpu!([] WgpuBackend: conv, pool, upsample, matmul, nn);
+crate::fallback::via_cpu!([] WgpuBackend: conv, matmul);
 
 impl Memory for WgpuBackend {
     type Storage = WgpuStorage;

@@ -15,9 +15,9 @@ pub struct Caps {
 }
 
 impl Caps {
-    /// Every combination of the dtype features (for shader validation tests).
+    /// Every combination of the features (for shader validation tests).
     pub fn all_combinations() -> Vec<Caps> {
-        (0..8).map(|b| Caps { f16: b & 1 != 0, f64: b & 2 != 0, i64: b & 4 != 0, subgroup: false }).collect()
+        (0..16).map(|b| Caps { f16: b & 1 != 0, f64: b & 2 != 0, i64: b & 4 != 0, subgroup: b & 8 != 0 }).collect()
     }
 
     /// The dtypes a kernel may use with these caps.

@@ -212,6 +212,14 @@ fn pool_and_upsample_param_errors(dev: &Device) -> Result<()> {
     expect(x.avg_pool2d(&Pool2dParams::new(5)), is("avg_pool2d"), "kernel 5 larger than padded input 4");
     expect(x.avg_pool2d(&Pool2dParams::new(2).padding(2)), is("avg_pool2d"), "more than half the kernel");
     expect(x.max_pool2d(&Pool2dParams::new(0)), is("max_pool2d"), "zero kernel size");
+    expect(x.max_pool2d(&Pool2dParams::new(2).dilation(0)), is("max_pool2d"), "zero dilation");
+    expect(x.max_pool2d(&Pool2dParams::new(2).dilation(4)), is("max_pool2d"), "kernel 5 larger than padded input 4");
+    expect(x.avg_pool2d(&Pool2dParams::new(2).dilation(2)), is("avg_pool2d"), "no dilation");
+    let no_pad = Pool2dParams::new(2).count_include_pad(false);
+    expect(x.max_pool2d(&no_pad), is("max_pool2d"), "count_include_pad = false is an avg_pool2d setting");
+    // ceil_mode adds at most a window that starts inside the input.
+    let ceil = Pool2dParams::new(5).stride(1).ceil_mode(true);
+    expect(x.avg_pool2d(&ceil), is("avg_pool2d"), "kernel 5 larger than padded input 4");
     let e = Tensor::zeros([1, 1, 0], DType::F32, dev)?;
     expect(e.upsample_nearest1d(3), is("upsample_nearest1d"), "from an empty input dim");
     intact(&x)

@@ -1,6 +1,6 @@
 use crate::{Tol, View, assert_close, assert_values, rand_tensor, same_as_cpu, suite, view_tensor};
 use rocm_wgpu_ops::spec::nn::NnOp;
-use rocm_wgpu_ops::{DType, Device, Result, Tensor};
+use rocm_wgpu_ops::{CpuStorage, DType, Device, Result, Tensor};
 
 suite!(
     softmax_matches_reference,
@@ -15,9 +15,12 @@ suite!(
     softmax_large_inputs_do_not_overflow,
     layer_norm_rows_are_standardised,
     batch_norm_unit_stats_is_identity,
-    nn_long_lines_match_reference,
+    lines_of_every_length_match_reference,
+    special_values_match_reference,
+    half_lines_past_the_half_range_match_reference,
     layer_norm_large_offsets_keep_the_spread,
 );
+crate::tests!(line_ops_without_subgroups_match_reference);
 
 /// Each output goes through a handful of roundings in the computing precision (max, exp, sum,
 /// log or divide; mean, variance, sqrt, scale, shift) on top of the one rounding to the dtype.
@@ -346,28 +349,137 @@ fn batch_norm_unit_stats_is_identity(dev: &Device) -> Result<()> {
     Ok(())
 }
 
-/// Lines of every length class a GPU kernel may treat differently (a line in registers at a
-/// few, 16 or 64 values per thread, or read once per pass past that), for every op over the
-/// last dim and softmax over the first.
-fn nn_long_lines_match_reference(dev: &Device) -> Result<()> {
-    for &dtype in DType::FLOAT {
-        for len in [1000, 3000, 10_000, 20_000] {
-            let x = |d: &Device| Ok(Inputs::new(rand_tensor(d, dtype, &[3, len], 20, -4.0, 4.0)?, vec![], vec![]));
-            let what = |op: &str| format!("{op} {dtype} [3, {len}]");
-            check(dev, tol(dtype), &what("softmax"), x, |i| i.x.softmax(1))?;
-            check(dev, tol(dtype), &what("log_softmax"), x, |i| i.x.log_softmax(1))?;
-            let what_t = format!("softmax {dtype} [{len}, 3] dim 0");
-            same_as_cpu(dev, tol(dtype), &what_t, |d| rand_tensor(d, dtype, &[len, 3], 21, -4.0, 4.0)?.softmax(0))?;
-            let inputs = |d: &Device| {
-                let x = rand_tensor(d, dtype, &[3, len], 22, -3.0, 3.0)?;
-                let w = rand_tensor(d, dtype, &[len], 23, -2.0, 2.0)?;
-                Ok(Inputs::new(x, vec![], vec![Some(w), Some(rand_tensor(d, dtype, &[len], 24, -1.0, 1.0)?)]))
-            };
-            check(dev, tol(dtype), &what("layer_norm"), inputs, |i| i.x.layer_norm(i.param(0), i.param(1), 1e-5))?;
-            check(dev, tol(dtype), &what("rms_norm"), inputs, |i| i.x.rms_norm(i.param(0), 1e-6))?;
+/// A line op by name, on `x` along `dim` (the norms: the last dim) with the parameters of
+/// `params` (weight and bias for layer_norm, weight for rms_norm).
+fn line_op(op: NnOp, x: &Tensor, dim: usize, params: &[Tensor]) -> Result<Tensor> {
+    match op {
+        NnOp::Softmax => x.softmax(dim),
+        NnOp::LogSoftmax => x.log_softmax(dim),
+        NnOp::LayerNorm => x.layer_norm(params.first(), params.get(1), 1e-5),
+        NnOp::RmsNorm => x.rms_norm(params.first(), 1e-6),
+        NnOp::BatchNorm => unreachable!("batch_norm is not a line op"),
+    }
+}
+
+const LINE_OPS: [NnOp; 4] = [NnOp::Softmax, NnOp::LogSoftmax, NnOp::LayerNorm, NnOp::RmsNorm];
+
+/// The weight and bias a line op takes, of length `n`.
+fn line_params(d: &Device, op: NnOp, dtype: DType, n: usize) -> Result<Vec<Tensor>> {
+    let count = match op {
+        NnOp::LayerNorm => 2,
+        NnOp::RmsNorm => 1,
+        _ => 0,
+    };
+    (0..count).map(|i| rand_tensor(d, dtype, &[n], 40 + i as u64, -2.0, 2.0)).collect()
+}
+
+/// Lines of 1, 3, 1023, 4097 and 100003 elements: within one tile of a lane group, around its
+/// capacity, and over many tiles (read twice); along the last dim, through a transposed view
+/// (lanes strided across lines), and for softmax along a leading dim.
+fn lines_of_every_length_match_reference(dev: &Device) -> Result<()> {
+    for n in [1, 3, 1023, 4097, 100_003] {
+        let rows = if n > 10_000 { 2 } else { 5 };
+        for dtype in [DType::F32, DType::F16, DType::BF16, DType::F64] {
+            for op in LINE_OPS {
+                for view in [View::Contiguous, View::Transposed] {
+                    let what = format!("{op} {dtype} {view:?} [{rows}, {n}]");
+                    same_as_cpu(dev, tol(dtype), &what, |d| {
+                        let x = view_tensor(d, view, dtype, &[rows, n], 20, -3.0, 3.0)?;
+                        line_op(op, &x, 1, &line_params(d, op, dtype, n)?)
+                    })?;
+                }
+                if op == NnOp::Softmax || op == NnOp::LogSoftmax {
+                    let what = format!("{op} {dtype} [{n}, 3] dim 0");
+                    same_as_cpu(dev, tol(dtype), &what, |d| {
+                        line_op(op, &rand_tensor(d, dtype, &[n, 3], 21, -3.0, 3.0)?, 0, &[])
+                    })?;
+                }
+            }
         }
     }
     Ok(())
+}
+
+/// `values` (as f64) as a tensor of `dtype` and `shape` on `d`, converted on the host.
+fn from_f64(d: &Device, dtype: DType, values: &[f64], shape: &[usize]) -> Result<Tensor> {
+    let s = match dtype {
+        DType::F16 => CpuStorage::F16(values.iter().map(|&v| half::f16::from_f64(v)).collect()),
+        DType::BF16 => CpuStorage::BF16(values.iter().map(|&v| half::bf16::from_f64(v)).collect()),
+        DType::F32 => CpuStorage::F32(values.iter().map(|&v| v as f32).collect()),
+        _ => CpuStorage::F64(values.to_vec()),
+    };
+    Tensor::from_cpu(s, shape.to_vec(), d)
+}
+
+/// Six lines of `n`: a spread of 1e4 (exp(-1e4) underflows, nothing overflows), a -inf entry
+/// (weighs nothing), a NaN, a +inf, all -inf, and +inf beside -inf (each of the last four
+/// spoils its own line only, as in the reference); with `n = 1` the last line is -inf alone.
+fn special_lines(n: usize) -> Vec<f64> {
+    let mut v = crate::Data::new(30).storage(DType::F64, 6 * n, -1e4, 1e4).to_f64_vec();
+    let at = |row: usize, k: usize| row * n + (k * 7919) % n;
+    v[at(1, 1)] = f64::NEG_INFINITY;
+    v[at(2, 2)] = f64::NAN;
+    v[at(3, 3)] = f64::INFINITY;
+    v[4 * n..5 * n].fill(f64::NEG_INFINITY);
+    v[at(5, 4)] = f64::INFINITY;
+    v[at(5, 5)] = f64::NEG_INFINITY;
+    v
+}
+
+fn special_values_match_reference(dev: &Device) -> Result<()> {
+    for n in [1, 7, 4097, 100_003] {
+        let values = special_lines(n);
+        for &dtype in DType::FLOAT {
+            for op in LINE_OPS {
+                let what = format!("{op} {dtype} special lines of {n}");
+                same_as_cpu(dev, tol(dtype), &what, |d| {
+                    line_op(op, &from_f64(d, dtype, &values, &[6, n])?, 1, &line_params(d, op, dtype, n)?)
+                })?;
+                if n > 10_000 {
+                    continue;
+                }
+                let what = format!("{op} {dtype} special lines of {n}, transposed");
+                same_as_cpu(dev, tol(dtype), &what, |d| {
+                    let x = from_f64(d, dtype, &values, &[6, n])?.t()?.contiguous()?.t()?;
+                    line_op(op, &x, 1, &line_params(d, op, dtype, n)?)
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// f16 and bf16 lines near f16's largest value: their sums (and sums of squares) pass the f16
+/// range, not the f32 one the kernels accumulate in.
+fn half_lines_past_the_half_range_match_reference(dev: &Device) -> Result<()> {
+    for dtype in [DType::F16, DType::BF16] {
+        for n in [4, 4097] {
+            for op in LINE_OPS {
+                let what = format!("{op} {dtype} [3, {n}] in [6e4, 6.5e4]");
+                same_as_cpu(dev, tol(dtype), &what, |d| {
+                    let x = rand_tensor(d, dtype, &[3, n], 22, 60_000.0, 65_000.0)?;
+                    line_op(op, &x, 1, &line_params(d, op, dtype, n)?)
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The line kernels again on an adapter with subgroups withheld, so that lanes combine through
+/// workgroup memory (the suite's device uses subgroups where the adapter has them; lavapipe
+/// does).
+fn line_ops_without_subgroups_match_reference() -> Result<()> {
+    if crate::wgpu_or_skip().is_none() {
+        return Ok(());
+    }
+    let dev = Device::wgpu(None, Some("f16,f64,i64"))?;
+    let features = dev.info().into_iter().find(|(k, _)| *k == "features").map(|(_, v)| v).unwrap_or_default();
+    assert!(!features.contains("subgroup"), "{features}");
+    softmax_matches_reference(&dev)?;
+    lines_of_every_length_match_reference(&dev)?;
+    special_values_match_reference(&dev)?;
+    half_lines_past_the_half_range_match_reference(&dev)
 }
 
 /// Values far from 0 next to their spread: the variance must come from deviations from the

@@ -7,12 +7,21 @@ suite!(
     upsample_nearest1d_hand_computed,
     upsample_nearest2d_hand_computed,
     upsample_then_stride_is_identity,
+    upsample_long_rows_index_exactly,
 );
 
-/// `(N, C, L)` inputs and output sizes: up by 2, up 3 -> 7, down 7 -> 3, to 0, empty input,
-/// empty batch.
-const SIZES_1D: &[([usize; 3], usize)] =
-    &[([2, 3, 4], 8), ([2, 3, 3], 7), ([2, 3, 7], 3), ([2, 3, 5], 0), ([2, 3, 0], 0), ([0, 3, 4], 6)];
+/// `(N, C, L)` inputs and output sizes: up by 2, up 3 -> 7 and 3 -> 8, down 7 -> 3 and 9 -> 4
+/// (sizes of whole vectors take the four-output kernel), to 0, empty input, empty batch.
+const SIZES_1D: &[([usize; 3], usize)] = &[
+    ([2, 3, 4], 8),
+    ([2, 3, 3], 7),
+    ([2, 3, 3], 8),
+    ([2, 3, 7], 3),
+    ([2, 3, 9], 4),
+    ([2, 3, 5], 0),
+    ([2, 3, 0], 0),
+    ([0, 3, 4], 6),
+];
 
 /// `(N, C, H, W)` inputs and output sizes, as for 1-D with mixed directions per dim.
 const SIZES_2D: &[([usize; 4], [usize; 2])] = &[
@@ -20,6 +29,8 @@ const SIZES_2D: &[([usize; 4], [usize; 2])] = &[
     ([2, 2, 3, 3], [7, 5]),
     ([2, 2, 7, 5], [3, 2]),
     ([2, 2, 3, 5], [7, 2]),
+    ([2, 2, 3, 5], [4, 12]),
+    ([2, 2, 4, 13], [3, 8]),
     ([2, 2, 2, 3], [0, 4]),
     ([2, 2, 2, 3], [4, 0]),
     ([2, 2, 0, 3], [0, 5]),
@@ -102,5 +113,28 @@ fn upsample_then_stride_is_identity(dev: &Device) -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// Rows long enough that `o * in` passes 2^32 (the kernels' 64-bit quotient), resized up and
+/// down by ratios close to 1, where a rounded quotient would pick a neighbour.
+fn upsample_long_rows_index_exactly(dev: &Device) -> Result<()> {
+    for dtype in [DType::F32, DType::BF16, DType::U8, DType::I64] {
+        for (len, size) in [(70_000, 70_001), (70_001, 69_999), (65_537, 65_536)] {
+            let what = format!("upsample_nearest1d {dtype} {len} -> {size}");
+            same_as_cpu(dev, Tol::EXACT, &what, |d| {
+                view_tensor(d, View::Offset, dtype, &[1, 2, len], 5, 0.0, 250.0)?.upsample_nearest1d(size)
+            })?;
+            let what = format!("upsample_nearest2d {dtype} [2, {len}] -> [3, {size}]");
+            same_as_cpu(dev, Tol::EXACT, &what, |d| {
+                view_tensor(d, View::Transposed, dtype, &[1, 1, 2, len], 6, 0.0, 250.0)?.upsample_nearest2d(3, size)
+            })?;
+        }
+    }
+    // Values that name their cells: floor(70000 o / 70001) = floor(o - o / 70001) is o - 1 for
+    // every o >= 1, where a quotient rounded up by a single ulp would read cell o.
+    let x = Tensor::arange(0u32, 70_000, dev)?.reshape([1, 1, 70_000])?;
+    let y = x.upsample_nearest1d(70_001)?.to_vec::<u32>()?;
+    assert_eq!(y, (0..70_001u32).map(|o| o.saturating_sub(1)).collect::<Vec<_>>());
     Ok(())
 }

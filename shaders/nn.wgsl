@@ -1,0 +1,226 @@
+// softmax, log_softmax, layer_norm and rms_norm along lines, and batch_norm.
+//
+// A line is the N elements along the op's dim at one position of the other dims (the kept
+// dims, walked in row-major order: line o). Element k of line o is read at
+// kept_base(o) + k SR and written at out_base(o) + k INNER (the output is contiguous).
+//
+// T lanes share a line. Lane `lane` holds K units of four consecutive elements per tile (unit
+// q of tile t is unit index u = (t K + q) T + lane, elements 4u .. 4u + 3), so that a line of
+// up to 4 K T elements is read once into registers, reduced, and written from them. Longer
+// lines are walked tile by tile twice: once for the statistics, once (reading again) for the
+// output.
+//
+// Lanes are mapped in one of three ways:
+// - `lines`, rows: T consecutive invocations per line, WG / T lines per workgroup;
+// - `lines`, cols: WG / T neighbouring lines per workgroup, lane = tid / (WG / T), so that
+//   loads coalesce across lines whose elements are far apart (a softmax over a leading dim);
+// - `lines_sg` (adapters with subgroups): a whole workgroup per line, or a subgroup per line
+//   (lanes: the subgroup's, T its size), RPW lines per workgroup.
+// The statistics of a line's lanes are combined in workgroup memory (a tree) or by subgroup
+// shuffles plus one workgroup-memory step.
+//
+// The builder defines per specialisation: A (f32 or f64), V = vec4<A>, K, PAD (the value of
+// elements past the line), the line state St with st_init, st_merge (commutative bit for bit,
+// so that every lane of a butterfly ends with the same state) and, with subgroups, st_xor;
+// tile_stats(u0, tl) (the state of the lane's registers), finish(s) (the line's constants from
+// its state), load_tile / store_tile (the lane's K units, unrolled), get4 / put4 (one unit of
+// input / output), and the optional weight and bias loads.
+//
+// Metadata at EXTRA: eps (3 words, param(0)), L (lines), N, SR, INNER, T (lanes per line in
+// `lines`), COLS, RPW (lines per workgroup in `lines_sg`), weight offset and stride, bias offset
+// and stride, the input offset, kept rank KR, then KR kept dims and KR kept strides.
+
+const M_L: u32 = 3u;
+const M_N: u32 = 4u;
+const M_SR: u32 = 5u;
+const M_INNER: u32 = 6u;
+const M_T: u32 = 7u;
+const M_COLS: u32 = 8u;
+const M_RPW: u32 = 9u;
+const M_WOFF: u32 = 10u;
+const M_WST: u32 = 11u;
+const M_BOFF: u32 = 12u;
+const M_BST: u32 = 13u;
+const M_OFF: u32 = 14u;
+const M_KR: u32 = 15u;
+
+// What `lines` and `lines_sg` share (the builder adds it to their code).
+// @section line
+var<private> rv: array<V, K>;
+var<private> N: u32;
+var<private> SR: u32;
+var<private> INNER: u32;
+
+fn read_meta() {
+    N = md[EXTRA + M_N];
+    SR = md[EXTRA + M_SR];
+    INNER = md[EXTRA + M_INNER];
+}
+
+// The storage index of element 0 of line o.
+fn kept_base(o: u32) -> u32 {
+    let kr = md[EXTRA + M_KR];
+    let at = EXTRA + M_KR + 1u;
+    var rem = o;
+    var off = md[EXTRA + M_OFF];
+    for (var d = kr; d > 0u; d--) {
+        let size = md[at + d - 1u];
+        off += (rem % size) * md[at + kr + d - 1u];
+        rem /= size;
+    }
+    return off;
+}
+
+// The output index of element 0 of line o.
+fn out_base(o: u32) -> u32 {
+    return (o / INNER) * N * INNER + o % INNER;
+}
+
+// The line o (when `live`) as lane `lane` of tl; every invocation of a line group calls it
+// (the reductions synchronise).
+fn process_line(o: u32, live: bool, lane: u32, tl: u32) {
+    var base = 0u;
+    var ob = 0u;
+    if (live) {
+        base = kept_base(o);
+        ob = out_base(o);
+    }
+    let cap = 4u * K * tl;
+    let tiles = (N + cap - 1u) / cap;
+    var st = st_init();
+    for (var t = 0u; t < tiles; t++) {
+        let u0 = t * K * tl + lane;
+        if (live) {
+            load_tile(base, u0, tl);
+            st = st_merge(st, tile_stats(u0, tl));
+        }
+    }
+    finish(reduce_st(st));
+    for (var t = 0u; t < tiles; t++) {
+        let u0 = t * K * tl + lane;
+        if (live) {
+            if (tiles > 1u) {
+                load_tile(base, u0, tl);
+            }
+            store_tile(ob, u0, tl);
+        }
+    }
+}
+
+var<workgroup> sh: array<St, WG>;
+
+// @kernel lines
+var<private> g_tid: u32;
+var<private> g_lane: u32;
+var<private> g_stride: u32;
+var<private> g_tl: u32;
+
+// The state of every lane of the caller's line, combined by a tree in workgroup memory.
+fn reduce_st(s: St) -> St {
+    workgroupBarrier();
+    sh[g_tid] = s;
+    for (var w = g_tl >> 1u; w > 0u; w >>= 1u) {
+        workgroupBarrier();
+        if (g_lane < w) {
+            sh[g_tid] = st_merge(sh[g_tid], sh[g_tid + w * g_stride]);
+        }
+    }
+    workgroupBarrier();
+    return sh[g_tid - g_lane * g_stride];
+}
+
+@compute @workgroup_size(WG)
+fn lines(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    read_meta();
+    let tl = md[EXTRA + M_T];
+    let per = WG / tl;
+    var local = tid / tl;
+    g_lane = tid % tl;
+    g_stride = 1u;
+    if (md[EXTRA + M_COLS] != 0u) {
+        local = tid % per;
+        g_lane = tid / per;
+        g_stride = per;
+    }
+    g_tid = tid;
+    g_tl = tl;
+    let o = (wid.x + wid.y * nwg.x) * per + local;
+    process_line(o, o < md[EXTRA + M_L], g_lane, tl);
+}
+
+// @kernel lines_sg
+var<private> g_sl: u32;
+var<private> g_ss: u32;
+var<private> g_sid: u32;
+var<private> g_ns: u32;
+var<private> g_whole: bool;
+
+// The state combined over the subgroup by a butterfly; every lane ends with the same state.
+fn sg_all(s0: St) -> St {
+    var s = s0;
+    for (var off = 1u; off < g_ss; off <<= 1u) {
+        s = st_merge(s, st_xor(s, off));
+    }
+    return s;
+}
+
+// The state of every lane of the caller's line: its subgroup's, or with a whole workgroup per
+// line, the subgroups' states through workgroup memory.
+fn reduce_st(s: St) -> St {
+    let v = sg_all(s);
+    if (!g_whole) {
+        return v;
+    }
+    workgroupBarrier();
+    if (g_sl == 0u) {
+        sh[g_sid] = v;
+    }
+    workgroupBarrier();
+    var acc = st_init();
+    for (var j = g_sl; j < g_ns; j += g_ss) {
+        acc = st_merge(acc, sh[j]);
+    }
+    return sg_all(acc);
+}
+
+@compute @workgroup_size(WG)
+fn lines_sg(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(subgroup_invocation_id) sl: u32, @builtin(subgroup_size) ss: u32, @builtin(subgroup_id) sid: u32, @builtin(num_subgroups) ns: u32) {
+    read_meta();
+    g_sl = sl;
+    g_ss = ss;
+    g_sid = sid;
+    g_ns = ns;
+    let rpw = md[EXTRA + M_RPW];
+    let first = (wid.x + wid.y * nwg.x) * rpw;
+    let n_lines = md[EXTRA + M_L];
+    g_whole = rpw == 1u;
+    if (g_whole) {
+        process_line(first, first < n_lines, tid, WG);
+    } else {
+        for (var r = sid; r < rpw; r += ns) {
+            process_line(first + r, first + r < n_lines, sl, ss);
+        }
+    }
+}
+
+// @kernel batch_norm
+// Elementwise over a strided x: element i is in channel (i / INNER) % C. Metadata at EXTRA:
+// eps (3 words), C, INNER, then offset and stride of mean, var, weight, bias.
+@compute @workgroup_size(WG)
+fn batch_norm(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let w = flat_id(gid, nwg);
+    let n = md[0];
+    let first = w * Y_EPW;
+    if (first >= n) {
+        return;
+    }
+    let channels = md[EXTRA + 3u];
+    let inner = md[EXTRA + 4u];
+    for (var k = 0u; k < Y_EPW; k++) {
+        let i = first + k;
+        if (i < n) {
+            y_set(i, bn(x_load(x_at(i)), (i / inner) % channels));
+        }
+    }
+    y_flush(w);
+}

@@ -1,0 +1,597 @@
+//! softmax, log_softmax, layer_norm, rms_norm and batch_norm on wgpu (`shaders/nn.wgsl`).
+//!
+//! The first four walk lines: the elements along the op's dim (the last dim for the norms) at
+//! each position of the other dims, read in place through the input's strides. A line of up to
+//! `4 U T` elements (T lanes of U units) is read once into registers, reduced to its statistics
+//! (online max and sum of exponentials for softmax, count/mean/M2 merged by Chan's formula for
+//! layer_norm, a sum of squares for rms_norm), and written from the registers; longer lines are
+//! read twice, tile by tile. Lines whose elements are closely spaced get consecutive lanes
+//! (rows); lines whose neighbours are (a softmax over a leading dim) get strided lanes, so that
+//! loads coalesce across lines (cols). Statistics combine through subgroup shuffles where the
+//! adapter has subgroups (rows, f32), else through a tree in workgroup memory. f16 and bf16
+//! compute in f32, f64 in f64. batch_norm is elementwise.
+
+use super::kernel::{Index, Spec, family_source, section};
+use super::repr::{Access, Caps, Compute, Repr, params};
+use super::{WgpuBackend, WgpuStorage};
+use crate::backend::{NnOps, Param};
+use crate::spec::Family;
+use crate::spec::nn::NnOp;
+use crate::{DType, Layout, Result, Scalar};
+use std::fmt::Write;
+
+/// Tuning, not yet measured on a GPU (chosen on lavapipe, which covers every path; the H100
+/// run decides): units of four elements a lane holds per tile in short lines, and in lines of
+/// more than `4 * SHORT_UNITS * 64` elements (a line of 16384 f32 is then read once by 256
+/// lanes of 64 registers, so that two workgroups share an SM's register file); lanes per line
+/// at most; the workgroup size where several lines share one; neighbouring lines per workgroup
+/// in the cols mapping, at most.
+const SHORT_UNITS: u32 = 4;
+const LONG_UNITS: u32 = 16;
+const MAX_LANES: u32 = 256;
+const LINES_WG: u32 = 256;
+const COLS_LINES: u64 = 32;
+
+/// How a lines kernel stores a unit of four outputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Store {
+    /// One vector store (contiguous lines whose length is a multiple of 4).
+    Vec,
+    /// Element by element, whole words at a time (4-byte types; or 16-bit ones in contiguous
+    /// lines of even length, so that no word is shared by two lanes).
+    Words,
+    /// Element by element, each updating its word atomically (16-bit types otherwise).
+    Atomic,
+}
+
+/// Everything that decides a lines kernel's source besides the dtype.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Variant {
+    op: NnOp,
+    subgroup: bool,
+    wg: u32,
+    /// Units of four elements per lane and tile.
+    units: u32,
+    x_vec: bool,
+    /// The weight and bias (those present) load whole vectors.
+    p_vec: bool,
+    store: Store,
+    weight: bool,
+    bias: bool,
+}
+
+/// The WGSL types and scalar functions of compute type `c`.
+fn types(c: Compute) -> String {
+    let f64 = c == Compute::F64;
+    let a = c.wgsl();
+    let (neg_inf, max, exp, log) = if f64 {
+        ("f64(bitcast<f32>(0xff800000u))", "max_nan64(a, b)", "f64_exp(v)", "f64_log(v)")
+    } else {
+        ("bitcast<f32>(0xff800000u)", "max_nan(a, b)", "exp(v)", "log(v)")
+    };
+    let exp4 = if f64 { "V(f64_exp(v.x), f64_exp(v.y), f64_exp(v.z), f64_exp(v.w))" } else { "exp(v)" };
+    format!(
+        "alias A = {a};\nalias V = vec4<{a}>;\n\
+         fn neg_inf() -> A {{ return {neg_inf}; }}\n\
+         fn mx(a: A, b: A) -> A {{ return {max}; }}\n\
+         fn ex(v: A) -> A {{ return {exp}; }}\n\
+         fn ln(v: A) -> A {{ return {log}; }}\n\
+         fn ex4(v: V) -> V {{ return {exp4}; }}\n"
+    )
+}
+
+/// The line state of `op`, its merge and shuffle, the statistics of a tile, and the output of
+/// a unit (see `shaders/nn.wgsl`). f64 divides where f32 multiplies by a reciprocal, to round
+/// as the reference does.
+fn state_code(v: Variant, c: Compute) -> String {
+    let f64 = c == Compute::F64;
+    let units = |body: &str| -> String { (0..v.units).map(|q| body.replace("{q}", &q.to_string())).collect() };
+    let mut s = String::from("var<private> R0: A;\nvar<private> R1: A;\n");
+    let fields: &[&str] = match v.op {
+        NnOp::Softmax | NnOp::LogSoftmax => {
+            s += "struct St { m: A, s: A }\n\
+                  fn st_init() -> St { return St(neg_inf(), A(0)); }\n\
+                  // A state of max -inf holds nothing (its sum is 0, or NaN from -inf - -inf).\n\
+                  fn st_part(a: St, m: A) -> A { return select(a.s * ex(a.m - m), A(0), a.m == neg_inf()); }\n\
+                  fn st_merge(a: St, b: St) -> St {\n    let m = mx(a.m, b.m);\n    \
+                  return St(m, st_part(a, m) + st_part(b, m));\n}\n\
+                  fn pad() -> A { return neg_inf(); }\n\
+                  fn tile_stats(u0: u32, tl: u32) -> St {\n    var m = neg_inf();\n";
+            s += &units("    m = mx(m, mx(mx(rv[{q}].x, rv[{q}].y), mx(rv[{q}].z, rv[{q}].w)));\n");
+            s += "    if (m == neg_inf()) {\n        return St(m, A(0));\n    }\n    var s = A(0);\n";
+            s += &units("    let e{q} = ex4(rv[{q}] - V(m));\n    s += (e{q}.x + e{q}.y) + (e{q}.z + e{q}.w);\n");
+            s += "    return St(m, s);\n}\n";
+            let (r1, out) = match (v.op, f64) {
+                (NnOp::Softmax, false) => ("A(1) / st.s", "ex4(v - V(R0)) * R1"),
+                (NnOp::Softmax, true) => ("st.s", "ex4(v - V(R0)) / V(R1)"),
+                _ => ("ln(st.s)", "(v - V(R0)) - V(R1)"),
+            };
+            let _ = writeln!(s, "fn finish(st: St) {{\n    R0 = st.m;\n    R1 = {r1};\n}}");
+            let _ = writeln!(s, "fn out4(v: V, k: u32) -> V {{ return {out}; }}");
+            &["m", "s"]
+        }
+        NnOp::LayerNorm => {
+            s += "struct St { n: A, mean: A, m2: A }\n\
+                  fn st_init() -> St { return St(A(0), A(0), A(0)); }\n\
+                  // Chan's merge, the larger (then lower-mean) state first, so that merge(a, b) and\n\
+                  // merge(b, a) agree bit for bit.\n\
+                  fn st_merge(a0: St, b0: St) -> St {\n    var a = a0;\n    var b = b0;\n    \
+                  if (b0.n > a0.n || (b0.n == a0.n && b0.mean < a0.mean)) {\n        a = b0;\n        b = a0;\n    }\n    \
+                  if (b.n == A(0)) {\n        return a;\n    }\n    let n = a.n + b.n;\n    let f = b.n / n;\n    \
+                  let d = b.mean - a.mean;\n    return St(n, a.mean + d * f, a.m2 + b.m2 + d * d * (a.n * f));\n}\n\
+                  fn pad() -> A { return A(0); }\n\
+                  // The elements of unit u inside the line.\n\
+                  fn valid(u: u32) -> u32 { return min(N - min(4u * u, N), 4u); }\n\
+                  fn tile_stats(u0: u32, tl: u32) -> St {\n    var cnt = 0u;\n    var sum = A(0);\n";
+            s += &units(
+                "    cnt += valid(u0 + {q}u * tl);\n    sum += (rv[{q}].x + rv[{q}].y) + (rv[{q}].z + rv[{q}].w);\n",
+            );
+            s += "    if (cnt == 0u) {\n        return st_init();\n    }\n    let mean = sum / A(cnt);\n    var m2 = A(0);\n";
+            s += &units(
+                "    let c{q} = valid(u0 + {q}u * tl);\n    \
+                 let d{q} = select(V(0), rv[{q}] - V(mean), vec4<bool>(c{q} > 0u, c{q} > 1u, c{q} > 2u, c{q} > 3u));\n    \
+                 m2 += (d{q}.x * d{q}.x + d{q}.y * d{q}.y) + (d{q}.z * d{q}.z + d{q}.w * d{q}.w);\n",
+            );
+            s += "    return St(A(cnt), mean, m2);\n}\n";
+            let r1 = if f64 { "sqrt(st.m2 / st.n + param(0u))" } else { "A(1) / sqrt(st.m2 / st.n + param(0u))" };
+            let _ = writeln!(s, "fn finish(st: St) {{\n    R0 = st.mean;\n    R1 = {r1};\n}}");
+            let scale = if f64 { "(v - V(R0)) / V(R1)" } else { "(v - V(R0)) * R1" };
+            let _ = writeln!(s, "fn out4(v: V, k: u32) -> V {{\n    return {};\n}}", affine(scale, v));
+            &["n", "mean", "m2"]
+        }
+        NnOp::RmsNorm => {
+            s += "struct St { s: A }\n\
+                  fn st_init() -> St { return St(A(0)); }\n\
+                  fn st_merge(a: St, b: St) -> St { return St(a.s + b.s); }\n\
+                  fn pad() -> A { return A(0); }\n\
+                  fn tile_stats(u0: u32, tl: u32) -> St {\n    var s = A(0);\n";
+            s += &units(
+                "    s += (rv[{q}].x * rv[{q}].x + rv[{q}].y * rv[{q}].y) + (rv[{q}].z * rv[{q}].z + rv[{q}].w * rv[{q}].w);\n",
+            );
+            s += "    return St(s);\n}\n";
+            let r1 = if f64 { "sqrt(st.s / A(N) + param(0u))" } else { "A(1) / sqrt(st.s / A(N) + param(0u))" };
+            let _ = writeln!(s, "fn finish(st: St) {{\n    R1 = {r1};\n}}");
+            let scale = if f64 { "v / V(R1)" } else { "v * R1" };
+            let _ = writeln!(s, "fn out4(v: V, k: u32) -> V {{\n    return {};\n}}", affine(scale, v));
+            &["s"]
+        }
+        NnOp::BatchNorm => &[],
+    };
+    if v.subgroup {
+        let shuffled: Vec<String> = fields.iter().map(|f| format!("subgroupShuffleXor(s.{f}, off)")).collect();
+        let _ = writeln!(s, "fn st_xor(s: St, off: u32) -> St {{ return St({}); }}", shuffled.join(", "));
+    }
+    s
+}
+
+/// `scaled` times the weight, plus the bias, for those present.
+fn affine(scaled: &str, v: Variant) -> String {
+    let mut e = scaled.to_string();
+    if v.weight {
+        e = format!("({e}) * w4(k)");
+    }
+    if v.bias {
+        e = format!("{e} + b4(k)");
+    }
+    e
+}
+
+/// Loads and stores of units, and the lane's tile moves, unrolled over the units.
+fn io_code(v: Variant, y: Repr) -> String {
+    // `{name}(base, k)`: unit k of a line of binding `p` starting at `base`; `fallback` past N.
+    let reader = |name: &str, p: &str, stride: &str, fallback: &str, vec: bool| -> String {
+        if vec {
+            return format!(
+                "fn {name}(base: u32, k: u32) -> V {{\n    if (k < N) {{\n        return {p}_load4(base + k);\n    }}\n    \
+                 return V({fallback});\n}}\n"
+            );
+        }
+        format!(
+            "fn {p}1(base: u32, j: u32) -> A {{\n    if (j < N) {{\n        return {p}_load(base + j * {stride});\n    }}\n    \
+             return {fallback};\n}}\n\
+             fn {name}(base: u32, k: u32) -> V {{ return V({p}1(base, k), {p}1(base, k + 1u), {p}1(base, k + 2u), \
+             {p}1(base, k + 3u)); }}\n"
+        )
+    };
+    let mut s = reader("x4", "x", "SR", "pad()", v.x_vec);
+    if v.weight {
+        s += &reader("w4_at", "w", "md[EXTRA + M_WST]", "A(0)", v.p_vec);
+        s += "fn w4(k: u32) -> V { return w4_at(md[EXTRA + M_WOFF], k); }\n";
+    }
+    if v.bias {
+        s += &reader("b4_at", "b", "md[EXTRA + M_BST]", "A(0)", v.p_vec);
+        s += "fn b4(k: u32) -> V { return b4_at(md[EXTRA + M_BOFF], k); }\n";
+    }
+    let put = match v.store {
+        Store::Vec => "    y_set4(ob + k, v);\n".to_string(),
+        Store::Words if y.per_word() == 2 => "    y_set(ob + k, v.x);\n    y_set(ob + k + 1u, v.y);\n    \
+             y_flush((ob + k) / 2u);\n    if (k + 2u < N) {\n        y_set(ob + k + 2u, v.z);\n        \
+             y_set(ob + k + 3u, v.w);\n        y_flush((ob + k) / 2u + 1u);\n    }\n"
+            .to_string(),
+        Store::Words | Store::Atomic => {
+            let one = if v.store == Store::Words { "y_set" } else { "y_store" };
+            (0..4)
+                .map(|j| {
+                    let c = ["x", "y", "z", "w"][j];
+                    format!("    if (k + {j}u < N) {{\n        {one}(ob + (k + {j}u) * INNER, v.{c});\n    }}\n")
+                })
+                .collect()
+        }
+    };
+    let _ = write!(
+        s,
+        "// Unit k (k < N) of the line whose output starts at ob.\nfn put4(ob: u32, k: u32, v: V) {{\n{put}}}\n"
+    );
+    s += "fn load_tile(base: u32, u0: u32, tl: u32) {\n";
+    for q in 0..v.units {
+        let _ = writeln!(s, "    rv[{q}] = x4(base, 4u * (u0 + {q}u * tl));");
+    }
+    s += "}\nfn store_tile(ob: u32, u0: u32, tl: u32) {\n";
+    for q in 0..v.units {
+        let _ = writeln!(
+            s,
+            "    let k{q} = 4u * (u0 + {q}u * tl);\n    if (k{q} < N) {{\n        put4(ob, k{q}, out4(rv[{q}], k{q}));\n    }}"
+        );
+    }
+    s + "}\n"
+}
+
+/// The lines kernel of `v` for `dtype`.
+fn lines_spec(caps: Caps, dtype: DType, v: Variant) -> Result<Spec> {
+    let r = Repr::of(dtype, caps, v.op.name())?;
+    let c = r.compute();
+    let mut spec = Spec::new(Family::Nn, if v.subgroup { "lines_sg" } else { "lines" }, caps);
+    spec.workgroup = v.wg;
+    let bind = |spec: Spec, name: &'static str, access: Access, vec: bool| {
+        let mut spec = spec.bind(name, r, access, Index::None);
+        if let Some(b) = spec.bindings.last_mut() {
+            b.vec = vec;
+        }
+        spec
+    };
+    spec = bind(spec, "x", Access::Read, v.x_vec);
+    if v.weight {
+        spec = bind(spec, "w", Access::Read, v.p_vec);
+    }
+    if v.bias {
+        spec = bind(spec, "b", Access::Read, v.p_vec);
+    }
+    let access = if v.store == Store::Atomic { Access::Update } else { Access::Write };
+    spec = bind(spec, "y", access, v.store == Store::Vec);
+    Ok(spec
+        .constant("K", format!("{}u", v.units))
+        .code(params::decoder(c))
+        .code(types(c))
+        .code(state_code(v, c))
+        .code(io_code(v, r))
+        .code(section(family_source(Family::Nn), "line")))
+}
+
+/// The batch_norm kernel for `dtype` over `x` indexed as `xi`, with the optional parameters.
+fn batch_norm_spec(caps: Caps, dtype: DType, xi: Index, weight: bool, bias: bool) -> Result<Spec> {
+    let r = Repr::of(dtype, caps, NnOp::BatchNorm.name())?;
+    let c = r.compute();
+    let mut spec = Spec::new(Family::Nn, "batch_norm", caps)
+        .bind("x", r, Access::Read, xi)
+        .bind("mean", r, Access::Read, Index::None)
+        .bind("variance", r, Access::Read, Index::None);
+    let mut e = "(v - mean_load(p(0u, c))) / sqrt(variance_load(p(1u, c)) + param(0u))".to_string();
+    if weight {
+        spec = spec.bind("w", r, Access::Read, Index::None);
+        e = format!("{e} * w_load(p(2u, c))");
+    }
+    if bias {
+        spec = spec.bind("b", r, Access::Read, Index::None);
+        e = format!("{e} + b_load(p(3u, c))");
+    }
+    let a = c.wgsl();
+    let code = format!(
+        "// Element c of parameter j (mean, var, weight, bias) from its offset and stride.\n\
+         fn p(j: u32, c: u32) -> u32 {{ return md[EXTRA + 5u + 2u * j] + c * md[EXTRA + 6u + 2u * j]; }}\n\
+         fn bn(v: {a}, c: u32) -> {a} {{ return {e}; }}"
+    );
+    Ok(spec.bind("y", r, Access::Write, Index::None).code(params::decoder(c)).code(code))
+}
+
+/// The lines of `l` along `dim`: kept dims (size 1 dropped, neighbours merged, in order) as
+/// (size, stride), the line length and stride, and the output stride of a line's elements.
+struct Lines {
+    offset: usize,
+    kept: Vec<(usize, usize)>,
+    n: usize,
+    sr: usize,
+    inner: usize,
+}
+
+impl Lines {
+    fn new(l: &Layout, dim: usize) -> Lines {
+        let mut kept: Vec<(usize, usize)> = vec![];
+        for (d, (&n, &s)) in l.dims().iter().zip(l.strides()).enumerate() {
+            if d == dim || n == 1 {
+                continue;
+            }
+            match kept.last_mut() {
+                Some((pn, ps)) if *ps == s * n => {
+                    *pn *= n;
+                    *ps = s;
+                }
+                _ => kept.push((n, s)),
+            }
+        }
+        let inner = l.dims()[dim + 1..].iter().product();
+        Lines { offset: l.offset(), kept, n: l.dims()[dim], sr: l.strides()[dim], inner }
+    }
+
+    fn count(&self) -> usize {
+        self.kept.iter().map(|d| d.0).product()
+    }
+
+    /// Whether a line's elements are closer than neighbouring lines' (lanes along the line).
+    fn rows(&self) -> bool {
+        match self.kept.last() {
+            None => true,
+            Some(&(_, sk)) => self.n == 1 || self.sr == 1 || (sk != 1 && self.sr <= sk),
+        }
+    }
+
+    /// Whether every line starts on a multiple of 4 and is contiguous.
+    fn aligned(&self) -> bool {
+        self.sr == 1 && self.offset.is_multiple_of(4) && self.kept.iter().all(|d| d.1.is_multiple_of(4))
+    }
+}
+
+/// How lanes take lines: the kernel's workgroup size, units per lane, lanes per line (`lines`),
+/// whether neighbouring lines share a workgroup (cols), lines per workgroup, and workgroups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Plan {
+    subgroup: bool,
+    wg: u32,
+    units: u32,
+    lanes: u32,
+    cols: bool,
+    per: u32,
+    groups: u64,
+}
+
+/// Bytes of one line state in workgroup memory.
+fn state_bytes(op: NnOp, c: Compute) -> u32 {
+    let fields = match op {
+        NnOp::Softmax | NnOp::LogSoftmax => 2,
+        NnOp::LayerNorm => 3,
+        _ => 1,
+    };
+    fields * if c == Compute::F64 { 8 } else { 4 }
+}
+
+/// The largest power of two at most `v` (`v >= 1`).
+fn floor_pow2(v: u32) -> u32 {
+    1 << (31 - v.max(1).leading_zeros())
+}
+
+impl WgpuBackend {
+    fn plan(&self, lines: &Lines, op: NnOp, c: Compute) -> Plan {
+        let limits = &self.0.gpu.limits;
+        let info = &self.0.gpu.info;
+        let fit = limits.max_compute_workgroup_storage_size / state_bytes(op, c);
+        let max_wg = floor_pow2(
+            MAX_LANES
+                .min(limits.max_compute_invocations_per_workgroup)
+                .min(limits.max_compute_workgroup_size_x)
+                .min(fit),
+        );
+        let few_wg = LINES_WG.min(max_wg);
+        let count = lines.count() as u64;
+        let u = (lines.n as u64).div_ceil(4);
+        let units = if lines.rows() && u > SHORT_UNITS as u64 * 64 { LONG_UNITS } else { SHORT_UNITS };
+        let want = u.div_ceil(units as u64).next_power_of_two().min(max_wg as u64) as u32;
+        let (sg_min, sg_max) = (info.subgroup_min_size.max(1), info.subgroup_max_size.max(1));
+        let plan = |subgroup, wg, lanes, cols, per: u32| Plan {
+            subgroup,
+            wg,
+            units,
+            lanes,
+            cols,
+            per,
+            groups: count.div_ceil(per as u64),
+        };
+        if !lines.rows() {
+            let x = count.next_power_of_two().min(COLS_LINES) as u32;
+            let lanes = want.min(few_wg / x).max(1);
+            return plan(false, few_wg, lanes, true, few_wg / lanes);
+        }
+        // Subgroups need whole ones: a workgroup of at least the largest.
+        if self.caps().subgroup && c == Compute::F32 && sg_max <= few_wg {
+            if want <= sg_min {
+                return plan(true, few_wg, sg_min, false, few_wg / sg_min);
+            }
+            return plan(true, want.max(sg_max).min(max_wg), want, false, 1);
+        }
+        if want >= few_wg {
+            return plan(false, want, want, false, 1);
+        }
+        plan(false, few_wg, want, false, few_wg / want)
+    }
+
+    fn lines_op(
+        &self,
+        op: NnOp,
+        (x, l): (&WgpuStorage, &Layout),
+        dim: usize,
+        w: Param<WgpuStorage>,
+        b: Param<WgpuStorage>,
+        eps: f64,
+    ) -> Result<WgpuStorage> {
+        let y = self.storage(x.dtype, l.elem_count())?;
+        let lines = Lines::new(l, dim);
+        let count = lines.count();
+        if count == 0 || lines.n == 0 {
+            return Ok(y);
+        }
+        let caps = self.caps();
+        let r = Repr::of(x.dtype, caps, op.name())?;
+        let c = r.compute();
+        let plan = self.plan(&lines, op, c);
+        let n = lines.n;
+        let vec = r.vectorizes() && n.is_multiple_of(4);
+        let x_vec = vec && lines.aligned();
+        let p_vec = vec && [w, b].iter().flatten().all(|(_, pl)| pl.offset().is_multiple_of(4) && pl.strides()[0] == 1);
+        let store = if vec && lines.inner == 1 {
+            Store::Vec
+        } else if r.per_word() == 1 || (lines.inner == 1 && n.is_multiple_of(2)) {
+            Store::Words
+        } else {
+            Store::Atomic
+        };
+        let v = Variant {
+            op,
+            subgroup: plan.subgroup,
+            wg: plan.wg,
+            units: plan.units,
+            x_vec,
+            p_vec,
+            store,
+            weight: w.is_some(),
+            bias: b.is_some(),
+        };
+        let spec = lines_spec(caps, x.dtype, v)?;
+        let param = |p: Param<WgpuStorage>| p.map_or([0, 0], |(_, pl)| [pl.offset(), pl.strides()[0]]);
+        let mut extra = params::encode(c, &[Scalar::from(eps)]);
+        let words = [count, n, lines.sr, lines.inner, plan.lanes as usize, plan.cols as usize, plan.per as usize];
+        extra.extend(words.iter().chain(&param(w)).chain(&param(b)).map(|&v| v as u32));
+        extra.extend([lines.offset as u32, lines.kept.len() as u32]);
+        extra.extend(lines.kept.iter().map(|d| d.0 as u32));
+        extra.extend(lines.kept.iter().map(|d| d.1 as u32));
+        let meta = spec.meta(l.elem_count() as u32, &[], &extra);
+        let bufs: Vec<&wgpu::Buffer> =
+            [Some(x), w.map(|p| p.0), b.map(|p| p.0), Some(&y)].into_iter().flatten().map(|s| s.buffer()).collect();
+        self.run(&spec, &bufs, &meta, plan.groups * plan.wg as u64)?;
+        Ok(y)
+    }
+}
+
+impl NnOps for WgpuBackend {
+    fn softmax(&self, x: &WgpuStorage, l: &Layout, dim: usize, log: bool) -> Result<WgpuStorage> {
+        let op = if log { NnOp::LogSoftmax } else { NnOp::Softmax };
+        self.lines_op(op, (x, l), dim, None, None, 0.0)
+    }
+
+    fn layer_norm(
+        &self,
+        x: &WgpuStorage,
+        l: &Layout,
+        w: Param<WgpuStorage>,
+        b: Param<WgpuStorage>,
+        eps: f64,
+    ) -> Result<WgpuStorage> {
+        self.lines_op(NnOp::LayerNorm, (x, l), l.rank() - 1, w, b, eps)
+    }
+
+    fn rms_norm(&self, x: &WgpuStorage, l: &Layout, w: Param<WgpuStorage>, eps: f64) -> Result<WgpuStorage> {
+        self.lines_op(NnOp::RmsNorm, (x, l), l.rank() - 1, w, None, eps)
+    }
+
+    fn batch_norm(
+        &self,
+        x: &WgpuStorage,
+        l: &Layout,
+        mean: (&WgpuStorage, &Layout),
+        var: (&WgpuStorage, &Layout),
+        w: Param<WgpuStorage>,
+        b: Param<WgpuStorage>,
+        eps: f64,
+    ) -> Result<WgpuStorage> {
+        let n = l.elem_count();
+        let y = self.storage(x.dtype, n)?;
+        if n == 0 {
+            return Ok(y);
+        }
+        let spec = batch_norm_spec(self.caps(), x.dtype, Index::of(l), w.is_some(), b.is_some())?;
+        let r = spec.bindings[0].repr;
+        let inner: usize = l.dims()[2..].iter().product();
+        let mut extra = params::encode(r.compute(), &[Scalar::from(eps)]);
+        extra.extend([l.dims()[1], inner].map(|v| v as u32));
+        for p in [Some(mean), Some(var), w, b] {
+            let [off, stride] = p.map_or([0, 0], |(_, pl)| [pl.offset(), pl.strides()[0]]);
+            extra.extend([off as u32, stride as u32]);
+        }
+        let meta = spec.meta(n as u32, &[l], &extra);
+        let bufs: Vec<&wgpu::Buffer> = [Some(x), Some(mean.0), Some(var.0), w.map(|p| p.0), b.map(|p| p.0), Some(&y)]
+            .into_iter()
+            .flatten()
+            .map(|s| s.buffer())
+            .collect();
+        self.run(&spec, &bufs, &meta, n.div_ceil(r.per_word() as usize) as u64)?;
+        Ok(y)
+    }
+}
+
+/// Every nn kernel for `caps`: `{op}_{dtype}` (lines combined in workgroup memory, scalar loads
+/// and stores, 4 units per lane, with the weight and bias the op takes), `_vec` (vector loads and
+/// stores, 16 units), `_sg` and `_sg_vec` with subgroups (f32 compute), `_words` (16-bit words
+/// stored whole), and `batch_norm_{dtype}` with and without (`_plain`) weight and bias.
+pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
+    use crate::spec::kernel_name;
+    let mut out = vec![];
+    for dt in caps.dtypes().into_iter().filter(|d| DType::FLOAT.contains(d)) {
+        let Ok(r) = Repr::of(dt, caps, "nn") else { continue };
+        let f32 = r.compute() == Compute::F32;
+        for &op in &[NnOp::Softmax, NnOp::LogSoftmax, NnOp::LayerNorm, NnOp::RmsNorm] {
+            let name = kernel_name(op.name(), dt);
+            let (weight, bias) = (op != NnOp::Softmax && op != NnOp::LogSoftmax, op == NnOp::LayerNorm);
+            let store = if r.per_word() == 1 { Store::Words } else { Store::Atomic };
+            let plain = Variant {
+                op,
+                subgroup: false,
+                wg: LINES_WG,
+                units: SHORT_UNITS,
+                x_vec: false,
+                p_vec: false,
+                store,
+                weight,
+                bias,
+            };
+            let vec = Variant { units: LONG_UNITS, x_vec: true, p_vec: true, store: Store::Vec, ..plain };
+            let mut variants = vec![(name.clone(), plain)];
+            if r.vectorizes() {
+                variants.push((format!("{name}_vec"), vec));
+            }
+            if caps.subgroup && f32 {
+                variants.push((format!("{name}_sg"), Variant { subgroup: true, ..plain }));
+                if r.vectorizes() {
+                    variants.push((format!("{name}_sg_vec"), Variant { subgroup: true, ..vec }));
+                }
+            }
+            if r.per_word() == 2 {
+                variants.push((format!("{name}_words"), Variant { store: Store::Words, ..plain }));
+            }
+            out.extend(variants.into_iter().map(|(n, v)| (n, lines_spec(caps, dt, v))));
+        }
+        let name = kernel_name(NnOp::BatchNorm.name(), dt);
+        out.push((name.clone(), batch_norm_spec(caps, dt, Index::Strided(3), true, true)));
+        out.push((format!("{name}_plain"), batch_norm_spec(caps, dt, Index::Contiguous, false, false)));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_see_kept_dims_in_order_and_pick_their_mapping() {
+        let l = Layout::contiguous([4, 5, 6]);
+        let last = Lines::new(&l, 2);
+        assert_eq!((last.kept.clone(), last.n, last.sr, last.inner), (vec![(20, 6)], 6, 1, 1));
+        assert!(last.rows() && !last.aligned());
+        let first = Lines::new(&l, 0);
+        assert_eq!((first.kept.clone(), first.n, first.sr, first.inner), (vec![(30, 1)], 4, 30, 30));
+        assert!(!first.rows());
+        // Dim 0 of a transposed matrix is contiguous in storage: rows, though not the last dim.
+        let t = Layout::contiguous([8, 3]).transpose(0, 1).unwrap_or_else(|e| panic!("{e}"));
+        let l0 = Lines::new(&t, 1);
+        assert_eq!((l0.kept.clone(), l0.sr, l0.inner), (vec![(3, 1)], 3, 1));
+        assert!(!l0.rows());
+        assert!(Lines::new(&t, 0).rows());
+        assert!(Lines::new(&Layout::contiguous([16, 8]), 1).aligned());
+    }
+}
