@@ -50,14 +50,6 @@ __device__ __forceinline__ float nn_log(float v) { return logf(v); }
 __device__ __forceinline__ double nn_log(double v) { return log(v); }
 __device__ __forceinline__ float nn_sqrt(float v) { return sqrtf(v); }
 __device__ __forceinline__ double nn_sqrt(double v) { return sqrt(v); }
-__device__ __forceinline__ float neg_inf(float) { return __uint_as_float(0xff800000u); }
-__device__ __forceinline__ double neg_inf(double) { return __longlong_as_double((i64)0xfff0000000000000ull); }
-
-// The larger of two values; a NaN wins (and stays).
-template <class C>
-__device__ __forceinline__ C max_nan(C a, C b) {
-  return is_nan(a) ? a : (is_nan(b) || b > a ? b : a);
-}
 
 // Element `j` of parameter `p`, of the dtype T, in the compute type.
 template <class T>

@@ -24,6 +24,7 @@ mod index;
 pub(crate) mod kernel;
 mod matmul;
 mod nn;
+mod pool;
 mod random;
 mod reduce;
 pub mod runtime;
@@ -63,6 +64,7 @@ pub const HIP_SOURCES: &[(Family, &str)] = &[
     (Family::Upsample, include_str!("../../hip/upsample.hip")),
     (Family::Nn, include_str!("../../hip/nn.hip")),
     (Family::Conv, include_str!("../../hip/conv.hip")),
+    (Family::Pool, include_str!("../../hip/pool.hip")),
 ];
 
 /// The HIP source of `family`, if it has one.
@@ -316,17 +318,11 @@ fn flag_result(bytes: &[u8; FLAG_BYTES]) -> Result<()> {
     Err(Error::IndexOutOfRange { op, index: word(1) as i64, size: word(2) as usize })
 }
 
-crate::fallback::via_cpu!([R: Runtime] NativeBackend<R>: pool);
-
 impl<R: Runtime> NativeBackend<R> {
-    /// The families that run on the cpu reference here: those of `ON_CPU`, and matmul where the
-    /// runtime has no BLAS.
+    /// The families that run on the cpu reference here: matmul where the runtime has no BLAS
+    /// (every other family has kernels).
     pub(crate) fn on_cpu(&self) -> Vec<&'static str> {
-        let mut v = ON_CPU.to_vec();
-        if self.0.rt.blas().is_err() {
-            v.push("matmul");
-        }
-        v
+        if self.0.rt.blas().is_err() { vec!["matmul"] } else { vec![] }
     }
 
     /// The vendor libraries: each one's name and version, or why it is absent.
