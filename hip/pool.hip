@@ -49,7 +49,7 @@ __device__ __forceinline__ void each_window(u64 p0, u64 planes, const Window& g,
 }
 
 template <class T>
-__device__ __forceinline__ void max_pool(u64 p0, u64 planes, Window g, PlaneView v, const T* x, T* y) {
+__device__ __forceinline__ void max_pool2d(u64 p0, u64 planes, Window g, PlaneView v, const T* x, T* y) {
   typedef typename num<T>::C C;
   each_window(p0, planes, g, v, [&](u32 i, u64 base, int r0, int c0) {
     C m = neg_inf((C)0);
@@ -67,7 +67,7 @@ __device__ __forceinline__ void max_pool(u64 p0, u64 planes, Window g, PlaneView
 }
 
 template <class T>
-__device__ __forceinline__ void avg_pool(u64 p0, u64 planes, Window g, PlaneView v, const T* x, T* y) {
+__device__ __forceinline__ void avg_pool2d(u64 p0, u64 planes, Window g, PlaneView v, const T* x, T* y) {
   typedef typename num<T>::C C;
   each_window(p0, planes, g, v, [&](u32 i, u64 base, int r0, int c0) {
     const int rs = imax(r0, 0), re = imin(r0 + g.h.k, g.h.n);
@@ -84,11 +84,11 @@ __device__ __forceinline__ void avg_pool(u64 p0, u64 planes, Window g, PlaneView
   });
 }
 
-#define RWO_POOL(op, T)                                                                  \
-  RWO_KERNEL op##_pool2d_##T(u64 p0, u64 planes, Window g, PlaneView v, const T* x, T* y) { \
-    op##_pool<T>(p0, planes, g, v, x, y);                                                \
+#define RWO_POOL(op, T)                                                                \
+  RWO_KERNEL op##_##T(u64 p0, u64 planes, Window g, PlaneView v, const T* x, T* y) {     \
+    op<T>(p0, planes, g, v, x, y);                                                     \
   }
 #define POOL(op, ...) RWO_EACH(RWO_POOL, op, __VA_ARGS__)
 
-POOL(max, f16, bf16, f32, f64)
-POOL(avg, f16, bf16, f32, f64)
+POOL(max_pool2d, f16, bf16, f32, f64)
+POOL(avg_pool2d, f16, bf16, f32, f64)
