@@ -16,8 +16,18 @@ use crate::DType;
 use crate::spec::OpInfo;
 
 /// Ops whose kernels only move elements (select, copy, fill, sort by key bits).
-pub(crate) const MOVES_BYTES: &[&str] =
-    &["copy_strided", "copy2d", "fill", "index_select", "gather", "scatter", "where_cond", "argsort"];
+pub(crate) const MOVES_BYTES: &[&str] = &[
+    "copy_strided",
+    "copy2d",
+    "fill",
+    "index_select",
+    "gather",
+    "scatter",
+    "where_cond",
+    "argsort",
+    "upsample_nearest1d",
+    "upsample_nearest2d",
+];
 
 /// Why `op` cannot run in `dtype` with `caps`, or `None` when it can.
 pub(crate) fn unsupported(caps: Caps, op: &OpInfo, dtype: DType) -> Option<String> {

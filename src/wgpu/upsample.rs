@@ -4,6 +4,7 @@
 
 use super::kernel::{Index, Spec};
 use super::repr::{Access, Caps, Repr};
+use super::support::bits_of;
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::UpsampleOps;
 use crate::spec::Family;
@@ -42,9 +43,11 @@ impl WgpuBackend {
         if n == 0 {
             return Ok(y);
         }
-        let r = Repr::of(x.dtype, self.caps(), UpsampleOp::UpsampleNearest2d.name())?;
+        // Only elements move: f64 goes as the same 8 bytes where the adapter lacks SHADER_F64.
+        let dtype = bits_of(x.dtype, self.caps());
+        let r = Repr::of(dtype, self.caps(), UpsampleOp::UpsampleNearest2d.name())?;
         let v4 = r.vectorizes() && size[1].is_multiple_of(4);
-        let spec = upsample_spec(self.caps(), x.dtype, v4)?;
+        let spec = upsample_spec(self.caps(), dtype, v4)?;
         let extra = [
             d[1],
             size[0],

@@ -112,6 +112,29 @@ fn ids(dev: &Device, dtype: DType, shape: &[usize], size: usize, seed: u64) -> R
     make(dev, dtype, shape, seed, if dtype == DType::I64 { -2.0 } else { 0.0 }, size as f64 + 2.0)
 }
 
+/// Ids for scatter, where which of several writes to one place lands is unspecified: distinct
+/// along `dim` within each line (the line's position plus a per-line shift, modulo `size`), and
+/// for one seed in four one id out of range. Shapes too large to hold go to [`make`] (all ids
+/// and all sources alike, so any write order agrees).
+fn distinct_ids(dev: &Device, dtype: DType, shape: &[usize], dim: usize, size: usize, seed: u64) -> Result<Tensor> {
+    let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).filter(|&n| n <= 1024);
+    let Some(n) = n.filter(|_| size > 0 && dim < shape.len()) else { return ids(dev, dtype, shape, size, seed) };
+    let inner: usize = shape[dim + 1..].iter().product();
+    let along = shape[dim];
+    let mut ids: Vec<i64> = (0..n)
+        .map(|k| {
+            let line = (k / (inner * along)) * inner + k % inner;
+            let shift = (line as u64 ^ seed).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+            ((k / inner % along + shift as usize) % size) as i64
+        })
+        .collect();
+    if seed.is_multiple_of(4) && n > 0 {
+        ids[(seed / 4) as usize % n] = size as i64;
+    }
+    let dtype = if dtype == DType::U8 && size > 255 { DType::I64 } else { dtype };
+    call(call(Tensor::from_vec(ids, shape.to_vec(), dev))?.to_dtype(dtype))
+}
+
 /// Runs op `c.op` on `x` (the viewed input) on `dev`, reading the result back.
 fn run(dev: &Device, c: &Case, x: &Tensor) -> Result<(Vec<usize>, CpuStorage)> {
     let [p0, p1, p2, p3] = c.p;
@@ -163,7 +186,12 @@ fn run(dev: &Device, c: &Case, x: &Tensor) -> Result<(Vec<usize>, CpuStorage)> {
         12 | 13 => {
             let dim = d(p0);
             let s: Vec<usize> = x.dims().iter().map(|&v| v.min(small(p1))).collect();
-            let (i, src) = (ids(dev, idt, &s, size_of(dim), c.seed ^ 5)?, other(s)?);
+            let i = if c.op == 12 {
+                distinct_ids(dev, idt, &s, dim, size_of(dim), c.seed ^ 5)?
+            } else {
+                ids(dev, idt, &s, size_of(dim), c.seed ^ 5)?
+            };
+            let src = other(s)?;
             call(if c.op == 12 { x.scatter(&i, &src, dim) } else { x.scatter_add(&i, &src, dim) })
         }
         14 => {

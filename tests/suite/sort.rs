@@ -347,13 +347,13 @@ fn argsort_block_edges_match_reference(dev: &Device) -> Result<()> {
     Ok(())
 }
 
-/// The other pairs per invocation of the WGSL tuning table (`RWO_WGPU_TUNE=sort_pairs=8`) on
+/// The other pairs per invocation of the WGSL tuning table (`RWO_WGPU_TUNE=sort_pairs=16`) on
 /// a device of its own.
 fn every_wgpu_pairs_per_invocation_matches_reference() -> Result<()> {
     if crate::wgpu_or_skip().is_none() {
         return Ok(());
     }
-    let dev = Device::wgpu_tuned(None, None, Tune { sort_pairs: Some(8), ..Tune::default() })?;
+    let dev = Device::wgpu_tuned(None, None, Tune { sort_pairs: Some(16), ..Tune::default() })?;
     argsort_block_edges_match_reference(&dev)?;
     argsort_is_stable(&dev)?;
     argsort_places_nan(&dev)

@@ -73,7 +73,17 @@ fn the_statement_is_the_behaviour_without_optional_features() -> Result<()> {
     for op in ["exp", "add", "sum", "cast", "rand_normal", "index_add"] {
         assert!(stated.iter().any(|(o, _, _)| o.name == op), "{op} f64 needs f64 arithmetic");
     }
-    for op in ["copy_strided", "fill", "index_select", "gather", "scatter", "where_cond", "argsort", "matmul"] {
+    for op in [
+        "copy_strided",
+        "fill",
+        "index_select",
+        "gather",
+        "scatter",
+        "where_cond",
+        "argsort",
+        "upsample_nearest2d",
+        "matmul",
+    ] {
         assert!(dev.supports(op, DType::F64).is_ok(), "{op} f64 only moves bytes or runs on the cpu");
     }
     agree(&dev)

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""PyTorch's twins of examples/transformer.rs and examples/unet.rs, timed on the same GPU.
+
+    python3 benches/models_ref.py [EXAMPLES_OUTPUT] [--dtype f32,f16,bf16] [--no-compile]
+
+With the output of the examples (their MODEL lines), runs torch at exactly the shapes those lines
+name, in their dtypes, and prints each backend's ms per forward as a ratio of torch eager's (and
+torch.compile's, where it works). Without it, runs the examples' default shapes. Prints one line
+per (model, dtype, mode):
+
+    TORCH <model> <dtype> <eager|compile> <ms> ms <config>
+
+The twins run the examples' op chains one for one (explicit masked softmax rather than
+scaled_dot_product_attention), so eager is the same sequence of launches and compile shows what
+fusion buys. TF32 is off for matmul and conv: the crate computes f32 in f32.
+"""
+import math
+import sys
+import torch
+import torch.nn.functional as F
+
+dev = "cuda"
+DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+TRANSFORMER = "layers=12,width=768,heads=12,mlp=3072,seq=128,vocab=50257"
+UNET = ["batch=8,size=256,width=32,levels=3,up=nearest", "batch=8,size=256,width=32,levels=3,up=transpose"]
+
+
+def parse(config):
+    return {k: (v if k == "up" else int(v)) for k, v in (kv.split("=") for kv in config.split(","))}
+
+
+def transformer(c, dtype):
+    """The forward of examples/transformer.rs: GPT-2 small's shape, batch 1."""
+    L, C, H, M, T, V = c["layers"], c["width"], c["heads"], c["mlp"], c["seq"], c["vocab"]
+    D = C // H
+
+    def w(*shape, std=0.02, mean=0.0):
+        return torch.randn(*shape, device=dev, dtype=dtype) * std + mean
+
+    def norm():
+        return w(C, mean=1.0), w(C)
+
+    resid = 0.02 / math.sqrt(2 * L)
+    layers = [
+        (norm(), (w(C, 3 * C), w(3 * C)), (w(C, C, std=resid), w(C)), norm(), (w(C, M), w(M)), (w(M, C, std=resid), w(C)))
+        for _ in range(L)
+    ]
+    wte, wpe, ln_f = w(V, C), w(T, C), norm()
+    ids = torch.tensor([(i * 2654435761) % V for i in range(T)], device=dev)
+    mask = torch.ones(T, T, device=dev, dtype=torch.bool).tril()
+    neg = torch.tensor(float("-inf"), device=dev, dtype=dtype)
+
+    def forward():
+        x = wte.index_select(0, ids) + wpe[:T]
+        for ln1, qkv, proj, ln2, fc, fc2 in layers:
+            h = F.layer_norm(x, (C,), *ln1, 1e-5) @ qkv[0] + qkv[1]
+            q, k, v = (h[:, i * C : (i + 1) * C].reshape(T, H, D) for i in range(3))
+            att = (q.permute(1, 0, 2) @ k.permute(1, 2, 0)) * (1.0 / math.sqrt(D))
+            p = torch.softmax(torch.where(mask, att, neg), dim=2)
+            y = (p @ v.permute(1, 0, 2)).permute(1, 0, 2).reshape(T, C)
+            x = x + (y @ proj[0] + proj[1])
+            h = F.gelu(F.layer_norm(x, (C,), *ln2, 1e-5) @ fc[0] + fc[1], approximate="tanh")
+            x = x + (h @ fc2[0] + fc2[1])
+        logits = F.layer_norm(x, (C,), *ln_f, 1e-5) @ wte.t()
+        return logits.argmax(1)
+
+    return forward
+
+
+def unet(c, dtype):
+    """The forward of examples/unet.rs."""
+    N, S, W, L, up = c["batch"], c["size"], c["width"], c["levels"], c["up"]
+    ch = [W << l for l in range(L + 1)]
+
+    def conv(o, i, k):
+        return torch.randn(o, i, k, k, device=dev, dtype=dtype) * math.sqrt(2 / (i * k * k)), torch.randn(o, device=dev, dtype=dtype) * 0.02
+
+    def block(o, i):
+        return conv(o, i, 3), conv(o, o, 3)
+
+    down = [block(ch[l], 3 if l == 0 else ch[l - 1]) for l in range(L)]
+    mid = block(ch[L], ch[L - 1])
+    ups = []
+    for l in reversed(range(L)):
+        if up == "transpose":
+            t = (torch.randn(ch[l + 1], ch[l], 2, 2, device=dev, dtype=dtype) * math.sqrt(2 / ch[l + 1]), torch.randn(ch[l], device=dev, dtype=dtype) * 0.02)
+            ups.append((t, block(ch[l], 2 * ch[l])))
+        else:
+            ups.append((None, block(ch[l], ch[l + 1] + ch[l])))
+    head = conv(3, W, 1)
+    x0 = torch.rand(N, 3, S, S, device=dev, dtype=dtype) * 2 - 1
+
+    def run_block(x, b):
+        for k, bias in b:
+            x = F.relu(F.conv2d(x, k, bias, padding=1))
+        return x
+
+    def forward():
+        x, skips = x0, []
+        for b in down:
+            y = run_block(x, b)
+            skips.append(y)
+            x = F.max_pool2d(y, 2)
+        x = run_block(x, mid)
+        for (t, b), skip in zip(ups, reversed(skips)):
+            if t is None:
+                x = F.interpolate(x, size=skip.shape[2:], mode="nearest")
+            else:
+                x = F.conv_transpose2d(x, t[0], t[1], stride=2)
+            x = run_block(torch.cat([x, skip], 1), b)
+        return F.conv2d(x, *head)
+
+    return forward
+
+
+def measure(f):
+    """Median ms per forward: warm-up, then 7 timings of enough forwards to fill ~40 ms."""
+    for _ in range(3):
+        f()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    f()
+    end.record()
+    torch.cuda.synchronize()
+    batch = max(1, min(100, int(40.0 / max(start.elapsed_time(end), 1e-3))))
+    times = []
+    for _ in range(7):
+        start.record()
+        for _ in range(batch):
+            f()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / batch)
+    return sorted(times)[len(times) // 2]
+
+
+def main():
+    args = sys.argv[1:]
+    dtypes, compile_too = ["f32", "f16", "bf16"], True
+    if "--dtype" in args:
+        i = args.index("--dtype")
+        dtypes = args[i + 1].split(",")
+        del args[i : i + 2]
+    if "--no-compile" in args:
+        args.remove("--no-compile")
+        compile_too = False
+    ours = []
+    if args:
+        for line in open(args[0]):
+            p = line.split()
+            if len(p) == 7 and p[0] == "MODEL" and p[5] == "ms":
+                ours.append((p[1], p[2], p[3], float(p[4]), p[6]))
+    if ours:
+        runs = sorted({(m, d, cfg) for m, _, d, _, cfg in ours})
+    else:
+        runs = [(m, d, cfg) for d in dtypes for m, cfg in [("transformer", TRANSFORMER)] + [("unet", u) for u in UNET]]
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    print(f"# torch {torch.__version__} on {torch.cuda.get_device_name()}")
+    ref = {}
+    for model, dtype, cfg in runs:
+        build = transformer if model == "transformer" else unet
+        with torch.no_grad():
+            f = build(parse(cfg), DTYPES[dtype])
+            modes = [("eager", f)]
+            if compile_too:
+                modes.append(("compile", torch.compile(f)))
+            for mode, g in modes:
+                try:
+                    ms = measure(g)
+                except Exception as e:  # torch.compile needs a working Triton/compiler: say why not
+                    print(f"# {model} {dtype} {mode}: failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+                    continue
+                ref[(model, dtype, mode, cfg)] = ms
+                print(f"TORCH {model} {dtype} {mode} {ms:.3f} ms {cfg}")
+        torch.cuda.empty_cache()
+
+    if ours:
+        print(f"\n{'model':<12} {'backend':>7} {'dtype':>5} {'ms':>9} {'eager':>9} {'ratio':>6} {'compile':>9} {'ratio':>6}  config")
+        for model, backend, dtype, ms, cfg in ours:
+            e, c = ref.get((model, dtype, "eager", cfg)), ref.get((model, dtype, "compile", cfg))
+            fmt = lambda t: (f"{t:>9.3f}", f"{ms / t:>6.2f}") if t else (f"{'-':>9}", f"{'-':>6}")
+            (es, er), (cs, cr) = fmt(e), fmt(c)
+            print(f"{model:<12} {backend:>7} {dtype:>5} {ms:>9.3f} {es} {er} {cs} {cr}  {cfg}")
+        print("(ratio: our ms / torch's ms; above 1 is slower than torch)")
+
+
+main()
