@@ -463,6 +463,14 @@ __device__ __forceinline__ bool is_nan(float v) { return v != v; }
 __device__ __forceinline__ bool is_nan(double v) { return v != v; }
 __device__ __forceinline__ bool is_nan(u32) { return false; }
 __device__ __forceinline__ bool is_nan(i64) { return false; }
+__device__ __forceinline__ float neg_inf(float) { return __uint_as_float(0xff800000u); }
+__device__ __forceinline__ double neg_inf(double) { return __longlong_as_double((i64)0xfff0000000000000ull); }
+
+// The larger of two values; a NaN wins (and stays).
+template <class C>
+__device__ __forceinline__ C max_nan(C a, C b) {
+  return is_nan(a) ? a : (is_nan(b) || b > a ? b : a);
+}
 __device__ __forceinline__ float fpow(float a, float b) { return powf(a, b); }
 __device__ __forceinline__ double fpow(double a, double b) { return pow(a, b); }
 __device__ __forceinline__ float fexpm1(float v) { return expm1f(v); }

@@ -373,16 +373,16 @@ impl Device {
 
     /// Whether ops of `family` compute on the host here (the cpu, or a family a native backend
     /// runs on the cpu reference for now; wgpu runs every family in WGSL).
+    #[cfg_attr(not(any(feature = "rocm", feature = "cuda")), allow(unused_variables))]
     pub(crate) fn on_host(&self, family: crate::spec::Family) -> bool {
-        let on_cpu: &[&str] = match self.backend() {
-            AnyBackend::Cpu(_) => return true,
-            AnyBackend::Wgpu(_) => &[],
+        match self.backend() {
+            AnyBackend::Cpu(_) => true,
+            AnyBackend::Wgpu(_) => false,
             #[cfg(feature = "rocm")]
-            AnyBackend::Rocm(_) => crate::native::ON_CPU,
+            AnyBackend::Rocm(b) => b.on_cpu().contains(&family.name()),
             #[cfg(feature = "cuda")]
-            AnyBackend::Cuda(_) => crate::native::ON_CPU,
-        };
-        on_cpu.contains(&family.name())
+            AnyBackend::Cuda(b) => b.on_cpu().contains(&family.name()),
+        }
     }
 
     /// What the GPU buffer pool holds (`None` on backends without one).

@@ -19,7 +19,6 @@ pub mod cpu;
 mod device;
 mod dtype;
 mod error;
-mod fallback;
 mod layout;
 pub mod native;
 pub mod selfcheck;

@@ -23,6 +23,16 @@ fn uniform_byte(dtype: DType, v: Scalar) -> Option<u8> {
     bytes.iter().all(|&b| b == bytes[0]).then_some(bytes[0])
 }
 
+impl<R: Runtime> NativeBackend<R> {
+    /// A new contiguous storage holding the elements of `(s, l)` in row-major order (for a
+    /// library call that cannot read `l` as it is).
+    pub(crate) fn contiguous(&self, s: &NativeStorage<R>, l: &Layout) -> Result<NativeStorage<R>> {
+        let mut y = self.storage(s.dtype, l.elem_count())?;
+        self.copy_strided(s, l, &mut y, 0)?;
+        Ok(y)
+    }
+}
+
 impl<R: Runtime> CopyOps for NativeBackend<R> {
     fn copy_strided(
         &self,

@@ -2,7 +2,9 @@
 //! driver API, with the very same `hip/*.hip` sources compiled by NVRTC at first use. The
 //! driver and NVRTC are loaded at run time: where either is missing, the backend is absent.
 
+use super::blas::{Blas, cuda::CuBlas};
 use super::cache::{Cache, Key};
+use super::dnn::{Dnn, cuda::CuDnn};
 use super::runtime::{DeviceInfo, DevicePtr, Runtime};
 use super::{HIP_COMMON, NativeBackend, hip_source};
 use crate::spec::Family;
@@ -11,7 +13,7 @@ use cudarc::driver::{CudaContext, CudaStream, DriverError, result as cu, sys};
 use cudarc::nvrtc::{result as rtc, sys as rtc_sys};
 use std::borrow::Cow;
 use std::ffi::{CString, c_char, c_int, c_void};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The native backend on a CUDA device.
 pub type CudaBackend = NativeBackend<Cuda>;
@@ -31,8 +33,12 @@ fn cu_err(what: &'static str) -> impl Fn(DriverError) -> Error {
     }
 }
 
-/// Device 0 of the CUDA driver, with one non-blocking stream for all work.
+/// Device 0 of the CUDA driver, with one non-blocking stream for all work, and the vendor
+/// libraries bound to that stream, loaded at first use (or why they did not load).
 pub struct Cuda {
+    /// First: dropped (their handles destroyed) before the stream and context they use.
+    blas: OnceLock<std::result::Result<CuBlas, String>>,
+    dnn: OnceLock<std::result::Result<CuDnn, String>>,
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     info: DeviceInfo,
@@ -98,7 +104,7 @@ impl Cuda {
         if target(&info.arch, &archs).is_err() {
             return Err(format!("NVRTC ({}) cannot build for {} (it knows {archs:?})", info.versions, info.arch));
         }
-        Ok(Cuda { ctx, stream, info })
+        Ok(Cuda { blas: OnceLock::new(), dnn: OnceLock::new(), ctx, stream, info })
     }
 
     fn device_info(ctx: &CudaContext) -> Result<DeviceInfo> {
@@ -308,6 +314,22 @@ impl Runtime for Cuda {
         self.bind()?;
         // SAFETY: the stream is live (owned by `self`).
         unsafe { cu::stream::synchronize(self.stream.cu_stream()) }.map_err(cu_err("cuStreamSynchronize"))
+    }
+
+    fn blas(&self) -> std::result::Result<&dyn Blas, &str> {
+        let open = || super::runtime::library_allowed("blas").and_then(|_| CuBlas::open(&self.ctx, &self.stream));
+        match self.blas.get_or_init(open) {
+            Ok(b) => Ok(b),
+            Err(why) => Err(why),
+        }
+    }
+
+    fn dnn(&self) -> std::result::Result<&dyn Dnn, &str> {
+        let open = || super::runtime::library_allowed("dnn").and_then(|_| CuDnn::open(&self.ctx, &self.stream));
+        match self.dnn.get_or_init(open) {
+            Ok(d) => Ok(d),
+            Err(why) => Err(why),
+        }
     }
 }
 

@@ -2,8 +2,8 @@
 //! where the vendor stack is absent: [`open`] finds a library by its candidate names (or the
 //! path an environment variable gives), and [`dylib!`] declares a table of entry points
 //! resolved from it once. A missing library or symbol is a one-line reason, never a failure to
-//! start. The HIP runtime and hiprtc (`hip_api.rs`) load this way; rocBLAS and MIOpen are meant
-//! to follow with their own tables (`RWO_ROCBLAS_LIB`-style overrides).
+//! start. The HIP runtime and hiprtc (`hip_api.rs`), rocBLAS (`blas/rocm.rs`) and MIOpen
+//! (`dnn/rocm.rs`) load this way, each with its own table and override variable.
 
 use libloading::Library;
 use std::sync::Arc;
@@ -78,7 +78,7 @@ macro_rules! dylib {
 
         impl $name {
             /// Resolves every entry point in `lib`; the error names the first one missing.
-            $vis fn resolve(lib: &std::sync::Arc<libloading::Library>) -> Result<Self, String> {
+            $vis fn resolve(lib: &std::sync::Arc<libloading::Library>) -> std::result::Result<Self, String> {
                 Ok($name {
                     $($f: {
                         let name = concat!(stringify!($f), "\0").as_bytes();

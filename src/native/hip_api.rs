@@ -179,7 +179,7 @@ pub fn library() -> Result<&'static HipLib, String> {
 
 /// The sonames `names`, then the unversioned library under `$ROCM_PATH/lib` and `/opt/rocm/lib`
 /// (where ROCm installs it, in case the loader's path lacks them).
-fn candidates(names: &[String], unversioned: &str) -> Vec<String> {
+pub(crate) fn candidates(names: &[String], unversioned: &str) -> Vec<String> {
     let rocm_path = std::env::var("ROCM_PATH").ok().filter(|p| !p.is_empty());
     let mut all = names.to_vec();
     for dir in rocm_path.iter().map(String::as_str).chain(["/opt/rocm"]) {

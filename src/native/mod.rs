@@ -7,9 +7,12 @@
 //! and grid sizing; one file per op family dispatches that family's kernels.
 
 mod alloc;
+pub mod blas;
 #[cfg(any(test, feature = "rocm", feature = "cuda"))]
 mod cache;
+mod conv;
 mod copy;
+pub mod dnn;
 #[cfg(any(test, feature = "rocm"))]
 mod dylib;
 mod elementwise;
@@ -19,10 +22,14 @@ mod gfx;
 mod hip_api;
 mod index;
 pub(crate) mod kernel;
+mod matmul;
+mod nn;
+mod pool;
 mod random;
 mod reduce;
 pub mod runtime;
 mod sort;
+mod upsample;
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
@@ -45,8 +52,8 @@ use std::sync::{Arc, Mutex};
 /// The header every HIP source includes.
 pub const HIP_COMMON: &str = include_str!("../../hip/common.h");
 
-/// The HIP source of each family that has native kernels (the others run on the cpu
-/// reference for now: see `src/fallback.rs`).
+/// The HIP source of each family that has native kernels (matmul and, in part, conv go through
+/// the vendor libraries).
 pub const HIP_SOURCES: &[(Family, &str)] = &[
     (Family::Elementwise, include_str!("../../hip/elementwise.hip")),
     (Family::Copy, include_str!("../../hip/copy.hip")),
@@ -54,6 +61,10 @@ pub const HIP_SOURCES: &[(Family, &str)] = &[
     (Family::Random, include_str!("../../hip/random.hip")),
     (Family::Reduce, include_str!("../../hip/reduce.hip")),
     (Family::Sort, include_str!("../../hip/sort.hip")),
+    (Family::Upsample, include_str!("../../hip/upsample.hip")),
+    (Family::Nn, include_str!("../../hip/nn.hip")),
+    (Family::Conv, include_str!("../../hip/conv.hip")),
+    (Family::Pool, include_str!("../../hip/pool.hip")),
 ];
 
 /// The HIP source of `family`, if it has one.
@@ -71,6 +82,10 @@ struct Kernels<R: Runtime> {
 struct Inner<R: Runtime> {
     kernels: Mutex<Kernels<R>>,
     alloc: Allocator,
+    /// The DNN library's algorithm per convolution (see `dnn.rs`).
+    dnn_cache: dnn::AlgoCache,
+    /// Calls per path (library or our kernels), for `info()`.
+    library_use: dnn::LibraryUse,
     /// Last: dropped after the modules and the cached blocks that need it.
     rt: R,
 }
@@ -144,7 +159,13 @@ impl<R: Runtime> BackendStorage for NativeStorage<R> {
 impl<R: Runtime> NativeBackend<R> {
     pub fn new(rt: R) -> Self {
         let kernels = Kernels { functions: HashMap::new(), modules: HashMap::new() };
-        NativeBackend(Arc::new(Inner { kernels: Mutex::new(kernels), alloc: Allocator::default(), rt }))
+        NativeBackend(Arc::new(Inner {
+            kernels: Mutex::new(kernels),
+            alloc: Allocator::default(),
+            dnn_cache: Default::default(),
+            library_use: Default::default(),
+            rt,
+        }))
     }
 
     pub fn runtime(&self) -> &R {
@@ -297,7 +318,20 @@ fn flag_result(bytes: &[u8; FLAG_BYTES]) -> Result<()> {
     Err(Error::IndexOutOfRange { op, index: word(1) as i64, size: word(2) as usize })
 }
 
-crate::fallback::via_cpu!([R: Runtime] NativeBackend<R>: conv, pool, upsample, matmul, nn);
+impl<R: Runtime> NativeBackend<R> {
+    /// The families that run on the cpu reference here: matmul where the runtime has no BLAS
+    /// (every other family has kernels).
+    pub(crate) fn on_cpu(&self) -> Vec<&'static str> {
+        if self.0.rt.blas().is_err() { vec!["matmul"] } else { vec![] }
+    }
+
+    /// The vendor libraries: each one's name and version, or why it is absent.
+    fn libraries(&self) -> String {
+        let blas = self.0.rt.blas().map(|b| b.describe()).unwrap_or_else(|why| format!("no BLAS ({why})"));
+        let dnn = self.0.rt.dnn().map(|d| d.describe()).unwrap_or_else(|why| format!("no DNN ({why})"));
+        format!("{blas}; {dnn}")
+    }
+}
 
 impl<R: Runtime> Memory for NativeBackend<R> {
     type Storage = NativeStorage<R>;
@@ -316,8 +350,10 @@ impl<R: Runtime> Memory for NativeBackend<R> {
             ("multiprocessors", i.multiprocessors.to_string()),
             ("memory", format!("{} MiB", i.total_memory >> 20)),
             ("versions", i.versions.clone()),
+            ("libraries", self.libraries()),
+            ("calls so far", self.0.library_use.describe()),
             ("pool", format!("{} MiB live, {} MiB cached", mem.live >> 20, mem.cached >> 20)),
-            ("on the cpu reference", crate::fallback::describe(ON_CPU)),
+            ("on the cpu reference", self.on_cpu().first().copied().unwrap_or("none").into()),
         ]
     }
 

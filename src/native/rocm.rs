@@ -8,15 +8,18 @@
 //! so every call that touches the device runs under a [`Bound`] guard: ours is made current,
 //! and the thread's own is restored afterwards, whichever thread calls.
 
+use super::blas::{Blas, rocm::RocBlas};
 use super::cache::{Cache, Key};
+use super::dnn::{Dnn, rocm::MiOpen};
 use super::gfx::{self, Candidate};
 use super::hip_api::{self, HipLib, c_text};
-use super::runtime::{DeviceInfo, DevicePtr, Runtime};
+use super::runtime::{DeviceInfo, DevicePtr, Runtime, library_allowed};
 use super::{HIP_COMMON, NativeBackend, hip_source};
 use crate::spec::Family;
 use crate::{BackendKind, Error, Result};
 use std::borrow::Cow;
 use std::ffi::{CString, c_int, c_void};
+use std::sync::OnceLock;
 
 /// What build.rs made: `TARGETS`, `OBJECTS` (family, target, code object) and `FLAGS`, the
 /// compiler flags of every kernel (hipcc ahead of time, hiprtc at run time).
@@ -31,8 +34,11 @@ fn err(msg: impl Into<String>) -> Error {
     Error::Backend { backend: BackendKind::Rocm, msg: msg.into() }
 }
 
-/// One HIP device, with one non-blocking stream for all work.
+/// One HIP device, with one non-blocking stream for all work, and the vendor libraries bound
+/// to that stream, loaded at first use (or why they did not load).
 pub struct Hip {
+    blas: OnceLock<std::result::Result<RocBlas, String>>,
+    dnn: OnceLock<std::result::Result<MiOpen, String>>,
     lib: &'static HipLib,
     ordinal: c_int,
     stream: hip_api::Stream,
@@ -80,13 +86,13 @@ unsafe impl Sync for HipFunction {}
 
 /// Device `ordinal` current on the calling thread while the guard lives; the thread's previous
 /// device is current again after it.
-struct Bound {
+pub(crate) struct Bound {
     lib: &'static HipLib,
     previous: Option<c_int>,
 }
 
 impl Bound {
-    fn new(lib: &'static HipLib, ordinal: c_int) -> std::result::Result<Bound, String> {
+    pub(crate) fn new(lib: &'static HipLib, ordinal: c_int) -> std::result::Result<Bound, String> {
         let mut current: c_int = 0;
         // SAFETY: writes one int.
         lib.check("hipGetDevice", unsafe { (lib.fns.hipGetDevice)(&mut current) })?;
@@ -205,7 +211,7 @@ impl Hip {
         // SAFETY: writes one handle; the device is current.
         let created = unsafe { (lib.fns.hipStreamCreateWithFlags)(&mut stream, hip_api::STREAM_NON_BLOCKING) };
         lib.check("hipStreamCreateWithFlags", created)?;
-        Ok(Hip { lib, ordinal, stream, info, embedded })
+        Ok(Hip { blas: OnceLock::new(), dnn: OnceLock::new(), lib, ordinal, stream, info, embedded })
     }
 
     fn bind(&self) -> Result<Bound> {
@@ -225,6 +231,8 @@ impl Hip {
 
 impl Drop for Hip {
     fn drop(&mut self) {
+        // The library handles first: they use the stream.
+        drop((self.blas.take(), self.dnn.take()));
         if let Ok(_bound) = Bound::new(self.lib, self.ordinal) {
             // SAFETY: the stream was created by `open` and is destroyed once; the backend drops
             // its modules and memory first.
@@ -358,6 +366,22 @@ impl Runtime for Hip {
         let _bound = self.bind()?;
         // SAFETY: the stream is live (owned by `self`).
         self.check("hipStreamSynchronize", unsafe { (self.lib.fns.hipStreamSynchronize)(self.stream) })
+    }
+
+    fn blas(&self) -> std::result::Result<&dyn Blas, &str> {
+        let open = || library_allowed("blas").and_then(|_| RocBlas::open(self.lib, self.ordinal, self.stream));
+        match self.blas.get_or_init(open) {
+            Ok(b) => Ok(b),
+            Err(why) => Err(why),
+        }
+    }
+
+    fn dnn(&self) -> std::result::Result<&dyn Dnn, &str> {
+        let open = || library_allowed("dnn").and_then(|_| MiOpen::open(self.lib, self.ordinal, self.stream));
+        match self.dnn.get_or_init(open) {
+            Ok(d) => Ok(d),
+            Err(why) => Err(why),
+        }
     }
 }
 

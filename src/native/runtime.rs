@@ -2,10 +2,25 @@
 //! and CUDA (cudarc). Everything above it (layouts, dtype dispatch, grid sizing, argument
 //! packing, the allocator and the module cache) is written once in [`super`].
 
+use super::blas::Blas;
+use super::dnn::Dnn;
 use crate::spec::Family;
 use crate::{BackendKind, Result};
 use std::borrow::Cow;
 use std::ffi::c_void;
+
+/// Whether `RWO_NATIVE_LIBS` lets the native backend load vendor library `name` (`blas`,
+/// `dnn`): unset or `all` allows every one, `none` none, else a comma-separated list. A library
+/// left out is absent: its ops run in our kernels (or, for a BLAS, on the cpu reference).
+pub fn library_allowed(name: &str) -> std::result::Result<(), String> {
+    let list = std::env::var("RWO_NATIVE_LIBS").unwrap_or_default();
+    let list = list.trim();
+    if list.is_empty() || list == "all" || list.split(',').any(|l| l.trim() == name) {
+        Ok(())
+    } else {
+        Err(format!("left out by RWO_NATIVE_LIBS={list}"))
+    }
+}
 
 /// An address in device memory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -101,4 +116,16 @@ pub trait Runtime: Send + Sync + Sized + 'static {
 
     /// Waits for all work queued on the stream.
     fn synchronize(&self) -> Result<()>;
+
+    /// The device's BLAS, bound to the stream, or why there is none (loaded at first use; the
+    /// ops that need it then run elsewhere, see `blas.rs`).
+    fn blas(&self) -> std::result::Result<&dyn Blas, &str> {
+        Err("no BLAS library is bound on this runtime yet")
+    }
+
+    /// The device's DNN library, bound to the stream, or why there is none (loaded at first
+    /// use; the ops that would use it then run in our kernels, see `dnn.rs`).
+    fn dnn(&self) -> std::result::Result<&dyn Dnn, &str> {
+        Err("no DNN library is bound on this runtime yet")
+    }
 }

@@ -18,6 +18,7 @@ suite!(
     conv_1x1_is_channel_mix,
     conv_tiles_match_reference,
     conv_f16_takes_cooperative_matrices,
+    conv_library_shapes_match_reference,
 );
 
 /// Sums of a few dozen products: a few roundings' worth past one.
@@ -389,6 +390,43 @@ fn conv_f16_takes_cooperative_matrices(dev: &Device) -> Result<()> {
         let kernel = last_gemm_kernel();
         let took = matches!(kernel, Some(GemmKernel::Coop(_)));
         assert_eq!(took, coop, "{what}: kernel {kernel:?}, adapter has cooperative matrices: {coop}");
+    }
+    Ok(())
+}
+
+/// Channel counts where DNN libraries pick tensor-core and tiled algorithms, and a
+/// conv_transpose no library states as a backward data (output_padding at the stride, which
+/// dilation 2 allows). Each output sums `terms` products: the tolerance grows with them, as
+/// matmul's does.
+fn conv_library_shapes_match_reference(dev: &Device) -> Result<()> {
+    let tol = |dtype, terms: usize| Tol::of(dtype).times(1.0 + terms as f64 / 4.0);
+    let mixed = ConvParams { padding: [1, 2], stride: [2, 1], dilation: [1, 2], output_padding: [0, 0], groups: 4 };
+    for &dtype in DType::FLOAT {
+        let cases2: [(&[usize], &[usize], ConvParams<2>, bool); 4] = [
+            (&[2, 16, 12, 12], &[32, 16, 3, 3], p2(1, 1, 1, 1, 0), false),
+            (&[2, 16, 13, 11], &[32, 4, 3, 3], mixed, false),
+            (&[2, 16, 7, 7], &[16, 8, 3, 3], p2(1, 2, 1, 1, 1), true),
+            (&[2, 16, 7, 6], &[16, 2, 3, 3], mixed, true),
+        ];
+        for (i, (xs, ks, p, transposed)) in cases2.into_iter().enumerate() {
+            let terms = ks[1] * ks[2] * ks[3] * if transposed { ks[0] / ks[1].max(1) } else { 1 };
+            let what = format!("conv2d library shape {dtype} {xs:?} {ks:?} {p:?} transposed {transposed}");
+            same_as_cpu(dev, tol(dtype, terms), &what, |d| {
+                let x = rand_tensor(d, dtype, xs, 150 + i as u64, -1.0, 1.0)?;
+                let k = rand_tensor(d, dtype, ks, 160 + i as u64, -1.0, 1.0)?;
+                if transposed { x.conv_transpose2d(&k, &p) } else { x.conv2d(&k, &p) }
+            })?;
+        }
+        let what = format!("conv1d library shape {dtype}");
+        same_as_cpu(dev, tol(dtype, 80), &what, |d| {
+            let x = rand_tensor(d, dtype, &[2, 16, 40], 170, -1.0, 1.0)?;
+            x.conv1d(&rand_tensor(d, dtype, &[24, 16, 5], 171, -1.0, 1.0)?, &p1(2, 1, 1, 1, 0))
+        })?;
+        let what = format!("conv_transpose1d output_padding at the stride {dtype}");
+        same_as_cpu(dev, conv_tol(dtype), &what, |d| {
+            let x = rand_tensor(d, dtype, &[2, 4, 9], 172, -1.0, 1.0)?;
+            x.conv_transpose1d(&rand_tensor(d, dtype, &[4, 3, 3], 173, -1.0, 1.0)?, &p1(0, 1, 2, 1, 1))
+        })?;
     }
     Ok(())
 }

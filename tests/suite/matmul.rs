@@ -13,6 +13,7 @@ suite!(
     matmul_row_is_host_dot,
     matmul_edge_sizes_match_reference,
     matmul_f16_takes_cooperative_matrices,
+    matmul_library_shapes_match_reference,
 );
 
 /// A k-term sum of products accumulated in precision u errs by at most ~k·u·Σ|a_i b_i| (the
@@ -261,6 +262,31 @@ fn matmul_f16_takes_cooperative_matrices(dev: &Device) -> Result<()> {
                 "{what}: kernel {kernel:?}, adapter has cooperative matrices: {coop}"
             );
         }
+    }
+    Ok(())
+}
+
+/// Sizes where BLAS libraries change kernels (several tiles, tensor cores for the halves), a
+/// stack of lhs matrices against one rhs (one GEMM of all their rows), and operands no
+/// transpose flag reaches (a row broadcast down the rows, a column broadcast along them).
+fn matmul_library_shapes_match_reference(dev: &Device) -> Result<()> {
+    let k = 70;
+    for &dtype in DType::FLOAT {
+        let t = tol(dtype, k);
+        check(dev, t, &format!("matmul {dtype} stack of lhs against one rhs"), |d| {
+            operands(d, dtype, &[3, 33, k], false, &[k, 65], false)
+        })?;
+        check(dev, t, &format!("matmul {dtype} transposed stack against one transposed rhs"), |d| {
+            operands(d, dtype, &[3, 33, k], true, &[k, 65], true)
+        })?;
+        check(dev, t, &format!("matmul {dtype} row broadcast down the rows"), |d| {
+            let lhs = rand_tensor(d, dtype, &[1, k], 16, -1.0, 1.0)?.broadcast_as([33, k])?;
+            Ok((lhs, rand_tensor(d, dtype, &[k, 17], 17, -1.0, 1.0)?))
+        })?;
+        check(dev, t, &format!("matmul {dtype} column broadcast along the columns"), |d| {
+            let rhs = rand_tensor(d, dtype, &[k, 1], 18, -1.0, 1.0)?.broadcast_as([k, 9])?;
+            Ok((rand_tensor(d, dtype, &[2, 5, k], 19, -1.0, 1.0)?, rhs))
+        })?;
     }
     Ok(())
 }

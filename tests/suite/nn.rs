@@ -18,6 +18,7 @@ suite!(
     lines_of_every_length_match_reference,
     special_values_match_reference,
     half_lines_past_the_half_range_match_reference,
+    layer_norm_large_offsets_keep_the_spread,
 );
 crate::tests!(line_ops_without_subgroups_match_reference);
 
@@ -479,4 +480,19 @@ fn line_ops_without_subgroups_match_reference() -> Result<()> {
     lines_of_every_length_match_reference(&dev)?;
     special_values_match_reference(&dev)?;
     half_lines_past_the_half_range_match_reference(&dev)
+}
+
+/// Values far from 0 next to their spread: the variance must come from deviations from the
+/// mean, not from the mean of squares minus the squared mean, which loses the spread to
+/// rounding at the scale of the squares (by about 1e-3 for f32 at 30 +- 1, 1e-9 for f64 at
+/// 1e3 +- 1, relative); a two-pass (or Welford) form in the dtype's own precision passes.
+fn layer_norm_large_offsets_keep_the_spread(dev: &Device) -> Result<()> {
+    for (dtype, offset) in [(DType::F32, 30.0), (DType::F64, 1e3)] {
+        let what = format!("layer_norm {dtype} of {offset} +- 1");
+        let x = |d: &Device| {
+            Ok(Inputs::new(rand_tensor(d, dtype, &[4, 3000], 25, offset - 1.0, offset + 1.0)?, vec![], vec![]))
+        };
+        check(dev, tol(dtype), &what, x, |i| i.x.layer_norm(None, None, 0.0))?;
+    }
+    Ok(())
 }
