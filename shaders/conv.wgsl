@@ -8,6 +8,10 @@
 //   22 dilation h, 23 dilation w, 24 image stride along C, 25 along H, 26 along W.
 // CONV_T (generated): the transposed convolution, whose output pixel o meets input pixel
 // (o + pad - tap * dilation) / stride where that divides evenly.
+//
+// Bounds (no injected checks, as matmul.wgsl): a gathered element is read only where its
+// depth k < K and its pixel (y, x) lies in 0..IH x 0..IW (`ok`), else it is zero; addresses
+// are formed from clamped coordinates, so even the unread ones stay inside the image.
 
 // B element (k, o) for the four output pixels o..o+4 of `b_setup4`: k walks (channel, tap row,
 // tap column) of the group's input channels.

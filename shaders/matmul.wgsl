@@ -15,6 +15,15 @@
 // (matmul.rs) defines the element type T, the tile constants, the operands' bindings with
 // `opnd_ld(i) -> T` (element i) and `opnd_ld4(i) -> vec4<T>` (elements i..i+4, i a multiple
 // of 4), the output's stores, and the unrolled inner products.
+//
+// Bounds (these kernels run without wgpu's injected checks: `UNCHECKED` in src/wgpu/mod.rs):
+// every operand load is guarded by `o < total && k < kn` (row and depth inside the operand);
+// a vector load starts at a multiple of 4 elements, so where its tail passes `kn` (or `total`)
+// it still lies in the buffer (allocated in 16-byte multiples) and `select` zeroes that tail;
+// workgroup-array indices are tile coordinates below the tile's generated sizes; every store
+// goes through `c_row4`/`c_tile`, guarded by row < M and column < N; a workgroup past the last
+// tile returns (or, in the cooperative kernel, stores nothing). The suite's matmul edge cases
+// (1, 17, 131, 1023, k = 1, transposed operands) run every tile configuration.
 
 const META_R: u32 = 29u;
 // Tile rows swept together, so that workgroups running at once share their A and B panels.
