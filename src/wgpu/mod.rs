@@ -414,11 +414,7 @@ impl Memory for WgpuBackend {
             ),
             (
                 "f64",
-                if self.0.caps.f64 {
-                    "yes".into()
-                } else {
-                    "no SHADER_F64: only ops that move bytes and the families on the cpu take f64".into()
-                },
+                if self.0.caps.f64 { "yes".into() } else { "no SHADER_F64: only ops that move bytes take f64".into() },
             ),
             ("kernel tuning", format!("{}; {}", self.random_tuning(), self.sort_tuning())),
             ("matmul kernels", self.gemm_info()),
