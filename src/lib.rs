@@ -14,14 +14,12 @@
 //! ```
 
 pub mod backend;
-pub mod bench;
 pub mod cpu;
 mod device;
 mod dtype;
 mod error;
 mod layout;
 pub mod native;
-pub mod selfcheck;
 pub mod spec;
 mod tensor;
 pub mod wgpu;
