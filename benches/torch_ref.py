@@ -4,7 +4,8 @@
     python3 benches/torch_ref.py [RWO_BENCH_OUTPUT] [--scale N]
 
 With the output of `rocm-wgpu-ops bench` (its BENCH lines), prints each backend's throughput
-as a ratio of torch's, measured in the same run on the same GPU.
+as a ratio of torch's, measured in the same run on the same GPU. Its own output (TORCH lines) is
+what `rocm-wgpu-ops bench --torch FILE` reads to put torch in its table and chart.
 """
 import sys
 import torch

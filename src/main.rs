@@ -5,13 +5,17 @@
 //! Exits non-zero if any check fails.
 //!
 //! `cargo run --release` (or `-- check`); `cargo run --release -- bench [FILTER] [--scale N]
-//! [--cpu]` times the benchmark cases on every GPU backend found.
+//! [--cpu] [--torch FILE] [--chart PATH]` times the benchmark cases on every GPU backend found
+//! and draws them (`bench.svg` unless `--chart` says where), with PyTorch's figures from FILE (the
+//! output of `benches/torch_ref.py`) beside them.
 
 mod app;
 
+use app::chart::{self, Group, Panel};
 use app::{bench, selfcheck};
 use rocm_wgpu_ops::spec::Family;
 use rocm_wgpu_ops::{BackendKind, Device};
+use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -22,7 +26,10 @@ fn main() -> ExitCode {
         None | Some("check") => check(),
         Some("bench") => run_bench(&args[1..]),
         Some(other) => {
-            eprintln!("unknown command {other:?}; usage: rocm-wgpu-ops [check | bench [FILTER] [--scale N] [--cpu]]");
+            eprintln!(
+                "unknown command {other:?}; usage: rocm-wgpu-ops [check | bench [FILTER] [--scale N] [--cpu] \
+                 [--torch FILE] [--chart PATH]]"
+            );
             ExitCode::from(2)
         }
     }
@@ -157,18 +164,55 @@ fn sweep(dev: &Device, case: &bench::Case) {
     }
 }
 
+/// PyTorch's version line and its time per case name, in seconds, from the output of
+/// `benches/torch_ref.py` (`# torch ...`, then `TORCH\t{name}\t{microseconds}us\t...` lines).
+fn read_torch(path: &str) -> Result<(String, HashMap<String, f64>), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--torch {path}: {e}"))?;
+    let version =
+        text.lines().find_map(|l| l.strip_prefix("# torch ")).map_or("torch".into(), |v| format!("torch {v}"));
+    let mut times = HashMap::new();
+    for line in text.lines().filter(|l| l.starts_with("TORCH\t")) {
+        let parts: Vec<&str> = line.split('\t').collect();
+        let us = parts.get(2).and_then(|t| t.strip_suffix("us")).and_then(|t| t.parse::<f64>().ok());
+        match (parts.get(1), us) {
+            (Some(name), Some(us)) if us > 0.0 => times.insert(name.to_string(), us * 1e-6),
+            _ => return Err(format!("--torch {path}: not a TORCH line of torch_ref.py: {line:?}")),
+        };
+    }
+    if times.is_empty() {
+        return Err(format!("--torch {path}: no TORCH lines (the output of benches/torch_ref.py)"));
+    }
+    Ok((version, times))
+}
+
+/// What the chart shows for a case taking `secs`: TFLOP/s for a FLOP-bound case, else GB/s.
+fn rate(case: &bench::Case, secs: f64) -> f64 {
+    if case.flops > 0 { case.flops as f64 / secs / 1e12 } else { case.bytes as f64 / secs / 1e9 }
+}
+
 fn run_bench(args: &[String]) -> ExitCode {
     let mut filter = String::new();
     let mut scale = 1;
     let mut with_cpu = false;
+    let mut torch_file = None;
+    let mut chart_path = "bench.svg".to_string();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--scale" => scale = it.next().and_then(|s| s.parse().ok()).unwrap_or(1).max(1),
             "--cpu" => with_cpu = true,
+            "--torch" => torch_file = it.next().cloned(),
+            "--chart" => chart_path = it.next().cloned().unwrap_or(chart_path),
             f => filter = f.to_string(),
         }
     }
+    let (torch_version, torch) = match torch_file.as_deref().map(read_torch).transpose() {
+        Ok(t) => t.unzip(),
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
     let devices: Vec<Device> = Device::probe_all()
         .into_iter()
         .filter_map(|(kind, d)| d.ok().filter(|_| kind != BackendKind::Cpu || with_cpu))
@@ -177,13 +221,17 @@ fn run_bench(args: &[String]) -> ExitCode {
         eprintln!("no GPU backend found (add --cpu to time the cpu reference)");
         return ExitCode::FAILURE;
     }
-    for d in &devices {
-        println!("# {}", d.describe());
+    let mut lines: Vec<String> = devices.iter().map(|d| d.describe().to_string()).collect();
+    lines.extend(torch_version);
+    for line in &lines {
+        println!("# {line}");
     }
+    let mut panels: Vec<Panel> = vec![];
     println!("{:<48} {:>5} {:>11} {:>9}", "case", "on", "time", "GB/s");
     let mut failed = false;
     for case in bench::cases(scale).iter().filter(|c| c.name.contains(&filter) || c.family.name().contains(&filter)) {
         let mut rates = vec![];
+        let mut bars = vec![];
         for dev in &devices {
             let kind = dev.kind().name();
             let t = case.prepare(dev).and_then(|op| bench::measure(dev, &op, Duration::from_millis(400)));
@@ -198,6 +246,7 @@ fn run_bench(args: &[String]) -> ExitCode {
                     );
                     println!("BENCH\t{kind}\t{}\t{}\t{gbs:.3}", case.name, t.as_nanos());
                     rates.push((kind, gbs));
+                    bars.push((kind.to_string(), rate(case, t.as_secs_f64())));
                     if dev.kind() == BackendKind::Wgpu && case.flops > 0 {
                         sweep(dev, case);
                     }
@@ -213,6 +262,19 @@ fn run_bench(args: &[String]) -> ExitCode {
                 println!("{:<48} {k}/{k0} = {:.2}x", "", r / r0);
             }
         }
+        if let Some(&secs) = torch.as_ref().and_then(|t| t.get(&case.name)) {
+            let gbs = case.bytes as f64 / secs / 1e9;
+            for (k, r) in &rates {
+                println!("{:<48} {k}/torch = {:.2}x (torch {gbs:.1} GB/s)", "", r / gbs);
+            }
+            bars.push(("torch".to_string(), rate(case, secs)));
+        }
+        let (title, unit) = (case.family.name(), if case.flops > 0 { "TFLOP/s" } else { "GB/s" });
+        let group = Group { case: case.name.clone(), bars };
+        match panels.last_mut() {
+            Some(p) if p.title == title && p.unit == unit => p.groups.push(group),
+            _ => panels.push(Panel { title: title.to_string(), unit, groups: vec![group] }),
+        }
     }
     for dev in &devices {
         match bench::record_cost(dev, 20_000) {
@@ -226,6 +288,15 @@ fn run_bench(args: &[String]) -> ExitCode {
                 println!("record add f32 [16] {}: error: {e}", dev.kind());
                 failed = true;
             }
+        }
+    }
+    let mut backends: Vec<String> = devices.iter().map(|d| d.kind().name().to_string()).collect();
+    backends.extend(torch.is_some().then(|| "torch".to_string()));
+    match chart::write(std::path::Path::new(&chart_path), &lines, &backends, &panels) {
+        Ok(()) => println!("chart: {chart_path}"),
+        Err(e) => {
+            println!("chart: error: {e}");
+            failed = true;
         }
     }
     if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }

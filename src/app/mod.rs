@@ -5,5 +5,6 @@
 //! file names the library as `rocm_wgpu_ops::`, never `crate::`.
 
 pub mod bench;
+pub mod chart;
 #[allow(dead_code, reason = "the main job uses part of the self-check; the suite the rest")]
 pub mod selfcheck;
