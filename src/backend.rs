@@ -16,9 +16,11 @@ use crate::{BackendKind, CpuStorage, DType, Layout, Result, Scalar};
 
 /// A backend's buffer of elements of one dtype.
 pub trait BackendStorage: Send + Sync + Sized {
+    /// The dtype of the elements.
     fn dtype(&self) -> DType;
     /// Length in elements.
     fn len(&self) -> usize;
+    /// Whether it holds no element.
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -29,7 +31,9 @@ pub type Param<'a, S> = Option<(&'a S, &'a Layout)>;
 
 /// Memory and synchronisation.
 pub trait Memory: Clone + Send + Sync + 'static {
+    /// The backend's buffer type.
     type Storage: BackendStorage;
+    /// Which backend this is.
     fn kind(&self) -> BackendKind;
     /// The device's name, features and limits worth printing, as `(key, value)` pairs.
     fn info(&self) -> Vec<(&'static str, String)>;
@@ -43,6 +47,7 @@ pub trait Memory: Clone + Send + Sync + 'static {
     }
     /// A buffer of `len` elements; its contents are unspecified until written.
     fn alloc(&self, dtype: DType, len: usize) -> Result<Self::Storage>;
+    /// A new buffer holding a copy of `data`.
     fn upload(&self, data: &CpuStorage) -> Result<Self::Storage>;
     /// The whole buffer, after every op recorded on it has finished.
     fn download(&self, s: &Self::Storage) -> Result<CpuStorage>;
@@ -55,10 +60,15 @@ pub trait Memory: Clone + Send + Sync + 'static {
     fn read_flags(&self, flags: &[&Self::Storage]) -> Result<Vec<Result<()>>>;
 }
 
+/// Elementwise maps, binary ops, comparisons, `where_cond` and casts.
 pub trait ElementwiseOps: Memory {
+    /// `op` on every element.
     fn unary(&self, x: &Self::Storage, l: &Layout, op: UnaryOp) -> Result<Self::Storage>;
+    /// `x * mul + add`.
     fn affine(&self, x: &Self::Storage, l: &Layout, mul: f64, add: f64) -> Result<Self::Storage>;
+    /// `x` to the power `e`.
     fn powf(&self, x: &Self::Storage, l: &Layout, e: f64) -> Result<Self::Storage>;
+    /// ELU: `x` where positive, else `alpha (exp(x) - 1)`.
     fn elu(&self, x: &Self::Storage, l: &Layout, alpha: f64) -> Result<Self::Storage>;
     /// Bounds already cast to the dtype of `x`, `min <= max`.
     fn clamp(&self, x: &Self::Storage, l: &Layout, min: Scalar, max: Scalar) -> Result<Self::Storage>;
@@ -71,6 +81,7 @@ pub trait ElementwiseOps: Memory {
         rl: &Layout,
         op: BinaryOp,
     ) -> Result<Self::Storage>;
+    /// Comparison of two same-shape operands, giving u8 (1 true, 0 false).
     fn cmp(
         &self,
         lhs: &Self::Storage,
@@ -79,6 +90,7 @@ pub trait ElementwiseOps: Memory {
         rl: &Layout,
         op: CmpOp,
     ) -> Result<Self::Storage>;
+    /// `on_true` where `cond` is non-zero, else `on_false`; all three of one shape.
     #[allow(clippy::too_many_arguments)]
     fn where_cond(
         &self,
@@ -89,9 +101,11 @@ pub trait ElementwiseOps: Memory {
         on_false: &Self::Storage,
         fl: &Layout,
     ) -> Result<Self::Storage>;
+    /// Each element converted to `to` (Rust `as` semantics; see [`crate::spec::elementwise`]).
     fn cast(&self, x: &Self::Storage, l: &Layout, to: DType) -> Result<Self::Storage>;
 }
 
+/// Reductions over a set of dims.
 pub trait ReduceOps: Memory {
     /// Output: contiguous, with the shape of `l` and every dim of `dims` (sorted, distinct)
     /// set to 1.
@@ -101,6 +115,7 @@ pub trait ReduceOps: Memory {
 /// A bad id (outside `0..size` of the indexed dim) is an `IndexOutOfRange`: returned at once,
 /// or recorded in `flag` by the kernels (see [`Memory::new_flag`]); never clamped or wrapped.
 pub trait IndexOps: Memory {
+    /// The slices of `x` at `ids` (1-D) along `dim`.
     fn index_select(
         &self,
         x: &Self::Storage,
@@ -110,6 +125,7 @@ pub trait IndexOps: Memory {
         dim: usize,
         flag: &Self::Storage,
     ) -> Result<Self::Storage>;
+    /// `x` read at `ids` along `dim` (`ids` has the output's shape).
     fn gather(
         &self,
         x: &Self::Storage,
@@ -148,7 +164,9 @@ pub trait IndexOps: Memory {
     ) -> Result<Self::Storage>;
 }
 
+/// Convolutions and transposed convolutions, 1-D and 2-D (`ConvGeometry` says the sizes).
 pub trait ConvOps: Memory {
+    /// 1-D cross-correlation of `x (N, C, L)` with `k (K, C / groups, R)`.
     fn conv1d(
         &self,
         x: &Self::Storage,
@@ -157,6 +175,7 @@ pub trait ConvOps: Memory {
         kl: &Layout,
         g: &ConvGeometry<1>,
     ) -> Result<Self::Storage>;
+    /// 2-D cross-correlation of `x (N, C, H, W)` with `k (K, C / groups, R, S)`.
     fn conv2d(
         &self,
         x: &Self::Storage,
@@ -165,6 +184,7 @@ pub trait ConvOps: Memory {
         kl: &Layout,
         g: &ConvGeometry<2>,
     ) -> Result<Self::Storage>;
+    /// The transpose (gradient with respect to the input) of `conv1d`.
     fn conv_transpose1d(
         &self,
         x: &Self::Storage,
@@ -173,6 +193,7 @@ pub trait ConvOps: Memory {
         kl: &Layout,
         g: &ConvGeometry<1>,
     ) -> Result<Self::Storage>;
+    /// The transpose (gradient with respect to the input) of `conv2d`.
     fn conv_transpose2d(
         &self,
         x: &Self::Storage,
@@ -183,15 +204,21 @@ pub trait ConvOps: Memory {
     ) -> Result<Self::Storage>;
 }
 
+/// 2-D max and average pooling.
 pub trait PoolOps: Memory {
+    /// `op` over the windows `p` describes, on the last two dims of `x`.
     fn pool2d(&self, x: &Self::Storage, l: &Layout, op: PoolOp, p: &Pool2dParams) -> Result<Self::Storage>;
 }
 
+/// Nearest-neighbour upsampling.
 pub trait UpsampleOps: Memory {
+    /// The last dim resized to `size`, each output reading `floor(o * in / size)`.
     fn upsample_nearest1d(&self, x: &Self::Storage, l: &Layout, size: usize) -> Result<Self::Storage>;
+    /// The last two dims resized to `size`, as `upsample_nearest1d` per dim.
     fn upsample_nearest2d(&self, x: &Self::Storage, l: &Layout, size: [usize; 2]) -> Result<Self::Storage>;
 }
 
+/// Copies, fills and ranges: what `contiguous`, `cat`, `slice_set` and `fill_` are made of.
 pub trait CopyOps: Memory {
     /// Writes the elements of `(src, sl)` in row-major order to `dst` from `dst_offset` on.
     fn copy_strided(&self, src: &Self::Storage, sl: &Layout, dst: &mut Self::Storage, dst_offset: usize) -> Result<()>;
@@ -203,6 +230,7 @@ pub trait CopyOps: Memory {
     fn arange(&self, dtype: DType, start: Scalar, step: Scalar, len: usize) -> Result<Self::Storage>;
 }
 
+/// Batched matrix products.
 pub trait MatmulOps: Memory {
     /// `ll` has shape `g.lhs_shape()` and `rl` `g.rhs_shape()` (batch dims broadcast already).
     fn matmul(
@@ -215,9 +243,12 @@ pub trait MatmulOps: Memory {
     ) -> Result<Self::Storage>;
 }
 
+/// Softmax and the normalisations.
 pub trait NnOps: Memory {
     /// softmax along `dim`; its log when `log`.
     fn softmax(&self, x: &Self::Storage, l: &Layout, dim: usize, log: bool) -> Result<Self::Storage>;
+    /// Normalised along the last dim (mean 0, variance 1, `eps` added to the variance), then `w`
+    /// and `b` applied.
     fn layer_norm(
         &self,
         x: &Self::Storage,
@@ -226,7 +257,10 @@ pub trait NnOps: Memory {
         b: Param<Self::Storage>,
         eps: f64,
     ) -> Result<Self::Storage>;
+    /// Divided by the root mean square along the last dim (`eps` added to the mean square), then
+    /// `w` applied.
     fn rms_norm(&self, x: &Self::Storage, l: &Layout, w: Param<Self::Storage>, eps: f64) -> Result<Self::Storage>;
+    /// Inference batch norm over dim 1: `(x - mean) / sqrt(var + eps)`, then `w` and `b` applied.
     #[allow(clippy::too_many_arguments)]
     fn batch_norm(
         &self,
@@ -240,11 +274,13 @@ pub trait NnOps: Memory {
     ) -> Result<Self::Storage>;
 }
 
+/// Random draws (Philox 4x32-10).
 pub trait RandomOps: Memory {
     /// `len` values of the stream `(seed, offset)`, as [`crate::spec::random`] defines it.
     fn random(&self, dtype: DType, len: usize, dist: Distribution, seed: u64, offset: u64) -> Result<Self::Storage>;
 }
 
+/// Sorting.
 pub trait SortOps: Memory {
     /// u32 indices that sort each row along the last dim, stable.
     fn argsort(&self, x: &Self::Storage, l: &Layout, descending: bool) -> Result<Self::Storage>;

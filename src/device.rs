@@ -21,9 +21,13 @@ use std::sync::{Arc, Mutex};
 /// The kinds of backend.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum BackendKind {
+    /// The cpu reference backend (always there).
     Cpu,
+    /// WGSL compute shaders on wgpu (Vulkan, Metal, DX12, GL).
     Wgpu,
+    /// The native backend on AMD GPUs (HIP, rocBLAS, MIOpen; feature `rocm`).
     Rocm,
+    /// The native backend on NVIDIA GPUs (NVRTC, cuBLAS, cuDNN; feature `cuda`).
     Cuda,
 }
 
@@ -32,6 +36,7 @@ impl BackendKind {
     pub const PREFERENCE: &'static [BackendKind] =
         &[BackendKind::Rocm, BackendKind::Cuda, BackendKind::Wgpu, BackendKind::Cpu];
 
+    /// `cpu`, `wgpu`, `rocm` or `cuda`.
     pub fn name(self) -> &'static str {
         match self {
             BackendKind::Cpu => "cpu",
@@ -230,6 +235,30 @@ struct DeviceInner {
 }
 
 /// A backend chosen at run time, with its random stream. Cheap to clone.
+///
+/// [`Device::auto`] takes the best backend found (or the one `RWO_BACKEND` names);
+/// [`Device::probe_all`] says which answer here and why the others do not.
+///
+/// ```
+/// use rocm_wgpu_ops::{BackendKind, DType, Device, Tensor};
+///
+/// for (kind, dev) in Device::probe_all() {
+///     match dev {
+///         Ok(dev) => println!("{kind}: {}", dev.describe()),
+///         Err(e) => println!("{kind}: absent: {e}"),
+///     }
+/// }
+/// let cpu = Device::new(BackendKind::Cpu)?;
+/// assert_eq!(cpu.kind(), BackendKind::Cpu);
+/// assert!(cpu.supports("exp", DType::F64).is_ok());
+///
+/// // Draws follow the device's stream: the same seed gives the same values.
+/// cpu.set_seed(7);
+/// let a = Tensor::rand(0., 1., [4], DType::F32, &cpu)?.to_vec::<f32>()?;
+/// cpu.set_seed(7);
+/// assert_eq!(Tensor::rand(0., 1., [4], DType::F32, &cpu)?.to_vec::<f32>()?, a);
+/// # Ok::<(), rocm_wgpu_ops::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Device(Arc<DeviceInner>);
 
@@ -289,6 +318,7 @@ impl Device {
         BackendKind::PREFERENCE.iter().map(|&k| (k, Device::new(k))).collect()
     }
 
+    /// Which backend this device runs on.
     pub fn kind(&self) -> BackendKind {
         dispatch!(self, |b| b.kind())
     }

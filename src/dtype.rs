@@ -4,14 +4,34 @@ use half::{bf16, f16};
 use std::fmt;
 
 /// The element types of a tensor.
+///
+/// ```
+/// use rocm_wgpu_ops::{DType, Device, Tensor};
+///
+/// assert_eq!((DType::BF16.name(), DType::BF16.size_in_bytes()), ("bf16", 2));
+/// assert!(DType::F16.is_float() && DType::I64.is_int());
+///
+/// // Casts follow Rust's `as`: floats to integers truncate and saturate.
+/// let x = Tensor::from_vec(vec![-1.5f32, 2.7, 300.0], [3], &Device::cpu())?;
+/// assert_eq!(x.to_dtype(DType::U8)?.to_vec::<u8>()?, [0, 2, 255]);
+/// assert_eq!(x.to_dtype(DType::I64)?.dtype(), DType::I64);
+/// # Ok::<(), rocm_wgpu_ops::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
+    /// Unsigned 8-bit integer (also the result of comparisons).
     U8,
+    /// Unsigned 32-bit integer (also the result of the arg ops and argsort).
     U32,
+    /// Signed 64-bit integer.
     I64,
+    /// IEEE half precision.
     F16,
+    /// bfloat16: f32's exponent, 8 bits of mantissa.
     BF16,
+    /// IEEE single precision.
     F32,
+    /// IEEE double precision.
     F64,
 }
 
@@ -49,10 +69,12 @@ impl DType {
         }
     }
 
+    /// f16, bf16, f32 or f64.
     pub fn is_float(self) -> bool {
         DType::FLOAT.contains(&self)
     }
 
+    /// u8, u32 or i64.
     pub fn is_int(self) -> bool {
         DType::INT.contains(&self)
     }
@@ -71,7 +93,9 @@ impl fmt::Display for DType {
 pub trait WithDType:
     crate::cpu::StorageElem + Copy + Send + Sync + PartialOrd + PartialEq + fmt::Debug + fmt::Display + Default + 'static
 {
+    /// The dtype of this element type.
     const DTYPE: DType;
+    /// The value as an f64 (exact but for i64 past 2^53, rounded to nearest).
     fn to_f64(self) -> f64;
     /// The value as an integer (floats truncate and saturate, as `as` does).
     fn to_i64(self) -> i64;
@@ -166,12 +190,19 @@ with_dtype_half!(bf16, BF16);
 /// One value of any dtype: fill values, clamp bounds, arange start and step.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Scalar {
+    /// A u8 value.
     U8(u8),
+    /// A u32 value.
     U32(u32),
+    /// An i64 value.
     I64(i64),
+    /// An f16 value.
     F16(f16),
+    /// A bf16 value.
     BF16(bf16),
+    /// An f32 value.
     F32(f32),
+    /// An f64 value.
     F64(f64),
 }
 
@@ -191,10 +222,12 @@ macro_rules! with_scalar {
 }
 
 impl Scalar {
+    /// The dtype of the value.
     pub fn dtype(self) -> DType {
         with_scalar!(self, v => crate::dtype::dtype_of(v))
     }
 
+    /// The value as an f64.
     pub fn to_f64(self) -> f64 {
         with_scalar!(self, v => v.to_f64())
     }

@@ -8,87 +8,226 @@ use crate::{BackendKind, DType, Shape};
 pub enum Error {
     /// Two inputs must have the same shape (or one a given shape) and do not.
     #[error("{op}: shape mismatch: {lhs} vs {rhs}")]
-    ShapeMismatch { op: &'static str, lhs: Shape, rhs: Shape },
+    ShapeMismatch {
+        /// The op that failed.
+        op: &'static str,
+        /// The first shape.
+        lhs: Shape,
+        /// The second shape.
+        rhs: Shape,
+    },
 
     /// Shapes that cannot be broadcast together.
     #[error("{op}: cannot broadcast {lhs} with {rhs}")]
-    Broadcast { op: &'static str, lhs: Shape, rhs: Shape },
+    Broadcast {
+        /// The op that failed.
+        op: &'static str,
+        /// The first shape.
+        lhs: Shape,
+        /// The second shape.
+        rhs: Shape,
+    },
 
     /// A shape that does not hold the number of elements given.
     #[error("{op}: shape {shape} holds {expected} elements, got {got}")]
-    ElementCount { op: &'static str, shape: Shape, expected: usize, got: usize },
+    ElementCount {
+        /// The op that failed.
+        op: &'static str,
+        /// The shape in question.
+        shape: Shape,
+        /// Elements the shape holds.
+        expected: usize,
+        /// Elements given.
+        got: usize,
+    },
 
     /// An input of a rank the op does not take.
     #[error("{op}: expected rank {expected}, got shape {shape}")]
-    Rank { op: &'static str, expected: &'static str, shape: Shape },
+    Rank {
+        /// The op that failed.
+        op: &'static str,
+        /// The ranks the op takes.
+        expected: &'static str,
+        /// The shape in question.
+        shape: Shape,
+    },
 
     /// A dimension index past the rank of the tensor.
     #[error("{op}: dim {dim} out of range for rank {rank}")]
-    DimOutOfRange { op: &'static str, dim: isize, rank: usize },
+    DimOutOfRange {
+        /// The op that failed.
+        op: &'static str,
+        /// The dim as given (negative: from the back).
+        dim: isize,
+        /// The rank of the tensor.
+        rank: usize,
+    },
 
     /// The same dimension named twice in a list of dims.
     #[error("{op}: dim {dim} given twice")]
-    DuplicateDim { op: &'static str, dim: usize },
+    DuplicateDim {
+        /// The op that failed.
+        op: &'static str,
+        /// The dim as given.
+        dim: usize,
+    },
 
     /// A dtype the op does not take (`expected` lists those it does).
     #[error("{op}: dtype {dtype} not supported, expected one of {expected}")]
-    WrongDType { op: &'static str, dtype: DType, expected: String },
+    WrongDType {
+        /// The op that failed.
+        op: &'static str,
+        /// The dtype in question.
+        dtype: DType,
+        /// The dtypes the op takes.
+        expected: String,
+    },
 
     /// Inputs that must share a dtype and do not.
     #[error("{op}: dtype mismatch: {lhs} vs {rhs}")]
-    DTypeMismatch { op: &'static str, lhs: DType, rhs: DType },
+    DTypeMismatch {
+        /// The op that failed.
+        op: &'static str,
+        /// The first dtype.
+        lhs: DType,
+        /// The second dtype.
+        rhs: DType,
+    },
 
     /// A dtype that the spec allows but this backend (or adapter) truly cannot run.
     #[error("{backend} backend: {op} does not support dtype {dtype} here: {reason}")]
-    UnsupportedDType { backend: BackendKind, op: &'static str, dtype: DType, reason: String },
+    UnsupportedDType {
+        /// The backend that reports it.
+        backend: BackendKind,
+        /// The op refused.
+        op: &'static str,
+        /// The dtype in question.
+        dtype: DType,
+        /// Why, in words.
+        reason: String,
+    },
 
     /// An index id outside `0..size`, found in the data (reported, never clamped or wrapped).
     #[error("{op}: index {index} out of range for size {size}")]
-    IndexOutOfRange { op: &'static str, index: i64, size: usize },
+    IndexOutOfRange {
+        /// The op whose ids are out of range.
+        op: &'static str,
+        /// The id found in the data.
+        index: i64,
+        /// The size of the indexed dim.
+        size: usize,
+    },
 
     /// A view (narrow, transpose, reshape...) that does not fit the tensor.
     #[error("{op}: {msg}")]
-    InvalidView { op: &'static str, msg: String },
+    InvalidView {
+        /// The op that failed.
+        op: &'static str,
+        /// What is wrong, in words.
+        msg: String,
+    },
 
     /// Op parameters out of their domain: zero stride, kernel larger than the padded input...
     #[error("{op}: invalid parameter: {msg}")]
-    InvalidParam { op: &'static str, msg: String },
+    InvalidParam {
+        /// The op that failed.
+        op: &'static str,
+        /// What is wrong, in words.
+        msg: String,
+    },
 
     /// Matmul operands whose inner dims or batch dims do not line up.
     #[error("matmul: {msg}: lhs {lhs}, rhs {rhs}")]
-    MatmulShape { msg: &'static str, lhs: Shape, rhs: Shape },
+    MatmulShape {
+        /// Which dims do not line up.
+        msg: &'static str,
+        /// The left operand's shape.
+        lhs: Shape,
+        /// The right operand's shape.
+        rhs: Shape,
+    },
 
     /// A reduction with no identity (min, max, argmin, argmax) over zero elements.
     #[error("{op}: cannot reduce over an empty extent (shape {shape}, dims {dims:?})")]
-    EmptyReduction { op: &'static str, shape: Shape, dims: Vec<usize> },
+    EmptyReduction {
+        /// The op that failed.
+        op: &'static str,
+        /// The shape in question.
+        shape: Shape,
+        /// The dims reduced over.
+        dims: Vec<usize>,
+    },
 
     /// Tensors of two different devices in one op.
     #[error("{op}: tensors live on different devices: {lhs} and {rhs}")]
-    DeviceMismatch { op: &'static str, lhs: String, rhs: String },
+    DeviceMismatch {
+        /// The op that failed.
+        op: &'static str,
+        /// The first tensor's device.
+        lhs: String,
+        /// The second tensor's device.
+        rhs: String,
+    },
 
     /// Host data of a dtype other than the one asked for.
     #[error("to_vec: tensor holds {got}, asked for {expected}")]
-    HostDType { expected: DType, got: DType },
+    HostDType {
+        /// The dtype asked for.
+        expected: DType,
+        /// The dtype the tensor holds.
+        got: DType,
+    },
 
     /// A backend that was asked for (by `RWO_BACKEND`, `RWO_REQUIRE` or by name) and is absent.
     #[error("backend {kind} is not available: {reason}")]
-    BackendUnavailable { kind: String, reason: String },
+    BackendUnavailable {
+        /// The backend asked for.
+        kind: String,
+        /// Why, in words.
+        reason: String,
+    },
 
     /// A tensor or buffer past a device limit (e.g. the largest storage binding).
     #[error("{backend} backend: {what} needs {needed} bytes, past the device limit {limit}")]
-    LimitExceeded { backend: BackendKind, what: String, needed: u64, limit: u64 },
+    LimitExceeded {
+        /// The backend that reports it.
+        backend: BackendKind,
+        /// What is too large.
+        what: String,
+        /// Bytes needed.
+        needed: u64,
+        /// Bytes the device allows.
+        limit: u64,
+    },
 
     /// A shape whose element count or size in bytes no memory can hold (it overflows `isize`).
     #[error("{op}: shape {shape} of {dtype} has more elements or bytes than any memory can address")]
-    ShapeTooLarge { op: &'static str, shape: Shape, dtype: DType },
+    ShapeTooLarge {
+        /// The op that would make the shape.
+        op: &'static str,
+        /// The shape in question.
+        shape: Shape,
+        /// The dtype in question.
+        dtype: DType,
+    },
 
     /// Host memory that could not be had.
     #[error("{what}: out of host memory ({bytes} bytes)")]
-    OutOfMemory { what: String, bytes: u64 },
+    OutOfMemory {
+        /// What needed the memory.
+        what: String,
+        /// Bytes asked for.
+        bytes: u64,
+    },
 
     /// A failure reported by a driver or vendor library, with its own text.
     #[error("{backend} backend: {msg}")]
-    Backend { backend: BackendKind, msg: String },
+    Backend {
+        /// The backend that reports it.
+        backend: BackendKind,
+        /// The driver's or library's text.
+        msg: String,
+    },
 }
 
 /// The crate's result type.

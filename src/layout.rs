@@ -8,14 +8,17 @@ use std::fmt;
 pub struct Shape(Vec<usize>);
 
 impl Shape {
+    /// A shape of these dims.
     pub fn new(dims: impl Into<Vec<usize>>) -> Self {
         Shape(dims.into())
     }
 
+    /// The size of each dim.
     pub fn dims(&self) -> &[usize] {
         &self.0
     }
 
+    /// The number of dims.
     pub fn rank(&self) -> usize {
         self.0.len()
     }
@@ -115,6 +118,8 @@ impl From<usize> for Shape {
 
 /// A dimension given by index from the front (`usize`) or from the back ([`D`]).
 pub trait Dim: Copy {
+    /// The index from the front of this dim in a tensor of `rank` dims, or `DimOutOfRange` (naming
+    /// `op`).
     fn to_index(self, rank: usize, op: &'static str) -> Result<usize>;
 }
 
@@ -127,8 +132,11 @@ impl Dim for usize {
 /// Dims counted from the back: `D::Minus1` is the last.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum D {
+    /// The last dim.
     Minus1,
+    /// The dim before the last.
     Minus2,
+    /// The `k`-th dim from the back (`Minus(1)` is the last).
     Minus(usize),
 }
 
@@ -160,6 +168,7 @@ impl Layout {
         Layout { shape, strides, offset }
     }
 
+    /// The row-major contiguous layout of `shape`, at offset 0.
     pub fn contiguous(shape: impl Into<Shape>) -> Self {
         Self::contiguous_with_offset(shape, 0)
     }
@@ -169,26 +178,32 @@ impl Layout {
         Layout { shape: shape.into(), strides, offset }
     }
 
+    /// The shape viewed.
     pub fn shape(&self) -> &Shape {
         &self.shape
     }
 
+    /// The size of each dim.
     pub fn dims(&self) -> &[usize] {
         self.shape.dims()
     }
 
+    /// The number of dims.
     pub fn rank(&self) -> usize {
         self.shape.rank()
     }
 
+    /// The distance in elements between neighbours along each dim (0: broadcast).
     pub fn strides(&self) -> &[usize] {
         &self.strides
     }
 
+    /// Where the first element lies in the storage, in elements.
     pub fn offset(&self) -> usize {
         self.offset
     }
 
+    /// The number of elements viewed.
     pub fn elem_count(&self) -> usize {
         self.shape.elem_count()
     }
@@ -361,8 +376,20 @@ impl Layout {
 
 /// Runs of contiguous storage that make up a layout, in row-major order.
 pub enum StridedBlocks<'a> {
-    Single { start: usize, len: usize },
-    Multi { starts: StridedIndex<'a>, len: usize },
+    /// One run: the whole layout.
+    Single {
+        /// Where it starts in the storage.
+        start: usize,
+        /// Its length.
+        len: usize,
+    },
+    /// Runs of one length at the storage indices `starts` yields.
+    Multi {
+        /// Where each run starts.
+        starts: StridedIndex<'a>,
+        /// The length of every run.
+        len: usize,
+    },
 }
 
 /// Iterates the storage index of every element of a layout, in row-major order.

@@ -22,12 +22,19 @@ use half::{bf16, f16};
 /// Host memory: a vector of one dtype. Also the crate's host buffer for uploads and downloads.
 #[derive(Clone, Debug, PartialEq)]
 pub enum CpuStorage {
+    /// u8 elements.
     U8(Vec<u8>),
+    /// u32 elements.
     U32(Vec<u32>),
+    /// i64 elements.
     I64(Vec<i64>),
+    /// f16 elements.
     F16(Vec<f16>),
+    /// bf16 elements.
     BF16(Vec<bf16>),
+    /// f32 elements.
     F32(Vec<f32>),
+    /// f64 elements.
     F64(Vec<f64>),
 }
 
@@ -97,6 +104,7 @@ impl CpuStorage {
         })
     }
 
+    /// The storage of the variant that holds `T`.
     pub fn from_vec<T: WithDType>(v: Vec<T>) -> CpuStorage {
         T::into_storage(v)
     }
@@ -250,7 +258,9 @@ pub(crate) fn zip_strided<A: Copy, B: Copy, U>(
 
 /// Host element types with a [`CpuStorage`] variant.
 pub trait StorageElem: Sized {
+    /// The storage of the variant that holds `Self`.
     fn into_storage(v: Vec<Self>) -> CpuStorage;
+    /// The elements, if `s` is the variant that holds `Self`.
     fn from_storage(s: &CpuStorage) -> Option<&[Self]>;
 }
 

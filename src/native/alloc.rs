@@ -34,7 +34,9 @@ struct Pool {
 /// Bytes in use by storages and bytes cached for reuse.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolStats {
+    /// Bytes held by live storages.
     pub live: usize,
+    /// Bytes of released blocks kept for reuse.
     pub cached: usize,
 }
 

@@ -27,6 +27,7 @@ use crate::{DType, Result};
 /// How the BLAS reads one operand of a strided-batched GEMM, in column-major terms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemmOperand {
+    /// The first matrix.
     pub ptr: DevicePtr,
     /// `op(X) = X^T`.
     pub trans: bool,
@@ -41,15 +42,25 @@ pub struct GemmOperand {
 /// type (f32 never in TF32); f16 and bf16 compute in f32, with f32 alpha and beta.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Gemm {
+    /// The element type of A, B and C.
     pub dtype: DType,
+    /// Rows of `op(A)` and `C`.
     pub m: usize,
+    /// Columns of `op(B)` and `C`.
     pub n: usize,
+    /// Columns of `op(A)`, rows of `op(B)`.
     pub k: usize,
+    /// The left operand.
     pub a: GemmOperand,
+    /// The right operand.
     pub b: GemmOperand,
+    /// The first output matrix.
     pub c: DevicePtr,
+    /// Leading dim of `C`, in elements.
     pub ldc: usize,
+    /// Distance between consecutive matrices of `C`, in elements.
     pub stride_c: usize,
+    /// Number of products.
     pub batch: usize,
 }
 
@@ -111,8 +122,11 @@ pub fn uniform_batch_stride(dims: &[usize], strides: &[usize]) -> Option<usize> 
 /// strides and offset (all in elements).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MatrixView<'a> {
+    /// The strides of the batch dims.
     pub batch_strides: &'a [usize],
+    /// The stride between rows.
     pub rs: usize,
+    /// The stride between columns.
     pub cs: usize,
 }
 
@@ -128,7 +142,16 @@ impl MatrixView<'_> {
 /// or copied to a contiguous `(batch.., rows, cols)` buffer first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reach {
-    InPlace { trans: bool, ld: usize, stride: usize },
+    /// Read where it lies.
+    InPlace {
+        /// The BLAS transposes it.
+        trans: bool,
+        /// Its leading dim, in elements.
+        ld: usize,
+        /// Distance between its matrices, in elements (0: one for the whole batch).
+        stride: usize,
+    },
+    /// Copied to a contiguous buffer first.
     Copy,
 }
 
@@ -138,12 +161,17 @@ pub enum Reach {
 /// rows, which runs faster than `batch` small ones).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MatmulPlan {
+    /// How the lhs is reached.
     pub lhs: Reach,
+    /// How the rhs is reached.
     pub rhs: Reach,
     /// Column-major sizes: `m` = N, `n` = M (times the batch when folded), `k` = K.
     pub m: usize,
+    /// Column-major `n`: M, times the batch when folded.
     pub n: usize,
+    /// Column-major `k`: K.
     pub k: usize,
+    /// GEMMs in the batch (1 when folded).
     pub batch: usize,
 }
 

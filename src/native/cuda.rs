@@ -162,7 +162,7 @@ fn target(arch: &str, archs: &[i32]) -> Result<(String, bool)> {
 }
 
 /// Compiles `hip/<family>.hip` (with `hip/common.h`) with NVRTC for `arch` (`sm_90`), as
-/// [`target`] says. Needs no GPU, only NVRTC.
+/// `target` says. Needs no GPU, only NVRTC.
 pub fn nvrtc_compile(family: Family, arch: &str) -> Result<Vec<u8>> {
     let source = hip_source(family).ok_or_else(|| err("NVRTC", format!("{family} has no HIP source")))?;
     let (target, cubin) = target(arch, &nvrtc_archs()?)?;

@@ -45,7 +45,9 @@ pub const LIMIT: usize = i32::MAX as usize;
 /// A 4-D `(N, C, H, W)` tensor as a library descriptor sees it, strides in elements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Tensor4 {
+    /// `(N, C, H, W)`.
     pub dims: [usize; 4],
+    /// The stride of each dim, in elements.
     pub strides: [usize; 4],
 }
 
@@ -87,7 +89,9 @@ impl Tensor4 {
 /// `BackwardData` (dx from dy) of the forward conv it inverts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ConvDir {
+    /// y from x: conv.
     Forward,
+    /// dx from dy: conv_transpose.
     BackwardData,
 }
 
@@ -97,13 +101,21 @@ pub enum ConvDir {
 /// algorithm cache, with the direction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ConvDesc {
+    /// The data's dtype.
     pub dtype: DType,
+    /// The input of the forward conv.
     pub x: Tensor4,
+    /// The packed filter's dims `(K, C / groups, R, S)`.
     pub w: [usize; 4],
+    /// The output of the forward conv.
     pub y: Tensor4,
+    /// Zero padding per spatial dim.
     pub padding: [usize; 2],
+    /// Stride per spatial dim.
     pub stride: [usize; 2],
+    /// Dilation per spatial dim.
     pub dilation: [usize; 2],
+    /// Channel groups.
     pub groups: usize,
 }
 
@@ -167,8 +179,11 @@ impl ConvDesc {
 /// tensor-op or FMA choice; 0 where the library has none) and the workspace it needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Algo {
+    /// The library's algorithm id.
     pub id: u32,
+    /// The math mode (0 where the library has none).
     pub math: u32,
+    /// Workspace bytes it needs.
     pub workspace: usize,
 }
 
@@ -176,7 +191,9 @@ pub struct Algo {
 /// the best that needs no workspace, for when the first's cannot be had.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Choice {
+    /// The best algorithm within [`WORKSPACE_LIMIT`].
     pub best: Algo,
+    /// The best that needs no workspace.
     pub no_workspace: Option<Algo>,
 }
 
@@ -192,8 +209,11 @@ impl Choice {
 /// Device buffers of one convolution, as the descriptor names them (`x`, `w`, `y`).
 #[derive(Clone, Copy, Debug)]
 pub struct ConvBuffers {
+    /// The forward conv's input.
     pub x: DevicePtr,
+    /// The filter.
     pub w: DevicePtr,
+    /// The forward conv's output.
     pub y: DevicePtr,
 }
 
@@ -204,11 +224,17 @@ pub type Workspace = (DevicePtr, usize);
 /// library's parameter dtype (f32 for half data, else the data's).
 #[derive(Clone, Copy, Debug)]
 pub struct BnParams {
+    /// The parameters' dtype.
     pub dtype: DType,
+    /// Per-channel mean.
     pub mean: DevicePtr,
+    /// Per-channel variance.
     pub var: DevicePtr,
+    /// Per-channel scale (the weight; ones where the op has none).
     pub scale: DevicePtr,
+    /// Per-channel bias (zeros where the op has none).
     pub bias: DevicePtr,
+    /// Added to the variance.
     pub eps: f64,
 }
 

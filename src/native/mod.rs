@@ -1,6 +1,6 @@
 //! The native backend: our HIP kernels (`hip/*.hip`), written once and generic over a small
-//! vendor [`Runtime`]: ROCm through the HIP runtime loaded at run time ([`rocm`], feature
-//! `rocm`) and the very same sources on NVIDIA through NVRTC ([`cuda`], feature `cuda`).
+//! vendor [`Runtime`]: ROCm through the HIP runtime loaded at run time (`rocm.rs`, feature
+//! `rocm`) and the very same sources on NVIDIA through NVRTC (`cuda.rs`, feature `cuda`).
 //!
 //! This module holds what every runtime shares: storages on a caching allocator, the module and
 //! function cache, and the launch helpers; `kernel.rs` holds layout merging, argument packing
@@ -157,6 +157,7 @@ impl<R: Runtime> BackendStorage for NativeStorage<R> {
 }
 
 impl<R: Runtime> NativeBackend<R> {
+    /// The backend on a runtime's device.
     pub fn new(rt: R) -> Self {
         let kernels = Kernels { functions: HashMap::new(), modules: HashMap::new() };
         NativeBackend(Arc::new(Inner {
@@ -168,6 +169,7 @@ impl<R: Runtime> NativeBackend<R> {
         }))
     }
 
+    /// The vendor runtime underneath.
     pub fn runtime(&self) -> &R {
         &self.0.rt
     }

@@ -5,7 +5,7 @@
 //! target id at first use, kept in the disk cache (`cache.rs`).
 //!
 //! HIP allocates, loads modules and resolves launches on the calling thread's current device,
-//! so every call that touches the device runs under a [`Bound`] guard: ours is made current,
+//! so every call that touches the device runs under a `Bound` guard: ours is made current,
 //! and the thread's own is restored afterwards, whichever thread calls.
 
 use super::blas::{Blas, rocm::RocBlas};

@@ -36,11 +36,15 @@ impl DevicePtr {
 /// What a runtime says about its device.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DeviceInfo {
+    /// The device's name.
     pub name: String,
     /// `gfx90a`, `sm_90`: what code objects are built for.
     pub arch: String,
+    /// Threads of a warp (wavefront): 32 on NVIDIA, 32 or 64 on AMD.
     pub warp_size: u32,
+    /// Multiprocessors (compute units).
     pub multiprocessors: u32,
+    /// Device memory, in bytes.
     pub total_memory: u64,
     /// Runtime and driver versions, as the vendor prints them.
     pub versions: String,
@@ -57,6 +61,7 @@ pub trait Runtime: Send + Sync + Sized + 'static {
     /// A kernel of a loaded module; valid while the module is.
     type Function: Copy + Send + Sync;
 
+    /// What the runtime says about its device.
     fn info(&self) -> &DeviceInfo;
 
     /// `bytes` (> 0) of device memory.
@@ -96,8 +101,10 @@ pub trait Runtime: Send + Sync + Sized + 'static {
     /// ahead of time or now).
     fn code_object(&self, family: Family) -> Result<Cow<'static, [u8]>>;
 
+    /// Loads a code object.
     fn load_module(&self, image: &[u8]) -> Result<Self::Module>;
 
+    /// The kernel `name` of a loaded module.
     fn function(&self, module: &Self::Module, name: &str) -> Result<Self::Function>;
 
     /// Queues `f` on the stream over `grid` blocks of `block` threads.

@@ -9,6 +9,7 @@ use super::{Out, check_dtype, check_same_dtype, invalid, spec_enum};
 use crate::{DType, Error, Layout, Result};
 
 spec_enum! {
+    /// Convolutions (cross-correlations, as in PyTorch) and their transposes.
     pub enum ConvOp in Conv {
         Conv1d = "conv1d": DType::FLOAT,
         Conv2d = "conv2d": DType::FLOAT,
@@ -18,10 +19,12 @@ spec_enum! {
 }
 
 impl ConvOp {
+    /// conv_transpose1d or conv_transpose2d.
     pub fn is_transposed(self) -> bool {
         matches!(self, ConvOp::ConvTranspose1d | ConvOp::ConvTranspose2d)
     }
 
+    /// 1 or 2.
     pub fn spatial_dims(self) -> usize {
         match self {
             ConvOp::Conv1d | ConvOp::ConvTranspose1d => 1,
@@ -31,12 +34,35 @@ impl ConvOp {
 }
 
 /// Parameters per spatial dim (`D` of them). `output_padding` is for transposed convs only.
+///
+/// ```
+/// use rocm_wgpu_ops::spec::conv::ConvParams;
+/// use rocm_wgpu_ops::{DType, Device, Tensor};
+///
+/// let dev = Device::cpu();
+/// let x = Tensor::ones([1, 2, 5, 5], DType::F32, &dev)?;
+/// let k = Tensor::ones([4, 1, 3, 3], DType::F32, &dev)?;
+/// // Two groups of one input channel each; stride 2 over the padded 7 x 7 input.
+/// let p = ConvParams::<2>::default().padding(1).stride(2).groups(2);
+/// let y = x.conv2d(&k, &p)?;
+/// assert_eq!(y.dims(), &[1, 4, 3, 3]);
+/// // A corner window holds 4 ones of the input, a middle one 9.
+/// assert_eq!(y.to_vec::<f32>()?[..3], [4., 6., 4.]);
+/// # Ok::<(), rocm_wgpu_ops::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ConvParams<const D: usize> {
+    /// Zero padding on both sides of each spatial dim (for a transposed conv: of the forward conv
+    /// it inverts).
     pub padding: [usize; D],
+    /// Step between windows (a transposed conv: between input pixels on the output).
     pub stride: [usize; D],
+    /// Spacing between a kernel's taps.
     pub dilation: [usize; D],
+    /// Extra output cells at the end of each spatial dim (transposed convs only; less than stride
+    /// or dilation).
     pub output_padding: [usize; D],
+    /// Channel groups: the input and output channels are split in `groups` independent parts.
     pub groups: usize,
 }
 
@@ -47,22 +73,27 @@ impl<const D: usize> Default for ConvParams<D> {
 }
 
 impl<const D: usize> ConvParams<D> {
+    /// The same padding on every spatial dim.
     pub fn padding(mut self, p: usize) -> Self {
         self.padding = [p; D];
         self
     }
+    /// The same stride on every spatial dim.
     pub fn stride(mut self, s: usize) -> Self {
         self.stride = [s; D];
         self
     }
+    /// The same dilation on every spatial dim.
     pub fn dilation(mut self, d: usize) -> Self {
         self.dilation = [d; D];
         self
     }
+    /// The same output padding on every spatial dim.
     pub fn output_padding(mut self, p: usize) -> Self {
         self.output_padding = [p; D];
         self
     }
+    /// Channel groups.
     pub fn groups(mut self, g: usize) -> Self {
         self.groups = g;
         self
@@ -72,14 +103,23 @@ impl<const D: usize> ConvParams<D> {
 /// A validated convolution, in plain numbers every backend can use.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConvGeometry<const D: usize> {
+    /// Images in the batch (N).
     pub batch: usize,
+    /// Input channels.
     pub c_in: usize,
+    /// Output channels.
     pub c_out: usize,
+    /// Channel groups.
     pub groups: usize,
+    /// Input spatial sizes.
     pub input: [usize; D],
+    /// Kernel spatial sizes.
     pub kernel: [usize; D],
+    /// Output spatial sizes.
     pub output: [usize; D],
+    /// The op's parameters.
     pub params: ConvParams<D>,
+    /// The output's shape and dtype.
     pub out: Out,
 }
 

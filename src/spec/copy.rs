@@ -6,6 +6,7 @@ use super::{Out, check_same_dtype, invalid, spec_enum};
 use crate::{DType, Error, Layout, Result, Scalar, Shape};
 
 spec_enum! {
+    /// Copies and fills.
     pub enum CopyOp in Copy {
         CopyStrided = "copy_strided": DType::ALL,
         Copy2d = "copy2d": DType::ALL,
@@ -19,11 +20,17 @@ spec_enum! {
 /// of `dst` at `dst_offset + r * dst_stride` (all in elements).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Copy2d {
+    /// Rows to copy.
     pub rows: usize,
+    /// Elements per row.
     pub cols: usize,
+    /// Distance between rows of `src`, in elements.
     pub src_stride: usize,
+    /// Distance between rows of `dst`, in elements.
     pub dst_stride: usize,
+    /// Where the first row of `src` starts, in elements.
     pub src_offset: usize,
+    /// Where the first row of `dst` starts, in elements.
     pub dst_offset: usize,
 }
 

@@ -114,6 +114,7 @@ pub fn cast_kernel_name(from: DType, to: DType) -> String {
     format!("cast_{from}_{to}")
 }
 
+/// Checks the dtype of a unary map; the output has the input's shape and dtype.
 pub fn unary(op: UnaryOp, x: &Layout, dtype: DType) -> Result<Out> {
     check_dtype(op.name(), dtype, op.dtypes())?;
     Ok(Out::new(x.shape().clone(), dtype))
@@ -147,10 +148,12 @@ pub fn binary(op: &'static str, allowed: &[DType], lhs: (&Layout, DType), rhs: (
     Shape::broadcast(op, lhs.0.shape(), rhs.0.shape())
 }
 
+/// A binary op: same dtype, broadcast shapes; the output has the broadcast shape and the dtype.
 pub fn binary_op(op: BinaryOp, lhs: (&Layout, DType), rhs: (&Layout, DType)) -> Result<Out> {
     Ok(Out::new(binary(op.name(), op.dtypes(), lhs, rhs)?, lhs.1))
 }
 
+/// A comparison: as a binary op, but the output is u8.
 pub fn cmp(op: CmpOp, lhs: (&Layout, DType), rhs: (&Layout, DType)) -> Result<Out> {
     Ok(Out::new(binary(op.name(), op.dtypes(), lhs, rhs)?, DType::U8))
 }
@@ -163,6 +166,7 @@ pub fn where_cond(cond: (&Layout, DType), on_true: (&Layout, DType), on_false: (
     Ok(Out::new(Shape::broadcast(op, cond.0.shape(), &values)?, on_true.1))
 }
 
+/// A cast: every dtype to every dtype, same shape.
 pub fn cast(x: &Layout, to: DType) -> Result<Out> {
     Ok(Out::new(x.shape().clone(), to))
 }

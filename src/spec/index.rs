@@ -10,6 +10,7 @@ use super::{OpInfo, Out, check_dtype, check_rank, check_same_dtype, dim, spec_en
 use crate::{DType, Error, Layout, Result, Shape};
 
 spec_enum! {
+    /// Ops that read or write at ids found in a tensor.
     pub enum IndexOp in Index {
         /// `out[.., i, ..] = x[.., ids[i], ..]` along `dim`; ids are 1-D.
         IndexSelect = "index_select": DType::ALL,
@@ -39,11 +40,14 @@ impl IndexOp {
 /// How scatter combines a source value with the destination.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ScatterMode {
+    /// Write the source value (the last write wins where ids repeat).
     Set,
+    /// Add the source value to the destination's.
     Add,
 }
 
 impl ScatterMode {
+    /// The op of the spec this mode runs as.
     pub fn op(self) -> IndexOp {
         match self {
             ScatterMode::Set => IndexOp::Scatter,
@@ -141,6 +145,7 @@ pub fn along(shape: &Shape, strides: &[usize], offset: usize, dim: usize) -> Lay
 /// what the GPU backends copy whole.
 #[derive(Debug, PartialEq)]
 pub struct Rows {
+    /// Bytes per chunk.
     pub chunk: usize,
     /// Chunks per row.
     pub row: usize,

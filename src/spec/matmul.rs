@@ -7,6 +7,7 @@ use super::{Out, check_dtype, check_same_dtype, spec_enum};
 use crate::{DType, Error, Layout, Result, Shape};
 
 spec_enum! {
+    /// Matrix products.
     pub enum MatmulOp in Matmul {
         Matmul = "matmul": DType::FLOAT,
     }
@@ -15,10 +16,15 @@ spec_enum! {
 /// A validated product: the broadcast batch dims and the three matrix sizes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MatmulGeometry {
+    /// The broadcast batch dims.
     pub batch: Shape,
+    /// Rows of the lhs and of the output.
     pub m: usize,
+    /// Columns of the rhs and of the output.
     pub n: usize,
+    /// Columns of the lhs, rows of the rhs.
     pub k: usize,
+    /// The output's shape and dtype.
     pub out: Out,
 }
 

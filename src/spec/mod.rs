@@ -1,7 +1,7 @@
 //! The op spec: what every op means, which dtypes it takes, its output, and the validation of
 //! its inputs. Every call is checked here once; backends trust what reaches them.
 //!
-//! Each op is declared once, as an enum variant with its name and dtypes (see [`spec_enum!`]);
+//! Each op is declared once, as an enum variant with its name and dtypes (see `spec_enum!`);
 //! kernel entry names everywhere derive from that name ([`kernel_name`]).
 
 pub mod conv;
@@ -22,20 +22,32 @@ use std::fmt;
 /// The op families; one name per family for every file of every backend.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Family {
+    /// Unary and binary maps, comparisons, where_cond, casts.
     Elementwise,
+    /// Sums, means, extrema and arg-extrema over dims.
     Reduce,
+    /// index_select, gather, scatter, index_add.
     Index,
+    /// Convolutions and transposed convolutions.
     Conv,
+    /// Max and average pooling.
     Pool,
+    /// Nearest-neighbour upsampling.
     Upsample,
+    /// Strided copies, 2-D copies, fills, ranges.
     Copy,
+    /// Batched matrix products.
     Matmul,
+    /// Softmax and the normalisations.
     Nn,
+    /// Random draws.
     Random,
+    /// argsort.
     Sort,
 }
 
 impl Family {
+    /// Every family, in the order the self-check and the benches take them.
     pub const ALL: &'static [Family] = &[
         Family::Elementwise,
         Family::Reduce,
@@ -50,6 +62,7 @@ impl Family {
         Family::Sort,
     ];
 
+    /// The family's name, as its files are named (`src/spec/{name}.rs`...).
     pub fn name(self) -> &'static str {
         match self {
             Family::Elementwise => "elementwise",
@@ -76,8 +89,11 @@ impl fmt::Display for Family {
 /// One op of the spec: its family, its unique name, the dtypes it takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OpInfo {
+    /// The family the op belongs to.
     pub family: Family,
+    /// The op's unique name.
     pub name: &'static str,
+    /// The dtypes it takes.
     pub dtypes: &'static [DType],
 }
 
@@ -89,9 +105,10 @@ macro_rules! spec_enum {
     }) => {
         $(#[$m])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum $ty { $($(#[$vm])* $v),* }
+        pub enum $ty { $(#[doc = concat!("`", $name, "`.")] $(#[$vm])* $v),* }
 
         impl $ty {
+            /// Every op of the enum, in declaration order.
             pub const ALL: &'static [$ty] = &[$($ty::$v),*];
 
             /// The op's name: unique across the spec, the stem of its kernel entry names.
@@ -104,6 +121,7 @@ macro_rules! spec_enum {
                 match self { $($ty::$v => $dt),* }
             }
 
+            /// Every op of the enum with its family, name and dtypes.
             pub fn infos() -> Vec<crate::spec::OpInfo> {
                 Self::ALL
                     .iter()
@@ -151,11 +169,14 @@ pub fn kernel_name(op: &str, dtype: DType) -> String {
 /// What an op produces.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Out {
+    /// The output's shape.
     pub shape: Shape,
+    /// The output's dtype.
     pub dtype: DType,
 }
 
 impl Out {
+    /// An output of this shape and dtype.
     pub fn new(shape: impl Into<Shape>, dtype: DType) -> Self {
         Out { shape: shape.into(), dtype }
     }

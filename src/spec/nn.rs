@@ -13,6 +13,7 @@ use super::{Out, check_dtype, check_same_dtype, invalid, spec_enum};
 use crate::{DType, Error, Layout, Result, Shape};
 
 spec_enum! {
+    /// Softmax and the normalisations.
     pub enum NnOp in Nn {
         Softmax = "softmax": DType::FLOAT,
         LogSoftmax = "log_softmax": DType::FLOAT,
@@ -22,6 +23,7 @@ spec_enum! {
     }
 }
 
+/// softmax or log_softmax along `dim`: a float dtype; the output has the input's shape.
 pub fn softmax(op: NnOp, x: &Layout, dtype: DType, dim: usize) -> Result<Out> {
     check_dtype(op.name(), dtype, op.dtypes())?;
     super::dim(op.name(), dim, x.rank())?;

@@ -21,6 +21,7 @@ use super::{Out, check_dtype, check_rank, invalid, spec_enum};
 use crate::{DType, Layout, Result};
 
 spec_enum! {
+    /// 2-D pooling over windows.
     pub enum PoolOp in Pool {
         AvgPool2d = "avg_pool2d": DType::FLOAT,
         MaxPool2d = "max_pool2d": DType::FLOAT,
@@ -31,13 +32,23 @@ spec_enum! {
 ///
 /// ```
 /// use rocm_wgpu_ops::spec::pool::Pool2dParams;
+/// use rocm_wgpu_ops::{Device, Tensor};
+///
 /// let p = Pool2dParams::new(3).stride(2).padding(1).ceil_mode(true).count_include_pad(false);
 /// assert_eq!(p.out_size(0, 6), Some(4));
+///
+/// let x = Tensor::arange(0f32, 16., &Device::cpu())?.reshape([1, 1, 4, 4])?;
+/// assert_eq!(x.max_pool2d(&Pool2dParams::new(2))?.to_vec::<f32>()?, [5., 7., 13., 15.]);
+/// assert_eq!(x.avg_pool2d(&Pool2dParams::new(2))?.to_vec::<f32>()?, [2.5, 4.5, 10.5, 12.5]);
+/// # Ok::<(), rocm_wgpu_ops::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Pool2dParams {
+    /// Window size (H, W).
     pub kernel: [usize; 2],
+    /// Step between windows (H, W).
     pub stride: [usize; 2],
+    /// Implicit padding on both sides (H, W); at most half the kernel.
     pub padding: [usize; 2],
     /// Spacing of a window's cells (max_pool2d; `[1, 1]` for avg_pool2d).
     pub dilation: [usize; 2],
@@ -61,22 +72,27 @@ impl Pool2dParams {
             count_include_pad: true,
         }
     }
+    /// The same stride on both dims.
     pub fn stride(mut self, s: usize) -> Self {
         self.stride = [s, s];
         self
     }
+    /// The same padding on both dims.
     pub fn padding(mut self, p: usize) -> Self {
         self.padding = [p, p];
         self
     }
+    /// The same dilation on both dims (max_pool2d only).
     pub fn dilation(mut self, d: usize) -> Self {
         self.dilation = [d, d];
         self
     }
+    /// Output sizes rounded up (`true`) or down.
     pub fn ceil_mode(mut self, on: bool) -> Self {
         self.ceil_mode = on;
         self
     }
+    /// Whether avg_pool2d counts padded cells in its divisor.
     pub fn count_include_pad(mut self, on: bool) -> Self {
         self.count_include_pad = on;
         self

@@ -8,6 +8,7 @@ use super::{OpInfo, Out, check_dtype, dims_list, spec_enum};
 use crate::{DType, Error, Layout, Result, Shape};
 
 spec_enum! {
+    /// Reductions over a set of dims.
     pub enum ReduceOp in Reduce {
         /// Sum; 0 over an empty extent.
         Sum = "sum": DType::ALL,
@@ -21,6 +22,7 @@ spec_enum! {
 }
 
 impl ReduceOp {
+    /// argmin or argmax (u32 output).
     pub fn is_arg(self) -> bool {
         matches!(self, ReduceOp::ArgMin | ReduceOp::ArgMax)
     }
@@ -33,7 +35,9 @@ pub(crate) fn ops() -> Vec<OpInfo> {
 /// A validated reduction: the sorted dims and the output with reduced dims kept as size 1.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reduction {
+    /// The reduced dims, sorted and distinct.
     pub dims: Vec<usize>,
+    /// The output, with the reduced dims kept as size 1.
     pub out: Out,
 }
 

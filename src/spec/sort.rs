@@ -7,6 +7,7 @@ use super::{Out, check_dtype, invalid, spec_enum};
 use crate::{DType, Layout, Result};
 
 spec_enum! {
+    /// Sorting.
     pub enum SortOp in Sort {
         ArgSort = "argsort": DType::ALL,
     }

@@ -7,6 +7,7 @@ use super::{Out, check_dtype, check_rank, invalid, spec_enum};
 use crate::{DType, Layout, Result};
 
 spec_enum! {
+    /// Nearest-neighbour upsampling.
     pub enum UpsampleOp in Upsample {
         /// `(N, C, L) -> (N, C, L_out)`.
         UpsampleNearest1d = "upsample_nearest1d": DType::ALL,

@@ -12,6 +12,30 @@ use status::Status;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// An n-dimensional array on a [`Device`]. Cloning is cheap and shares the data.
+///
+/// Views (transpose, narrow, broadcast, reshape of a contiguous tensor) are new strides over the
+/// same storage; every op validates its inputs first and returns an [`Error`](crate::Error)
+/// instead of panicking; a readback waits for the device.
+///
+/// ```
+/// use rocm_wgpu_ops::{D, DType, Device, Tensor};
+///
+/// let dev = Device::cpu();
+/// let x = Tensor::from_vec(vec![1f32, 2., 3., 4., 5., 6.], [2, 3], &dev)?;
+/// let xt = x.t()?;
+/// assert_eq!((xt.dims(), xt.is_contiguous()), (&[3, 2][..], false));
+/// assert_eq!(xt.to_vec2::<f32>()?, [[1., 4.], [2., 5.], [3., 6.]]);
+///
+/// let rows = x.sum(&[1])?.to_vec::<f32>()?;
+/// assert_eq!(rows, [6., 15.]);
+/// let p = x.softmax(D::Minus1)?.to_dtype(DType::F64)?.to_vec2::<f64>()?;
+/// assert!((p[0][2] - 1. / (1. + (-1f64).exp() + (-2f64).exp())).abs() < 1e-6);
+///
+/// // Bad input is an error, and leaves every tensor intact.
+/// assert!(x.matmul(&x).is_err());
+/// assert_eq!(x.to_vec::<f32>()?, [1., 2., 3., 4., 5., 6.]);
+/// # Ok::<(), rocm_wgpu_ops::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Tensor {
     storage: Arc<Cell>,
@@ -69,6 +93,8 @@ impl Tensor {
         Self::from_cpu(CpuStorage::from_vec(data), shape, device)
     }
 
+    /// A tensor of `shape` on `device` holding a copy of `data` (`data.len()` must be the shape's
+    /// element count).
     pub fn from_slice<T: WithDType>(data: &[T], shape: impl Into<Shape>, device: &Device) -> Result<Tensor> {
         Self::from_vec(data.to_vec(), shape, device)
     }
@@ -99,14 +125,17 @@ impl Tensor {
         Ok(Self::from_storage(storage, shape, device))
     }
 
+    /// A tensor of zeros.
     pub fn zeros(shape: impl Into<Shape>, dtype: DType, device: &Device) -> Result<Tensor> {
         Self::full(0u8, shape, dtype, device)
     }
 
+    /// A tensor of ones.
     pub fn ones(shape: impl Into<Shape>, dtype: DType, device: &Device) -> Result<Tensor> {
         Self::full(1u8, shape, dtype, device)
     }
 
+    /// Zeros of this tensor's shape and dtype, on its device.
     pub fn zeros_like(&self) -> Result<Tensor> {
         Self::zeros(self.shape().clone(), self.dtype, &self.device)
     }
@@ -162,34 +191,42 @@ impl Tensor {
         Self::random(shape, dtype, Distribution::Normal { mean, std }, seed, offset, device)
     }
 
+    /// The tensor's shape.
     pub fn shape(&self) -> &Shape {
         self.layout.shape()
     }
 
+    /// The size of each dim.
     pub fn dims(&self) -> &[usize] {
         self.layout.dims()
     }
 
+    /// The number of dims.
     pub fn rank(&self) -> usize {
         self.layout.rank()
     }
 
+    /// The number of elements.
     pub fn elem_count(&self) -> usize {
         self.layout.elem_count()
     }
 
+    /// The dtype of the elements.
     pub fn dtype(&self) -> DType {
         self.dtype
     }
 
+    /// The device the data lives on.
     pub fn device(&self) -> &Device {
         &self.device
     }
 
+    /// How the tensor views its storage (shape, strides, offset).
     pub fn layout(&self) -> &Layout {
         &self.layout
     }
 
+    /// Whether the elements lie row-major, without gaps, in the storage.
     pub fn is_contiguous(&self) -> bool {
         self.layout.is_contiguous()
     }

@@ -205,6 +205,7 @@ impl Tensor {
         others.iter().try_for_each(|o| self.check_same_device(op, o))
     }
 
+    /// The unary map `op` on every element (see [`crate::spec::elementwise::UnaryOp`]).
     pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
         let out = ew::unary(op, &self.layout, self.dtype)?;
         let r = self.run(Family::Elementwise, op.name(), &[], &out)?;
@@ -244,6 +245,7 @@ impl Tensor {
         Ok(r.finish(s))
     }
 
+    /// The binary op `op` with `rhs`, both broadcast to a common shape.
     pub fn binary(&self, rhs: &Tensor, op: BinaryOp) -> Result<Tensor> {
         self.same_device(op.name(), &[rhs])?;
         let out = ew::binary_op(op, (&self.layout, self.dtype), (&rhs.layout, rhs.dtype))?;
@@ -541,10 +543,12 @@ impl Tensor {
         Ok(r.finish(s))
     }
 
+    /// Softmax along `dim`: `exp(x - max) / sum(exp(x - max))`.
     pub fn softmax(&self, dim: impl Dim) -> Result<Tensor> {
         self.softmax_op(NnOp::Softmax, dim)
     }
 
+    /// The log of [`Tensor::softmax`], computed directly (no log of a rounded softmax).
     pub fn log_softmax(&self, dim: impl Dim) -> Result<Tensor> {
         self.softmax_op(NnOp::LogSoftmax, dim)
     }
