@@ -18,6 +18,7 @@ import math
 import sys
 import torch
 import torch.nn.functional as F
+from timing import measure_ms
 
 dev = "cuda"
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
@@ -113,28 +114,6 @@ def unet(c, dtype):
     return forward
 
 
-def measure(f):
-    """Median ms per forward: warm-up, then 7 timings of enough forwards to fill ~40 ms."""
-    for _ in range(3):
-        f()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    f()
-    end.record()
-    torch.cuda.synchronize()
-    batch = max(1, min(100, int(40.0 / max(start.elapsed_time(end), 1e-3))))
-    times = []
-    for _ in range(7):
-        start.record()
-        for _ in range(batch):
-            f()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / batch)
-    return sorted(times)[len(times) // 2]
-
-
 def main():
     args = sys.argv[1:]
     dtypes, compile_too = ["f32", "f16", "bf16"], True
@@ -169,7 +148,7 @@ def main():
                 modes.append(("compile", torch.compile(f)))
             for mode, g in modes:
                 try:
-                    ms = measure(g)
+                    ms = measure_ms(g, max_batch=100)
                 except Exception as e:  # torch.compile needs a working Triton/compiler: say why not
                     print(f"# {model} {dtype} {mode}: failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
                     continue

@@ -9,6 +9,7 @@ what `rocm-wgpu-ops bench --torch FILE` reads to put torch in its table and char
 """
 import sys
 import torch
+from timing import measure_ms
 
 args = [a for a in sys.argv[1:]]
 scale = 1
@@ -140,33 +141,10 @@ def conv_cases():
         yield name, (2 * n * c * h * w + f * c * 9) * size, (lambda x=x, k=k, fn=fn: fn(x, k, padding=1))
 
 
-def measure(f):
-    for _ in range(3):
-        f()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    f()
-    end.record()
-    torch.cuda.synchronize()
-    one = max(start.elapsed_time(end), 1e-3)
-    batch = max(1, min(1000, int(40.0 / one)))
-    times = []
-    for _ in range(7):
-        start.record()
-        for _ in range(batch):
-            f()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / batch)
-    times.sort()
-    return times[len(times) // 2] / 1e3
-
-
 torch_rate = {}
 print(f"# torch {torch.__version__} on {torch.cuda.get_device_name()}")
 for name, nbytes, f in cases():
-    t = measure(f)
+    t = measure_ms(f, max_batch=1000) / 1e3
     torch_rate[name] = nbytes / t / 1e9
     tf = f"\t{flops[name] / t / 1e12:.1f} TFLOP/s" if name in flops else ""
     print(f"TORCH\t{name}\t{t * 1e6:.1f}us\t{torch_rate[name]:.1f} GB/s{tf}")

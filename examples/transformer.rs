@@ -216,14 +216,7 @@ fn run(f: &Flags, cfg: &Config, m: &Model, dev: &Device, dtype: DType, r: &Refer
 }
 
 fn main() -> ExitCode {
-    match main_() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("transformer: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    common::exit("transformer", main_())
 }
 
 /// Whether every f32 comparison passed.
@@ -246,18 +239,5 @@ fn main_() -> Res<bool> {
     println!("# transformer {}; compared with the cpu on the first {check} tokens", cfg.tag());
     let model = Model::random(&cfg)?;
     let refs = f.dtypes()?.into_iter().map(|d| Ok((d, reference(&cfg, &model, d, check)?))).collect::<Res<Vec<_>>>()?;
-    let mut ok = true;
-    for dev in &devices {
-        common::describe(dev);
-        for (dtype, r) in &refs {
-            match run(&f, &cfg, &model, dev, *dtype, r, check) {
-                Ok(fails) => ok &= !fails,
-                Err(e) => match common::unsupported(dev, e.as_ref()) {
-                    Some(why) => println!("#   skipped: {why}"),
-                    None => return Err(e),
-                },
-            }
-        }
-    }
-    Ok(ok)
+    common::each(&devices, &refs, |dev, dtype, r| run(&f, &cfg, &model, dev, dtype, r, check))
 }

@@ -207,14 +207,7 @@ fn run(f: &Flags, cfg: &Config, m: &Model, dev: &Device, dtype: DType, r: &Refer
 }
 
 fn main() -> ExitCode {
-    match main_() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("unet: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    common::exit("unet", main_())
 }
 
 /// Whether every f32 comparison passed.
@@ -254,18 +247,7 @@ fn main_() -> Res<bool> {
         println!("# unet {}; compared with the cpu on one {check} x {check} image", cfg.tag());
         let model = Model::random(&cfg)?;
         let refs = dtypes.iter().map(|&d| Ok((d, reference(&model, d, check)?))).collect::<Res<Vec<_>>>()?;
-        for dev in &devices {
-            common::describe(dev);
-            for (dtype, r) in &refs {
-                match run(&f, &cfg, &model, dev, *dtype, r, check) {
-                    Ok(fails) => ok &= !fails,
-                    Err(e) => match common::unsupported(dev, e.as_ref()) {
-                        Some(why) => println!("#   skipped: {why}"),
-                        None => return Err(e),
-                    },
-                }
-            }
-        }
+        ok &= common::each(&devices, &refs, |dev, dtype, r| run(&f, &cfg, &model, dev, dtype, r, check))?;
     }
     Ok(ok)
 }

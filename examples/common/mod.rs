@@ -7,6 +7,7 @@
 use rocm_wgpu_ops::{BackendKind, DType, Device, Error, Tensor};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::process::ExitCode;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
@@ -222,6 +223,43 @@ pub fn unsupported(dev: &Device, e: &(dyn std::error::Error + 'static)) -> Optio
             Some(err.to_string())
         }
         _ => None,
+    }
+}
+
+/// Runs `run` (which returns whether its comparison fails) for each device and each dtype's
+/// cpu reference, naming the device first; a dtype the device states unsupported is skipped
+/// with its reason. Whether every run passed.
+pub fn each<R>(
+    devices: &[Device],
+    refs: &[(DType, R)],
+    mut run: impl FnMut(&Device, DType, &R) -> Res<bool>,
+) -> Res<bool> {
+    let mut ok = true;
+    for dev in devices {
+        describe(dev);
+        for (dtype, r) in refs {
+            match run(dev, *dtype, r) {
+                Ok(fails) => ok &= !fails,
+                Err(e) => match unsupported(dev, e.as_ref()) {
+                    Some(why) => println!("#   skipped: {why}"),
+                    None => return Err(e),
+                },
+            }
+        }
+    }
+    Ok(ok)
+}
+
+/// The exit status of an example whose run says whether every f32 comparison passed: 1 when
+/// one failed or on an error (printed after `name: `).
+pub fn exit(name: &str, passed: Res<bool>) -> ExitCode {
+    match passed {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 
