@@ -135,8 +135,10 @@ pub(crate) fn specialise(mut spec: Spec, caps: Caps, t: &CoopTiles, v: &Variant,
             Load::Gather => "coop_gather",
         };
         spec = spec.code(operand(src, sec, a));
-        if load != Load::Gather {
-            spec = spec.code(operand(src, "coop_put", a));
+        if load == Load::Gather {
+            spec = spec.code(operand(src, "gather_fetch", a));
+        } else {
+            spec = spec.code(operand(src, "vec_setup", a)).code(operand(src, "coop_put", a));
         }
     }
     spec = spec.code(format!("var<workgroup> c_sh: array<f32, {}u>;", TILE * TILE * t.workgroup() / SUBGROUP));
@@ -225,24 +227,20 @@ fn coop(
         }
     };
     s += "        for (var kk = 0u; kk < BK; kk += 16u) {\n";
-    for i in 0..t.wm {
-        // naga's SPIR-V writer wants every pointer index bound by `let` first.
-        let (at, load) = if a == Load::KVec {
-            (format!("ab + (wm0 + {}u) * A_SS + kk", 16 * i), "coopLoadT")
-        } else {
-            (format!("ab + kk * A_SS + wm0 + {}u", 16 * i), "coopLoad")
-        };
-        let _ = writeln!(s, "            let ai{i} = {at};");
-        let _ = writeln!(s, "            let a{i} = {load}<coop_mat16x16<f16, A>>(&a_sh[ai{i}], A_SS);");
-    }
-    for j in 0..t.wn {
-        let (at, load) = if b == Load::KVec {
-            (format!("bb + (wn0 + {}u) * B_SS + kk", 16 * j), "coopLoad")
-        } else {
-            (format!("bb + kk * B_SS + wn0 + {}u", 16 * j), "coopLoadT")
-        };
-        let _ = writeln!(s, "            let bi{j} = {at};");
-        let _ = writeln!(s, "            let b{j} = {load}<coop_mat16x16<f16, B>>(&b_sh[bi{j}], B_SS);");
+    // A held along K is row-major (coopLoadT), B held along K column-major (coopLoad), and
+    // the other way round held along the outer dim.
+    for (x, p, w0, n, load) in [("a", "A", "wm0", t.wm, a), ("b", "B", "wn0", t.wn, b)] {
+        let f = if (x == "a") == (load == Load::KVec) { "coopLoadT" } else { "coopLoad" };
+        for i in 0..n {
+            let at = if load == Load::KVec {
+                format!("{x}b + ({w0} + {}u) * {p}_SS + kk", 16 * i)
+            } else {
+                format!("{x}b + kk * {p}_SS + {w0} + {}u", 16 * i)
+            };
+            // naga's SPIR-V writer wants every pointer index bound by `let` first.
+            let _ = writeln!(s, "            let {x}i{i} = {at};");
+            let _ = writeln!(s, "            let {x}{i} = {f}<coop_mat16x16<f16, {p}>>(&{x}_sh[{x}i{i}], {p}_SS);");
+        }
     }
     for i in 0..t.wm {
         for j in 0..t.wn {

@@ -520,6 +520,8 @@ pub(crate) fn gemm_spec(caps: Caps, k: &Kernel, shape: &Variant) -> Result<Spec>
                 if load == Load::Gather && !(p == "B" && shape.gather.is_some()) {
                     spec = spec.code(strided(a));
                 }
+                let common = if load == Load::Gather { "gather_fetch" } else { "vec_setup" };
+                spec = spec.code(operand(src, common, a));
                 spec = spec.code(operand(src, &load.section("tiled"), a));
             }
             spec = spec.code(micro(t, shape.a == Load::KVec, shape.b == Load::KVec));

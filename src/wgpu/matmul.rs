@@ -35,7 +35,8 @@ pub(crate) struct Table {
 /// fetched a step ahead into registers, one buffer (f1) 108.6-111.1 TFLOP/s, no prefetch (f0)
 /// 102.4-104.2, two buffers (f2) too large; 256x128x32/2x4 f1 105.6-106.1; 128x128x16/4x2 f1
 /// 97.8, f0 92.7-96.7; 128x128x32/4x2 (the old choice) f2 59.1-60.6, f0 56.6, f1 57.6;
-/// 128x128x32/2x2 f1 81.9-83.3; 128x256x32/4x4 76.3; 256x256x16/4x4 48.5; unpadded 42.1.
+/// 128x128x32/2x2 f1 81.9-83.3; 128x256x32/4x4 76.3; 256x256x16/4x4 48.5; unpadded 42.1;
+/// staged from `vec4<f16>` bindings instead of raw words (a third run, not kept) 82.4-84.9.
 /// `big_from` (two large tiles per multiprocessor of a 132-SM GPU) lies between the sizes
 /// measured; f32 tiles 128x256x16/8x16 27.8 and 256x128x8/16x8 26.2 against 27.5 (noise).
 pub(crate) const TABLE: Table = Table {
