@@ -7,7 +7,9 @@
 //   13 IH, 14 IW, 15 OW, 16 KH, 17 KW, 18 stride h, 19 stride w, 20 pad h, 21 pad w,
 //   22 dilation h, 23 dilation w, 24 image stride along C, 25 along H, 26 along W.
 // CONV_T (generated): the transposed convolution, whose output pixel o meets input pixel
-// (o + pad - tap * dilation) / stride where that divides evenly.
+// (o + pad - tap * dilation) / stride where that divides evenly. CONV_KW, CONV_TAPS (KH KW),
+// CONV_SH, CONV_SW, CONV_DH, CONV_DW (generated, i32): the window, stride and dilation, as
+// constants so that the divisions below compile to multiplies (words 16..23 hold them too).
 //
 // Bounds (no injected checks, as matmul.wgsl): a gathered element is read only where its
 // depth k < K and its pixel (y, x) lies in 0..IH x 0..IW (`ok`), else it is zero; addresses
@@ -32,8 +34,8 @@ fn b_setup4(o: u32, base: u32) {
         b_y = oy + vec4<i32>(pad.x);
         b_x = ox + vec4<i32>(pad.y);
     } else {
-        b_y = oy * vec4<i32>(i32(gmeta(18u))) - vec4<i32>(pad.x);
-        b_x = ox * vec4<i32>(i32(gmeta(19u))) - vec4<i32>(pad.y);
+        b_y = oy * vec4<i32>(CONV_SH) - vec4<i32>(pad.x);
+        b_x = ox * vec4<i32>(CONV_SW) - vec4<i32>(pad.y);
     }
     b_base = base + gmeta(10u);
 }
@@ -51,19 +53,17 @@ fn b_get4(k: u32, r: u32) -> vec4<T> {
     if (k >= gmeta(2u)) {
         return vec4<T>(T(0));
     }
-    let kw = gmeta(17u);
-    let taps = gmeta(16u) * kw;
-    let c = k / taps;
-    let tap = k % taps;
-    let dy = i32((tap / kw) * gmeta(22u));
-    let dx = i32((tap % kw) * gmeta(23u));
+    let c = k / u32(CONV_TAPS);
+    let tap = i32(k % u32(CONV_TAPS));
+    let dy = (tap / CONV_KW) * CONV_DH;
+    let dx = (tap % CONV_KW) * CONV_DW;
     let zero = vec4<i32>(0);
     var y: vec4<i32>;
     var x: vec4<i32>;
     var ok = b_in;
     if (CONV_T) {
-        let sy = vec4<i32>(i32(gmeta(18u)));
-        let sx = vec4<i32>(i32(gmeta(19u)));
+        let sy = vec4<i32>(CONV_SH);
+        let sx = vec4<i32>(CONV_SW);
         let ty = b_y - vec4<i32>(dy);
         let tx = b_x - vec4<i32>(dx);
         // Negative remainders only where ty or tx < 0, which the bounds below reject.

@@ -104,14 +104,9 @@ fn opnd_get4(k: u32, r: u32) -> vec4<T> {
     return vec4<T>(opnd_one(opnd_in.x, at.x), opnd_one(opnd_in.y, at.y), opnd_one(opnd_in.z, at.z), opnd_one(opnd_in.w, at.w));
 }
 
-// The tiled kernel's operand loaders: a tile of OPND_OT outer x BK, fetched into registers a
-// step ahead of its use and held in workgroup memory as vectors of four, every store a whole
-// vector: along K (OPND_OT rows of OPND_S4 vectors) when fetched along K, else along the outer
-// dim (BK rows of OPND_S4 vectors). One buffer is OPND_SZ4 vectors.
-//
-// Vectors of four along K (the operand's K stride is 1 and rows start on multiples of 4).
-// @section tiled_kvec
-var<private> opnd_r: array<vec4<T>, OPND_NV>;
+// The vector loaders' state: the first outer row of the workgroup's tile and where the
+// operand's batch starts.
+// @section vec_setup
 var<private> opnd_base: u32;
 var<private> opnd_o0: u32;
 
@@ -120,6 +115,14 @@ fn opnd_setup(o0: u32, base: u32, lid: u32) {
     opnd_base = base + gmeta(OPND_MD);
 }
 
+// The tiled kernel's operand loaders: a tile of OPND_OT outer x BK, fetched into registers a
+// step ahead of its use and held in workgroup memory as vectors of four, every store a whole
+// vector: along K (OPND_OT rows of OPND_S4 vectors) when fetched along K, else along the outer
+// dim (BK rows of OPND_S4 vectors). One buffer is OPND_SZ4 vectors.
+//
+// Vectors of four along K (the operand's K stride is 1 and rows start on multiples of 4).
+// @section tiled_kvec
+var<private> opnd_r: array<vec4<T>, OPND_NV>;
 fn opnd_fetch(k0: u32, lid: u32) {
     let os = gmeta(OPND_MD + 1u);
     let kn = gmeta(2u);
@@ -146,14 +149,6 @@ fn opnd_stage(buf: u32, lid: u32) {
 // Vectors of four along the outer dim (its stride is 1, K rows start on multiples of 4).
 // @section tiled_ovec
 var<private> opnd_r: array<vec4<T>, OPND_NV>;
-var<private> opnd_base: u32;
-var<private> opnd_o0: u32;
-
-fn opnd_setup(o0: u32, base: u32, lid: u32) {
-    opnd_o0 = o0;
-    opnd_base = base + gmeta(OPND_MD);
-}
-
 fn opnd_fetch(k0: u32, lid: u32) {
     let ks = gmeta(OPND_MD + 2u);
     let kn = gmeta(2u);
@@ -179,8 +174,8 @@ fn opnd_stage(buf: u32, lid: u32) {
 
 // Four outer elements at a time through `opnd_get4` (any strides, or a convolution's
 // gather): each invocation keeps one group of four (WG is a multiple of OPND_OT / 4) and walks
-// K, held as the vectors along the outer dim are.
-// @section tiled_gather
+// K, held as the vectors along the outer dim are (the tiled and the cooperative kernels).
+// @section gather_fetch
 var<private> opnd_r: array<vec4<T>, OPND_NV>;
 
 fn opnd_setup(o0: u32, base: u32, lid: u32) {
@@ -195,6 +190,7 @@ fn opnd_fetch(k0: u32, lid: u32) {
     }
 }
 
+// @section tiled_gather
 fn opnd_stage(buf: u32, lid: u32) {
     for (var j = 0u; j < OPND_NV; j++) {
         let r = lid / (OPND_OT / 4u) + j * (WG / (OPND_OT / 4u));
@@ -424,14 +420,6 @@ fn opnd_put8(i: u32, w: vec4<u32>) {
 
 // @section coop_kvec
 var<private> opnd_r: array<vec4<u32>, OPND_NV>;
-var<private> opnd_base: u32;
-var<private> opnd_o0: u32;
-
-fn opnd_setup(o0: u32, base: u32, lid: u32) {
-    opnd_o0 = o0;
-    opnd_base = base + gmeta(OPND_MD);
-}
-
 fn opnd_fetch(k0: u32, lid: u32) {
     let os = gmeta(OPND_MD + 1u);
     let kn = gmeta(2u);
@@ -457,14 +445,6 @@ fn opnd_stage(buf: u32, lid: u32) {
 
 // @section coop_ovec
 var<private> opnd_r: array<vec4<u32>, OPND_NV>;
-var<private> opnd_base: u32;
-var<private> opnd_o0: u32;
-
-fn opnd_setup(o0: u32, base: u32, lid: u32) {
-    opnd_o0 = o0;
-    opnd_base = base + gmeta(OPND_MD);
-}
-
 fn opnd_fetch(k0: u32, lid: u32) {
     let ks = gmeta(OPND_MD + 2u);
     let kn = gmeta(2u);
@@ -489,20 +469,6 @@ fn opnd_stage(buf: u32, lid: u32) {
 }
 
 // @section coop_gather
-var<private> opnd_r: array<vec4<T>, OPND_NV>;
-
-fn opnd_setup(o0: u32, base: u32, lid: u32) {
-    opnd_setup4(o0 + (lid % (OPND_OT / 4u)) * 4u, base);
-}
-
-fn opnd_fetch(k0: u32, lid: u32) {
-    opnd_ktile(k0);
-    for (var j = 0u; j < OPND_NV; j++) {
-        let r = lid / (OPND_OT / 4u) + j * (WG / (OPND_OT / 4u));
-        opnd_r[j] = opnd_get4(k0 + r, r);
-    }
-}
-
 fn opnd_stage(buf: u32, lid: u32) {
     for (var j = 0u; j < OPND_NV; j++) {
         let r = lid / (OPND_OT / 4u) + j * (WG / (OPND_OT / 4u));

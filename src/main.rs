@@ -144,21 +144,39 @@ fn flops(case: &bench::Case, t: Duration) -> String {
 }
 
 /// The GEMM kernel the case took on wgpu, then the case under each kernel `RWO_GEMM_KERNELS`
-/// lists (space-separated, as `Display` writes them: the tuning sweep).
+/// lists (space-separated, as `Display` writes them: the tuning sweep), each result checked
+/// against the same inputs under the table's small tiles (independent code from the other
+/// configurations): `ok` within [`sweep_tol`] (relative L2 error), else `WRONG`.
 fn sweep(dev: &Device, case: &bench::Case) {
-    use rocm_wgpu_ops::wgpu::{GemmKernel, last_gemm_kernel, with_gemm_kernel};
+    use rocm_wgpu_ops::wgpu::{GemmKernel, gemm_tiles, last_gemm_kernel, with_gemm_kernel};
     if let Some(k) = last_gemm_kernel() {
         println!("{:<48} kernel {k}", "");
     }
     let list = std::env::var("RWO_GEMM_KERNELS").unwrap_or_default();
+    let host =
+        |t: rocm_wgpu_ops::Result<rocm_wgpu_ops::Tensor>| t.and_then(|t| t.to_cpu_storage()).map(|s| s.to_f64_vec());
     for k in list.split_whitespace() {
         let t = k.parse::<GemmKernel>().and_then(|k| {
-            with_gemm_kernel(k, || {
-                case.prepare(dev).and_then(|op| bench::measure(dev, &op, Duration::from_millis(300)))
-            })
+            let op = case.prepare(dev)?;
+            let want = host(with_gemm_kernel(GemmKernel::Tiled(gemm_tiles()[2]), &op))?;
+            let got = host(with_gemm_kernel(k, &op))?;
+            let (mut d2, mut w2) = (0.0, 0.0);
+            for (g, w) in got.iter().zip(&want) {
+                d2 += (g - w) * (g - w);
+                w2 += w * w;
+            }
+            let err = (d2 / w2).sqrt();
+            let t = with_gemm_kernel(k, || bench::measure(dev, &op, Duration::from_millis(300)))?;
+            Ok((t, err))
         });
         match t {
-            Ok(t) => println!("{:<48}  {:>9.1}us{} {k}", "", t.as_secs_f64() * 1e6, flops(case, t)),
+            Ok((t, err)) => {
+                let verdict = if err <= sweep_tol(case) { "ok" } else { "WRONG" };
+                let us = t.as_secs_f64() * 1e6;
+                println!("{:<48}  {us:>9.1}us{} {k} {verdict} (rel err {err:.1e})", "", flops(case, t));
+                let tf = case.flops as f64 / t.as_secs_f64() / 1e12;
+                println!("SWEEP\t{}\t{k}\t{us:.1}us\t{tf:.1} TFLOP/s\t{verdict}\t{err:.2e}", case.name);
+            }
             Err(e) => println!("{:<48}  {k}: {e}", ""),
         }
     }
@@ -188,6 +206,12 @@ fn read_torch(path: &str) -> Result<(String, HashMap<String, f64>), String> {
 /// What the chart shows for a case taking `secs`: TFLOP/s for a FLOP-bound case, else GB/s.
 fn rate(case: &bench::Case, secs: f64) -> f64 {
     if case.flops > 0 { case.flops as f64 / secs / 1e12 } else { case.bytes as f64 / secs / 1e9 }
+}
+
+/// The relative L2 error a sweep allows against the reference tiles: f32 summation order, or
+/// one rounding of a 2-byte output now and then.
+fn sweep_tol(case: &bench::Case) -> f64 {
+    if case.name.contains("f32") { 1e-5 } else { 5e-3 }
 }
 
 fn run_bench(args: &[String]) -> ExitCode {

@@ -4,48 +4,9 @@
 
 use super::{CpuBackend, CpuStorage, dtype_mismatch, map_strided, wrong_dtype};
 use crate::backend::{BackendStorage, ConvOps};
-use crate::spec::conv::{ConvGeometry, ConvOp};
+use crate::spec::conv::{Conv2, ConvGeometry, ConvOp};
 use crate::{DType, Layout, Result, WithDType, with_storage_pair};
 use std::ops::Range;
-
-/// A convolution in two spatial dims (a 1-D one gets a leading dim of size 1).
-struct Geo2 {
-    batch: usize,
-    c_in: usize,
-    c_out: usize,
-    groups: usize,
-    input: [usize; 2],
-    kernel: [usize; 2],
-    output: [usize; 2],
-    padding: [usize; 2],
-    stride: [usize; 2],
-    dilation: [usize; 2],
-}
-
-/// `a` for the last `D` dims (`D <= 2`), `fill` before them.
-fn lift<const D: usize>(a: [usize; D], fill: usize) -> [usize; 2] {
-    let mut r = [fill; 2];
-    r.iter_mut().rev().zip(a.iter().rev()).for_each(|(r, &v)| *r = v);
-    r
-}
-
-impl<const D: usize> From<&ConvGeometry<D>> for Geo2 {
-    fn from(g: &ConvGeometry<D>) -> Self {
-        let p = &g.params;
-        Geo2 {
-            batch: g.batch,
-            c_in: g.c_in,
-            c_out: g.c_out,
-            groups: g.groups,
-            input: lift(g.input, 1),
-            kernel: lift(g.kernel, 1),
-            output: lift(g.output, 1),
-            padding: lift(p.padding, 0),
-            stride: lift(p.stride, 1),
-            dilation: lift(p.dilation, 1),
-        }
-    }
-}
 
 /// The positions `o < n_o` whose partner `o * s + off` lies in `0..n_i`.
 fn valid(n_o: usize, n_i: usize, s: usize, off: isize) -> Range<usize> {
@@ -55,8 +16,8 @@ fn valid(n_o: usize, n_i: usize, s: usize, off: isize) -> Range<usize> {
 }
 
 /// The whole convolution on contiguous f64 data; the result is contiguous `(N, C_out, OH, OW)`.
-fn conv_f64(x: &[f64], k: &[f64], g: &Geo2, transposed: bool) -> Vec<f64> {
-    let (cig, cog) = (g.c_in / g.groups, g.c_out / g.groups);
+fn conv_f64(x: &[f64], k: &[f64], g: &Conv2, transposed: bool) -> Vec<f64> {
+    let (cig, cog) = (g.cig(), g.cog());
     let in_plane = g.input[0] * g.input[1];
     let out_plane = g.output[0] * g.output[1];
     let k_plane = g.kernel[0] * g.kernel[1];
@@ -81,7 +42,7 @@ fn conv_f64(x: &[f64], k: &[f64], g: &Geo2, transposed: bool) -> Vec<f64> {
 ///
 /// Conv: `out[o] += w * x[o * s + k * d - p]`; conv_transpose: `out[i * s + k * d - p] += w * x[i]`.
 /// Both walk the strided side (`o`, resp. `i`) and meet the other side at `pos * s + off`.
-fn plane(out: &mut [f64], x: &[f64], k: &[f64], g: &Geo2, transposed: bool) {
+fn plane(out: &mut [f64], x: &[f64], k: &[f64], g: &Conv2, transposed: bool) {
     let (iw, ow, kw) = (g.input[1], g.output[1], g.kernel[1]);
     let (strided, other) = if transposed { (g.input, g.output) } else { (g.output, g.input) };
     let [sh, sw] = g.stride;
@@ -120,7 +81,7 @@ fn axpy(dst: &mut [f64], dst_step: usize, src: &[f64], src_step: usize, w: f64) 
     }
 }
 
-fn run(x: &CpuStorage, xl: &Layout, k: &CpuStorage, kl: &Layout, g: Geo2, op: ConvOp) -> Result<CpuStorage> {
+fn run(x: &CpuStorage, xl: &Layout, k: &CpuStorage, kl: &Layout, g: Conv2, op: ConvOp) -> Result<CpuStorage> {
     if !x.dtype().is_float() {
         return Err(wrong_dtype(op.name(), x, DType::FLOAT));
     }
@@ -128,7 +89,7 @@ fn run(x: &CpuStorage, xl: &Layout, k: &CpuStorage, kl: &Layout, g: Geo2, op: Co
     with_storage_pair!(x, k, (xv, kv) => Ok(typed(xv, xl, kv, kl, &g, op.is_transposed())), Err(mismatch))
 }
 
-fn typed<T: WithDType>(x: &[T], xl: &Layout, k: &[T], kl: &Layout, g: &Geo2, transposed: bool) -> CpuStorage {
+fn typed<T: WithDType>(x: &[T], xl: &Layout, k: &[T], kl: &Layout, g: &Conv2, transposed: bool) -> CpuStorage {
     let xs = map_strided(x, xl, |v| v.to_f64());
     let ks = map_strided(k, kl, |v| v.to_f64());
     let out = conv_f64(&xs, &ks, g, transposed);

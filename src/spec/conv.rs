@@ -123,6 +123,64 @@ pub struct ConvGeometry<const D: usize> {
     pub out: Out,
 }
 
+/// A convolution in two spatial dims, a 1-D one with a leading dim of 1: the backends run
+/// both through one 2-D core.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Conv2 {
+    pub batch: usize,
+    pub c_in: usize,
+    pub c_out: usize,
+    pub groups: usize,
+    pub input: [usize; 2],
+    pub kernel: [usize; 2],
+    pub output: [usize; 2],
+    pub padding: [usize; 2],
+    pub stride: [usize; 2],
+    pub dilation: [usize; 2],
+}
+
+/// `a` for the last `D` dims (`D <= 2`), `fill` before them.
+fn lift<const D: usize>(a: [usize; D], fill: usize) -> [usize; 2] {
+    let mut r = [fill; 2];
+    r.iter_mut().rev().zip(a.iter().rev()).for_each(|(r, &v)| *r = v);
+    r
+}
+
+impl<const D: usize> From<&ConvGeometry<D>> for Conv2 {
+    fn from(g: &ConvGeometry<D>) -> Self {
+        let p = &g.params;
+        Conv2 {
+            batch: g.batch,
+            c_in: g.c_in,
+            c_out: g.c_out,
+            groups: g.groups,
+            input: lift(g.input, 1),
+            kernel: lift(g.kernel, 1),
+            output: lift(g.output, 1),
+            padding: lift(p.padding, 0),
+            stride: lift(p.stride, 1),
+            dilation: lift(p.dilation, 1),
+        }
+    }
+}
+
+impl Conv2 {
+    /// Input channels per group.
+    pub fn cig(&self) -> usize {
+        self.c_in / self.groups
+    }
+
+    /// Output channels per group.
+    pub fn cog(&self) -> usize {
+        self.c_out / self.groups
+    }
+
+    /// Taps of the window.
+    pub fn taps(&self) -> usize {
+        self.kernel[0] * self.kernel[1]
+    }
+}
+
 /// Checks ranks, channels, groups and parameters, and computes the output shape.
 pub fn conv<const D: usize>(
     op: ConvOp,

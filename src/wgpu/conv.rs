@@ -13,61 +13,25 @@ use super::repr::{Caps, Repr};
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::{ConvOps, CopyOps};
 use crate::spec::Family;
-use crate::spec::conv::{ConvGeometry, ConvOp};
+use crate::spec::conv::{Conv2, ConvGeometry, ConvOp};
 use crate::{DType, Layout, Result};
 
 /// The kernel choices of the convolutions: one tile size (their GEMMs have short K and many
 /// columns). Provenance: H100 (Vulkan, driver 580.159.04), 2026-11-24, conv2d [32,64,56,56]
-/// 64x3x3 pad 1: f32 64x64x16/4x4 18.4 TFLOP/s, 64x128x16/4x8 12.7, 128x128x16/8x8 9.7 (f16
-/// and conv_transpose2d alike); f16 cooperative 64x64x32/2x2 18.1, 128x128x32/4x2 16.4.
+/// 64x3x3 pad 1, window and stride as constants: f32 64x64x16/4x4 20.2 TFLOP/s,
+/// 64x64x16/4x8 15.6, 64x128x16/4x8 14.6, 64x64x32/4x4 14.8, 128x128x16/8x8 10.8
+/// (conv_transpose2d alike: 19.8-20.0); f16 cooperative 64x64x16/2x2 two buffers 28.8-28.9
+/// (18.6 once, first of a sweep), one 27.6, 64x64x32/2x2 f0 28.1, f2 19.9-21.9, 64x128x32/2x2
+/// f0 27.9, 128x128x32/4x2 19.6.
 const CONV: Table = Table {
     big: CONV_TILES,
     big16: CONV_TILES,
     small: CONV_TILES,
     big_from: 0,
-    coop: CoopTiles { bm: 64, bn: 64, bk: 32, wm: 2, wn: 2, pad: 8 },
+    coop: CoopTiles { bm: 64, bn: 64, bk: 16, wm: 2, wn: 2, pad: 8, pipe: 2 },
     ..TABLE
 };
 const CONV_TILES: Tiles = Tiles { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, pad: 4 };
-
-/// A convolution in two spatial dims (a 1-D one has height 1), with the image's strides.
-struct Conv2 {
-    batch: usize,
-    c_in: usize,
-    c_out: usize,
-    groups: usize,
-    input: [usize; 2],
-    kernel: [usize; 2],
-    output: [usize; 2],
-    padding: [usize; 2],
-    stride: [usize; 2],
-    dilation: [usize; 2],
-}
-
-/// `a` for the last `D` dims (`D <= 2`), `fill` before them.
-fn lift<const D: usize>(a: [usize; D], fill: usize) -> [usize; 2] {
-    let mut r = [fill; 2];
-    r.iter_mut().rev().zip(a.iter().rev()).for_each(|(r, &v)| *r = v);
-    r
-}
-
-impl<const D: usize> From<&ConvGeometry<D>> for Conv2 {
-    fn from(g: &ConvGeometry<D>) -> Self {
-        let p = &g.params;
-        Conv2 {
-            batch: g.batch,
-            c_in: g.c_in,
-            c_out: g.c_out,
-            groups: g.groups,
-            input: lift(g.input, 1),
-            kernel: lift(g.kernel, 1),
-            output: lift(g.output, 1),
-            padding: lift(p.padding, 0),
-            stride: lift(p.stride, 1),
-            dilation: lift(p.dilation, 1),
-        }
-    }
-}
 
 /// The strides `(N, C, H, W)` of a rank-`D + 2` layout (a 1-D one's H stride is 0).
 fn strides4(l: &Layout) -> [usize; 4] {
@@ -76,18 +40,6 @@ fn strides4(l: &Layout) -> [usize; 4] {
 }
 
 impl Conv2 {
-    fn cig(&self) -> usize {
-        self.c_in / self.groups
-    }
-
-    fn cog(&self) -> usize {
-        self.c_out / self.groups
-    }
-
-    fn taps(&self) -> usize {
-        self.kernel[0] * self.kernel[1]
-    }
-
     /// The weight as `(groups, C_out / groups, C_in / groups, KH, KW)`: a conv's weight is
     /// `(C_out, C_in / g, ..)`, a transposed conv's `(C_in, C_out / g, ..)`.
     fn weight_layout(&self, kl: &Layout, transposed: bool) -> Layout {
@@ -150,9 +102,23 @@ impl Conv2 {
     }
 }
 
-/// The WGSL of the image's gather for a convolution (`transposed`: its transpose).
-fn gather_code(transposed: bool) -> String {
-    format!("const CONV_T: bool = {transposed};\n{}", section(family_source(Family::Conv), "gather"))
+/// The WGSL of the image's gather for a convolution (`transposed`: its transpose) with
+/// `kernel` taps, `stride` and `dilation`: constants, so that the tap and stride divisions of
+/// every gathered element compile to multiplies (or vanish at stride 1).
+fn gather_code(transposed: bool, kernel: [usize; 2], stride: [usize; 2], dilation: [usize; 2]) -> String {
+    let consts = [
+        ("CONV_KW", kernel[1]),
+        ("CONV_TAPS", kernel[0] * kernel[1]),
+        ("CONV_SH", stride[0]),
+        ("CONV_SW", stride[1]),
+        ("CONV_DH", dilation[0]),
+        ("CONV_DW", dilation[1]),
+    ];
+    let mut s = format!("const CONV_T: bool = {transposed};\n");
+    for (name, v) in consts {
+        s += &format!("const {name}: i32 = {v};\n");
+    }
+    s + section(family_source(Family::Conv), "gather")
 }
 
 impl WgpuBackend {
@@ -188,7 +154,8 @@ impl WgpuBackend {
         let tiles = gemm.batches() * gemm.m.div_ceil(128) * gemm.n.div_ceil(128);
         let kernel = CONV.pick(x.dtype, tiles, self.gemm_workgroup_bytes(), self.coop());
         record(kernel);
-        let gather = (!gemm.gather.is_empty()).then(|| (Family::Conv, gather_code(transposed)));
+        let gather =
+            (!gemm.gather.is_empty()).then(|| (Family::Conv, gather_code(transposed, c.kernel, c.stride, c.dilation)));
         self.gemm(&kernel, &gemm, gather, w, x)
     }
 }
@@ -274,7 +241,8 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
                     }
                     let name = if first { base.clone() } else { format!("{base}_{k}_{a:?}") };
                     first = false;
-                    let gather = Some((Family::Conv, gather_code(transposed)));
+                    // A 3x3 window of stride 2: every division of the gather kept.
+                    let gather = Some((Family::Conv, gather_code(transposed, [3, 3], [2, 2], [1, 1])));
                     let variant = Variant { dtype: dt, a, b: Load::Gather, c_vec, gather };
                     v.push((name, gemm_spec(caps, &k, &variant)));
                 }

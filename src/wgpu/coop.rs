@@ -1,8 +1,9 @@
 //! The f16 GEMM on cooperative matrices (wgpu's `EXPERIMENTAL_COOPERATIVE_MATRIX`, tensor
 //! cores on NVIDIA): 16 x 16 x 16 products of f16 with f32 accumulators. A workgroup of
 //! subgroups of 32 takes a `bm x bn` tile of C, each subgroup `wm x wn` matrices of 16 x 16 of
-//! it; A and B pass through workgroup memory (two buffers, fetched a step ahead), as in the
-//! tiled kernel. The entry is generated here so that every accumulator is its own variable.
+//! it; A and B pass through workgroup memory, fetched a step ahead into registers or not
+//! ([`CoopTiles::pipe`]). The entry is generated here so that every accumulator is its own
+//! variable.
 
 use super::gemm::{Load, Variant};
 use super::kernel::{Spec, section};
@@ -15,7 +16,10 @@ use std::fmt::Write;
 pub const SUBGROUP: u32 = 32;
 
 /// One configuration: a `bm x bn` tile of C per workgroup, `wm x wn` matrices of 16 x 16 per
-/// subgroup, K in steps of `bk`; workgroup rows padded by `pad` halves.
+/// subgroup, K in steps of `bk`; workgroup rows padded by `pad` halves. `pipe`: 0, each step
+/// loaded then multiplied (the issue's probe); 1, the next step fetched into registers while
+/// this one multiplies, one workgroup buffer (two barriers a step); 2, the same into two
+/// workgroup buffers (one barrier a step, twice the workgroup memory).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CoopTiles {
     pub bm: u32,
@@ -24,6 +28,7 @@ pub struct CoopTiles {
     pub wm: u32,
     pub wn: u32,
     pub pad: u32,
+    pub pipe: u32,
 }
 
 /// Rows (or columns) of a cooperative matrix.
@@ -52,10 +57,15 @@ impl CoopTiles {
         }
     }
 
+    /// Workgroup buffers of each operand.
+    fn buffers(&self) -> u32 {
+        if self.pipe == 2 { 2 } else { 1 }
+    }
+
     /// Workgroup bytes at most, whichever way the operands are loaded.
     pub fn workgroup_bytes(&self) -> u32 {
         let most = |ot: u32| [Load::KVec, Load::OVec].map(|l| self.layout(ot, l).1).into_iter().max().unwrap_or(0);
-        2 * 2 * (most(self.bm) + most(self.bn)) + 4 * TILE * TILE * self.workgroup() / SUBGROUP
+        2 * self.buffers() * (most(self.bm) + most(self.bn)) + 4 * TILE * TILE * self.workgroup() / SUBGROUP
     }
 
     pub fn is_valid(&self) -> bool {
@@ -68,6 +78,7 @@ impl CoopTiles {
             && self.bn.is_multiple_of(TILE * self.wn)
             && self.bk.is_multiple_of(TILE)
             && self.pad.is_multiple_of(8)
+            && self.pipe <= 2
             && wg > 0
             && wg <= 1024
             && even(self.bm)
@@ -77,8 +88,8 @@ impl CoopTiles {
 
 impl std::fmt::Display for CoopTiles {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let CoopTiles { bm, bn, bk, wm, wn, pad } = self;
-        write!(f, "{bm}x{bn}x{bk}/{wm}x{wn}/p{pad}")
+        let CoopTiles { bm, bn, bk, wm, wn, pad, pipe } = self;
+        write!(f, "{bm}x{bn}x{bk}/{wm}x{wn}/p{pad}/f{pipe}")
     }
 }
 
@@ -114,8 +125,7 @@ pub(crate) fn specialise(mut spec: Spec, caps: Caps, t: &CoopTiles, v: &Variant,
             spec = spec.code(format!("const {p}_{name}: u32 = {val}u;"));
         }
         let x = if a { "a" } else { "b" };
-        // Two buffers of `sz` halves.
-        spec = spec.code(format!("var<workgroup> {x}_sh: array<f16, {}u>;", 2 * sz));
+        spec = spec.code(format!("var<workgroup> {x}_sh: array<f16, {}u>;", t.buffers() * sz));
         if load == Load::Gather && (a || v.gather.is_none()) {
             spec = spec.code(operand(src, "strided_gather", a));
         }
@@ -125,8 +135,10 @@ pub(crate) fn specialise(mut spec: Spec, caps: Caps, t: &CoopTiles, v: &Variant,
             Load::Gather => "coop_gather",
         };
         spec = spec.code(operand(src, sec, a));
-        if load != Load::Gather {
-            spec = spec.code(operand(src, "coop_put", a));
+        if load == Load::Gather {
+            spec = spec.code(operand(src, "gather_fetch", a));
+        } else {
+            spec = spec.code(operand(src, "vec_setup", a)).code(operand(src, "coop_put", a));
         }
     }
     spec = spec.code(format!("var<workgroup> c_sh: array<f32, {}u>;", TILE * TILE * t.workgroup() / SUBGROUP));
@@ -162,8 +174,40 @@ fn coop(
             let _ = writeln!(s, "    var acc{i}_{j}: coop_mat16x16<f32, C>;");
         }
     }
-    s += "    let steps = (gmeta(2u) + BK - 1u) / BK;
-    if (steps > 0u) {
+    s += "    let steps = (gmeta(2u) + BK - 1u) / BK;\n";
+    s += match t.pipe {
+        0 => {
+            "    for (var s = 0u; s < steps; s++) {
+        a_fetch(s * BK, lid);
+        b_fetch(s * BK, lid);
+        workgroupBarrier();
+        a_stage(0u, lid);
+        b_stage(0u, lid);
+        workgroupBarrier();
+        let ab = 0u;
+        let bb = 0u;
+"
+        }
+        1 => {
+            "    if (steps > 0u) {
+        a_fetch(0u, lid);
+        b_fetch(0u, lid);
+    }
+    for (var s = 0u; s < steps; s++) {
+        workgroupBarrier();
+        a_stage(0u, lid);
+        b_stage(0u, lid);
+        workgroupBarrier();
+        if (s + 1u < steps) {
+            a_fetch((s + 1u) * BK, lid);
+            b_fetch((s + 1u) * BK, lid);
+        }
+        let ab = 0u;
+        let bb = 0u;
+"
+        }
+        _ => {
+            "    if (steps > 0u) {
         a_fetch(0u, lid);
         b_fetch(0u, lid);
         a_stage(0u, lid);
@@ -179,39 +223,40 @@ fn coop(
         }
         let ab = cur * A_SZ;
         let bb = cur * B_SZ;
-        for (var kk = 0u; kk < BK; kk += 16u) {
-";
-    for i in 0..t.wm {
-        // naga's SPIR-V writer wants every pointer index bound by `let` first.
-        let (at, load) = if a == Load::KVec {
-            (format!("ab + (wm0 + {}u) * A_SS + kk", 16 * i), "coopLoadT")
-        } else {
-            (format!("ab + kk * A_SS + wm0 + {}u", 16 * i), "coopLoad")
-        };
-        let _ = writeln!(s, "            let ai{i} = {at};");
-        let _ = writeln!(s, "            let a{i} = {load}<coop_mat16x16<f16, A>>(&a_sh[ai{i}], A_SS);");
-    }
-    for j in 0..t.wn {
-        let (at, load) = if b == Load::KVec {
-            (format!("bb + (wn0 + {}u) * B_SS + kk", 16 * j), "coopLoad")
-        } else {
-            (format!("bb + kk * B_SS + wn0 + {}u", 16 * j), "coopLoadT")
-        };
-        let _ = writeln!(s, "            let bi{j} = {at};");
-        let _ = writeln!(s, "            let b{j} = {load}<coop_mat16x16<f16, B>>(&b_sh[bi{j}], B_SS);");
+"
+        }
+    };
+    s += "        for (var kk = 0u; kk < BK; kk += 16u) {\n";
+    // A held along K is row-major (coopLoadT), B held along K column-major (coopLoad), and
+    // the other way round held along the outer dim.
+    for (x, p, w0, n, load) in [("a", "A", "wm0", t.wm, a), ("b", "B", "wn0", t.wn, b)] {
+        let f = if (x == "a") == (load == Load::KVec) { "coopLoadT" } else { "coopLoad" };
+        for i in 0..n {
+            let at = if load == Load::KVec {
+                format!("{x}b + ({w0} + {}u) * {p}_SS + kk", 16 * i)
+            } else {
+                format!("{x}b + kk * {p}_SS + {w0} + {}u", 16 * i)
+            };
+            // naga's SPIR-V writer wants every pointer index bound by `let` first.
+            let _ = writeln!(s, "            let {x}i{i} = {at};");
+            let _ = writeln!(s, "            let {x}{i} = {f}<coop_mat16x16<f16, {p}>>(&{x}_sh[{x}i{i}], {p}_SS);");
+        }
     }
     for i in 0..t.wm {
         for j in 0..t.wn {
             let _ = writeln!(s, "            acc{i}_{j} = coopMultiplyAdd(a{i}, b{j}, acc{i}_{j});");
         }
     }
-    s += "        }
-        if (more) {
+    s += "        }\n";
+    if t.pipe == 2 {
+        s += "        if (more) {
             a_stage(cur ^ 1u, lid);
             b_stage(cur ^ 1u, lid);
         }
         workgroupBarrier();
+";
     }
+    s += "    }
     let base = tile.x * gmeta(0u) * gmeta(1u);
     let at = sg * 256u;
 ";

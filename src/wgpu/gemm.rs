@@ -251,7 +251,8 @@ impl std::fmt::Display for Kernel {
 
 impl std::str::FromStr for Kernel {
     type Err = Error;
-    /// `tiled:BMxBNxBK/TMxTN/pPAD` or `coop:BMxBNxBK/WMxWN/pPAD` (what `Display` writes).
+    /// `tiled:BMxBNxBK/TMxTN/pPAD` or `coop:BMxBNxBK/WMxWN/pPAD/fPIPE` (what `Display` writes;
+    /// without `/fPIPE`, 2).
     fn from_str(s: &str) -> Result<Kernel> {
         let bad = || Error::InvalidParam { op: "matmul", msg: format!("kernel {s:?}") };
         let nums: Vec<u32> = s
@@ -259,14 +260,14 @@ impl std::str::FromStr for Kernel {
             .filter(|t| !t.is_empty())
             .map(|t| t.parse().map_err(|_| bad()))
             .collect::<Result<_>>()?;
-        let [bm, bn, bk, x, y, pad] = nums[..] else { return Err(bad()) };
-        match s.split(':').next() {
-            Some("tiled") => {
+        let (&[bm, bn, bk, x, y, pad], rest) = nums.split_at_checked(6).ok_or_else(bad)? else { return Err(bad()) };
+        match (s.split(':').next(), rest) {
+            (Some("tiled"), []) => {
                 let t = Tiles { bm, bn, bk, tm: x, tn: y, pad };
                 if t.is_valid() { Ok(Kernel::Tiled(t)) } else { Err(bad()) }
             }
-            Some("coop") => {
-                let t = CoopTiles { bm, bn, bk, wm: x, wn: y, pad };
+            (Some("coop"), [] | [_]) => {
+                let t = CoopTiles { bm, bn, bk, wm: x, wn: y, pad, pipe: rest.first().copied().unwrap_or(2) };
                 if t.is_valid() { Ok(Kernel::Coop(t)) } else { Err(bad()) }
             }
             _ => Err(bad()),
@@ -519,6 +520,8 @@ pub(crate) fn gemm_spec(caps: Caps, k: &Kernel, shape: &Variant) -> Result<Spec>
                 if load == Load::Gather && !(p == "B" && shape.gather.is_some()) {
                     spec = spec.code(strided(a));
                 }
+                let common = if load == Load::Gather { "gather_fetch" } else { "vec_setup" };
+                spec = spec.code(operand(src, common, a));
                 spec = spec.code(operand(src, &load.section("tiled"), a));
             }
             spec = spec.code(micro(t, shape.a == Load::KVec, shape.b == Load::KVec));

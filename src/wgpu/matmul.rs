@@ -30,10 +30,15 @@ pub(crate) struct Table {
 /// Matmul's choices. Provenance: H100 (Vulkan, driver 580.159.04), 2026-11-24. f32 4096^3:
 /// 128x128x16/8x8 27.2 TFLOP/s (pad 0: 27.3, within noise), 128x128x16/8x4 23.5, 64x64x16/4x4
 /// 18.7, 128x128x8/8x8 19.3. bf16 (f16 alike) 4096^3: 128x128x16/8x4 24.2, 8x8 20.1. f32
-/// 1024^3 (64 large tiles): 64x64 20.9, 128x128 14.2. f16 4096^3 cooperative: 128x128x32 with
-/// 4x2 matrices per subgroup 57.8-61.1, 2x4 60.5, 128x128x16 57.7, unpadded 42.7, 4x4 34.8.
+/// 1024^3 (64 large tiles): 64x64 20.9, 128x128 14.2. f16 4096^3 cooperative (two sweeps the
+/// same day, each variant checked against the tiled kernel): 128x256x32/4x2 (16 subgroups)
+/// fetched a step ahead into registers, one buffer (f1) 108.6-111.1 TFLOP/s, no prefetch (f0)
+/// 102.4-104.2, two buffers (f2) too large; 256x128x32/2x4 f1 105.6-106.1; 128x128x16/4x2 f1
+/// 97.8, f0 92.7-96.7; 128x128x32/4x2 (the old choice) f2 59.1-60.6, f0 56.6, f1 57.6;
+/// 128x128x32/2x2 f1 81.9-83.3; 128x256x32/4x4 76.3; 256x256x16/4x4 48.5; unpadded 42.1;
+/// staged from `vec4<f16>` bindings instead of raw words (a third run, not kept) 82.4-84.9.
 /// `big_from` (two large tiles per multiprocessor of a 132-SM GPU) lies between the sizes
-/// measured.
+/// measured; f32 tiles 128x256x16/8x16 27.8 and 256x128x8/16x8 26.2 against 27.5 (noise).
 pub(crate) const TABLE: Table = Table {
     big: Tiles { bm: 128, bn: 128, bk: 16, tm: 8, tn: 8, pad: 4 },
     big16: Tiles { bm: 128, bn: 128, bk: 16, tm: 8, tn: 4, pad: 4 },
@@ -41,7 +46,7 @@ pub(crate) const TABLE: Table = Table {
     // Two 128x128 tiles per multiprocessor of a 132-SM GPU.
     big_from: 264,
     f64: Tiles { bm: 64, bn: 64, bk: 8, tm: 8, tn: 4, pad: 0 },
-    coop: CoopTiles { bm: 128, bn: 128, bk: 32, wm: 4, wn: 2, pad: 8 },
+    coop: CoopTiles { bm: 128, bn: 256, bk: 32, wm: 4, wn: 2, pad: 8, pipe: 1 },
 };
 
 thread_local! {
@@ -214,7 +219,10 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<super::kernel::Spec>)>
             }
         }
         if dt == DType::F16 && caps.f16 {
-            kernels.push((Kernel::Coop(TABLE.coop), every.clone()));
+            // Each way of feeding the workgroup buffers.
+            for pipe in 0..=2 {
+                kernels.push((Kernel::Coop(CoopTiles { pipe, ..TABLE.coop }), every.clone()));
+            }
         }
         let base = kernel_name(MatmulOp::Matmul.name(), dt);
         let mut first = true;
@@ -282,7 +290,8 @@ mod tests {
         assert_eq!(TABLE.pick(DType::BF16, 1000, 49152, false), Kernel::Tiled(TABLE.big16));
         assert_eq!(TABLE.pick(DType::BF16, 10, 49152, true), Kernel::Tiled(TABLE.small));
         assert_eq!(TABLE.pick(DType::F16, 10, 49152, true), Kernel::Coop(TABLE.coop));
-        for k in [Kernel::Tiled(TABLE.big), Kernel::Coop(TABLE.coop)] {
+        let probe = Kernel::Coop(CoopTiles { pipe: 0, ..TABLE.coop });
+        for k in [Kernel::Tiled(TABLE.big), Kernel::Coop(TABLE.coop), probe] {
             assert_eq!(k.to_string().parse::<Kernel>().unwrap(), k);
         }
     }
