@@ -24,10 +24,6 @@ mod layout;
 pub mod native;
 pub mod spec;
 mod tensor;
-// The WGSL backend's kernel configurations are being reworked on parallel branches: their items
-// get their docs (and links to public items only) there, so that this one does not edit the same
-// lines.
-#[allow(missing_docs, rustdoc::private_intra_doc_links)]
 pub mod wgpu;
 
 pub use cpu::CpuStorage;

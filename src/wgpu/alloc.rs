@@ -28,7 +28,9 @@ pub struct MemoryStats {
     pub live: u64,
     /// Bytes of every buffer the pool owns (live and cached free ones).
     pub held: u64,
+    /// The most `live` has been.
     pub peak_live: u64,
+    /// The most `held` has been.
     pub peak_held: u64,
     /// Buffers created from the driver so far (a reused buffer is not counted).
     pub created: u64,

@@ -22,12 +22,19 @@ pub const SUBGROUP: u32 = 32;
 /// workgroup buffers (one barrier a step, twice the workgroup memory).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CoopTiles {
+    /// Rows of C per workgroup.
     pub bm: u32,
+    /// Columns of C per workgroup.
     pub bn: u32,
+    /// K per step.
     pub bk: u32,
+    /// 16x16 tiles of C per subgroup, down.
     pub wm: u32,
+    /// 16x16 tiles of C per subgroup, across.
     pub wn: u32,
+    /// Halves added to each workgroup row (fewer bank conflicts).
     pub pad: u32,
+    /// The fetch mode: 0, 1 or 2, as above.
     pub pipe: u32,
 }
 
@@ -42,6 +49,7 @@ impl CoopTiles {
         (self.bm / (TILE * self.wm), self.bn / (TILE * self.wn))
     }
 
+    /// Invocations per workgroup (subgroups of the tile times the subgroup size).
     pub fn workgroup(&self) -> u32 {
         let (sm, sn) = self.subgroups();
         sm * sn * SUBGROUP
@@ -68,6 +76,7 @@ impl CoopTiles {
         2 * self.buffers() * (most(self.bm) + most(self.bn)) + 4 * TILE * TILE * self.workgroup() / SUBGROUP
     }
 
+    /// Whether the loaders divide the tile evenly and the subgroups cover it.
     pub fn is_valid(&self) -> bool {
         let wg = self.workgroup();
         // Vectors of eight and gathered groups of four both divide among the invocations.

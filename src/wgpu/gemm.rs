@@ -155,15 +155,22 @@ impl Load {
 /// per invocation, K in steps of `bk`; workgroup rows padded by `pad` elements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Tiles {
+    /// Rows of C per workgroup.
     pub bm: u32,
+    /// Columns of C per workgroup.
     pub bn: u32,
+    /// K per step.
     pub bk: u32,
+    /// Rows of C per invocation.
     pub tm: u32,
+    /// Columns of C per invocation.
     pub tn: u32,
+    /// Elements added to each workgroup row.
     pub pad: u32,
 }
 
 impl Tiles {
+    /// Invocations per workgroup.
     pub fn workgroup(&self) -> u32 {
         (self.bm / self.tm) * (self.bn / self.tn)
     }
@@ -203,11 +210,13 @@ impl std::fmt::Display for Tiles {
     }
 }
 
-/// The matrix-vector kernels: `m` rows of C (at most [`MATVEC_MAX_M`]), B read down its
+/// The matrix-vector kernels: `m` rows of C (at most `MATVEC_MAX_M`), B read down its
 /// columns (`rows`: B's K stride is 1) or across its rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MatVec {
+    /// Rows of C.
     pub m: u32,
+    /// Whether B's K stride is 1 (read along its rows).
     pub rows: bool,
 }
 
@@ -223,8 +232,11 @@ const MV_RW: u32 = 4;
 /// A kernel for a GEMM.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kernel {
+    /// The tiled GEMM with workgroup-memory tiles.
     Tiled(Tiles),
+    /// The matrix-vector kernel, for m or n at most `MATVEC_MAX_M`.
     MatVec(MatVec),
+    /// The cooperative-matrix kernel (f16 inputs, f32 accumulation).
     Coop(CoopTiles),
 }
 

@@ -84,15 +84,20 @@ pub fn simplify(l: &Layout) -> (Vec<u32>, Vec<u32>) {
 /// One buffer of a kernel.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Bind {
+    /// The WGSL name of the buffer.
     pub name: &'static str,
+    /// How its dtype is stored.
     pub repr: Repr,
+    /// Read-only or read-write.
     pub access: Access,
+    /// How the kernel indexes it.
     pub index: Index,
     /// Viewed as `array<vec4<T>>`: loads and stores of four aligned, consecutive elements.
     pub vec: bool,
 }
 
 impl Bind {
+    /// A binding loaded element by element.
     pub fn new(name: &'static str, repr: Repr, access: Access, index: Index) -> Self {
         Bind { name, repr, access, index, vec: false }
     }
@@ -131,8 +136,11 @@ pub fn vec_ok(r: Repr, l: &Layout) -> bool {
 /// Everything that decides a kernel's source.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Spec {
+    /// The op family (for the cache and the tuning tables).
     pub family: Family,
+    /// The WGSL entry point.
     pub entry: &'static str,
+    /// The buffers, in binding order.
     pub bindings: Vec<Bind>,
     /// Binds the error-flag buffer (`flags`) after the others: kernels that check index ids.
     pub flags: bool,
@@ -140,7 +148,9 @@ pub struct Spec {
     pub consts: Vec<(&'static str, String)>,
     /// Extra WGSL: the op bodies.
     pub code: String,
+    /// The adapter features the source is written for.
     pub caps: Caps,
+    /// Invocations per workgroup.
     pub workgroup: u32,
     /// Four elements per invocation: every read binding gets `NAME_get4(i)`, the output `NAME_set4`.
     pub lanes: bool,
@@ -149,6 +159,7 @@ pub struct Spec {
 }
 
 impl Spec {
+    /// A spec with no bindings, 256 invocations per workgroup.
     pub fn new(family: Family, entry: &'static str, caps: Caps) -> Spec {
         Spec {
             family,
@@ -164,6 +175,7 @@ impl Spec {
         }
     }
 
+    /// This spec with one more buffer.
     pub fn bind(mut self, name: &'static str, repr: Repr, access: Access, index: Index) -> Spec {
         self.bindings.push(Bind::new(name, repr, access, index));
         self
@@ -181,23 +193,26 @@ impl Spec {
         self
     }
 
+    /// This spec with `const NAME = VALUE;` (VALUE is WGSL text).
     pub fn constant(mut self, name: &'static str, value: impl Into<String>) -> Spec {
         self.consts.push((name, value.into()));
         self
     }
 
+    /// This spec with more WGSL code.
     pub fn code(mut self, code: impl AsRef<str>) -> Spec {
         self.code.push_str(code.as_ref());
         self.code.push('\n');
         self
     }
 
+    /// This spec with the error-flag buffer bound.
     pub fn with_flags(mut self) -> Spec {
         self.flags = true;
         self
     }
 
-    /// The metadata words: `n`, [`OPAQUE_NEG_INF`], each indexed binding's layout, then `extra` (at
+    /// The metadata words: `n`, `OPAQUE_NEG_INF`, each indexed binding's layout, then `extra` (at
     /// `EXTRA`).
     pub fn meta(&self, n: u32, layouts: &[&Layout], extra: &[u32]) -> Vec<u32> {
         let mut m = vec![n, OPAQUE_NEG_INF];

@@ -221,6 +221,7 @@ impl WgpuBackend {
         self.0.gpu.describe()
     }
 
+    /// The adapter features that decide how dtypes are represented in kernels.
     pub fn caps(&self) -> Caps {
         self.0.caps
     }

@@ -8,9 +8,13 @@ use std::fmt::Write;
 /// The adapter capabilities that change how dtypes are represented.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Caps {
+    /// `SHADER_F16`: `array<f16>` buffers.
     pub f16: bool,
+    /// `SHADER_F64`.
     pub f64: bool,
+    /// `SHADER_INT64`.
     pub i64: bool,
+    /// Subgroup operations.
     pub subgroup: bool,
 }
 
@@ -29,15 +33,20 @@ impl Caps {
 /// The type kernels compute in for a dtype.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Compute {
+    /// f32, for every float but f64.
     F32,
+    /// f64 (with `SHADER_F64`).
     F64,
+    /// u32, for u8 and u32.
     U32,
+    /// i64 (with `SHADER_INT64`).
     I64,
     /// An i64 as `vec2<u32>(lo, hi)`, two's complement, with the functions of `shaders/i64.wgsl`.
     I64e,
 }
 
 impl Compute {
+    /// The WGSL type.
     pub fn wgsl(self) -> &'static str {
         match self {
             Compute::F32 => "f32",
@@ -48,6 +57,7 @@ impl Compute {
         }
     }
 
+    /// Whether it is a float type.
     pub fn is_float(self) -> bool {
         matches!(self, Compute::F32 | Compute::F64)
     }
@@ -70,6 +80,7 @@ impl Compute {
 /// How a dtype sits in a storage buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Repr {
+    /// `array<f32>`.
     F32,
     /// `array<f16>` (with `SHADER_F16`).
     F16,
@@ -79,6 +90,7 @@ pub enum Repr {
     BF16,
     /// Four u8 per u32 word.
     U8,
+    /// `array<u32>`.
     U32,
     /// `array<i64>` (with `SHADER_INT64`).
     I64,
@@ -112,6 +124,7 @@ impl Repr {
         })
     }
 
+    /// The type kernels compute in for this representation.
     pub fn compute(self) -> Compute {
         match self {
             Repr::F32 | Repr::F16 | Repr::F16Packed | Repr::BF16 => Compute::F32,
