@@ -15,6 +15,7 @@
 
 pub mod backend;
 pub mod bench;
+mod block;
 pub mod cpu;
 mod device;
 mod dtype;

@@ -18,6 +18,7 @@ mod nn;
 mod numerics;
 mod pool;
 mod random;
+mod readback;
 mod reduce;
 mod runtime;
 mod shaders;
