@@ -342,6 +342,15 @@ impl Device {
         &self.0.description
     }
 
+    /// The adapter's name when this is a wgpu device on a software renderer behind OpenGL
+    /// (llvmpipe), which compiles each kernel for seconds; `None` otherwise.
+    pub fn gl_software_adapter(&self) -> Option<&str> {
+        match self.backend() {
+            AnyBackend::Wgpu(b) => b.gl_software(),
+            _ => None,
+        }
+    }
+
     /// Whether tensors of the two devices can meet in one op.
     pub fn same_device(&self, other: &Device) -> bool {
         match (self.backend(), other.backend()) {

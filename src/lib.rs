@@ -14,7 +14,6 @@
 //! ```
 
 pub mod backend;
-pub mod bench;
 mod block;
 pub mod cpu;
 mod device;
@@ -22,7 +21,6 @@ mod dtype;
 mod error;
 mod layout;
 pub mod native;
-pub mod selfcheck;
 pub mod spec;
 mod tensor;
 pub mod wgpu;

@@ -21,6 +21,10 @@ mod random;
 mod readback;
 mod reduce;
 mod runtime;
+// The main job's self-check (src/app/), which `runtime` and `support` run.
+#[path = "../../src/app/selfcheck.rs"]
+#[allow(dead_code, reason = "the suite runs whole families, without the main job's quick scope")]
+mod selfcheck;
 mod shaders;
 mod sort;
 mod status;
