@@ -15,7 +15,12 @@ async function main() {
   const quick = new URLSearchParams(location.search).has("quick");
   const checker = await open();
   $("device").textContent = checker.describe();
-  for (const [key, value] of checker.info()) {
+  // wgpu names a WebGPU adapter by its description, which browsers may leave empty: ask too.
+  const adapter = await navigator.gpu?.requestAdapter();
+  const named = adapter && ["vendor", "architecture", "device", "description"]
+    .map((k) => adapter.info?.[k]).filter(Boolean).join(", ");
+  const rows = [["browser's adapter", named || "none (no WebGPU here)"], ...checker.info()];
+  for (const [key, value] of rows) {
     $("info").insertAdjacentHTML("beforeend", "<dt></dt><dd></dd>");
     $("info").lastElementChild.previousElementSibling.textContent = key;
     $("info").lastElementChild.textContent = value;
