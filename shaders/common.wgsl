@@ -5,6 +5,13 @@ fn flat_id(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * WG;
 }
 
+// The f32 of bits `b`, for NaN and the infinities: WGSL makes a constant expression whose value
+// is one a shader-creation error (browsers' compilers enforce it), so the bits go through md[1]
+// (the -inf every kernel's metadata carries, unknown to a compiler; the two xors cancel).
+fn f32_of_bits(b: u32) -> f32 {
+    return bitcast<f32>(b ^ md[1] ^ 0xff800000u);
+}
+
 // NaN test on the bits, immune to fast-math folding of `v != v`.
 fn is_nan(v: f32) -> bool {
     return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;

@@ -13,7 +13,7 @@ fn tanh32(v: f32) -> f32 {
 }
 
 fn nan32() -> f32 {
-    return bitcast<f32>(0x7fc00000u);
+    return f32_of_bits(0x7fc00000u);
 }
 
 // Below zero and not -0 (-NaN included): log and sqrt give NaN there.
@@ -121,7 +121,7 @@ fn log32(v: f32) -> f32 {
         return nan32();
     }
     if ((bitcast<u32>(v) & 0x7fffffffu) == 0u) {
-        return bitcast<f32>(0xff800000u);
+        return f32_of_bits(0xff800000u);
     }
     if (tiny32(v)) {
         return (log(f32(bitcast<u32>(v))) - 103.2789306640625) + 7.606306489e-7;
@@ -274,9 +274,9 @@ fn pow32(x: f32, e: f32) -> f32 {
         return 1.0;
     }
     if (is_nan(x) || is_nan(e)) {
-        return bitcast<f32>(0x7fc00000u);
+        return f32_of_bits(0x7fc00000u);
     }
-    let inf = bitcast<f32>(0x7f800000u);
+    let inf = f32_of_bits(0x7f800000u);
     let ax = abs(x);
     if (abs(e) == inf) {
         if (ax == 1.0) {
@@ -291,7 +291,7 @@ fn pow32(x: f32, e: f32) -> f32 {
     if (ax == 0.0 || ax == inf) {
         r = select(0.0, inf, (ax == 0.0) == (e < 0.0));
     } else if (x < 0.0 && !is_int) {
-        return bitcast<f32>(0x7fc00000u);
+        return f32_of_bits(0x7fc00000u);
     } else {
         r = exp2(e * log2(ax));
     }

@@ -54,11 +54,11 @@ fn f64_keep(x: f64) -> f64 {
 }
 
 fn f64_inf() -> f64 {
-    return f64(bitcast<f32>(0x7f800000u));
+    return f64(f32_of_bits(0x7f800000u));
 }
 
 fn f64_nan() -> f64 {
-    return f64(bitcast<f32>(0x7fc00000u));
+    return f64(f32_of_bits(0x7fc00000u));
 }
 
 // The sign bit (of zeros too), read through the f32 conversion, which keeps it.

@@ -113,13 +113,14 @@ var<workgroup> sh: array<St, WG>;
 var<private> g_tid: u32;
 var<private> g_lane: u32;
 var<private> g_stride: u32;
-var<private> g_tl: u32;
 
-// The state of every lane of the caller's line, combined by a tree in workgroup memory.
+// The state of every lane of the caller's line, combined by a tree in workgroup memory. The
+// loop bound is read from the metadata: WGSL's uniformity rules (which browsers enforce) take
+// a private variable as non-uniform, and a barrier may only sit under uniform control flow.
 fn reduce_st(s: St) -> St {
     workgroupBarrier();
     sh[g_tid] = s;
-    for (var w = g_tl >> 1u; w > 0u; w >>= 1u) {
+    for (var w = md[EXTRA + M_T] >> 1u; w > 0u; w >>= 1u) {
         workgroupBarrier();
         if (g_lane < w) {
             sh[g_tid] = st_merge(sh[g_tid], sh[g_tid + w * g_stride]);
@@ -143,7 +144,6 @@ fn lines(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wid: 
         g_stride = per;
     }
     g_tid = tid;
-    g_tl = tl;
     let o = (wid.x + wid.y * nwg.x) * per + local;
     process_line(o, o < md[EXTRA + M_L], g_lane, tl);
 }

@@ -220,6 +220,14 @@ pub enum Error {
         bytes: u64,
     },
 
+    /// A blocking call (a sync readback, device creation or synchronisation) where nothing may
+    /// block: in a browser, on WebGPU. The `_async` form of the same call works there.
+    #[error("{op} would block, which a browser does not allow: use {op}_async")]
+    WouldBlock {
+        /// The blocking call.
+        op: &'static str,
+    },
+
     /// A failure reported by a driver or vendor library, with its own text.
     #[error("{backend} backend: {msg}")]
     Backend {

@@ -8,6 +8,11 @@
 //! [--cpu] [--torch FILE] [--chart PATH]` times the benchmark cases on every GPU backend found
 //! and draws them (`bench.svg` unless `--chart` says where), with PyTorch's figures from FILE (the
 //! output of `benches/torch_ref.py`) beside them.
+//!
+//! A terminal program, so native only: on wasm32 it compiles to an empty module, and the
+//! self-check runs in a browser through the page in `examples/web/`.
+#![cfg_attr(target_family = "wasm", no_main)]
+#![cfg(not(target_family = "wasm"))]
 
 mod app;
 

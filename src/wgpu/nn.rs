@@ -65,9 +65,9 @@ fn types(c: Compute) -> String {
     let f64 = c == Compute::F64;
     let a = c.wgsl();
     let (neg_inf, max, exp, log) = if f64 {
-        ("f64(bitcast<f32>(0xff800000u))", "max_nan64(a, b)", "f64_exp(v)", "f64_log(v)")
+        ("f64(f32_of_bits(0xff800000u))", "max_nan64(a, b)", "f64_exp(v)", "f64_log(v)")
     } else {
-        ("bitcast<f32>(0xff800000u)", "max_nan(a, b)", "exp(v)", "log(v)")
+        ("f32_of_bits(0xff800000u)", "max_nan(a, b)", "exp(v)", "log(v)")
     };
     let exp4 = if f64 { "V(f64_exp(v.x), f64_exp(v.y), f64_exp(v.z), f64_exp(v.w))" } else { "exp(v)" };
     format!(

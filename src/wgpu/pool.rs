@@ -16,9 +16,9 @@ fn pool_spec(caps: Caps, op: PoolOp, dtype: DType, kernel: [usize; 2], v4: bool)
     let r = Repr::of(dtype, caps, op.name())?;
     let c = r.compute();
     let (is_nan, neg_inf) = if c == Compute::F64 {
-        ("is_nan64(v)", "f64(bitcast<f32>(0xff800000u))")
+        ("is_nan64(v)", "f64(f32_of_bits(0xff800000u))")
     } else {
-        ("is_nan(v)", "bitcast<f32>(0xff800000u)")
+        ("is_nan(v)", "f32_of_bits(0xff800000u)")
     };
     let acc = match op {
         PoolOp::AvgPool2d => "fn acc_init() -> A { return A(0); }\n\

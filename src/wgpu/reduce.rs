@@ -222,10 +222,10 @@ fn beats(min: bool, c: Compute) -> &'static str {
 /// WGSL for the value no element is more extreme than (min: the largest; max: the smallest).
 fn identity(min: bool, c: Compute) -> &'static str {
     match (c, min) {
-        (Compute::F32, true) => "bitcast<f32>(0x7f800000u)",
-        (Compute::F32, false) => "bitcast<f32>(0xff800000u)",
-        (Compute::F64, true) => "f64(bitcast<f32>(0x7f800000u))",
-        (Compute::F64, false) => "f64(bitcast<f32>(0xff800000u))",
+        (Compute::F32, true) => "f32_of_bits(0x7f800000u)",
+        (Compute::F32, false) => "f32_of_bits(0xff800000u)",
+        (Compute::F64, true) => "f64(f32_of_bits(0x7f800000u))",
+        (Compute::F64, false) => "f64(f32_of_bits(0xff800000u))",
         (Compute::U32, true) => "0xffffffffu",
         (Compute::U32, false) => "0u",
         (Compute::I64, true) => "I64_MAX",

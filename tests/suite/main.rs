@@ -18,6 +18,7 @@ mod nn;
 mod numerics;
 mod pool;
 mod random;
+mod readback;
 mod reduce;
 mod runtime;
 // The main job's self-check (src/app/), which `runtime` and `support` run.
