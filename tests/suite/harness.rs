@@ -5,15 +5,24 @@
 
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use rocm_wgpu_ops::{BackendKind, Device, Result};
+use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::pin::Pin;
 use std::process::ExitCode;
 
-/// A case written once against `&Device`, run once per backend kind.
+/// A running case: boxed, as each `async fn` has its own future type, and not `Send`, as
+/// WebGPU's handles are not.
+pub type CaseFuture<'a> = Pin<Box<dyn Future<Output = Result<()>> + 'a>>;
+
+/// A case written once as an `async fn` of `&Device`, run once per backend kind.
 pub struct Case {
     pub module: &'static str,
     pub name: &'static str,
-    pub body: fn(&Device) -> Result<()>,
+    pub body: CaseFn,
 }
+
+/// A case's body, as `suite!` registers it.
+pub type CaseFn = for<'a> fn(&'a Device) -> CaseFuture<'a>;
 
 /// A test that takes no device.
 pub struct Plain {
@@ -25,12 +34,13 @@ pub struct Plain {
 inventory::collect!(Case);
 inventory::collect!(Plain);
 
-/// One case per backend kind (`case::cpu`, `case::wgpu`, ...) for each `fn(&Device) -> Result<()>`.
+/// One case per backend kind (`case::cpu`, `case::wgpu`, ...) for each
+/// `async fn(&Device) -> Result<()>`.
 #[macro_export]
 macro_rules! suite {
     ($($case:ident),* $(,)?) => {
         $(inventory::submit! {
-            $crate::harness::Case { module: module_path!(), name: stringify!($case), body: $case }
+            $crate::harness::Case { module: module_path!(), name: stringify!($case), body: |dev| Box::pin($case(dev)) }
         })*
     };
 }
@@ -89,7 +99,7 @@ fn guarded(f: impl FnOnce() -> std::result::Result<(), String>) -> std::result::
 }
 
 /// Runs `case` on the backend of `kind`: ignored when it is absent, unless it is required.
-fn run_case(kind: BackendKind, case: fn(&Device) -> Result<()>) -> std::result::Result<(), String> {
+fn run_case(kind: BackendKind, case: CaseFn) -> std::result::Result<(), String> {
     let dev = match crate::device(kind) {
         Ok(dev) => dev,
         Err(why) if crate::required_kinds().contains(&kind) => {
@@ -97,7 +107,7 @@ fn run_case(kind: BackendKind, case: fn(&Device) -> Result<()>) -> std::result::
         }
         Err(why) => skip(format!("{kind} absent: {why}")),
     };
-    case(&dev).map_err(|e| format!("on {}: {e}", dev.describe()))
+    pollster::block_on(case(&dev)).map_err(|e| format!("on {}: {e}", dev.describe()))
 }
 
 /// `suite::index` -> `index::`, the suite's root -> nothing.

@@ -103,10 +103,10 @@ impl Tol {
 }
 
 /// Compares every element; NaN matches NaN, infinities match by sign.
-pub fn assert_close(got: &Tensor, want: &Tensor, tol: Tol, what: &str) -> Result<()> {
+pub async fn assert_close(got: &Tensor, want: &Tensor, tol: Tol, what: &str) -> Result<()> {
     assert_eq!(got.shape(), want.shape(), "{what}: shape");
     assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
-    let (g, w) = (got.to_cpu_storage()?, want.to_cpu_storage()?);
+    let (g, w) = (got.to_cpu_storage_async().await?, want.to_cpu_storage_async().await?);
     if got.dtype() == DType::I64 {
         assert_eq!(g, w, "{what}: i64 values");
         return Ok(());
@@ -133,8 +133,8 @@ fn stated_unsupported(dev: &Device, e: &rocm_wgpu_ops::Error) -> bool {
 
 /// Runs `case` for `dtype`; it passes too when it fails with the `UnsupportedDType` of an op
 /// that `dev` states unsupported in `dtype` ([`Device::supports`]).
-pub fn unless_unsupported(dev: &Device, dtype: DType, case: impl FnOnce() -> Result<()>) -> Result<()> {
-    match case() {
+pub async fn unless_unsupported(dev: &Device, dtype: DType, case: impl AsyncFnOnce() -> Result<()>) -> Result<()> {
+    match case().await {
         Err(e @ rocm_wgpu_ops::Error::UnsupportedDType { dtype: d, .. })
             if d == dtype && stated_unsupported(dev, &e) =>
         {
@@ -147,19 +147,24 @@ pub fn unless_unsupported(dev: &Device, dtype: DType, case: impl FnOnce() -> Res
 /// Runs `f` on `dev` and on the cpu reference and compares the results. An op `dev` states
 /// unsupported for the dtype ([`Device::supports`]) must fail with `UnsupportedDType`, and the
 /// comparison is skipped; any other refusal fails.
-pub fn same_as_cpu(dev: &Device, tol: Tol, what: &str, f: impl Fn(&Device) -> Result<Tensor>) -> Result<()> {
+pub async fn same_as_cpu(dev: &Device, tol: Tol, what: &str, f: impl Fn(&Device) -> Result<Tensor>) -> Result<()> {
     let got = match f(dev) {
         Err(e) if stated_unsupported(dev, &e) => return Ok(()),
         r => r?,
     };
     let want = f(&cpu())?;
-    assert_close(&got, &want, tol, what)
+    assert_close(&got, &want, tol, what).await
 }
 
 /// Asserts a tensor's values exactly (a hand-computed answer; floats compared as f64).
-pub fn assert_values<T: rocm_wgpu_ops::WithDType>(t: &Tensor, shape: &[usize], want: &[T], tol: f64) -> Result<()> {
+pub async fn assert_values<T: rocm_wgpu_ops::WithDType>(
+    t: &Tensor,
+    shape: &[usize],
+    want: &[T],
+    tol: f64,
+) -> Result<()> {
     assert_eq!(t.dims(), shape, "shape");
-    let got = t.to_vec::<T>()?;
+    let got = t.to_vec_async::<T>().await?;
     for (i, (a, b)) in got.iter().zip(want).enumerate() {
         let (x, y) = (a.to_f64(), b.to_f64());
         let ok = x == y || (x.is_nan() && y.is_nan()) || (x - y).abs() <= tol;
@@ -258,5 +263,28 @@ pub fn view_tensor(
             rand_tensor(dev, dtype, &s, seed, lo, hi)?.broadcast_as(Shape::new(shape))
         }
         _ => rand_tensor(dev, dtype, shape, seed, lo, hi),
+    }
+}
+
+/// Until the crate's async readback is merged: the blocking forms under the async names.
+trait ReadbackAsync {
+    async fn to_cpu_storage_async(&self) -> Result<CpuStorage>;
+    async fn to_vec_async<T: rocm_wgpu_ops::WithDType>(&self) -> Result<Vec<T>>;
+    async fn to_vec2_async<T: rocm_wgpu_ops::WithDType>(&self) -> Result<Vec<Vec<T>>>;
+    async fn to_scalar_async<T: rocm_wgpu_ops::WithDType>(&self) -> Result<T>;
+}
+
+impl ReadbackAsync for Tensor {
+    async fn to_cpu_storage_async(&self) -> Result<CpuStorage> {
+        self.to_cpu_storage()
+    }
+    async fn to_vec_async<T: rocm_wgpu_ops::WithDType>(&self) -> Result<Vec<T>> {
+        self.to_vec()
+    }
+    async fn to_vec2_async<T: rocm_wgpu_ops::WithDType>(&self) -> Result<Vec<Vec<T>>> {
+        self.to_vec2()
+    }
+    async fn to_scalar_async<T: rocm_wgpu_ops::WithDType>(&self) -> Result<T> {
+        self.to_scalar()
     }
 }

@@ -58,7 +58,7 @@ fn agree(dev: &Device) -> Result<()> {
     Ok(())
 }
 
-fn the_statement_is_the_behaviour(dev: &Device) -> Result<()> {
+async fn the_statement_is_the_behaviour(dev: &Device) -> Result<()> {
     agree(dev)
 }
 
