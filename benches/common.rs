@@ -1,10 +1,14 @@
-//! Shared by every `benches/<family>.rs`: the family's cases of `rocm_wgpu_ops::bench` on every
+//! Shared by every `benches/<family>.rs`: the family's cases of `src/app/bench.rs` on every
 //! GPU backend found (and the cpu with `RWO_BENCH_CPU=1`), under one group per family so the
 //! backends sit side by side. `RWO_BENCH_SCALE=N` divides the sizes.
 
+#[path = "../src/app/bench.rs"]
+#[allow(dead_code, reason = "criterion times the cases itself, without `measure`")]
+mod bench;
+
 use criterion::{BenchmarkId, Criterion, Throughput};
 use rocm_wgpu_ops::spec::Family;
-use rocm_wgpu_ops::{BackendKind, Device, bench};
+use rocm_wgpu_ops::{BackendKind, Device};
 use std::time::{Duration, Instant};
 
 pub fn run(family: Family) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch's figures for the cases of src/bench.rs, by the same names, on the same GPU.
+"""PyTorch's figures for the cases of src/app/bench.rs, by the same names, on the same GPU.
 
     python3 benches/torch_ref.py [RWO_BENCH_OUTPUT] [--scale N]
 

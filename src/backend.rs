@@ -44,15 +44,48 @@ pub trait Memory: Clone + Send + Sync + 'static {
     /// A buffer of `len` elements; its contents are unspecified until written.
     fn alloc(&self, dtype: DType, len: usize) -> Result<Self::Storage>;
     fn upload(&self, data: &CpuStorage) -> Result<Self::Storage>;
-    /// The whole buffer, after every op recorded on it has finished.
-    fn download(&self, s: &Self::Storage) -> Result<CpuStorage>;
-    /// Waits for all recorded work.
-    fn synchronize(&self) -> Result<()>;
+    /// The whole buffer, after every op recorded on it has finished: starts the copy (see
+    /// [`Readback`]).
+    fn download(&self, s: &Self::Storage) -> Readback<CpuStorage>;
+    /// Done when all recorded work is.
+    fn synchronize(&self) -> Readback<()>;
     /// A zeroed flag for one op's kernels to record a failure found in device data in (a bad
     /// id); empty where ops report such failures at once (cpu). See `src/tensor/status.rs`.
     fn new_flag(&self) -> Result<Self::Storage>;
     /// What each flag recorded, once every op recorded before has run: `Ok` or the failure.
-    fn read_flags(&self, flags: &[&Self::Storage]) -> Result<Vec<Result<()>>>;
+    fn read_flags(&self, flags: &[&Self::Storage]) -> Readback<Vec<Result<()>>>;
+}
+
+/// Host data on its way back from a device. [`Memory::download`], [`Memory::read_flags`] and
+/// [`Memory::synchronize`] start the copy (submitting the work it waits for) and return at
+/// once; [`Readback::wait`] delivers the data. The sync API blocks on it, the async API
+/// awaits it: one readback path on every target.
+pub struct Readback<T>(Pending<T>);
+
+enum Pending<T> {
+    Done(Result<T>),
+    /// A wgpu staging buffer being mapped, and how to decode its bytes.
+    Wgpu(crate::wgpu::Mapping, Box<dyn FnOnce(Vec<u8>) -> Result<T> + Send>),
+}
+
+impl<T> Readback<T> {
+    /// Data already on the host (or the failure that stopped the copy).
+    pub fn done(r: Result<T>) -> Readback<T> {
+        Readback(Pending::Done(r))
+    }
+
+    pub(crate) fn mapping(m: crate::wgpu::Mapping, decode: impl FnOnce(Vec<u8>) -> Result<T> + Send + 'static) -> Self {
+        Readback(Pending::Wgpu(m, Box::new(decode)))
+    }
+
+    /// The data, once the device has delivered it. Natively wgpu delivers it inside a wait on
+    /// the device (this call blocks there); in a browser the wait is the event loop's.
+    pub async fn wait(self) -> Result<T> {
+        match self.0 {
+            Pending::Done(r) => r,
+            Pending::Wgpu(m, decode) => decode(m.bytes().await?),
+        }
+    }
 }
 
 pub trait ElementwiseOps: Memory {

@@ -16,6 +16,7 @@ use crate::native::rocm::{Hip, RocmBackend};
 use crate::wgpu::{WgpuBackend, WgpuStorage};
 use crate::{Error, Result};
 use std::fmt;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 /// The kinds of backend.
@@ -163,19 +164,19 @@ type Probe<T> = std::result::Result<(T, String), String>;
 
 /// Picks a backend: the forced one, or the first that answers in preference order. Returns
 /// it with a sentence saying why. Probes run lazily, in order.
-pub(crate) fn choose<T>(
+pub(crate) async fn choose<T, F: Future<Output = Probe<T>>>(
     forced: Option<BackendKind>,
-    mut probe: impl FnMut(BackendKind) -> Probe<T>,
+    mut probe: impl FnMut(BackendKind) -> F,
 ) -> Result<(T, String)> {
     if let Some(kind) = forced {
-        return match probe(kind) {
+        return match probe(kind).await {
             Ok((b, label)) => Ok((b, format!("{label}: forced by RWO_BACKEND={kind}"))),
             Err(reason) => Err(Error::BackendUnavailable { kind: kind.to_string(), reason }),
         };
     }
     let mut skipped = Vec::new();
     for &kind in BackendKind::PREFERENCE {
-        match probe(kind) {
+        match probe(kind).await {
             Ok((b, label)) => {
                 let why = if skipped.is_empty() {
                     "first choice".to_string()
@@ -191,10 +192,10 @@ pub(crate) fn choose<T>(
 }
 
 /// Asks one kind of backend whether it can run here.
-fn probe(kind: BackendKind) -> Probe<AnyBackend> {
+async fn probe(kind: BackendKind) -> Probe<AnyBackend> {
     match kind {
         BackendKind::Cpu => Ok((AnyBackend::Cpu(CpuBackend), "cpu: reference backend".into())),
-        BackendKind::Wgpu => WgpuBackend::from_env().map(|b| {
+        BackendKind::Wgpu => WgpuBackend::from_env().await.map(|b| {
             let label = b.describe();
             (AnyBackend::Wgpu(b), label)
         }),
@@ -212,6 +213,20 @@ fn probe(kind: BackendKind) -> Probe<AnyBackend> {
         }),
         #[cfg(not(feature = "cuda"))]
         BackendKind::Cuda => Err("not compiled in (build with --features cuda)".into()),
+    }
+}
+
+/// [`probe`] from sync code: where it would block (a WebGPU adapter in a browser), the reason
+/// says to use the async form.
+fn probe_blocking(kind: BackendKind) -> Probe<AnyBackend> {
+    crate::block::block_on(probe(kind)).unwrap_or_else(|| Err(Error::WouldBlock { op: "Device::new" }.to_string()))
+}
+
+/// The backend `RWO_BACKEND` forces, if any.
+fn forced() -> Result<Option<BackendKind>> {
+    match std::env::var("RWO_BACKEND") {
+        Ok(name) if !name.trim().is_empty() => Ok(Some(BackendKind::parse(&name)?)),
+        _ => Ok(None),
     }
 }
 
@@ -243,7 +258,9 @@ impl Device {
         Device::from_backend(AnyBackend::Cpu(CpuBackend), "cpu: reference backend: asked for by name".into())
     }
 
-    /// The best backend here, or the one `RWO_BACKEND` names.
+    /// The best backend here, or the one `RWO_BACKEND` names. Blocks while the device opens;
+    /// in a browser use [`Device::auto_async`] (this one cannot wait for WebGPU there, so it
+    /// skips it, with that reason, and gives the cpu).
     ///
     /// ```
     /// let dev = rocm_wgpu_ops::Device::auto()?;
@@ -251,17 +268,39 @@ impl Device {
     /// # Ok::<(), rocm_wgpu_ops::Error>(())
     /// ```
     pub fn auto() -> Result<Device> {
-        let forced = match std::env::var("RWO_BACKEND") {
-            Ok(name) if !name.trim().is_empty() => Some(BackendKind::parse(&name)?),
-            _ => None,
-        };
-        let (backend, why) = choose(forced, probe)?;
+        let chosen = choose(forced()?, |k| std::future::ready(probe_blocking(k)));
+        let (backend, why) = crate::block::block_on_result("Device::auto", chosen)?;
         Ok(Device::from_backend(backend, why))
     }
 
-    /// The backend of `kind`, or why it is not available.
+    /// [`Device::auto`] without blocking: the form that works in a browser, where it picks
+    /// WebGPU, else the cpu.
+    ///
+    /// ```
+    /// # pollster::block_on(async {
+    /// let dev = rocm_wgpu_ops::Device::auto_async().await?;
+    /// println!("{}", dev.describe());
+    /// # Ok::<(), rocm_wgpu_ops::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn auto_async() -> Result<Device> {
+        let (backend, why) = choose(forced()?, probe).await?;
+        Ok(Device::from_backend(backend, why))
+    }
+
+    /// The backend of `kind`, or why it is not available. Blocks while the device opens; in a
+    /// browser use [`Device::new_async`].
     pub fn new(kind: BackendKind) -> Result<Device> {
-        match probe(kind) {
+        Self::named(kind, probe_blocking(kind))
+    }
+
+    /// [`Device::new`] without blocking: the form that works in a browser.
+    pub async fn new_async(kind: BackendKind) -> Result<Device> {
+        Self::named(kind, probe(kind).await)
+    }
+
+    fn named(kind: BackendKind, probed: Probe<AnyBackend>) -> Result<Device> {
+        match probed {
             Ok((b, label)) => Ok(Device::from_backend(b, format!("{label}: asked for by name"))),
             Err(reason) => Err(Error::BackendUnavailable { kind: kind.to_string(), reason }),
         }
@@ -303,6 +342,15 @@ impl Device {
         &self.0.description
     }
 
+    /// The adapter's name when this is a wgpu device on a software renderer behind OpenGL
+    /// (llvmpipe), which compiles each kernel for seconds; `None` otherwise.
+    pub fn gl_software_adapter(&self) -> Option<&str> {
+        match self.backend() {
+            AnyBackend::Wgpu(b) => b.gl_software(),
+            _ => None,
+        }
+    }
+
     /// Whether tensors of the two devices can meet in one op.
     pub fn same_device(&self, other: &Device) -> bool {
         match (self.backend(), other.backend()) {
@@ -318,9 +366,15 @@ impl Device {
 
     /// A wgpu device on the adapter whose name holds `adapter` (or the preferred one), with
     /// the optional features `features` names (`"none"`, `"f16,i64"`; all by default) and the
-    /// kernel tuning overrides of `RWO_WGPU_TUNE`, if set.
+    /// kernel tuning overrides of `RWO_WGPU_TUNE`, if set. Blocks while the device opens; in a
+    /// browser use [`Device::wgpu_async`].
     pub fn wgpu(adapter: Option<&str>, features: Option<&str>) -> Result<Device> {
-        let b = WgpuBackend::open(adapter, features)?;
+        crate::block::block_on_result("Device::wgpu", Self::wgpu_async(adapter, features))
+    }
+
+    /// [`Device::wgpu`] without blocking: the form that works in a browser.
+    pub async fn wgpu_async(adapter: Option<&str>, features: Option<&str>) -> Result<Device> {
+        let b = WgpuBackend::open(adapter, features).await?;
         let label = b.describe();
         Ok(Device::from_backend(AnyBackend::Wgpu(b), format!("{label}: asked for by name")))
     }
@@ -329,7 +383,17 @@ impl Device {
     /// runs every variant of the tuning tables with it).
     #[doc(hidden)]
     pub fn wgpu_tuned(adapter: Option<&str>, features: Option<&str>, tune: crate::wgpu::Tune) -> Result<Device> {
-        let b = WgpuBackend::open_tuned(adapter, features, tune)?;
+        crate::block::block_on_result("Device::wgpu_tuned", Self::wgpu_tuned_async(adapter, features, tune))
+    }
+
+    /// [`Device::wgpu_tuned`] without blocking.
+    #[doc(hidden)]
+    pub async fn wgpu_tuned_async(
+        adapter: Option<&str>,
+        features: Option<&str>,
+        tune: crate::wgpu::Tune,
+    ) -> Result<Device> {
+        let b = WgpuBackend::open_tuned(adapter, features, tune).await?;
         let label = b.describe();
         Ok(Device::from_backend(AnyBackend::Wgpu(b), format!("{label}: asked for by name, tuned {tune:?}")))
     }
@@ -394,9 +458,15 @@ impl Device {
     }
 
     /// Waits for all work recorded on the device. (A failure found in device data, such as a
-    /// bad id, belongs to the tensors it spoiled: their readbacks report it.)
+    /// bad id, belongs to the tensors it spoiled: their readbacks report it.) Blocks until the
+    /// GPU is done; in a browser use [`Device::synchronize_async`].
     pub fn synchronize(&self) -> Result<()> {
-        dispatch!(self, |b| b.synchronize())
+        crate::block::block_on_result("Device::synchronize", self.synchronize_async())
+    }
+
+    /// [`Device::synchronize`] without blocking: the form that works in a browser.
+    pub async fn synchronize_async(&self) -> Result<()> {
+        dispatch!(self, |b| b.synchronize()).wait().await
     }
 
     /// Restarts this device's random stream at `seed`, offset 0.
@@ -429,16 +499,26 @@ impl fmt::Display for Device {
 mod tests {
     use super::*;
 
-    fn fake(avail: &'static [BackendKind]) -> impl FnMut(BackendKind) -> Probe<BackendKind> {
-        move |k| if avail.contains(&k) { Ok((k, format!("{k} device"))) } else { Err(format!("no {k} here")) }
+    fn fake(avail: &'static [BackendKind]) -> impl FnMut(BackendKind) -> std::future::Ready<Probe<BackendKind>> {
+        move |k| {
+            std::future::ready(if avail.contains(&k) {
+                Ok((k, format!("{k} device")))
+            } else {
+                Err(format!("no {k} here"))
+            })
+        }
+    }
+
+    fn choose(forced: Option<BackendKind>, avail: &'static [BackendKind]) -> Result<(BackendKind, String)> {
+        pollster::block_on(super::choose(forced, fake(avail)))
     }
 
     #[test]
     fn auto_prefers_native_then_wgpu_then_cpu() {
         use BackendKind::*;
-        assert_eq!(choose(None, fake(&[Cpu, Wgpu, Cuda])).unwrap().0, Cuda);
-        assert_eq!(choose(None, fake(&[Cpu, Wgpu])).unwrap().0, Wgpu);
-        let (k, why) = choose(None, fake(&[Cpu])).unwrap();
+        assert_eq!(choose(None, &[Cpu, Wgpu, Cuda]).unwrap().0, Cuda);
+        assert_eq!(choose(None, &[Cpu, Wgpu]).unwrap().0, Wgpu);
+        let (k, why) = choose(None, &[Cpu]).unwrap();
         assert_eq!(k, Cpu);
         assert!(why.contains("wgpu (no wgpu here)"), "{why}");
         assert!(why.contains("rocm (no rocm here)"), "{why}");
@@ -447,9 +527,9 @@ mod tests {
     #[test]
     fn forcing_an_absent_backend_fails_with_its_reason() {
         use BackendKind::*;
-        let err = choose(Some(Wgpu), fake(&[Cpu])).unwrap_err();
+        let err = choose(Some(Wgpu), &[Cpu]).unwrap_err();
         assert_eq!(err, Error::BackendUnavailable { kind: "wgpu".into(), reason: "no wgpu here".into() });
-        let (k, why) = choose(Some(Cpu), fake(&[Cpu, Wgpu])).unwrap();
+        let (k, why) = choose(Some(Cpu), &[Cpu, Wgpu]).unwrap();
         assert_eq!(k, Cpu);
         assert!(why.contains("forced"), "{why}");
         assert!(BackendKind::parse("metal").unwrap_err().to_string().contains("unknown backend"));

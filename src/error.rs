@@ -86,6 +86,11 @@ pub enum Error {
     #[error("{what}: out of host memory ({bytes} bytes)")]
     OutOfMemory { what: String, bytes: u64 },
 
+    /// A blocking call (a sync readback, device creation or synchronisation) where nothing may
+    /// block: in a browser, on WebGPU. The `_async` form of the same call works there.
+    #[error("{op} would block, which a browser does not allow: use {op}_async")]
+    WouldBlock { op: &'static str },
+
     /// A failure reported by a driver or vendor library, with its own text.
     #[error("{backend} backend: {msg}")]
     Backend { backend: BackendKind, msg: String },

@@ -14,14 +14,13 @@
 //! ```
 
 pub mod backend;
-pub mod bench;
+mod block;
 pub mod cpu;
 mod device;
 mod dtype;
 mod error;
 mod layout;
 pub mod native;
-pub mod selfcheck;
 pub mod spec;
 mod tensor;
 pub mod wgpu;

@@ -7,8 +7,11 @@
 //! `cargo run --release` (or `-- check`); `cargo run --release -- bench [FILTER] [--scale N]
 //! [--cpu]` times the benchmark cases on every GPU backend found.
 
+mod app;
+
+use app::{bench, selfcheck};
 use rocm_wgpu_ops::spec::Family;
-use rocm_wgpu_ops::{BackendKind, Device, bench, selfcheck};
+use rocm_wgpu_ops::{BackendKind, Device};
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};

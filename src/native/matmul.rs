@@ -44,7 +44,7 @@ impl<R: Runtime> MatmulOps for NativeBackend<R> {
         let Ok(lib) = self.0.rt.blas() else {
             self.0.library_use.count(Path::MatmulOnCpu);
             // No BLAS in this runtime: the cpu reference (correct, not fast; `info()` says so).
-            let (a, b) = (self.download(lhs)?, self.download(rhs)?);
+            let (a, b) = (self.to_host(lhs)?, self.to_host(rhs)?);
             return self.upload(&CpuBackend.matmul(&a, ll, &b, rl, g)?);
         };
         self.0.library_use.count(Path::GemmLibrary);

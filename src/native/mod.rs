@@ -36,7 +36,7 @@ pub mod cuda;
 #[cfg(feature = "rocm")]
 pub mod rocm;
 
-use crate::backend::{BackendStorage, Memory};
+use crate::backend::{BackendStorage, Memory, Readback};
 use crate::spec::Family;
 use crate::spec::index::IndexOp;
 use crate::{BackendKind, CpuStorage, DType, Error, Layout, Result};
@@ -375,17 +375,12 @@ impl<R: Runtime> Memory for NativeBackend<R> {
         Ok(s)
     }
 
-    fn download(&self, s: &NativeStorage<R>) -> Result<CpuStorage> {
-        let mut bytes = crate::cpu::try_vec(s.bytes(), 0u8)?;
-        if !bytes.is_empty() {
-            // SAFETY: `s` holds `s.bytes()` bytes from `s.ptr`.
-            unsafe { self.0.rt.dtoh(s.ptr, &mut bytes)? };
-        }
-        CpuStorage::from_bytes(s.dtype, &bytes)
+    fn download(&self, s: &NativeStorage<R>) -> Readback<CpuStorage> {
+        Readback::done(self.to_host(s))
     }
 
-    fn synchronize(&self) -> Result<()> {
-        self.0.rt.synchronize()
+    fn synchronize(&self) -> Readback<()> {
+        Readback::done(self.0.rt.synchronize())
     }
 
     fn new_flag(&self) -> Result<NativeStorage<R>> {
@@ -396,15 +391,30 @@ impl<R: Runtime> Memory for NativeBackend<R> {
         Ok(flag)
     }
 
-    fn read_flags(&self, flags: &[&NativeStorage<R>]) -> Result<Vec<Result<()>>> {
-        let mut out = Vec::with_capacity(flags.len());
-        for f in flags {
-            let mut bytes = [0u8; FLAG_BYTES];
-            // SAFETY: every flag holds FLAG_BYTES bytes from its pointer (`new_flag`); the copy
-            // waits for the work queued before it.
-            unsafe { self.0.rt.dtoh(f.ptr, &mut bytes)? };
-            out.push(flag_result(&bytes));
+    fn read_flags(&self, flags: &[&NativeStorage<R>]) -> Readback<Vec<Result<()>>> {
+        let read = || {
+            let mut out = Vec::with_capacity(flags.len());
+            for f in flags {
+                let mut bytes = [0u8; FLAG_BYTES];
+                // SAFETY: every flag holds FLAG_BYTES bytes from its pointer (`new_flag`); the
+                // copy waits for the work queued before it.
+                unsafe { self.0.rt.dtoh(f.ptr, &mut bytes)? };
+                out.push(flag_result(&bytes));
+            }
+            Ok(out)
+        };
+        Readback::done(read())
+    }
+}
+
+impl<R: Runtime> NativeBackend<R> {
+    /// The whole buffer on the host (the copy waits for the work queued before it).
+    pub(crate) fn to_host(&self, s: &NativeStorage<R>) -> Result<CpuStorage> {
+        let mut bytes = crate::cpu::try_vec(s.bytes(), 0u8)?;
+        if !bytes.is_empty() {
+            // SAFETY: `s` holds `s.bytes()` bytes from `s.ptr`.
+            unsafe { self.0.rt.dtoh(s.ptr, &mut bytes)? };
         }
-        Ok(out)
+        CpuStorage::from_bytes(s.dtype, &bytes)
     }
 }

@@ -194,11 +194,32 @@ impl Tensor {
         self.layout.is_contiguous()
     }
 
-    /// The elements, row-major, as host data (any layout).
+    /// The elements, row-major, as host data (any layout). Blocks until the GPU is done; in a
+    /// browser use [`Tensor::to_cpu_storage_async`] (on WebGPU this returns
+    /// [`Error::WouldBlock`] there; on the cpu backend it works everywhere).
     pub fn to_cpu_storage(&self) -> Result<CpuStorage> {
+        crate::block::block_on_result("to_cpu_storage", self.to_cpu_storage_async())
+    }
+
+    /// The elements, row-major, as host data (any layout), without blocking: the readback of
+    /// every other form. A failure the device found in this tensor's data (see
+    /// [`Error::IndexOutOfRange`]) is returned here.
+    ///
+    /// ```
+    /// use rocm_wgpu_ops::{Device, Tensor};
+    /// # pollster::block_on(async {
+    /// let dev = Device::auto_async().await?;
+    /// let t = Tensor::arange(0u32, 4, &dev)?;
+    /// assert_eq!(t.to_cpu_storage_async().await?.to_f64_vec(), [0., 1., 2., 3.]);
+    /// # Ok::<(), rocm_wgpu_ops::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn to_cpu_storage_async(&self) -> Result<CpuStorage> {
         let t = self.contiguous()?;
-        t.status().resolve(&t.device)?;
-        let all = dispatch!(t.device, |b| b.download(b.get(&t.read())?)?);
+        t.status().resolve(&t.device).await?;
+        // Started under the read lock, awaited without it.
+        let pending = dispatch!(t.device, |b| b.download(b.get(&t.read())?));
+        let all = pending.wait().await?;
         let (start, end) = (t.layout.offset(), t.layout.offset() + t.elem_count());
         if start == 0 && end == crate::backend::BackendStorage::len(&all) {
             return Ok(all);
@@ -206,24 +227,53 @@ impl Tensor {
         Ok(crate::with_storage!(all, v => CpuStorage::from_vec(v[start..end].to_vec())))
     }
 
-    /// The elements, row-major, as a `Vec<T>`; `T` must be the tensor's dtype.
+    /// The elements, row-major, as a `Vec<T>`; `T` must be the tensor's dtype. Blocks until the
+    /// GPU is done; in a browser use [`Tensor::to_vec_async`].
     pub fn to_vec<T: WithDType>(&self) -> Result<Vec<T>> {
-        let data = self.to_cpu_storage()?;
+        crate::block::block_on_result("to_vec", self.to_vec_async())
+    }
+
+    /// [`Tensor::to_vec`] without blocking: the form that works in a browser.
+    ///
+    /// ```
+    /// use rocm_wgpu_ops::{Device, Tensor};
+    /// # pollster::block_on(async {
+    /// let dev = Device::auto_async().await?;
+    /// let t = Tensor::from_vec(vec![1f32, 2., 3.], [3], &dev)?.exp()?;
+    /// let v = t.to_vec_async::<f32>().await?;
+    /// assert!((v[0] - 1f32.exp()).abs() < 1e-5);
+    /// # Ok::<(), rocm_wgpu_ops::Error>(())
+    /// # }).unwrap();
+    /// ```
+    pub async fn to_vec_async<T: WithDType>(&self) -> Result<Vec<T>> {
+        let data = self.to_cpu_storage_async().await?;
         data.as_slice::<T>().map(|s| s.to_vec()).ok_or(Error::HostDType { expected: T::DTYPE, got: self.dtype })
     }
 
-    /// The rows of a rank-2 tensor.
+    /// The rows of a rank-2 tensor. Blocks until the GPU is done; in a browser use
+    /// [`Tensor::to_vec2_async`].
     pub fn to_vec2<T: WithDType>(&self) -> Result<Vec<Vec<T>>> {
+        crate::block::block_on_result("to_vec2", self.to_vec2_async())
+    }
+
+    /// [`Tensor::to_vec2`] without blocking: the form that works in a browser.
+    pub async fn to_vec2_async<T: WithDType>(&self) -> Result<Vec<Vec<T>>> {
         let [rows, cols] = *self.dims() else {
             return Err(Error::Rank { op: "to_vec2", expected: "2", shape: self.shape().clone() });
         };
-        let v = self.to_vec::<T>()?;
+        let v = self.to_vec_async::<T>().await?;
         Ok((0..rows).map(|r| v[r * cols..(r + 1) * cols].to_vec()).collect())
     }
 
-    /// The one element of a tensor with one element.
+    /// The one element of a tensor with one element. Blocks until the GPU is done; in a
+    /// browser use [`Tensor::to_scalar_async`].
     pub fn to_scalar<T: WithDType>(&self) -> Result<T> {
-        match self.to_vec::<T>()?.as_slice() {
+        crate::block::block_on_result("to_scalar", self.to_scalar_async())
+    }
+
+    /// [`Tensor::to_scalar`] without blocking: the form that works in a browser.
+    pub async fn to_scalar_async<T: WithDType>(&self) -> Result<T> {
+        match self.to_vec_async::<T>().await?.as_slice() {
             [x] => Ok(*x),
             _ => Err(Error::ElementCount {
                 op: "to_scalar",
@@ -234,9 +284,15 @@ impl Tensor {
         }
     }
 
-    /// A copy on `device` (contiguous).
+    /// A copy on `device` (contiguous). Blocks until the GPU is done; in a browser use
+    /// [`Tensor::to_device_async`].
     pub fn to_device(&self, device: &Device) -> Result<Tensor> {
-        Tensor::from_cpu(self.to_cpu_storage()?, self.shape().clone(), device)
+        crate::block::block_on_result("to_device", self.to_device_async(device))
+    }
+
+    /// [`Tensor::to_device`] without blocking: the form that works in a browser.
+    pub async fn to_device_async(&self, device: &Device) -> Result<Tensor> {
+        Tensor::from_cpu(self.to_cpu_storage_async().await?, self.shape().clone(), device)
     }
 
     /// This tensor if contiguous, else a contiguous copy.

@@ -54,9 +54,10 @@ impl Status {
     pub(crate) fn of(flags: Vec<Arc<Flag>>, dev: &Device) -> Status {
         let s = Status::default();
         s.absorb(flags.into_iter().filter(|f| !matches!(f.read.get(), Some(Ok(())))).collect());
-        if s.lock().len() > MAX_UNREAD {
+        // A browser cannot wait here: there the flags wait for the output's readback.
+        if s.lock().len() > MAX_UNREAD && cfg!(not(target_family = "wasm")) {
             // A failure stays in the status and is returned by the output's readbacks.
-            let _ = s.resolve(dev);
+            let _ = crate::block::block_on(s.resolve(dev));
         }
         s
     }
@@ -81,17 +82,18 @@ impl Status {
 
     /// `Ok` if no flag held records a failure, else the first failure; reads the flags not
     /// read yet (one wait on the device) and forgets the clean ones.
-    pub(crate) fn resolve(&self, dev: &Device) -> Result<()> {
+    pub(crate) async fn resolve(&self, dev: &Device) -> Result<()> {
         let held = self.flags();
         if held.is_empty() {
             return Ok(());
         }
         let unread: Vec<&Arc<Flag>> = held.iter().filter(|f| f.read.get().is_none()).collect();
         if !unread.is_empty() {
-            let results = dispatch!(dev, |b| {
+            let pending = dispatch!(dev, |b| {
                 let storages = unread.iter().map(|f| b.get(&f.storage)).collect::<Result<Vec<_>>>()?;
-                b.read_flags(&storages)?
+                b.read_flags(&storages)
             });
+            let results = pending.wait().await?;
             for (f, r) in unread.iter().zip(results) {
                 // Another thread may have read it first; both read the same words.
                 let _ = f.read.set(r);

@@ -3,10 +3,12 @@
 //! metadata goes into one arena buffer per batch, bound with a dynamic offset.
 
 use super::alloc::{Pool, PooledBuffer};
-use super::context::Gpu;
+use super::context::{ErrorSink, Gpu};
 use crate::{BackendKind, Error, Result};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::task::{Poll, Waker};
+use std::time::Duration;
+use web_time::Instant;
 
 /// Bytes of metadata one dispatch may read.
 pub(crate) const META_WINDOW: u64 = 1024;
@@ -129,23 +131,89 @@ impl Recorder {
     }
 }
 
-/// Blocks until `buffer` (MAP_READ, already copied into by submitted work) is mapped, and
-/// returns its first `len` bytes.
-pub(crate) fn read_mapped(gpu: &Gpu, buffer: &wgpu::Buffer, len: u64) -> Result<Vec<u8>> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    buffer.map_async(wgpu::MapMode::Read, ..len.max(4).next_multiple_of(4), move |r| {
-        let _ = tx.send(r);
-    });
-    let err = |msg: String| Error::Backend { backend: BackendKind::Wgpu, msg };
-    gpu.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| err(e.to_string()))?;
-    rx.recv().map_err(|e| err(e.to_string()))?.map_err(|e| err(e.to_string()))?;
-    let bytes = crate::cpu::try_vec(len as usize, 0u8).and_then(|mut out| {
-        let view = buffer.get_mapped_range(..len.max(4).next_multiple_of(4)).map_err(|e| err(e.to_string()))?;
-        out.copy_from_slice(&view[..len as usize]);
-        Ok(out)
-    });
-    buffer.unmap();
-    let bytes = bytes?;
-    gpu.errors.take()?;
-    Ok(bytes)
+/// A copy to the host under way: a staging buffer that submitted work copies into, being mapped.
+pub(crate) struct Mapping {
+    #[cfg(not(target_family = "wasm"))]
+    device: wgpu::Device,
+    errors: Arc<ErrorSink>,
+    staging: wgpu::Buffer,
+    len: u64,
+    mapped: Arc<Mutex<MapState>>,
+}
+
+/// The map callback's answer and the task waiting for it.
+#[derive(Default)]
+struct MapState {
+    result: Option<std::result::Result<(), String>>,
+    waker: Option<Waker>,
+}
+
+/// Hands the map callback's answer to [`Mapping::bytes`]; dropped unanswered (wgpu dropped the
+/// callback), it answers with an error, so no wait hangs.
+struct MapAnswer(Arc<Mutex<MapState>>);
+
+impl MapAnswer {
+    fn send(&self, r: std::result::Result<(), String>) {
+        let mut state = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        state.result.get_or_insert(r);
+        if let Some(w) = state.waker.take() {
+            w.wake();
+        }
+    }
+}
+
+impl Drop for MapAnswer {
+    fn drop(&mut self) {
+        self.send(Err("the readback was abandoned by wgpu".into()));
+    }
+}
+
+impl Mapping {
+    /// Asks for the first `len` bytes of `staging` (MAP_READ, already copied into by submitted
+    /// work) to be mapped.
+    pub(crate) fn start(gpu: &Gpu, staging: wgpu::Buffer, len: u64) -> Mapping {
+        let mapped = Arc::new(Mutex::new(MapState::default()));
+        let answer = MapAnswer(mapped.clone());
+        staging.map_async(wgpu::MapMode::Read, ..len.max(4).next_multiple_of(4), move |r| {
+            answer.send(r.map_err(|e| e.to_string()));
+        });
+        Mapping {
+            #[cfg(not(target_family = "wasm"))]
+            device: gpu.device.clone(),
+            errors: gpu.errors.clone(),
+            staging,
+            len,
+            mapped,
+        }
+    }
+
+    /// The bytes, once mapped.
+    pub(crate) async fn bytes(self) -> Result<Vec<u8>> {
+        let err = |msg: String| Error::Backend { backend: BackendKind::Wgpu, msg };
+        // Natively wgpu runs map callbacks only inside a poll; a browser runs them itself.
+        #[cfg(not(target_family = "wasm"))]
+        self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| err(e.to_string()))?;
+        std::future::poll_fn(|cx| {
+            let mut state = self.mapped.lock().unwrap_or_else(|e| e.into_inner());
+            match state.result.take() {
+                Some(r) => Poll::Ready(r),
+                None => {
+                    state.waker = Some(cx.waker().clone());
+                    Poll::Pending
+                }
+            }
+        })
+        .await
+        .map_err(err)?;
+        let (buffer, len) = (&self.staging, self.len);
+        let bytes = crate::cpu::try_vec(len as usize, 0u8).and_then(|mut out| {
+            let view = buffer.get_mapped_range(..len.max(4).next_multiple_of(4)).map_err(|e| err(e.to_string()))?;
+            out.copy_from_slice(&view[..len as usize]);
+            Ok(out)
+        });
+        buffer.unmap();
+        let bytes = bytes?;
+        self.errors.take()?;
+        Ok(bytes)
+    }
 }

@@ -112,13 +112,13 @@ pub(crate) fn plain_kind(info: &wgpu::AdapterInfo) -> String {
 impl Gpu {
     /// Opens the preferred adapter (or the first whose name holds `name_filter`), asking for
     /// its own limits and the wanted features it has, within `allowed`.
-    pub(crate) fn open(name_filter: Option<&str>, allowed: Features) -> std::result::Result<Gpu, String> {
+    pub(crate) async fn open(name_filter: Option<&str>, allowed: Features) -> std::result::Result<Gpu, String> {
         // GL only when no native API answers: probing it costs time and prints display noise.
         let mut instance = Self::instance(wgpu::Backends::PRIMARY);
-        let mut adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+        let mut adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
         if adapters.is_empty() {
             instance = Self::instance(wgpu::Backends::all());
-            adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+            adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
         }
         let all_names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
         if let Some(f) = name_filter {
@@ -155,8 +155,7 @@ impl Gpu {
             ..Default::default()
         };
         let coop = if coop { adapter.cooperative_matrix_properties() } else { vec![] };
-        let (device, queue) =
-            pollster::block_on(adapter.request_device(&desc)).map_err(|e| format!("{}: {e}", info.name))?;
+        let (device, queue) = adapter.request_device(&desc).await.map_err(|e| format!("{}: {e}", info.name))?;
         let errors = Arc::new(ErrorSink::default());
         let sink = errors.clone();
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| sink.record(e.to_string())));
@@ -202,6 +201,7 @@ impl Gpu {
     }
 
     /// Runs `f` inside an error scope and returns what it produced, or the error it raised.
+    #[cfg(not(target_family = "wasm"))]
     pub(crate) fn scoped<T>(&self, filter: wgpu::ErrorFilter, f: impl FnOnce() -> T) -> Result<T> {
         let scope = self.device.push_error_scope(filter);
         let out = f();
@@ -209,6 +209,15 @@ impl Gpu {
             None => Ok(out),
             Some(e) => Err(Error::Backend { backend: BackendKind::Wgpu, msg: e.to_string() }),
         }
+    }
+
+    /// Runs `f`. A browser answers an error scope only later, on its event loop, so an error
+    /// `f` raises reaches the uncaptured-error handler and is returned by the next submit or
+    /// readback instead.
+    #[cfg(target_family = "wasm")]
+    pub(crate) fn scoped<T>(&self, _: wgpu::ErrorFilter, f: impl FnOnce() -> T) -> Result<T> {
+        let out = f();
+        self.errors.take().map(|()| out)
     }
 
     pub(crate) fn describe(&self) -> String {

@@ -22,12 +22,13 @@ mod support;
 mod tune;
 mod upsample;
 
-use crate::backend::{BackendStorage, CopyOps, Memory};
+use crate::backend::{BackendStorage, CopyOps, Memory, Readback};
 use crate::spec::Family;
 use crate::spec::index::IndexOp;
 use crate::{BackendKind, CpuStorage, DType, Error, Result};
 pub use alloc::{MemoryStats, SLACK as POOL_SLACK};
 use alloc::{Pool, PooledBuffer};
+pub(crate) use batch::Mapping;
 use batch::Recorder;
 use context::Gpu;
 #[doc(hidden)]
@@ -169,10 +170,10 @@ fn wgpu_err(msg: impl std::fmt::Display) -> Error {
 impl WgpuBackend {
     /// Opens the adapter `RWO_ADAPTER` names (or the preferred one) with the features
     /// `RWO_WGPU_FEATURES` allows (all wanted ones by default).
-    pub(crate) fn from_env() -> std::result::Result<WgpuBackend, String> {
+    pub(crate) async fn from_env() -> std::result::Result<WgpuBackend, String> {
         let adapter = std::env::var("RWO_ADAPTER").ok();
         let features = std::env::var("RWO_WGPU_FEATURES").ok();
-        Self::open(adapter.as_deref(), features.as_deref()).map_err(|e| match e {
+        Self::open(adapter.as_deref(), features.as_deref()).await.map_err(|e| match e {
             Error::BackendUnavailable { reason, .. } => reason,
             e => e.to_string(),
         })
@@ -180,16 +181,17 @@ impl WgpuBackend {
 
     /// Opens an adapter by name substring with the named features (`"none"`, `"f16,i64"`...)
     /// and the tuning overrides of `RWO_WGPU_TUNE`.
-    pub fn open(adapter: Option<&str>, features: Option<&str>) -> Result<WgpuBackend> {
+    pub(crate) async fn open(adapter: Option<&str>, features: Option<&str>) -> Result<WgpuBackend> {
         let tune = Tune::parse(std::env::var("RWO_WGPU_TUNE").ok().as_deref())?;
-        Self::open_tuned(adapter, features, tune)
+        Self::open_tuned(adapter, features, tune).await
     }
 
     /// [`WgpuBackend::open`] with the tuning overrides `tune`.
-    pub fn open_tuned(adapter: Option<&str>, features: Option<&str>, tune: Tune) -> Result<WgpuBackend> {
+    pub(crate) async fn open_tuned(adapter: Option<&str>, features: Option<&str>, tune: Tune) -> Result<WgpuBackend> {
         let allowed = context::allowed_features(features)?;
-        let gpu =
-            Gpu::open(adapter, allowed).map_err(|reason| Error::BackendUnavailable { kind: "wgpu".into(), reason })?;
+        let gpu = Gpu::open(adapter, allowed)
+            .await
+            .map_err(|reason| Error::BackendUnavailable { kind: "wgpu".into(), reason })?;
         let caps = Caps {
             f16: gpu.has(wgpu::Features::SHADER_F16),
             f64: gpu.has(wgpu::Features::SHADER_F64),
@@ -348,8 +350,8 @@ impl WgpuBackend {
         self.rec().dispatch(&self.0.gpu, &self.0.meta_pool, &pipeline, buffers, meta, grid)
     }
 
-    /// Submits pending work, copies the first `bytes` of each buffer back, and waits.
-    fn read(&self, parts: &[(&wgpu::Buffer, u64)]) -> Result<Vec<u8>> {
+    /// Submits pending work and starts copying the first `bytes` of each buffer back.
+    fn read(&self, parts: &[(&wgpu::Buffer, u64)]) -> Result<Mapping> {
         let gpu = &self.0.gpu;
         let padded = |b: u64| b.next_multiple_of(4);
         let total: u64 = parts.iter().map(|&(_, b)| padded(b)).sum();
@@ -359,19 +361,18 @@ impl WgpuBackend {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        {
-            let mut rec = self.rec();
-            let enc = rec.encoder(gpu);
-            let mut at = 0;
-            for &(buf, bytes) in parts {
-                if bytes > 0 {
-                    enc.copy_buffer_to_buffer(buf, 0, &staging, at, padded(bytes));
-                }
-                at += padded(bytes);
+        let mut rec = self.rec();
+        let enc = rec.encoder(gpu);
+        let mut at = 0;
+        for &(buf, bytes) in parts {
+            if bytes > 0 {
+                enc.copy_buffer_to_buffer(buf, 0, &staging, at, padded(bytes));
             }
-            rec.submit(gpu)?;
+            at += padded(bytes);
         }
-        batch::read_mapped(gpu, &staging, total)
+        rec.submit(gpu)?;
+        drop(rec);
+        Ok(Mapping::start(gpu, staging, total))
     }
 }
 
@@ -459,15 +460,19 @@ impl Memory for WgpuBackend {
         Ok(s)
     }
 
-    fn download(&self, s: &WgpuStorage) -> Result<CpuStorage> {
-        let bytes = s.len as u64 * s.dtype.size_in_bytes() as u64;
-        let mut data = self.read(&[(s.buffer(), bytes)])?;
-        data.truncate(bytes as usize);
-        CpuStorage::from_bytes(s.dtype, &data)
+    fn download(&self, s: &WgpuStorage) -> Readback<CpuStorage> {
+        let (bytes, dtype) = (s.len as u64 * s.dtype.size_in_bytes() as u64, s.dtype);
+        match self.read(&[(s.buffer(), bytes)]) {
+            Ok(m) => Readback::mapping(m, move |data| CpuStorage::from_bytes(dtype, &data[..bytes as usize])),
+            Err(e) => Readback::done(Err(e)),
+        }
     }
 
-    fn synchronize(&self) -> Result<()> {
-        self.read(&[]).map(drop)
+    fn synchronize(&self) -> Readback<()> {
+        match self.read(&[]) {
+            Ok(m) => Readback::mapping(m, |_| Ok(())),
+            Err(e) => Readback::done(Err(e)),
+        }
     }
 
     fn new_flag(&self) -> Result<WgpuStorage> {
@@ -477,10 +482,15 @@ impl Memory for WgpuBackend {
         Ok(flag)
     }
 
-    fn read_flags(&self, flags: &[&WgpuStorage]) -> Result<Vec<Result<()>>> {
+    fn read_flags(&self, flags: &[&WgpuStorage]) -> Readback<Vec<Result<()>>> {
         let bytes = 4 * FLAG_WORDS as u64;
         let parts: Vec<(&wgpu::Buffer, u64)> = flags.iter().map(|f| (f.buffer(), bytes)).collect();
-        let words: Vec<u32> = bytemuck::pod_collect_to_vec(&self.read(&parts)?);
-        Ok(words.chunks(FLAG_WORDS).map(flag_result).collect())
+        match self.read(&parts) {
+            Ok(m) => Readback::mapping(m, |data| {
+                let words: Vec<u32> = bytemuck::pod_collect_to_vec(&data);
+                Ok(words.chunks(FLAG_WORDS).map(flag_result).collect())
+            }),
+            Err(e) => Readback::done(Err(e)),
+        }
     }
 }

@@ -1,4 +1,3 @@
-use crate::ReadbackAsync;
 use crate::matmul::{tile_choices, with_gemm_kernel_async};
 use crate::{Tol, View, assert_close, assert_values, rand_tensor, same_as_cpu, suite, view_tensor};
 use rocm_wgpu_ops::spec::conv::{ConvOp, ConvParams};

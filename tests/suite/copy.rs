@@ -1,4 +1,3 @@
-use crate::ReadbackAsync;
 use crate::{Data, Tol, View, assert_close, assert_values, cpu, rand_tensor, same_as_cpu, suite, view_tensor};
 use half::{bf16, f16};
 use rocm_wgpu_ops::{CpuStorage, DType, Device, Error, Result, Tensor, WithDType, with_storage};
@@ -298,11 +297,11 @@ async fn to_device_round_trip(dev: &Device) -> Result<()> {
         let (lo, hi) = range(dtype);
         for view in View::ALL {
             let t = view_tensor(dev, view, dtype, &[3, 5], 26, lo, hi)?;
-            let host = t.to_device(&cpu())?;
+            let host = t.to_device_async(&cpu()).await?;
             let back = host.to_device(dev)?;
             assert!(back.is_contiguous() && host.is_contiguous(), "to_device gives contiguous tensors");
             let what = format!("to_device {dtype} {view:?}");
-            assert_close(&host, &t.to_device(&cpu())?, Tol::EXACT, &what).await?;
+            assert_close(&host, &t.to_device_async(&cpu()).await?, Tol::EXACT, &what).await?;
             assert_eq!(back.to_cpu_storage_async().await?, t.to_cpu_storage_async().await?, "{what}");
         }
     }
@@ -383,7 +382,7 @@ async fn zero_size_tensors(dev: &Device) -> Result<()> {
         let a = Tensor::zeros([0, 2], dtype, dev)?;
         check(&Tensor::cat(&[&a, &z], 1)?, &[0, 5], &[], "cat of empties").await?;
         check(&Tensor::cat(&[&z, &z], 0)?, &[0, 3], &[], "cat of empties along 0").await?;
-        check(&z.to_device(&cpu())?.to_device(dev)?, &[0, 3], &[], "empty to_device").await?;
+        check(&z.to_device_async(&cpu()).await?.to_device(dev)?, &[0, 3], &[], "empty to_device").await?;
         check(&Tensor::ones([2, 0, 4], dtype, dev)?.permute(&[2, 0, 1])?, &[4, 2, 0], &[], "empty permute").await?;
     }
     assert_eq!(Tensor::zeros([0, 3], DType::F32, dev)?.to_vec_async::<f32>().await?, Vec::<f32>::new());

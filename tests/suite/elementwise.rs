@@ -1,4 +1,3 @@
-use crate::ReadbackAsync;
 use crate::{Tol, View, assert_values, rand_tensor, same_as_cpu, suite, view_tensor};
 use rocm_wgpu_ops::spec::elementwise::{BinaryOp, CmpOp, ElementwiseOp, UnaryOp};
 use rocm_wgpu_ops::{DType, Device, Result, Tensor};

@@ -1,7 +1,6 @@
 //! Every error the spec returns, triggered on every backend: the kind and the message are
 //! checked, and the inputs stay intact.
 
-use crate::ReadbackAsync;
 use crate::suite;
 use rocm_wgpu_ops::spec::conv::ConvParams;
 use rocm_wgpu_ops::spec::pool::Pool2dParams;
@@ -281,7 +280,7 @@ async fn host_errors(dev: &Device) -> Result<()> {
     expect(BackendKind::parse("metal"), |e| matches!(e, Error::BackendUnavailable { .. }), "unknown backend name");
     for kind in [BackendKind::Rocm, BackendKind::Cuda] {
         // Where the backend is absent, asking for it by name says so, with the reason.
-        if let Err(e) = Device::new(kind) {
+        if let Err(e) = Device::new_async(kind).await {
             assert!(matches!(e, Error::BackendUnavailable { .. }), "{e:?}");
             assert!(e.to_string().starts_with(&format!("backend {kind} is not available: ")), "{e}");
         }

@@ -1,4 +1,3 @@
-use crate::ReadbackAsync;
 use crate::{Data, Tol, View, assert_close, assert_values, same_as_cpu, suite};
 use rocm_wgpu_ops::spec::index::IndexOp;
 use rocm_wgpu_ops::{CpuStorage, DType, Device, Error, Layout, Result, Shape, Tensor};

@@ -18,8 +18,13 @@ mod nn;
 mod numerics;
 mod pool;
 mod random;
+mod readback;
 mod reduce;
 mod runtime;
+// The main job's self-check (src/app/), which `runtime` and `support` run.
+#[path = "../../src/app/selfcheck.rs"]
+#[allow(dead_code, reason = "the suite runs whole families, without the main job's quick scope")]
+mod selfcheck;
 mod shaders;
 mod sort;
 mod status;
@@ -263,28 +268,5 @@ pub fn view_tensor(
             rand_tensor(dev, dtype, &s, seed, lo, hi)?.broadcast_as(Shape::new(shape))
         }
         _ => rand_tensor(dev, dtype, shape, seed, lo, hi),
-    }
-}
-
-/// Until the crate's async readback is merged: the blocking forms under the async names.
-trait ReadbackAsync {
-    async fn to_cpu_storage_async(&self) -> Result<CpuStorage>;
-    async fn to_vec_async<T: rocm_wgpu_ops::WithDType>(&self) -> Result<Vec<T>>;
-    async fn to_vec2_async<T: rocm_wgpu_ops::WithDType>(&self) -> Result<Vec<Vec<T>>>;
-    async fn to_scalar_async<T: rocm_wgpu_ops::WithDType>(&self) -> Result<T>;
-}
-
-impl ReadbackAsync for Tensor {
-    async fn to_cpu_storage_async(&self) -> Result<CpuStorage> {
-        self.to_cpu_storage()
-    }
-    async fn to_vec_async<T: rocm_wgpu_ops::WithDType>(&self) -> Result<Vec<T>> {
-        self.to_vec()
-    }
-    async fn to_vec2_async<T: rocm_wgpu_ops::WithDType>(&self) -> Result<Vec<Vec<T>>> {
-        self.to_vec2()
-    }
-    async fn to_scalar_async<T: rocm_wgpu_ops::WithDType>(&self) -> Result<T> {
-        self.to_scalar()
     }
 }

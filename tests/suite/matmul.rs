@@ -1,4 +1,3 @@
-use crate::ReadbackAsync;
 use crate::{Tol, View, assert_close, assert_values, rand_tensor, same_as_cpu, suite, view_tensor};
 use rocm_wgpu_ops::wgpu::{GemmKernel, gemm_tiles, last_gemm_kernel, with_gemm_kernel};
 use rocm_wgpu_ops::{BackendKind, DType, Device, Result, Tensor};

@@ -1,4 +1,3 @@
-use crate::ReadbackAsync;
 use crate::{Tol, View, assert_close, assert_values, rand_tensor, same_as_cpu, suite, view_tensor};
 use rocm_wgpu_ops::spec::nn::NnOp;
 use rocm_wgpu_ops::{CpuStorage, DType, Device, Result, Tensor};

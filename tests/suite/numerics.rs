@@ -2,7 +2,6 @@
 //! every float op, sin and cos over the whole float range, and the subnormal rule written in
 //! `spec::elementwise`: what it keeps bit-exact, what it computes right, which ranges hold.
 
-use crate::ReadbackAsync;
 use crate::{cpu, suite, unless_unsupported};
 use half::{bf16, f16};
 use rocm_wgpu_ops::backend::BackendStorage;

@@ -1,4 +1,3 @@
-use crate::ReadbackAsync;
 use crate::{Tol, View, assert_close, assert_values, same_as_cpu, suite, view_tensor};
 use rocm_wgpu_ops::spec::pool::{Pool2dParams, PoolOp};
 use rocm_wgpu_ops::{DType, Device, Result, Tensor};

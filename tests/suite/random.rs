@@ -1,4 +1,3 @@
-use crate::ReadbackAsync;
 use crate::{Tol, assert_close, assert_values, same_as_cpu, suite};
 use rocm_wgpu_ops::spec::random::{Distribution, word};
 use rocm_wgpu_ops::wgpu::{Mul, Tune};
@@ -274,7 +273,7 @@ async fn device_seed_reproduces_draws(dev: &Device) -> Result<()> {
 /// Three draws from the device stream, the second of dtype `mid`.
 async fn device_seed_reproduces_draws_of(dev: &Device, mid: DType) -> Result<()> {
     // A device of its own: the shared one's stream moves with every other test's draws.
-    let own = Device::new(dev.kind())?;
+    let own = Device::new_async(dev.kind()).await?;
     let draws = |d: &Device| -> Result<[Tensor; 3]> {
         d.set_seed(42);
         Ok([

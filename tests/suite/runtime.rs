@@ -2,9 +2,10 @@
 //! optional features, and errors as values. Each test opens its own device (so pool figures
 //! are its own); without an adapter they are ignored, unless `RWO_REQUIRE` names wgpu.
 
+use crate::selfcheck;
 use rocm_wgpu_ops::spec::Family;
 use rocm_wgpu_ops::wgpu::POOL_SLACK;
-use rocm_wgpu_ops::{BackendKind, DType, Device, Error, Result, Tensor, selfcheck};
+use rocm_wgpu_ops::{BackendKind, DType, Device, Error, Result, Tensor};
 
 crate::tests!(
     repeated_ops_of_one_size_allocate_nothing,

@@ -1,4 +1,3 @@
-use crate::ReadbackAsync;
 use crate::{Data, Tol, View, assert_values, cpu, rand_tensor, same_as_cpu, suite, view_tensor};
 use half::{bf16, f16};
 use rocm_wgpu_ops::wgpu::Tune;

@@ -2,7 +2,6 @@
 //! to the output it spoiled and to everything computed from it, in every readback and every
 //! thread; no other tensor ever sees it. The cpu reports such failures at once, from the op.
 
-use crate::ReadbackAsync;
 use crate::suite;
 use rocm_wgpu_ops::spec::index::IndexOp;
 use rocm_wgpu_ops::{Device, Error, Result, Tensor};
@@ -78,7 +77,7 @@ async fn every_readback_of_a_spoiled_output_fails(dev: &Device) -> Result<()> {
         good_readback(dev).await?;
         fails(op, t.to_vec_async::<f32>().await, "readback after another tensor's");
     }
-    dev.synchronize()
+    dev.synchronize_async().await
 }
 
 async fn tensors_derived_from_a_spoiled_output_fail(dev: &Device) -> Result<()> {
@@ -91,7 +90,7 @@ async fn tensors_derived_from_a_spoiled_output_fail(dev: &Device) -> Result<()> 
         fails(op, pair.add(&other)?.to_vec_async::<f32>().await, "lhs of add");
         fails(op, other.mul(&pair)?.to_vec_async::<f32>().await, "rhs of mul");
         fails(op, t.to_dtype(rocm_wgpu_ops::DType::F16)?.contiguous()?.to_vec_async::<half::f16>().await, "cast");
-        fails(op, t.to_device(&Device::cpu()), "copy to the cpu");
+        fails(op, t.to_device_async(&Device::cpu()).await, "copy to the cpu");
         // A spoiled tensor used as ids spoils that op's output too, whatever its values.
         let ids = t.narrow(0, 0, 1)?.flatten_all()?.to_dtype(rocm_wgpu_ops::DType::U32)?;
         fails(op, other.index_select(&ids.clamp(0u32, 1u32)?, 1)?.to_vec_async::<f32>().await, "ids of another op");
@@ -118,7 +117,7 @@ async fn a_spoiled_output_dropped_unread_spoils_nothing_else(dev: &Device) -> Re
     for (op, r) in bad_ops(dev)? {
         drop(spoiled(op, r));
         good_readback(dev).await?;
-        dev.synchronize()?;
+        dev.synchronize_async().await?;
         assert_eq!(x(dev)?.sum_all()?.to_scalar_async::<f32>().await?, 66.0, "after a dropped {op}");
     }
     Ok(())

@@ -3,8 +3,8 @@
 //! self-check against the cpu reference; and the self-check covers every op x dtype of the spec.
 //! On every backend, and on a wgpu adapter without optional features.
 
+use crate::selfcheck::{self, Verdict};
 use crate::suite;
-use rocm_wgpu_ops::selfcheck::{self, Verdict};
 use rocm_wgpu_ops::spec::{self, Family};
 use rocm_wgpu_ops::{BackendKind, DType, Device, Error, Result};
 use std::collections::HashSet;

@@ -1,4 +1,3 @@
-use crate::ReadbackAsync;
 use crate::{Tol, View, assert_close, assert_values, same_as_cpu, suite, view_tensor};
 use rocm_wgpu_ops::{DType, Device, Error, Result, Tensor};
 

@@ -5,10 +5,10 @@
 //! Sizes are those the speed targets are stated at; `scale` divides every size (for a quick run
 //! on a software adapter).
 
-use crate::spec::Family;
-use crate::spec::pool::{Pool2dParams, PoolOp};
-use crate::spec::random::Distribution;
-use crate::{DType, Device, Result, Tensor};
+use rocm_wgpu_ops::spec::Family;
+use rocm_wgpu_ops::spec::pool::{Pool2dParams, PoolOp};
+use rocm_wgpu_ops::spec::random::Distribution;
+use rocm_wgpu_ops::{DType, Device, Result, Tensor};
 use std::time::{Duration, Instant};
 
 /// A prepared benchmark: one call records one op.
@@ -55,9 +55,10 @@ pub fn cases(scale: usize) -> Vec<Case> {
     let (rows, cols) = (s(8192), 8192);
     let (rr, rc) = (s(4096), 16384);
     let mut v = vec![];
-    for (op, name) in
-        [(crate::spec::elementwise::BinaryOp::Add, "add"), (crate::spec::elementwise::BinaryOp::Mul, "mul")]
-    {
+    for (op, name) in [
+        (rocm_wgpu_ops::spec::elementwise::BinaryOp::Add, "add"),
+        (rocm_wgpu_ops::spec::elementwise::BinaryOp::Mul, "mul"),
+    ] {
         v.push(Case::new(Family::Elementwise, format!("{name} f32 [{big}]"), 12 * big as u64, move |d| {
             let (a, b) = (rand(&[big], DType::F32, d)?, rand(&[big], DType::F32, d)?);
             Ok(Box::new(move || a.binary(&b, op)))
@@ -98,7 +99,9 @@ pub fn cases(scale: usize) -> Vec<Case> {
         let a = rand(&[big], DType::F32, d)?.affine(1000.0, 0.0)?;
         Ok(Box::new(move || a.sin()))
     }));
-    for (op, name) in [(crate::spec::reduce::ReduceOp::Sum, "sum"), (crate::spec::reduce::ReduceOp::Max, "max")] {
+    for (op, name) in
+        [(rocm_wgpu_ops::spec::reduce::ReduceOp::Sum, "sum"), (rocm_wgpu_ops::spec::reduce::ReduceOp::Max, "max")]
+    {
         for dim in [1, 0] {
             let out = if dim == 1 { rr } else { rc };
             v.push(Case::new(
@@ -184,7 +187,7 @@ fn matmul_cases(scale: usize) -> Vec<Case> {
 /// conv2d in f32 and f16 and conv_transpose2d in f32 on [32, 64, 56, 56] with 64 filters of
 /// 3x3, padding 1 (the output the input's size).
 fn conv_cases(scale: usize) -> Vec<Case> {
-    use crate::spec::conv::ConvParams;
+    use rocm_wgpu_ops::spec::conv::ConvParams;
     let (n, c, h, w, f) = ((32 / scale).max(1), 64, 56, 56, 64);
     let flops = 2 * (n * f * h * w * c * 9) as u64;
     [("conv2d", DType::F32), ("conv2d", DType::F16), ("conv_transpose2d", DType::F32)]

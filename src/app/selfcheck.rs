@@ -2,13 +2,13 @@
 //! takes, on a device, compared with the cpu reference; plus hand-computed answers per family,
 //! so the cpu reference itself is checked too.
 
-use crate::spec::Family;
-use crate::spec::conv::ConvParams;
-use crate::spec::elementwise::{BinaryOp, CmpOp, UnaryOp};
-use crate::spec::pool::Pool2dParams;
-use crate::spec::random::{self, Distribution};
-use crate::spec::reduce::ReduceOp;
-use crate::{CpuStorage, DType, Device, Error, Result, Tensor, WithDType};
+use rocm_wgpu_ops::spec::Family;
+use rocm_wgpu_ops::spec::conv::ConvParams;
+use rocm_wgpu_ops::spec::elementwise::{BinaryOp, CmpOp, UnaryOp};
+use rocm_wgpu_ops::spec::pool::Pool2dParams;
+use rocm_wgpu_ops::spec::random::{self, Distribution};
+use rocm_wgpu_ops::spec::reduce::ReduceOp;
+use rocm_wgpu_ops::{CpuStorage, DType, Device, Error, Result, Tensor, WithDType};
 use std::time::{Duration, Instant};
 
 /// How one family fared on one device.
@@ -45,17 +45,14 @@ pub const QUICK_BUDGET: Duration = Duration::from_secs(180);
 /// behind OpenGL (llvmpipe) compiles each kernel for seconds, so every op for every dtype takes
 /// it half an hour on two cores, against a minute for lavapipe (Vulkan) on the same machine.
 pub fn slow_adapter(dev: &Device) -> Option<String> {
-    match dev.backend() {
-        crate::device::AnyBackend::Wgpu(b) => b.gl_software().map(|name| {
-            format!(
-                "the only wgpu adapter here is {name}, a software renderer behind OpenGL: it runs \
-                 kernels on the CPU and compiles each for seconds. Install a Vulkan driver for a \
-                 faster one (lavapipe; Debian/Ubuntu: apt-get install mesa-vulkan-drivers), or your \
-                 GPU's driver"
-            )
-        }),
-        _ => None,
-    }
+    dev.gl_software_adapter().map(|name| {
+        format!(
+            "the only wgpu adapter here is {name}, a software renderer behind OpenGL: it runs \
+             kernels on the CPU and compiles each for seconds. Install a Vulkan driver for a \
+             faster one (lavapipe; Debian/Ubuntu: apt-get install mesa-vulkan-drivers), or your \
+             GPU's driver"
+        )
+    })
 }
 
 type Build = Box<dyn Fn(&Device) -> Result<Tensor>>;
@@ -486,12 +483,13 @@ fn sort() -> Vec<Check> {
     v
 }
 
+// The main job's unit tests. Each imports inside its body: the suite includes this file in a test
+// build without libtest, which drops the tests and would leave a module-level import unused.
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
     fn a_quick_check_keeps_f32_and_the_hand_computed_answers() {
+        use super::*;
         for &f in Family::ALL {
             let (kept, skipped) = planned(f, Scope::Quick);
             assert_eq!(kept.len() + skipped, checks(f).len(), "{f}");
@@ -505,6 +503,7 @@ mod tests {
 
     #[test]
     fn checks_not_started_by_the_deadline_are_counted_not_run() {
+        use super::*;
         let family = Family::Elementwise;
         let report = run_family(&Device::cpu(), family, Scope::Quick, Some(Instant::now()), &mut |_, name| {
             panic!("{name} started past the deadline")
