@@ -13,6 +13,13 @@
 //! # Ok::<(), rocm_wgpu_ops::Error>(())
 //! ```
 
+// The native runtimes load vendor libraries at run time; a browser has neither the libraries nor
+// a way to load them.
+#[cfg(all(target_family = "wasm", any(feature = "rocm", feature = "cuda")))]
+compile_error!(
+    "features `rocm` and `cuda` are native-only: on wasm32 the crate has the wgpu (WebGPU) and cpu backends"
+);
+
 pub mod backend;
 mod block;
 pub mod cpu;

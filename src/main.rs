@@ -6,6 +6,11 @@
 //!
 //! `cargo run --release` (or `-- check`); `cargo run --release -- bench [FILTER] [--scale N]
 //! [--cpu]` times the benchmark cases on every GPU backend found.
+//!
+//! A terminal program, so native only: on wasm32 it compiles to an empty module, and the
+//! self-check runs in a browser through the page in `examples/web/`.
+#![cfg_attr(target_family = "wasm", no_main)]
+#![cfg(not(target_family = "wasm"))]
 
 mod app;
 

@@ -9,7 +9,9 @@ use rocm_wgpu_ops::spec::pool::Pool2dParams;
 use rocm_wgpu_ops::spec::random::{self, Distribution};
 use rocm_wgpu_ops::spec::reduce::ReduceOp;
 use rocm_wgpu_ops::{CpuStorage, DType, Device, Error, Result, Tensor, WithDType};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+// The browser's clock on wasm32 (std's `Instant` panics there), std's natively.
+use web_time::Instant;
 
 /// How one family fared on one device.
 #[derive(Debug)]
@@ -79,6 +81,7 @@ fn known(name: &str, values: &[f64], build: impl Fn(&Device) -> Result<Tensor> +
 }
 
 /// Runs every family's checks on `dev`.
+#[cfg(not(target_family = "wasm"))]
 pub fn run(dev: &Device) -> Vec<FamilyReport> {
     Family::ALL.iter().map(|&family| run_family(dev, family, Scope::Full, None, &mut |_, _| {})).collect()
 }
@@ -103,8 +106,21 @@ pub fn count(family: Family, scope: Scope) -> usize {
 }
 
 /// Runs `family`'s checks in `scope` on `dev`, calling `on_check(index, name)` before each;
-/// those not started by `until` are left out (counted in `out_of_time`).
+/// those not started by `until` are left out (counted in `out_of_time`). Blocks on
+/// [`run_family_async`].
+#[cfg(not(target_family = "wasm"))]
 pub fn run_family(
+    dev: &Device,
+    family: Family,
+    scope: Scope,
+    until: Option<Instant>,
+    on_check: &mut dyn FnMut(usize, &str),
+) -> FamilyReport {
+    pollster::block_on(run_family_async(dev, family, scope, until, on_check))
+}
+
+/// [`run_family`] without blocking (in a browser): the self-check itself.
+pub async fn run_family_async(
     dev: &Device,
     family: Family,
     scope: Scope,
@@ -120,7 +136,7 @@ pub fn run_family(
         }
         on_check(i, &c.name);
         report.checks += 1;
-        match verdict(dev, c) {
+        match verdict(dev, c).await {
             Verdict::Pass => {}
             Verdict::Unsupported(e) => report.unsupported.push(format!("{}: {e}", c.name)),
             Verdict::Failed(e) => report.failures.push(format!("{}: {e}", c.name)),
@@ -138,8 +154,8 @@ pub enum Verdict {
     Failed(String),
 }
 
-fn verdict(dev: &Device, c: &Check) -> Verdict {
-    match evaluate(dev, c) {
+async fn verdict(dev: &Device, c: &Check) -> Verdict {
+    match evaluate(dev, c).await {
         Ok(()) => Verdict::Pass,
         Err(Outcome::Unsupported(e)) => Verdict::Unsupported(e),
         Err(Outcome::Failed(e)) => Verdict::Failed(e),
@@ -148,8 +164,9 @@ fn verdict(dev: &Device, c: &Check) -> Verdict {
 
 /// Every check of `family` on `dev`, by name: `{op} {dtype}...` (the dtypes the op reads or
 /// writes follow its name; `cast {from} {to}`), or the op alone for hand-computed answers.
+#[cfg(not(target_family = "wasm"))]
 pub fn verdicts(dev: &Device, family: Family) -> Vec<(String, Verdict)> {
-    checks(family).iter().map(|c| (c.name.clone(), verdict(dev, c))).collect()
+    checks(family).iter().map(|c| (c.name.clone(), pollster::block_on(verdict(dev, c)))).collect()
 }
 
 /// Why a check did not pass.
@@ -174,8 +191,12 @@ fn tolerance(dtype: DType) -> (f64, f64) {
     }
 }
 
-fn evaluate(dev: &Device, c: &Check) -> std::result::Result<(), Outcome> {
-    let got = match (c.build)(dev).and_then(|t| t.to_cpu_storage().map(|s| (t, s))) {
+async fn evaluate(dev: &Device, c: &Check) -> std::result::Result<(), Outcome> {
+    let built = match (c.build)(dev) {
+        Ok(t) => t.to_cpu_storage_async().await.map(|s| (t, s)),
+        Err(e) => Err(e),
+    };
+    let got = match built {
         Ok(got) => got,
         Err(e @ Error::UnsupportedDType { .. }) => return Err(Outcome::Unsupported(e)),
         Err(e) => return Err(Outcome::Failed(e.to_string())),
@@ -187,7 +208,7 @@ fn evaluate(dev: &Device, c: &Check) -> std::result::Result<(), Outcome> {
             if want.shape() != got.shape() || want.dtype() != got.dtype() {
                 return Err(format!("got {got:?}, reference {want:?}").into());
             }
-            (want.to_cpu_storage().map_err(|e| e.to_string())?.to_f64_vec(), *k)
+            (want.to_cpu_storage_async().await.map_err(|e| e.to_string())?.to_f64_vec(), *k)
         }
         Expect::Values(v) => (v.clone(), 1.0),
     };
