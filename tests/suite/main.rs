@@ -4,43 +4,57 @@
 //! `suite!(case)` makes one test per backend kind (`case::cpu`, `case::wgpu`, ...); `tests!(name)`
 //! registers a test without a device. A backend that is absent is reported as ignored, with the
 //! reason, unless `RWO_REQUIRE` names it: then its tests fail.
+//!
+//! On wasm32 the same cases run in a browser, on the cpu and WebGPU (`web.rs`); what cannot exist
+//! there is compiled out, with the reason.
+
+#![cfg_attr(target_family = "wasm", no_main)]
 
 mod conv;
 mod copy;
 mod elementwise;
 mod errors;
+#[cfg(not(target_family = "wasm"))] // proptest drives the blocking API, which a browser cannot run
 mod fuzz;
 mod harness;
 mod index;
 mod matmul;
+#[cfg(not(target_family = "wasm"))] // the native backends and their HIP sources on disk
 mod native;
 mod nn;
 mod numerics;
 mod pool;
 mod random;
+#[cfg(not(target_family = "wasm"))] // compares with the blocking forms, which a browser cannot run
 mod readback;
 mod reduce;
+#[cfg(not(target_family = "wasm"))] // wgpu devices of its own, opened and read back blocking
 mod runtime;
 // The main job's self-check (src/app/), which `runtime` and `support` run.
 #[path = "../../src/app/selfcheck.rs"]
 #[allow(dead_code, reason = "the suite runs whole families, without the main job's quick scope")]
 mod selfcheck;
+#[cfg(not(target_family = "wasm"))] // naga on the host: nothing of it differs in a browser
 mod shaders;
 mod sort;
 mod status;
 mod support;
 mod upsample;
+#[cfg(target_family = "wasm")]
+mod web;
 
 use rocm_wgpu_ops::{BackendKind, CpuStorage, DType, Device, Result, Shape, Tensor};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 /// Runs the registered cases and tests (see `harness.rs`).
+#[cfg(not(target_family = "wasm"))]
 fn main() -> std::process::ExitCode {
     harness::main()
 }
 
 /// The kinds `RWO_REQUIRE` names (comma-separated).
+#[cfg(not(target_family = "wasm"))]
 pub fn required_kinds() -> Vec<BackendKind> {
     let list = std::env::var("RWO_REQUIRE").unwrap_or_default();
     list.split(',')
@@ -49,15 +63,32 @@ pub fn required_kinds() -> Vec<BackendKind> {
         .collect()
 }
 
+type Devices = Mutex<HashMap<BackendKind, std::result::Result<Device, String>>>;
+
+fn devices() -> std::sync::MutexGuard<'static, HashMap<BackendKind, std::result::Result<Device, String>>> {
+    static DEVICES: OnceLock<Devices> = OnceLock::new();
+    DEVICES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// One device per kind for the whole run (GPU contexts are costly), or why there is none.
+/// (In a browser, [`open`] opens it first: there only the async form can.)
 pub fn device(kind: BackendKind) -> std::result::Result<Device, String> {
-    static DEVICES: OnceLock<Mutex<HashMap<BackendKind, std::result::Result<Device, String>>>> = OnceLock::new();
-    let mut map = DEVICES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-    map.entry(kind).or_insert_with(|| Device::new(kind).map_err(|e| e.to_string())).clone()
+    devices().entry(kind).or_insert_with(|| Device::new(kind).map_err(|e| e.to_string())).clone()
+}
+
+/// Opens the device of `kind` for [`device`] with the async form, once.
+#[cfg(target_family = "wasm")]
+pub async fn open(kind: BackendKind) -> std::result::Result<Device, String> {
+    if let Some(opened) = devices().get(&kind) {
+        return opened.clone();
+    }
+    let opened = Device::new_async(kind).await.map_err(|e| e.to_string());
+    devices().entry(kind).or_insert(opened).clone()
 }
 
 /// The shared wgpu device, or `None` where wgpu is absent and not required: for tests that
 /// open wgpu devices of their own (other features or tuning) and compare them with the cpu.
+#[cfg(not(target_family = "wasm"))]
 pub fn wgpu_or_skip() -> Option<Device> {
     match device(BackendKind::Wgpu) {
         Ok(dev) => Some(dev),
@@ -66,6 +97,7 @@ pub fn wgpu_or_skip() -> Option<Device> {
     }
 }
 
+#[cfg(not(target_family = "wasm"))] // a browser has no environment
 fn required_backends_are_present() {
     for kind in required_kinds() {
         if let Err(why) = device(kind) {
@@ -74,7 +106,10 @@ fn required_backends_are_present() {
     }
 }
 
-crate::tests!(required_backends_are_present);
+crate::tests!(
+    #[cfg(not(target_family = "wasm"))]
+    required_backends_are_present
+);
 
 pub fn cpu() -> Device {
     device(BackendKind::Cpu).expect("the cpu backend always exists")

@@ -20,7 +20,10 @@ suite!(
     half_lines_past_the_half_range_match_reference,
     layer_norm_large_offsets_keep_the_spread,
 );
-crate::tests!(line_ops_without_subgroups_match_reference);
+crate::tests!(
+    #[cfg(not(target_family = "wasm"))]
+    line_ops_without_subgroups_match_reference
+);
 
 /// Each output goes through a handful of roundings in the computing precision (max, exp, sum,
 /// log or divide; mean, variance, sqrt, scale, shift) on top of the one rounding to the dtype.
@@ -482,6 +485,7 @@ async fn half_lines_past_the_half_range_match_reference(dev: &Device) -> Result<
 /// The line kernels again on an adapter with subgroups withheld, so that lanes combine through
 /// workgroup memory (the suite's device uses subgroups where the adapter has them; lavapipe
 /// does).
+#[cfg(not(target_family = "wasm"))] // a second wgpu device, opened and run blocking
 fn line_ops_without_subgroups_match_reference() -> Result<()> {
     if crate::wgpu_or_skip().is_none() {
         return Ok(());

@@ -1,5 +1,6 @@
 use crate::{Tol, assert_close, assert_values, same_as_cpu, suite};
 use rocm_wgpu_ops::spec::random::{Distribution, word};
+#[cfg(not(target_family = "wasm"))]
 use rocm_wgpu_ops::wgpu::{Mul, Tune};
 use rocm_wgpu_ops::{DType, Device, Error, Result, Tensor};
 
@@ -16,7 +17,10 @@ suite!(
     device_seed_reproduces_draws,
     random_rejects_bad_params,
 );
-crate::tests!(every_wgpu_product_form_matches_reference);
+crate::tests!(
+    #[cfg(not(target_family = "wasm"))]
+    every_wgpu_product_form_matches_reference
+);
 
 const UNIFORM: Distribution = Distribution::Uniform { low: -2.0, high: 3.0 };
 const NORMAL: Distribution = Distribution::Normal { mean: 0.5, std: 2.0 };
@@ -333,6 +337,7 @@ async fn random_rejects_bad_params(dev: &Device) -> Result<()> {
 /// Each product form of the WGSL tuning table (`RWO_WGPU_TUNE=random_mul=...`) on a device of
 /// its own, with and without native f16: bit-identical uniforms, normals as close as ever. u64
 /// products need SHADER_INT64; asking for them without it is an error.
+#[cfg(not(target_family = "wasm"))] // wgpu devices of its own, opened and run blocking
 fn every_wgpu_product_form_matches_reference() -> Result<()> {
     let Some(shared) = crate::wgpu_or_skip() else { return Ok(()) };
     let features = shared.info().into_iter().find(|(k, _)| *k == "features").map(|(_, v)| v).unwrap_or_default();

@@ -11,7 +11,9 @@ suite!(
     tensors_derived_from_a_spoiled_output_fail,
     writes_of_a_spoiled_tensor_spoil_the_destination,
     a_spoiled_output_dropped_unread_spoils_nothing_else,
+    #[cfg(not(target_family = "wasm"))]
     a_spoiled_output_handed_to_another_thread_fails_there,
+    #[cfg(not(target_family = "wasm"))]
     later_threads_never_see_an_earlier_threads_failure,
     long_chains_of_flagged_ops_keep_their_failure,
 );
@@ -123,6 +125,7 @@ async fn a_spoiled_output_dropped_unread_spoils_nothing_else(dev: &Device) -> Re
     Ok(())
 }
 
+#[cfg(not(target_family = "wasm"))] // threads: a browser's module has one
 async fn a_spoiled_output_handed_to_another_thread_fails_there(dev: &Device) -> Result<()> {
     let d = dev.clone();
     let made = std::thread::spawn(move || bad_ops(&d)).join().expect("the making thread does not panic")?;
@@ -136,6 +139,7 @@ async fn a_spoiled_output_handed_to_another_thread_fails_there(dev: &Device) -> 
     Ok(())
 }
 
+#[cfg(not(target_family = "wasm"))] // threads: a browser's module has one
 async fn later_threads_never_see_an_earlier_threads_failure(dev: &Device) -> Result<()> {
     let d = dev.clone();
     let kept = std::thread::spawn(move || bad_ops(&d)).join().expect("the making thread does not panic")?;
