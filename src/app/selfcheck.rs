@@ -164,9 +164,13 @@ async fn verdict(dev: &Device, c: &Check) -> Verdict {
 
 /// Every check of `family` on `dev`, by name: `{op} {dtype}...` (the dtypes the op reads or
 /// writes follow its name; `cast {from} {to}`), or the op alone for hand-computed answers.
-#[cfg(not(target_family = "wasm"))]
-pub fn verdicts(dev: &Device, family: Family) -> Vec<(String, Verdict)> {
-    checks(family).iter().map(|c| (c.name.clone(), pollster::block_on(verdict(dev, c)))).collect()
+/// (Async: the suite's cases, which read them, also run in a browser.)
+pub async fn verdicts(dev: &Device, family: Family) -> Vec<(String, Verdict)> {
+    let mut out = vec![];
+    for c in checks(family).iter() {
+        out.push((c.name.clone(), verdict(dev, c).await));
+    }
+    out
 }
 
 /// Why a check did not pass.

@@ -1,7 +1,7 @@
-use crate::matmul::tile_choices;
+use crate::matmul::{tile_choices, with_gemm_kernel_async};
 use crate::{Tol, View, assert_close, assert_values, rand_tensor, same_as_cpu, suite, view_tensor};
 use rocm_wgpu_ops::spec::conv::{ConvOp, ConvParams};
-use rocm_wgpu_ops::wgpu::{GemmKernel, last_gemm_kernel, with_gemm_kernel};
+use rocm_wgpu_ops::wgpu::{GemmKernel, last_gemm_kernel};
 use rocm_wgpu_ops::{BackendKind, DType, Device, Result, Tensor};
 
 suite!(
@@ -65,7 +65,7 @@ fn cases2d(transposed: bool) -> Vec<Case<2>> {
 }
 
 /// Every float dtype x input view x case, with contiguous and transposed kernels.
-fn matches_reference<const D: usize>(
+async fn matches_reference<const D: usize>(
     dev: &Device,
     op: ConvOp,
     cases: &[Case<D>],
@@ -80,7 +80,8 @@ fn matches_reference<const D: usize>(
                         let x = view_tensor(d, view, dtype, xs, 20 + i as u64, -1.0, 1.0)?;
                         let k = view_tensor(d, kview, dtype, ks, 40 + i as u64, -1.0, 1.0)?;
                         run(&x, &k, p)
-                    })?;
+                    })
+                    .await?;
                 }
             }
         }
@@ -88,112 +89,113 @@ fn matches_reference<const D: usize>(
     Ok(())
 }
 
-fn conv1d_matches_reference(dev: &Device) -> Result<()> {
-    matches_reference(dev, ConvOp::Conv1d, &cases1d(false), |x, k, p| x.conv1d(k, p))
+async fn conv1d_matches_reference(dev: &Device) -> Result<()> {
+    matches_reference(dev, ConvOp::Conv1d, &cases1d(false), |x, k, p| x.conv1d(k, p)).await
 }
 
-fn conv2d_matches_reference(dev: &Device) -> Result<()> {
-    matches_reference(dev, ConvOp::Conv2d, &cases2d(false), |x, k, p| x.conv2d(k, p))
+async fn conv2d_matches_reference(dev: &Device) -> Result<()> {
+    matches_reference(dev, ConvOp::Conv2d, &cases2d(false), |x, k, p| x.conv2d(k, p)).await
 }
 
-fn conv_transpose1d_matches_reference(dev: &Device) -> Result<()> {
-    matches_reference(dev, ConvOp::ConvTranspose1d, &cases1d(true), |x, k, p| x.conv_transpose1d(k, p))
+async fn conv_transpose1d_matches_reference(dev: &Device) -> Result<()> {
+    matches_reference(dev, ConvOp::ConvTranspose1d, &cases1d(true), |x, k, p| x.conv_transpose1d(k, p)).await
 }
 
-fn conv_transpose2d_matches_reference(dev: &Device) -> Result<()> {
-    matches_reference(dev, ConvOp::ConvTranspose2d, &cases2d(true), |x, k, p| x.conv_transpose2d(k, p))
+async fn conv_transpose2d_matches_reference(dev: &Device) -> Result<()> {
+    matches_reference(dev, ConvOp::ConvTranspose2d, &cases2d(true), |x, k, p| x.conv_transpose2d(k, p)).await
 }
 
 fn t(v: &[f32], shape: &[usize], dev: &Device) -> Result<Tensor> {
     Tensor::from_slice(v, shape.to_vec(), dev)
 }
 
-fn conv1d_hand_computed(dev: &Device) -> Result<()> {
+async fn conv1d_hand_computed(dev: &Device) -> Result<()> {
     let x = t(&[1., 2., 3., 4., 5.], &[1, 1, 5], dev)?;
     let diff = t(&[1., 0., -1.], &[1, 1, 3], dev)?;
-    assert_values(&x.conv1d(&diff, &p1(0, 1, 1, 1, 0))?, &[1, 1, 3], &[-2f32, -2., -2.], 0.0)?;
+    assert_values(&x.conv1d(&diff, &p1(0, 1, 1, 1, 0))?, &[1, 1, 3], &[-2f32, -2., -2.], 0.0).await?;
     // Padded: [0 1 2 3 4 5 0], taken at 0, 2, 4.
-    assert_values(&x.conv1d(&diff, &p1(1, 2, 1, 1, 0))?, &[1, 1, 3], &[-2f32, -2., 4.], 0.0)?;
+    assert_values(&x.conv1d(&diff, &p1(1, 2, 1, 1, 0))?, &[1, 1, 3], &[-2f32, -2., 4.], 0.0).await?;
     // Dilation 2: x[i] + 2 x[i + 2].
     let k = t(&[1., 2.], &[1, 1, 2], dev)?;
-    assert_values(&x.conv1d(&k, &p1(0, 1, 2, 1, 0))?, &[1, 1, 3], &[7f32, 10., 13.], 0.0)?;
+    assert_values(&x.conv1d(&k, &p1(0, 1, 2, 1, 0))?, &[1, 1, 3], &[7f32, 10., 13.], 0.0).await?;
     // Two input and two output channels: out[o][i] = sum_c k[o][c] . x[c][i..i+2].
     let x = t(&[1., 2., 3., 4., 5., 6.], &[1, 2, 3], dev)?;
     let k = t(&[1., 1., 2., -1., 0., 1., 1., 0.], &[2, 2, 2], dev)?;
-    assert_values(&x.conv1d(&k, &p1(0, 1, 1, 1, 0))?, &[1, 2, 2], &[6f32, 9., 6., 8.], 0.0)?;
+    assert_values(&x.conv1d(&k, &p1(0, 1, 1, 1, 0))?, &[1, 2, 2], &[6f32, 9., 6., 8.], 0.0).await?;
     Ok(())
 }
 
-fn conv2d_hand_computed(dev: &Device) -> Result<()> {
+async fn conv2d_hand_computed(dev: &Device) -> Result<()> {
     // [[1 2 3] [4 5 6]] * [[1 2] [3 4]]: 1+4+12+20 and 2+6+15+24.
     let x = t(&[1., 2., 3., 4., 5., 6.], &[1, 1, 2, 3], dev)?;
     let k = t(&[1., 2., 3., 4.], &[1, 1, 2, 2], dev)?;
-    assert_values(&x.conv2d(&k, &p2(0, 1, 1, 1, 0))?, &[1, 1, 1, 2], &[37f32, 47.], 0.0)?;
+    assert_values(&x.conv2d(&k, &p2(0, 1, 1, 1, 0))?, &[1, 1, 1, 2], &[37f32, 47.], 0.0).await?;
     let padded = [4f32, 11., 18., 9., 18., 37., 47., 21., 8., 14., 17., 6.];
-    assert_values(&x.conv2d(&k, &p2(1, 1, 1, 1, 0))?, &[1, 1, 3, 4], &padded, 0.0)?;
+    assert_values(&x.conv2d(&k, &p2(1, 1, 1, 1, 0))?, &[1, 1, 3, 4], &padded, 0.0).await?;
     // Two groups of one channel: channel 0 of x (1..=20) meets kernel 0, channel 1 (21..=40) kernel 1.
     let x = Tensor::arange(1f32, 41., dev)?.reshape([1, 2, 4, 5])?;
     let k = t(&[1., -1., 2., 0., 0., 1., -2., 1.], &[2, 1, 2, 2], dev)?;
     let strided = [11f32, 15., 31., 35., -3., -3., -3., -3.];
-    assert_values(&x.conv2d(&k, &p2(0, 2, 1, 2, 0))?, &[1, 2, 2, 2], &strided, 0.0)?;
+    assert_values(&x.conv2d(&k, &p2(0, 2, 1, 2, 0))?, &[1, 2, 2, 2], &strided, 0.0).await?;
     let p = ConvParams { padding: [1, 0], dilation: [2, 2], groups: 2, ..Default::default() };
     let dilated = [
         12f32, 14., 16., 20., 22., 24., 30., 32., 34., -2., -2., -2., -24., -25., -26., -6., -6., -6., -6., -6., -6.,
         33., 34., 35.,
     ];
-    assert_values(&x.conv2d(&k, &p)?, &[1, 2, 4, 3], &dilated, 0.0)?;
+    assert_values(&x.conv2d(&k, &p)?, &[1, 2, 4, 3], &dilated, 0.0).await?;
     Ok(())
 }
 
-fn conv_transpose1d_hand_computed(dev: &Device) -> Result<()> {
+async fn conv_transpose1d_hand_computed(dev: &Device) -> Result<()> {
     // Each x[i] lays k at 2i: [1 2 3] + [. . 2 4 6] + [. . . . 3 6 9].
     let x = t(&[1., 2., 3.], &[1, 1, 3], dev)?;
     let k = t(&[1., 2., 3.], &[1, 1, 3], dev)?;
-    assert_values(&x.conv_transpose1d(&k, &p1(0, 2, 1, 1, 0))?, &[1, 1, 7], &[1f32, 2., 5., 4., 9., 6., 9.], 0.0)?;
+    assert_values(&x.conv_transpose1d(&k, &p1(0, 2, 1, 1, 0))?, &[1, 1, 7], &[1f32, 2., 5., 4., 9., 6., 9.], 0.0)
+        .await?;
     // Padding crops one from each end; output_padding then gives one back at the end.
-    assert_values(&x.conv_transpose1d(&k, &p1(1, 2, 1, 1, 0))?, &[1, 1, 5], &[2f32, 5., 4., 9., 6.], 0.0)?;
+    assert_values(&x.conv_transpose1d(&k, &p1(1, 2, 1, 1, 0))?, &[1, 1, 5], &[2f32, 5., 4., 9., 6.], 0.0).await?;
     let cropped = [2f32, 5., 4., 9., 6., 9.];
-    assert_values(&x.conv_transpose1d(&k, &p1(1, 2, 1, 1, 1))?, &[1, 1, 6], &cropped, 0.0)?;
+    assert_values(&x.conv_transpose1d(&k, &p1(1, 2, 1, 1, 1))?, &[1, 1, 6], &cropped, 0.0).await?;
     // Dilation 2, two output channels: out[c][i + 2j] += x[i] k[c][j].
     let x = t(&[1., 2.], &[1, 1, 2], dev)?;
     let k = t(&[1., 10., 2., 0.], &[1, 2, 2], dev)?;
     let want = [1f32, 2., 10., 20., 2., 4., 0., 0.];
-    assert_values(&x.conv_transpose1d(&k, &p1(0, 1, 2, 1, 0))?, &[1, 2, 4], &want, 0.0)?;
+    assert_values(&x.conv_transpose1d(&k, &p1(0, 1, 2, 1, 0))?, &[1, 2, 4], &want, 0.0).await?;
     Ok(())
 }
 
-fn conv_transpose2d_hand_computed(dev: &Device) -> Result<()> {
+async fn conv_transpose2d_hand_computed(dev: &Device) -> Result<()> {
     let x = t(&[1., 2., 3., 4.], &[1, 1, 2, 2], dev)?;
     let ones = t(&[1., 1., 1., 1.], &[1, 1, 2, 2], dev)?;
     let overlapping = [1f32, 3., 2., 4., 10., 6., 3., 7., 4.];
-    assert_values(&x.conv_transpose2d(&ones, &p2(0, 1, 1, 1, 0))?, &[1, 1, 3, 3], &overlapping, 0.0)?;
+    assert_values(&x.conv_transpose2d(&ones, &p2(0, 1, 1, 1, 0))?, &[1, 1, 3, 3], &overlapping, 0.0).await?;
     // Stride 2: each element becomes a 2x2 block.
     let blocks = [1f32, 1., 2., 2., 1., 1., 2., 2., 3., 3., 4., 4., 3., 3., 4., 4.];
-    assert_values(&x.conv_transpose2d(&ones, &p2(0, 2, 1, 1, 0))?, &[1, 1, 4, 4], &blocks, 0.0)?;
+    assert_values(&x.conv_transpose2d(&ones, &p2(0, 2, 1, 1, 0))?, &[1, 1, 4, 4], &blocks, 0.0).await?;
     // Two groups, stride [2, 1], padding [1, 0], output_padding [1, 0].
     let x = t(&[1., 2., 3., 4., 5., 6., 7., 8.], &[1, 2, 2, 2], dev)?;
     let k = t(&[1., 2., 0., -1., 3., 1., 1., 0.], &[2, 1, 2, 2], dev)?;
     let p = ConvParams { padding: [1, 0], stride: [2, 1], output_padding: [1, 0], groups: 2, dilation: [1, 1] };
     let grouped = [0f32, -1., -2., 3., 10., 8., 0., -3., -4., 5., 6., 0., 21., 31., 8., 7., 8., 0.];
-    assert_values(&x.conv_transpose2d(&k, &p)?, &[1, 2, 3, 3], &grouped, 0.0)?;
+    assert_values(&x.conv_transpose2d(&k, &p)?, &[1, 2, 3, 3], &grouped, 0.0).await?;
     // Dilation [2, 1], two channels in and out.
     let k = t(&[1., 2., 0., -1., 3., 1., 1., 0., 1., 0., 0., 1., 2., 2., 1., 1.], &[2, 2, 2, 2], dev)?;
     let p = ConvParams { dilation: [2, 1], ..Default::default() };
     let dilated =
         [6f32, 10., 4., 10., 18., 8., 0., 4., 4., 0., 4., 4., 13., 29., 14., 23., 45., 20., 6., 13., 6., 10., 19., 8.];
-    assert_values(&x.conv_transpose2d(&k, &p)?, &[1, 2, 4, 3], &dilated, 0.0)?;
+    assert_values(&x.conv_transpose2d(&k, &p)?, &[1, 2, 4, 3], &dilated, 0.0).await?;
     Ok(())
 }
 
 /// Host data of any layout as f64, row-major.
-fn host(t: &Tensor) -> Result<Vec<f64>> {
-    Ok(t.to_cpu_storage()?.to_f64_vec())
+async fn host(t: &Tensor) -> Result<Vec<f64>> {
+    Ok(t.to_cpu_storage_async().await?.to_f64_vec())
 }
 
 /// conv2d as a product on the host: per group, the `(C_out/g, C_in/g*KH*KW)` kernel matrix
 /// times the `(C_in/g*KH*KW, OH*OW)` im2col matrix (padded cells are zeros).
-fn im2col_conv(x: &Tensor, k: &Tensor, p: &ConvParams<2>) -> Result<Vec<f64>> {
-    let (xv, kv) = (host(x)?, host(k)?);
+async fn im2col_conv(x: &Tensor, k: &Tensor, p: &ConvParams<2>) -> Result<Vec<f64>> {
+    let (xv, kv) = (host(x).await?, host(k).await?);
     let (xd, kd) = (x.dims(), k.dims());
     let (n, c_in, h, w) = (xd[0], xd[1], xd[2], xd[3]);
     let (c_out, cig, kh, kw) = (kd[0], kd[1], kd[2], kd[3]);
@@ -236,7 +238,7 @@ fn im2col_conv(x: &Tensor, k: &Tensor, p: &ConvParams<2>) -> Result<Vec<f64>> {
     Ok(out)
 }
 
-fn conv2d_is_im2col_matmul(dev: &Device) -> Result<()> {
+async fn conv2d_is_im2col_matmul(dev: &Device) -> Result<()> {
     let mixed = ConvParams { padding: [2, 1], stride: [1, 3], dilation: [2, 1], output_padding: [0, 0], groups: 3 };
     let params = [p2(0, 1, 1, 1, 0), p2(1, 2, 1, 1, 0), p2(2, 1, 2, 3, 0), mixed];
     for &dtype in &[DType::F32, DType::F64] {
@@ -244,8 +246,8 @@ fn conv2d_is_im2col_matmul(dev: &Device) -> Result<()> {
             let x = view_tensor(dev, View::Transposed, dtype, &[2, 6, 7, 8], 60 + i as u64, -1.0, 1.0)?;
             let k = rand_tensor(dev, dtype, &[9, 6 / p.groups, 3, 2], 70 + i as u64, -1.0, 1.0)?;
             let got = x.conv2d(&k, p)?;
-            let want = Tensor::from_vec(im2col_conv(&x, &k, p)?, got.dims().to_vec(), dev)?.to_dtype(dtype)?;
-            assert_close(&got, &want, conv_tol(dtype), &format!("im2col {dtype} {p:?}"))?;
+            let want = Tensor::from_vec(im2col_conv(&x, &k, p).await?, got.dims().to_vec(), dev)?.to_dtype(dtype)?;
+            assert_close(&got, &want, conv_tol(dtype), &format!("im2col {dtype} {p:?}")).await?;
         }
     }
     Ok(())
@@ -259,7 +261,7 @@ fn dot(a: &[f64], b: &[f64]) -> (f64, f64) {
 
 /// `<conv(x), y> == <x, conv_transpose(y)>` with one kernel; the relative error is judged
 /// against the sum of the magnitudes of the terms.
-fn adjoint<const D: usize>(
+async fn adjoint<const D: usize>(
     x: &Tensor,
     k: &Tensor,
     p: &ConvParams<D>,
@@ -277,37 +279,37 @@ fn adjoint<const D: usize>(
     }
     let ty = bwd(&y, k, &q)?;
     assert_eq!(ty.dims(), x.dims(), "conv_transpose of conv's output has the input's shape ({p:?})");
-    let (l, lm) = dot(&host(&cx)?, &host(&y)?);
-    let (r, rm) = dot(&host(x)?, &host(&ty)?);
+    let (l, lm) = dot(&host(&cx).await?, &host(&y).await?);
+    let (r, rm) = dot(&host(x).await?, &host(&ty).await?);
     assert!((l - r).abs() <= 1e-12 * lm.max(rm), "adjoint {p:?}: {l} vs {r}");
     Ok(())
 }
 
-fn conv_transpose_is_adjoint(dev: &Device) -> Result<()> {
+async fn conv_transpose_is_adjoint(dev: &Device) -> Result<()> {
     let f64t = |shape: &[usize], seed| rand_tensor(dev, DType::F64, shape, seed, -1.0, 1.0);
     let params1 = [p1(0, 1, 1, 1, 0), p1(2, 3, 1, 1, 0), p1(1, 2, 2, 2, 0), p1(3, 1, 3, 4, 0)];
     for (i, p) in params1.iter().enumerate() {
         let x = f64t(&[2, 4, 11], 80 + i as u64)?;
         let k = f64t(&[8, 4 / p.groups, 3], 90 + i as u64)?;
-        adjoint(&x, &k, p, |x, k, p| x.conv1d(k, p), |y, k, p| y.conv_transpose1d(k, p), 100 + i as u64)?;
+        adjoint(&x, &k, p, |x, k, p| x.conv1d(k, p), |y, k, p| y.conv_transpose1d(k, p), 100 + i as u64).await?;
     }
     let mixed = ConvParams { padding: [2, 1], stride: [3, 2], dilation: [1, 2], output_padding: [0, 0], groups: 2 };
     let params2 = [p2(0, 1, 1, 1, 0), p2(1, 2, 1, 1, 0), p2(2, 2, 2, 2, 0), mixed];
     for (i, p) in params2.iter().enumerate() {
         let x = f64t(&[2, 4, 9, 8], 110 + i as u64)?;
         let k = f64t(&[6, 4 / p.groups, 3, 2], 120 + i as u64)?;
-        adjoint(&x, &k, p, |x, k, p| x.conv2d(k, p), |y, k, p| y.conv_transpose2d(k, p), 130 + i as u64)?;
+        adjoint(&x, &k, p, |x, k, p| x.conv2d(k, p), |y, k, p| y.conv_transpose2d(k, p), 130 + i as u64).await?;
     }
     Ok(())
 }
 
-fn conv_1x1_is_channel_mix(dev: &Device) -> Result<()> {
+async fn conv_1x1_is_channel_mix(dev: &Device) -> Result<()> {
     let (n, c_in, c_out, h, w) = (2, 5, 3, 4, 6);
     for &dtype in DType::FLOAT {
         for view in View::ALL {
             let x = view_tensor(dev, view, dtype, &[n, c_in, h, w], 140, -1.0, 1.0)?;
             let k = rand_tensor(dev, dtype, &[c_out, c_in, 1, 1], 141, -1.0, 1.0)?;
-            let (xv, kv) = (host(&x)?, host(&k)?);
+            let (xv, kv) = (host(&x).await?, host(&k).await?);
             let mut mix = vec![0.0; n * c_out * h * w];
             for b in 0..n {
                 for co in 0..c_out {
@@ -319,7 +321,7 @@ fn conv_1x1_is_channel_mix(dev: &Device) -> Result<()> {
             }
             let want = Tensor::from_vec(mix, [n, c_out, h, w], dev)?.to_dtype(dtype)?;
             let got = x.conv2d(&k, &ConvParams::default())?;
-            assert_close(&got, &want, conv_tol(dtype), &format!("1x1 conv {dtype} {view:?}"))?;
+            assert_close(&got, &want, conv_tol(dtype), &format!("1x1 conv {dtype} {view:?}")).await?;
         }
     }
     Ok(())
@@ -352,21 +354,19 @@ fn run_big(x: &Tensor, k: &Tensor, op: ConvOp, p: [usize; 5]) -> Result<Tensor> 
 }
 
 /// [`BIG`] through every tile configuration of the wgpu GEMM table.
-fn conv_tiles_match_reference(dev: &Device) -> Result<()> {
+async fn conv_tiles_match_reference(dev: &Device) -> Result<()> {
     for &dtype in DType::FLOAT {
         for kernel in tile_choices(dev) {
             for (i, &(op, xs, ks, p, terms)) in BIG.iter().enumerate() {
                 let what = format!("{op} {dtype} {xs:?} {ks:?} {p:?} kernel {kernel:?}");
                 let tol = Tol::of(dtype).times(1.0 + terms as f64 / 4.0);
-                let run = || {
-                    same_as_cpu(dev, tol, &what, |d| {
-                        let x = rand_tensor(d, dtype, xs, 60 + i as u64, -1.0, 1.0)?;
-                        run_big(&x, &rand_tensor(d, dtype, ks, 80 + i as u64, -1.0, 1.0)?, op, p)
-                    })
-                };
+                let run = same_as_cpu(dev, tol, &what, |d| {
+                    let x = rand_tensor(d, dtype, xs, 60 + i as u64, -1.0, 1.0)?;
+                    run_big(&x, &rand_tensor(d, dtype, ks, 80 + i as u64, -1.0, 1.0)?, op, p)
+                });
                 match kernel {
-                    Some(kn) if dtype != DType::F64 => with_gemm_kernel(kn, run)?,
-                    _ => run()?,
+                    Some(kn) if dtype != DType::F64 => with_gemm_kernel_async(kn, run).await?,
+                    _ => run.await?,
                 }
             }
         }
@@ -375,7 +375,7 @@ fn conv_tiles_match_reference(dev: &Device) -> Result<()> {
 }
 
 /// Where the wgpu adapter multiplies f16 on cooperative matrices, f16 convolutions take them.
-fn conv_f16_takes_cooperative_matrices(dev: &Device) -> Result<()> {
+async fn conv_f16_takes_cooperative_matrices(dev: &Device) -> Result<()> {
     if dev.kind() != BackendKind::Wgpu {
         return Ok(());
     }
@@ -386,7 +386,8 @@ fn conv_f16_takes_cooperative_matrices(dev: &Device) -> Result<()> {
         same_as_cpu(dev, tol, &what, |d| {
             let x = rand_tensor(d, DType::F16, xs, 60 + i as u64, -1.0, 1.0)?;
             run_big(&x, &rand_tensor(d, DType::F16, ks, 80 + i as u64, -1.0, 1.0)?, op, p)
-        })?;
+        })
+        .await?;
         let kernel = last_gemm_kernel();
         let took = matches!(kernel, Some(GemmKernel::Coop(_)));
         assert_eq!(took, coop, "{what}: kernel {kernel:?}, adapter has cooperative matrices: {coop}");
@@ -398,7 +399,7 @@ fn conv_f16_takes_cooperative_matrices(dev: &Device) -> Result<()> {
 /// conv_transpose no library states as a backward data (output_padding at the stride, which
 /// dilation 2 allows). Each output sums `terms` products: the tolerance grows with them, as
 /// matmul's does.
-fn conv_library_shapes_match_reference(dev: &Device) -> Result<()> {
+async fn conv_library_shapes_match_reference(dev: &Device) -> Result<()> {
     let tol = |dtype, terms: usize| Tol::of(dtype).times(1.0 + terms as f64 / 4.0);
     let mixed = ConvParams { padding: [1, 2], stride: [2, 1], dilation: [1, 2], output_padding: [0, 0], groups: 4 };
     for &dtype in DType::FLOAT {
@@ -415,18 +416,21 @@ fn conv_library_shapes_match_reference(dev: &Device) -> Result<()> {
                 let x = rand_tensor(d, dtype, xs, 150 + i as u64, -1.0, 1.0)?;
                 let k = rand_tensor(d, dtype, ks, 160 + i as u64, -1.0, 1.0)?;
                 if transposed { x.conv_transpose2d(&k, &p) } else { x.conv2d(&k, &p) }
-            })?;
+            })
+            .await?;
         }
         let what = format!("conv1d library shape {dtype}");
         same_as_cpu(dev, tol(dtype, 80), &what, |d| {
             let x = rand_tensor(d, dtype, &[2, 16, 40], 170, -1.0, 1.0)?;
             x.conv1d(&rand_tensor(d, dtype, &[24, 16, 5], 171, -1.0, 1.0)?, &p1(2, 1, 1, 1, 0))
-        })?;
+        })
+        .await?;
         let what = format!("conv_transpose1d output_padding at the stride {dtype}");
         same_as_cpu(dev, conv_tol(dtype), &what, |d| {
             let x = rand_tensor(d, dtype, &[2, 4, 9], 172, -1.0, 1.0)?;
             x.conv_transpose1d(&rand_tensor(d, dtype, &[4, 3, 3], 173, -1.0, 1.0)?, &p1(0, 1, 2, 1, 1))
-        })?;
+        })
+        .await?;
     }
     Ok(())
 }

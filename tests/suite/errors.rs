@@ -39,13 +39,13 @@ fn f32s(dev: &Device, shape: &[usize]) -> Result<Tensor> {
 }
 
 /// The values stay what `f32s` made.
-fn intact(t: &Tensor) -> Result<()> {
+async fn intact(t: &Tensor) -> Result<()> {
     let n = t.elem_count();
-    assert_eq!(t.to_vec::<f32>()?, (0..n).map(|i| i as f32).collect::<Vec<_>>(), "input changed");
+    assert_eq!(t.to_vec_async::<f32>().await?, (0..n).map(|i| i as f32).collect::<Vec<_>>(), "input changed");
     Ok(())
 }
 
-fn shape_errors(dev: &Device) -> Result<()> {
+async fn shape_errors(dev: &Device) -> Result<()> {
     let a = f32s(dev, &[2, 3])?;
     let b = f32s(dev, &[4])?;
     expect(a.add(&b), |e| matches!(e, Error::Broadcast { op: "add", .. }), "cannot broadcast [2, 3] with [4]");
@@ -75,11 +75,11 @@ fn shape_errors(dev: &Device) -> Result<()> {
         |e| matches!(e, Error::ShapeMismatch { op: "conv2d", .. }),
         "[2, 3, 3, 3]",
     );
-    intact(&a)?;
-    intact(&x)
+    intact(&a).await?;
+    intact(&x).await
 }
 
-fn rank_and_dim_errors(dev: &Device) -> Result<()> {
+async fn rank_and_dim_errors(dev: &Device) -> Result<()> {
     let a = f32s(dev, &[2, 3])?;
     expect(
         a.sum(&[2]),
@@ -108,14 +108,14 @@ fn rank_and_dim_errors(dev: &Device) -> Result<()> {
         "at least 2",
     );
     expect(b(dev)?.t(), |e| matches!(e, Error::Rank { op: "t", .. }), "at least 2");
-    intact(&a)
+    intact(&a).await
 }
 
 fn b(dev: &Device) -> Result<Tensor> {
     f32s(dev, &[4])
 }
 
-fn dtype_errors(dev: &Device) -> Result<()> {
+async fn dtype_errors(dev: &Device) -> Result<()> {
     let i = Tensor::from_vec(vec![1i64, 2, 3], [3], dev)?;
     expect(
         i.exp(),
@@ -143,28 +143,28 @@ fn dtype_errors(dev: &Device) -> Result<()> {
         |e| matches!(e, Error::WrongDType { op: "rand_uniform", .. }),
         "u32",
     );
-    intact(&f)
+    intact(&f).await
 }
 
-fn index_errors(dev: &Device) -> Result<()> {
+async fn index_errors(dev: &Device) -> Result<()> {
     let a = f32s(dev, &[3, 2])?;
     let ids = Tensor::from_vec(vec![0i64, 3], [2], dev)?;
     // GPU backends find bad ids in device data and report them at the next readback.
     expect(
-        a.index_select(&ids, 0).and_then(|t| t.to_vec::<f32>()),
+        async { a.index_select(&ids, 0)?.to_vec_async::<f32>().await }.await,
         |e| matches!(e, Error::IndexOutOfRange { op: "index_select", index: 3, size: 3 }),
         "index 3 out of range for size 3",
     );
     let neg = Tensor::from_vec(vec![-1i64], [1], dev)?;
     expect(
-        a.index_select(&neg, 1).and_then(|t| t.to_vec::<f32>()),
+        async { a.index_select(&neg, 1)?.to_vec_async::<f32>().await }.await,
         |e| matches!(e, Error::IndexOutOfRange { index: -1, size: 2, .. }),
         "index -1",
     );
-    intact(&a)
+    intact(&a).await
 }
 
-fn view_errors(dev: &Device) -> Result<()> {
+async fn view_errors(dev: &Device) -> Result<()> {
     let a = f32s(dev, &[2, 3])?;
     expect(a.narrow(1, 2, 2), |e| matches!(e, Error::InvalidView { op: "narrow", .. }), "past size 3 of dim 1");
     expect(a.squeeze(0), |e| matches!(e, Error::InvalidView { op: "squeeze", .. }), "has size 2, not 1");
@@ -176,10 +176,10 @@ fn view_errors(dev: &Device) -> Result<()> {
     expect(a.t()?.slice_set(&col, 1, 0), |e| matches!(e, Error::InvalidView { op: "slice_set", .. }), "not contiguous");
     let src = f32s(dev, &[2, 1])?;
     expect(a.slice_set(&src, 1, 3), |e| matches!(e, Error::InvalidParam { op: "slice_set", .. }), "past size 3");
-    intact(&a)
+    intact(&a).await
 }
 
-fn conv_param_errors(dev: &Device) -> Result<()> {
+async fn conv_param_errors(dev: &Device) -> Result<()> {
     let x = f32s(dev, &[1, 2, 5, 5])?;
     let k = f32s(dev, &[4, 2, 3, 3])?;
     let p = ConvParams::<2>::default();
@@ -202,10 +202,10 @@ fn conv_param_errors(dev: &Device) -> Result<()> {
         |e| matches!(e, Error::InvalidParam { op: "conv_transpose1d", .. }),
         "leaves no output",
     );
-    intact(&x)
+    intact(&x).await
 }
 
-fn pool_and_upsample_param_errors(dev: &Device) -> Result<()> {
+async fn pool_and_upsample_param_errors(dev: &Device) -> Result<()> {
     let x = f32s(dev, &[1, 1, 4, 4])?;
     let is = |op: &'static str| move |e: &Error| matches!(e, Error::InvalidParam { op: o, .. } if *o == op);
     expect(x.max_pool2d(&Pool2dParams::new(2).stride(0)), is("max_pool2d"), "zero stride");
@@ -222,10 +222,10 @@ fn pool_and_upsample_param_errors(dev: &Device) -> Result<()> {
     expect(x.avg_pool2d(&ceil), is("avg_pool2d"), "kernel 5 larger than padded input 4");
     let e = Tensor::zeros([1, 1, 0], DType::F32, dev)?;
     expect(e.upsample_nearest1d(3), is("upsample_nearest1d"), "from an empty input dim");
-    intact(&x)
+    intact(&x).await
 }
 
-fn other_param_errors(dev: &Device) -> Result<()> {
+async fn other_param_errors(dev: &Device) -> Result<()> {
     let a = f32s(dev, &[2, 3])?;
     expect(a.clamp(3.0f32, 1.0f32), |e| matches!(e, Error::InvalidParam { op: "clamp", .. }), "min 3f32 > max 1f32");
     expect(a.clamp(f32::NAN, 1.0f32), |e| matches!(e, Error::InvalidParam { op: "clamp", .. }), "NaN bound");
@@ -239,7 +239,7 @@ fn other_param_errors(dev: &Device) -> Result<()> {
         "cannot reduce over an empty extent",
     );
     expect(empty.argmin(&[1]), |e| matches!(e, Error::EmptyReduction { op: "argmin", .. }), "empty extent");
-    assert_eq!(empty.sum(&[1])?.to_vec::<f32>()?, vec![0.0, 0.0], "a sum over nothing is 0");
+    assert_eq!(empty.sum(&[1])?.to_vec_async::<f32>().await?, vec![0.0, 0.0], "a sum over nothing is 0");
     let uni = Distribution::Uniform { low: 1.0, high: 1.0 };
     expect(Tensor::random([2], DType::F32, uni, 0, 0, dev), |e| matches!(e, Error::InvalidParam { .. }), "low < high");
     let norm = Distribution::Normal { mean: 0.0, std: -1.0 };
@@ -250,41 +250,45 @@ fn other_param_errors(dev: &Device) -> Result<()> {
         "zero step",
     );
     expect(Tensor::arange_step(0f32, f32::INFINITY, 1.0, dev), |e| matches!(e, Error::InvalidParam { .. }), "finite");
-    intact(&a)
+    intact(&a).await
 }
 
-fn matmul_errors(dev: &Device) -> Result<()> {
+async fn matmul_errors(dev: &Device) -> Result<()> {
     let a = f32s(dev, &[2, 3])?;
     let b = f32s(dev, &[2, 3])?;
     let is = |e: &Error| matches!(e, Error::MatmulShape { .. });
     expect(a.matmul(&b), is, "matmul: inner dims differ: lhs [2, 3], rhs [2, 3]");
     expect(f32s(dev, &[3])?.matmul(&a), is, "rank 2 or more");
     expect(f32s(dev, &[2, 2, 3])?.matmul(&f32s(dev, &[3, 3, 2])?), is, "batch dims do not broadcast");
-    intact(&a)
+    intact(&a).await
 }
 
-fn host_errors(dev: &Device) -> Result<()> {
+async fn host_errors(dev: &Device) -> Result<()> {
     let a = f32s(dev, &[2, 3])?;
-    expect(a.to_vec::<f64>(), |e| matches!(e, Error::HostDType { expected: DType::F64, got: DType::F32 }), "holds f32");
+    expect(
+        a.to_vec_async::<f64>().await,
+        |e| matches!(e, Error::HostDType { expected: DType::F64, got: DType::F32 }),
+        "holds f32",
+    );
     expect(
         Tensor::from_vec(vec![1f32; 5], [2, 3], dev),
         |e| matches!(e, Error::ElementCount { op: "from_vec", expected: 6, got: 5, .. }),
         "holds 6 elements, got 5",
     );
-    expect(a.to_scalar::<f32>(), |e| matches!(e, Error::ElementCount { op: "to_scalar", .. }), "got 6");
-    expect(b(dev)?.to_vec2::<f32>(), |e| matches!(e, Error::Rank { op: "to_vec2", .. }), "expected rank 2");
+    expect(a.to_scalar_async::<f32>().await, |e| matches!(e, Error::ElementCount { op: "to_scalar", .. }), "got 6");
+    expect(b(dev)?.to_vec2_async::<f32>().await, |e| matches!(e, Error::Rank { op: "to_vec2", .. }), "expected rank 2");
     expect(BackendKind::parse("metal"), |e| matches!(e, Error::BackendUnavailable { .. }), "unknown backend name");
     for kind in [BackendKind::Rocm, BackendKind::Cuda] {
         // Where the backend is absent, asking for it by name says so, with the reason.
-        if let Err(e) = Device::new(kind) {
+        if let Err(e) = Device::new_async(kind).await {
             assert!(matches!(e, Error::BackendUnavailable { .. }), "{e:?}");
             assert!(e.to_string().starts_with(&format!("backend {kind} is not available: ")), "{e}");
         }
     }
-    intact(&a)
+    intact(&a).await
 }
 
-fn shapes_past_the_address_space_are_errors(dev: &Device) -> Result<()> {
+async fn shapes_past_the_address_space_are_errors(dev: &Device) -> Result<()> {
     let too_large = |e: &Error| matches!(e, Error::ShapeTooLarge { .. });
     // 2^64 elements: the count itself overflows (it wrapped to 0 before).
     expect(Tensor::zeros([1 << 33, 1 << 31], DType::F32, dev), too_large, "more elements or bytes");
@@ -301,28 +305,32 @@ fn shapes_past_the_address_space_are_errors(dev: &Device) -> Result<()> {
     // 0 and called every id bad).
     let ids = Tensor::from_vec(vec![255i64, (1 << 40) - 1], [2], dev)?;
     let picked = Tensor::zeros([0, 1 << 40], DType::U8, dev)?.index_select(&ids, 1)?;
-    assert_eq!((picked.dims(), picked.to_vec::<u8>()?.len()), (&[0, 2][..], 0));
+    assert_eq!((picked.dims(), picked.to_vec_async::<u8>().await?.len()), (&[0, 2][..], 0));
     // An empty upsample to a size past memory (found by the fuzz test: the cpu built a table of
     // 2^62 offsets).
     let up = Tensor::zeros([1, 0, 1], DType::U8, dev)?.upsample_nearest1d(1 << 62)?;
-    assert_eq!((up.dims(), up.to_vec::<u8>()?.len()), (&[1, 0, 1 << 62][..], 0));
+    assert_eq!((up.dims(), up.to_vec_async::<u8>().await?.len()), (&[1, 0, 1 << 62][..], 0));
     let up = Tensor::zeros([1, 1, 1, 1], DType::U8, dev)?.upsample_nearest2d(1 << 62, 0)?;
-    assert_eq!(up.to_vec::<u8>()?.len(), 0);
+    assert_eq!(up.to_vec_async::<u8>().await?.len(), 0);
     // Joining empty tensors with a huge dim (found by the fuzz test: 2^62 empty row copies).
     let e = Tensor::zeros([1 << 62, 0], DType::U8, dev)?;
     assert_eq!(Tensor::cat(&[&e, &e], 1)?.dims(), &[1 << 62, 0]);
     let bad = Tensor::from_vec(vec![1i64 << 40], [1], dev)?;
     let picked = Tensor::zeros([0, 1 << 40], DType::U8, dev)?.index_select(&bad, 1);
-    expect(picked.and_then(|t| t.to_vec::<u8>()), |e| matches!(e, Error::IndexOutOfRange { .. }), "1099511627776");
+    expect(
+        async { picked?.to_vec_async::<u8>().await }.await,
+        |e| matches!(e, Error::IndexOutOfRange { .. }),
+        "1099511627776",
+    );
     // Two views that fit, whose broadcast result does not.
     let rows = one.broadcast_as([1 << 31, 1])?;
     let cols = one.broadcast_as([1, 1 << 33])?;
     expect(rows.add(&cols), |e| matches!(e, Error::ShapeTooLarge { op: "add", .. }), "add");
-    intact(&one)
+    intact(&one).await
 }
 
 /// A size every layer accepts but no host or device can hold: an error, never an abort.
-fn memory_that_cannot_be_had_is_an_error(dev: &Device) -> Result<()> {
+async fn memory_that_cannot_be_had_is_an_error(dev: &Device) -> Result<()> {
     let no_memory =
         |e: &Error| matches!(e, Error::OutOfMemory { .. } | Error::LimitExceeded { .. } | Error::Backend { .. });
     let bytes = |e: &Error| e.to_string().contains("bytes");
@@ -340,11 +348,11 @@ fn memory_that_cannot_be_had_is_an_error(dev: &Device) -> Result<()> {
     // kernels index with u32), never a wrong one. (Summing 2^40 terms on the cpu takes hours.)
     let wide = Tensor::ones([1], DType::U8, dev)?.broadcast_as([1 << 40])?;
     let ids = Tensor::from_vec(vec![0u32, (1 << 31) + 5], [2], dev)?;
-    match wide.index_select(&ids, 0).and_then(|t| t.to_vec::<u8>()) {
+    match async { wide.index_select(&ids, 0)?.to_vec_async::<u8>().await }.await {
         Ok(v) => assert_eq!(v, vec![1, 1]),
         Err(e) => assert!(matches!(e, Error::LimitExceeded { .. }) && bytes(&e), "{e:?}"),
     }
     let ok = f32s(dev, &[3])?;
-    assert_eq!(ok.exp()?.to_vec::<f32>()?.len(), 3, "the device goes on");
-    intact(&ok)
+    assert_eq!(ok.exp()?.to_vec_async::<f32>().await?.len(), 3, "the device goes on");
+    intact(&ok).await
 }

@@ -2,18 +2,33 @@
 //! here is reported as ignored, with the reason, not as passed; `RWO_REQUIRE` turns that into a
 //! failure. Cases and tests register themselves (`suite!`, `tests!`), so adding one stays a
 //! one-line edit in its family file; names and filtering are libtest's (`suite index::gather`).
+//! In a browser the registry is walked by `web.rs` instead; the runner here is native.
 
+#[cfg(not(target_family = "wasm"))]
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
-use rocm_wgpu_ops::{BackendKind, Device, Result};
+#[cfg(not(target_family = "wasm"))]
+use rocm_wgpu_ops::BackendKind;
+use rocm_wgpu_ops::{Device, Result};
+use std::future::Future;
+#[cfg(not(target_family = "wasm"))]
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::pin::Pin;
+#[cfg(not(target_family = "wasm"))]
 use std::process::ExitCode;
 
-/// A case written once against `&Device`, run once per backend kind.
+/// A running case: boxed, as each `async fn` has its own future type, and not `Send`, as
+/// WebGPU's handles are not.
+pub type CaseFuture<'a> = Pin<Box<dyn Future<Output = Result<()>> + 'a>>;
+
+/// A case written once as an `async fn` of `&Device`, run once per backend kind.
 pub struct Case {
     pub module: &'static str,
     pub name: &'static str,
-    pub body: fn(&Device) -> Result<()>,
+    pub body: CaseFn,
 }
+
+/// A case's body, as `suite!` registers it.
+pub type CaseFn = for<'a> fn(&'a Device) -> CaseFuture<'a>;
 
 /// A test that takes no device.
 pub struct Plain {
@@ -25,12 +40,13 @@ pub struct Plain {
 inventory::collect!(Case);
 inventory::collect!(Plain);
 
-/// One case per backend kind (`case::cpu`, `case::wgpu`, ...) for each `fn(&Device) -> Result<()>`.
+/// One case per backend kind (`case::cpu`, `case::wgpu`, ...) for each
+/// `async fn(&Device) -> Result<()>`; `suite!(a, #[cfg(..)] b)` as in `tests!`.
 #[macro_export]
 macro_rules! suite {
-    ($($case:ident),* $(,)?) => {
-        $(inventory::submit! {
-            $crate::harness::Case { module: module_path!(), name: stringify!($case), body: $case }
+    ($($(#[$m:meta])* $case:ident),* $(,)?) => {
+        $($(#[$m])* inventory::submit! {
+            $crate::harness::Case { module: module_path!(), name: stringify!($case), body: |dev| Box::pin($case(dev)) }
         })*
     };
 }
@@ -68,15 +84,18 @@ impl<E: std::fmt::Display> Outcome for std::result::Result<(), E> {
 }
 
 /// The payload of [`skip`].
+#[cfg(not(target_family = "wasm"))]
 struct Skipped(String);
 
 /// Ends the running test as ignored, with `reason` (for what this machine lacks).
+#[cfg(not(target_family = "wasm"))]
 pub fn skip(reason: impl Into<String>) -> ! {
     // `resume_unwind` runs no panic hook: nothing is printed as if the test had failed.
     resume_unwind(Box::new(Skipped(reason.into())))
 }
 
 /// Runs `f`, turning [`skip`] into an ignored outcome; other panics fail the test.
+#[cfg(not(target_family = "wasm"))]
 fn guarded(f: impl FnOnce() -> std::result::Result<(), String>) -> std::result::Result<Completion, Failed> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => Ok(Completion::Completed),
@@ -89,7 +108,8 @@ fn guarded(f: impl FnOnce() -> std::result::Result<(), String>) -> std::result::
 }
 
 /// Runs `case` on the backend of `kind`: ignored when it is absent, unless it is required.
-fn run_case(kind: BackendKind, case: fn(&Device) -> Result<()>) -> std::result::Result<(), String> {
+#[cfg(not(target_family = "wasm"))]
+fn run_case(kind: BackendKind, case: CaseFn) -> std::result::Result<(), String> {
     let dev = match crate::device(kind) {
         Ok(dev) => dev,
         Err(why) if crate::required_kinds().contains(&kind) => {
@@ -97,17 +117,18 @@ fn run_case(kind: BackendKind, case: fn(&Device) -> Result<()>) -> std::result::
         }
         Err(why) => skip(format!("{kind} absent: {why}")),
     };
-    case(&dev).map_err(|e| format!("on {}: {e}", dev.describe()))
+    pollster::block_on(case(&dev)).map_err(|e| format!("on {}: {e}", dev.describe()))
 }
 
 /// `suite::index` -> `index::`, the suite's root -> nothing.
-fn prefix(module: &str) -> String {
+pub fn prefix(module: &str) -> String {
     match module.split_once("::") {
         Some((_, rest)) => format!("{rest}::"),
         None => String::new(),
     }
 }
 
+#[cfg(not(target_family = "wasm"))]
 pub fn main() -> ExitCode {
     let args = Arguments::from_args();
     let mut trials = vec![];
@@ -128,6 +149,7 @@ pub fn main() -> ExitCode {
 
 /// libtest's `#[test]` attribute registers nothing under this harness: such a test would never
 /// run, silently. Every one must be listed in `tests!` instead.
+#[cfg(not(target_family = "wasm"))] // the sources on disk
 fn no_test_attribute_is_left() -> std::result::Result<(), String> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/suite");
     let Ok(entries) = std::fs::read_dir(dir) else { skip(format!("the suite's sources are not at {dir}")) };
@@ -143,4 +165,7 @@ fn no_test_attribute_is_left() -> std::result::Result<(), String> {
     if found.is_empty() { Ok(()) } else { Err(format!("#[test] never runs here; list it in tests!(..): {found:?}")) }
 }
 
-crate::tests!(no_test_attribute_is_left);
+crate::tests!(
+    #[cfg(not(target_family = "wasm"))]
+    no_test_attribute_is_left
+);

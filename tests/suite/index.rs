@@ -133,9 +133,9 @@ const ID_VIEWS: [View; 3] = [View::Contiguous, View::Transposed, View::Offset];
 
 /// Calls `f(dtype, id dtype, value view, ids view, value shape, dim, empty ids)` over every
 /// combination a "matches reference" case covers; dims whose size is 0 need empty ids.
-fn for_all(
+async fn for_all(
     op: IndexOp,
-    mut f: impl FnMut(DType, DType, View, View, &[usize], usize, bool) -> Result<()>,
+    mut f: impl AsyncFnMut(DType, DType, View, View, &[usize], usize, bool) -> Result<()>,
 ) -> Result<()> {
     for &dtype in op.dtypes() {
         for &idt in DType::INT {
@@ -145,7 +145,7 @@ fn for_all(
                         if shape[dim] == 0 && !empty {
                             continue;
                         }
-                        f(dtype, idt, view, ID_VIEWS[(vi + dim) % 3], shape, dim, empty)?;
+                        f(dtype, idt, view, ID_VIEWS[(vi + dim) % 3], shape, dim, empty).await?;
                     }
                 }
             }
@@ -166,33 +166,37 @@ fn with_dim(x: &[usize], dim: usize, n: usize) -> Vec<usize> {
     s
 }
 
-fn index_select_matches_reference(dev: &Device) -> Result<()> {
+async fn index_select_matches_reference(dev: &Device) -> Result<()> {
     let op = IndexOp::IndexSelect;
-    for_all(op, |dtype, idt, view, iview, shape, dim, empty| {
+    for_all(op, async |dtype, idt, view, iview, shape, dim, empty| {
         let n = if empty { 0 } else { 6 };
         let what = format!("{op} {dtype} ids {idt} {view:?} ids {iview:?} {shape:?} dim {dim} n {n}");
         same_as_cpu(dev, Tol::EXACT, &what, |d| {
             let x = value_tensor(d, view, dtype, shape, 1)?;
             x.index_select(&random_ids(d, iview, idt, &[n], shape[dim], 2)?, dim)
         })
+        .await
     })
+    .await
 }
 
-fn gather_matches_reference(dev: &Device) -> Result<()> {
+async fn gather_matches_reference(dev: &Device) -> Result<()> {
     let op = IndexOp::Gather;
-    for_all(op, |dtype, idt, view, iview, shape, dim, empty| {
+    for_all(op, async |dtype, idt, view, iview, shape, dim, empty| {
         let ids_shape = fitted(shape, dim, if empty { 0 } else { 6 });
         let what = format!("{op} {dtype} ids {idt} {view:?} ids {iview:?} {shape:?} dim {dim} ids {ids_shape:?}");
         same_as_cpu(dev, Tol::EXACT, &what, |d| {
             let x = value_tensor(d, view, dtype, shape, 3)?;
             x.gather(&random_ids(d, iview, idt, &ids_shape, shape[dim], 4)?, dim)
         })
+        .await
     })
+    .await
 }
 
-fn scatter_matches_reference(dev: &Device) -> Result<()> {
+async fn scatter_matches_reference(dev: &Device) -> Result<()> {
     let op = IndexOp::Scatter;
-    for_all(op, |dtype, idt, view, iview, shape, dim, empty| {
+    for_all(op, async |dtype, idt, view, iview, shape, dim, empty| {
         let n = if empty { 0 } else { shape[dim] - 1 };
         let src_shape = fitted(shape, dim, n);
         let what = format!("{op} {dtype} ids {idt} {view:?} ids {iview:?} {shape:?} dim {dim} src {src_shape:?}");
@@ -201,12 +205,14 @@ fn scatter_matches_reference(dev: &Device) -> Result<()> {
             let src = value_tensor(d, view, dtype, &src_shape, 6)?;
             dst.scatter(&distinct_ids(d, iview, idt, &src_shape, dim, shape[dim])?, &src, dim)
         })
+        .await
     })
+    .await
 }
 
-fn scatter_add_matches_reference(dev: &Device) -> Result<()> {
+async fn scatter_add_matches_reference(dev: &Device) -> Result<()> {
     let op = IndexOp::ScatterAdd;
-    for_all(op, |dtype, idt, view, iview, shape, dim, empty| {
+    for_all(op, async |dtype, idt, view, iview, shape, dim, empty| {
         let n = if empty { 0 } else { shape[dim] + 2 };
         let src_shape = fitted(shape, dim, n);
         let what = format!("{op} {dtype} ids {idt} {view:?} ids {iview:?} {shape:?} dim {dim} src {src_shape:?}");
@@ -215,12 +221,14 @@ fn scatter_add_matches_reference(dev: &Device) -> Result<()> {
             let src = value_tensor(d, view, dtype, &src_shape, 8)?;
             dst.scatter_add(&random_ids(d, iview, idt, &src_shape, shape[dim], 9)?, &src, dim)
         })
+        .await
     })
+    .await
 }
 
-fn index_add_matches_reference(dev: &Device) -> Result<()> {
+async fn index_add_matches_reference(dev: &Device) -> Result<()> {
     let op = IndexOp::IndexAdd;
-    for_all(op, |dtype, idt, view, iview, shape, dim, empty| {
+    for_all(op, async |dtype, idt, view, iview, shape, dim, empty| {
         let n = if empty { 0 } else { 6 };
         let src_shape = with_dim(shape, dim, n);
         let what = format!("{op} {dtype} ids {idt} {view:?} ids {iview:?} {shape:?} dim {dim} n {n}");
@@ -229,87 +237,89 @@ fn index_add_matches_reference(dev: &Device) -> Result<()> {
             let src = value_tensor(d, view, dtype, &src_shape, 11)?;
             dst.index_add(&random_ids(d, iview, idt, &[n], shape[dim], 12)?, &src, dim)
         })
+        .await
     })
+    .await
 }
 
-fn index_select_hand_computed(dev: &Device) -> Result<()> {
+async fn index_select_hand_computed(dev: &Device) -> Result<()> {
     let x = Tensor::from_vec(vec![1f32, 2., 3., 4., 5., 6.], [3, 2], dev)?;
     let rows = Tensor::from_vec(vec![2u32, 0, 2], [3], dev)?;
-    assert_values(&x.index_select(&rows, 0)?, &[3, 2], &[5f32, 6., 1., 2., 5., 6.], 0.0)?;
+    assert_values(&x.index_select(&rows, 0)?, &[3, 2], &[5f32, 6., 1., 2., 5., 6.], 0.0).await?;
     let cols = Tensor::from_vec(vec![1u8, 1, 0], [3], dev)?;
-    assert_values(&x.index_select(&cols, 1)?, &[3, 3], &[2f32, 2., 1., 4., 4., 3., 6., 6., 5.], 0.0)?;
+    assert_values(&x.index_select(&cols, 1)?, &[3, 3], &[2f32, 2., 1., 4., 4., 3., 6., 6., 5.], 0.0).await?;
     // x.t() is [[1, 3, 5], [2, 4, 6]]; its columns 2 and 0.
     let ids = Tensor::from_vec(vec![2i64, 0], [2], dev)?;
-    assert_values(&x.t()?.index_select(&ids, 1)?, &[2, 2], &[5f32, 1., 6., 2.], 0.0)?;
+    assert_values(&x.t()?.index_select(&ids, 1)?, &[2, 2], &[5f32, 1., 6., 2.], 0.0).await?;
     let none = Tensor::from_vec(Vec::<i64>::new(), [0], dev)?;
-    assert_values::<f32>(&x.index_select(&none, 0)?, &[0, 2], &[], 0.0)?;
+    assert_values::<f32>(&x.index_select(&none, 0)?, &[0, 2], &[], 0.0).await?;
     Ok(())
 }
 
-fn gather_hand_computed(dev: &Device) -> Result<()> {
+async fn gather_hand_computed(dev: &Device) -> Result<()> {
     let x = Tensor::from_vec(vec![1i64, 2, 3, 4, 5, 6], [2, 3], dev)?;
     let ids = Tensor::from_vec(vec![2u32, 0, 1, 1], [2, 2], dev)?;
-    assert_values(&x.gather(&ids, 1)?, &[2, 2], &[3i64, 1, 5, 5], 0.0)?;
+    assert_values(&x.gather(&ids, 1)?, &[2, 2], &[3i64, 1, 5, 5], 0.0).await?;
     // Along dim 0 with ids narrower than x along dim 1: out[i][j] = x[ids[i][j]][j].
     let ids = Tensor::from_vec(vec![1i64, 0, 1, 1], [4, 1], dev)?;
-    assert_values(&x.gather(&ids, 0)?, &[4, 1], &[4i64, 1, 4, 4], 0.0)?;
+    assert_values(&x.gather(&ids, 0)?, &[4, 1], &[4i64, 1, 4, 4], 0.0).await?;
     // Transposed ids: logical [[0, 2], [1, 0]].
     let ids = Tensor::from_vec(vec![0u8, 1, 2, 0], [2, 2], dev)?.t()?;
-    assert_values(&x.gather(&ids, 1)?, &[2, 2], &[1i64, 3, 5, 4], 0.0)?;
+    assert_values(&x.gather(&ids, 1)?, &[2, 2], &[1i64, 3, 5, 4], 0.0).await?;
     Ok(())
 }
 
-fn scatter_hand_computed(dev: &Device) -> Result<()> {
+async fn scatter_hand_computed(dev: &Device) -> Result<()> {
     let dst_values: Vec<f32> = (1..=12).map(|v| v as f32).collect();
     let dst = Tensor::from_vec(dst_values.clone(), [3, 4], dev)?;
     let ids = Tensor::from_vec(vec![3i64, 0, 1, 2], [2, 2], dev)?;
     let src = Tensor::from_vec(vec![10f32, 20., 30., 40.], [2, 2], dev)?;
     let want = [20f32, 2., 3., 10., 5., 30., 40., 8., 9., 10., 11., 12.];
-    assert_values(&dst.scatter(&ids, &src, 1)?, &[3, 4], &want, 0.0)?;
-    assert_eq!(dst.to_vec::<f32>()?, dst_values, "scatter leaves dst untouched");
+    assert_values(&dst.scatter(&ids, &src, 1)?, &[3, 4], &want, 0.0).await?;
+    assert_eq!(dst.to_vec_async::<f32>().await?, dst_values, "scatter leaves dst untouched");
     // Along dim 0: out[ids[i][j]][j] = src[i][j].
     let ids = Tensor::from_vec(vec![2u8, 0, 1], [1, 3], dev)?;
     let src = Tensor::from_vec(vec![-1f32, -2., -3.], [1, 3], dev)?;
     let want = [1f32, -2., 3., 4., 5., 6., -3., 8., -1., 10., 11., 12.];
-    assert_values(&dst.scatter(&ids, &src, 0)?, &[3, 4], &want, 0.0)?;
+    assert_values(&dst.scatter(&ids, &src, 0)?, &[3, 4], &want, 0.0).await?;
     Ok(())
 }
 
-fn scatter_add_hand_computed(dev: &Device) -> Result<()> {
+async fn scatter_add_hand_computed(dev: &Device) -> Result<()> {
     let dst = Tensor::ones([2, 3], DType::F32, dev)?;
     // Repeated ids accumulate; ids may be longer than dst along dim.
     let ids = Tensor::from_vec(vec![0u32, 0, 2, 0, 1, 1, 1, 1], [2, 4], dev)?;
     let src = Tensor::from_vec(vec![1f32, 2., 3., 4., 5., 6., 7., 8.], [2, 4], dev)?;
-    assert_values(&dst.scatter_add(&ids, &src, 1)?, &[2, 3], &[8f32, 1., 4., 1., 27., 1.], 0.0)?;
-    assert_values(&dst, &[2, 3], &[1f32; 6], 0.0)?;
+    assert_values(&dst.scatter_add(&ids, &src, 1)?, &[2, 3], &[8f32, 1., 4., 1., 27., 1.], 0.0).await?;
+    assert_values(&dst, &[2, 3], &[1f32; 6], 0.0).await?;
     // u8 wraps: 200 + 100 + 1 = 301 = 45 (mod 256).
     let dst = Tensor::from_vec(vec![200u8, 7], [2], dev)?;
     let ids = Tensor::from_vec(vec![0i64, 0], [2], dev)?;
     let src = Tensor::from_vec(vec![100u8, 1], [2], dev)?;
-    assert_values(&dst.scatter_add(&ids, &src, 0)?, &[2], &[45u8, 7], 0.0)?;
+    assert_values(&dst.scatter_add(&ids, &src, 0)?, &[2], &[45u8, 7], 0.0).await?;
     Ok(())
 }
 
-fn index_add_hand_computed(dev: &Device) -> Result<()> {
+async fn index_add_hand_computed(dev: &Device) -> Result<()> {
     let dst = Tensor::ones([3, 2], DType::I64, dev)?;
     let ids = Tensor::from_vec(vec![0u8, 2, 0], [3], dev)?;
     let src = Tensor::from_vec(vec![1i64, 2, 3, 4, 5, 6], [3, 2], dev)?;
-    assert_values(&dst.index_add(&ids, &src, 0)?, &[3, 2], &[7i64, 9, 1, 1, 4, 5], 0.0)?;
+    assert_values(&dst.index_add(&ids, &src, 0)?, &[3, 2], &[7i64, 9, 1, 1, 4, 5], 0.0).await?;
     // Along dim 1: columns 0, 1, 1 of src go to columns 1, 0, 1 of dst.
     let ids = Tensor::from_vec(vec![1u32, 0, 1], [3], dev)?;
     let src = Tensor::from_vec(vec![1i64, 2, 3, 4, 5, 6, 7, 8, 9], [3, 3], dev)?;
-    assert_values(&dst.index_add(&ids, &src, 1)?, &[3, 2], &[3i64, 5, 6, 11, 9, 17], 0.0)?;
-    assert_values(&dst, &[3, 2], &[1i64; 6], 0.0)?;
+    assert_values(&dst.index_add(&ids, &src, 1)?, &[3, 2], &[3i64, 5, 6, 11, 9, 17], 0.0).await?;
+    assert_values(&dst, &[3, 2], &[1i64; 6], 0.0).await?;
     let f = Tensor::from_vec(vec![0.5f64, 0.25], [2], dev)?;
     let src = Tensor::from_vec(vec![0.125f64, 1.0, 2.0], [3], dev)?;
     let ids = Tensor::from_vec(vec![1i64, 1, 0], [3], dev)?;
-    assert_values(&f.index_add(&ids, &src, 0)?, &[2], &[2.5f64, 1.375], 0.0)?;
+    assert_values(&f.index_add(&ids, &src, 0)?, &[2], &[2.5f64, 1.375], 0.0).await?;
     Ok(())
 }
 
 /// `r` (read back, where a backend reports bad ids) must be an `IndexOutOfRange` for `index`.
-fn expect_out_of_range(r: Result<Tensor>, op: IndexOp, index: i64, size: usize) -> Result<()> {
-    match r.and_then(|t| t.to_cpu_storage()) {
+async fn expect_out_of_range(r: Result<Tensor>, op: IndexOp, index: i64, size: usize) -> Result<()> {
+    match async { r?.to_cpu_storage_async().await }.await {
         Err(e @ Error::IndexOutOfRange { .. }) => {
             assert_eq!(e, Error::IndexOutOfRange { op: op.name(), index, size });
             let msg = e.to_string();
@@ -320,11 +330,11 @@ fn expect_out_of_range(r: Result<Tensor>, op: IndexOp, index: i64, size: usize) 
     }
 }
 
-fn out_of_range_ids_are_errors(dev: &Device) -> Result<()> {
+async fn out_of_range_ids_are_errors(dev: &Device) -> Result<()> {
     let x = Tensor::from_vec((0..12).map(|v| v as f32).collect(), [3, 4], dev)?;
     let src = Tensor::from_vec(vec![10f32, 20., 30., 40., 50., 60.], [3, 2], dev)?;
-    let x_before = x.to_cpu_storage()?;
-    let src_before = src.to_cpu_storage()?;
+    let x_before = x.to_cpu_storage_async().await?;
+    let src_before = src.to_cpu_storage_async().await?;
     for &idt in DType::INT {
         let mut bad = vec![4i64];
         if idt == DType::I64 {
@@ -334,28 +344,28 @@ fn out_of_range_ids_are_errors(dev: &Device) -> Result<()> {
             // One bad id among good ones; dim 1 has size 4.
             let ids1 = Tensor::from_cpu(host(idt, &[1.0, b as f64]), [2], dev)?;
             let ids2 = Tensor::from_cpu(host(idt, &[0.0, 3.0, 2.0, b as f64, 1.0, 0.0]), [3, 2], dev)?;
-            let (ids1_before, ids2_before) = (ids1.to_cpu_storage()?, ids2.to_cpu_storage()?);
-            expect_out_of_range(x.index_select(&ids1, 1), IndexOp::IndexSelect, b, 4)?;
-            expect_out_of_range(x.gather(&ids2, 1), IndexOp::Gather, b, 4)?;
-            expect_out_of_range(x.scatter(&ids2, &src, 1), IndexOp::Scatter, b, 4)?;
-            expect_out_of_range(x.scatter_add(&ids2, &src, 1), IndexOp::ScatterAdd, b, 4)?;
-            expect_out_of_range(x.index_add(&ids1, &src, 1), IndexOp::IndexAdd, b, 4)?;
-            assert_eq!(x.to_cpu_storage()?, x_before, "x unchanged after {idt} id {b}");
-            assert_eq!(src.to_cpu_storage()?, src_before, "src unchanged after {idt} id {b}");
-            assert_eq!(ids1.to_cpu_storage()?, ids1_before, "1-D ids unchanged");
-            assert_eq!(ids2.to_cpu_storage()?, ids2_before, "2-D ids unchanged");
+            let (ids1_before, ids2_before) = (ids1.to_cpu_storage_async().await?, ids2.to_cpu_storage_async().await?);
+            expect_out_of_range(x.index_select(&ids1, 1), IndexOp::IndexSelect, b, 4).await?;
+            expect_out_of_range(x.gather(&ids2, 1), IndexOp::Gather, b, 4).await?;
+            expect_out_of_range(x.scatter(&ids2, &src, 1), IndexOp::Scatter, b, 4).await?;
+            expect_out_of_range(x.scatter_add(&ids2, &src, 1), IndexOp::ScatterAdd, b, 4).await?;
+            expect_out_of_range(x.index_add(&ids1, &src, 1), IndexOp::IndexAdd, b, 4).await?;
+            assert_eq!(x.to_cpu_storage_async().await?, x_before, "x unchanged after {idt} id {b}");
+            assert_eq!(src.to_cpu_storage_async().await?, src_before, "src unchanged after {idt} id {b}");
+            assert_eq!(ids1.to_cpu_storage_async().await?, ids1_before, "1-D ids unchanged");
+            assert_eq!(ids2.to_cpu_storage_async().await?, ids2_before, "2-D ids unchanged");
         }
         // Along dim 0 (size 3), id == size.
         let ids = Tensor::from_cpu(host(idt, &[3.0]), [1], dev)?;
-        expect_out_of_range(x.index_select(&ids, 0), IndexOp::IndexSelect, 3, 3)?;
+        expect_out_of_range(x.index_select(&ids, 0), IndexOp::IndexSelect, 3, 3).await?;
     }
     // The device still works after the errors.
     let ids = Tensor::from_vec(vec![2u32], [1], dev)?;
-    assert_values(&x.index_select(&ids, 0)?, &[1, 4], &[8f32, 9., 10., 11.], 0.0)?;
+    assert_values(&x.index_select(&ids, 0)?, &[1, 4], &[8f32, 9., 10., 11.], 0.0).await?;
     Ok(())
 }
 
-fn scatter_add_equals_index_add(dev: &Device) -> Result<()> {
+async fn scatter_add_equals_index_add(dev: &Device) -> Result<()> {
     let shape = [3, 4, 2];
     for dtype in [DType::F32, DType::BF16, DType::I64, DType::U8] {
         for &idt in DType::INT {
@@ -372,14 +382,15 @@ fn scatter_add_equals_index_add(dev: &Device) -> Result<()> {
                     &dst.index_add(&ids, &src, dim)?,
                     Tol::EXACT,
                     &what,
-                )?;
+                )
+                .await?;
             }
         }
     }
     Ok(())
 }
 
-fn gather_arange_is_identity(dev: &Device) -> Result<()> {
+async fn gather_arange_is_identity(dev: &Device) -> Result<()> {
     let shape = [3, 4, 5];
     for dtype in [DType::F16, DType::U32, DType::F64] {
         for view in View::ALL {
@@ -388,14 +399,15 @@ fn gather_arange_is_identity(dev: &Device) -> Result<()> {
                 let ids = Tensor::arange(0i64, size as i64, dev)?
                     .reshape(with_dim(&[1, 1, 1], dim, size))?
                     .broadcast_as(shape)?;
-                assert_close(&x.gather(&ids, dim)?, &x, Tol::EXACT, &format!("gather arange {dtype} {view:?} {dim}"))?;
+                assert_close(&x.gather(&ids, dim)?, &x, Tol::EXACT, &format!("gather arange {dtype} {view:?} {dim}"))
+                    .await?;
             }
         }
     }
     Ok(())
 }
 
-fn index_select_all_is_identity(dev: &Device) -> Result<()> {
+async fn index_select_all_is_identity(dev: &Device) -> Result<()> {
     let shape = [3, 4, 5];
     for dtype in [DType::BF16, DType::I64, DType::F32] {
         for view in View::ALL {
@@ -403,7 +415,7 @@ fn index_select_all_is_identity(dev: &Device) -> Result<()> {
             for (dim, &size) in shape.iter().enumerate() {
                 let ids = Tensor::arange(0u32, size as u32, dev)?;
                 let what = format!("index_select all {dtype} {view:?} {dim}");
-                assert_close(&x.index_select(&ids, dim)?, &x, Tol::EXACT, &what)?;
+                assert_close(&x.index_select(&ids, dim)?, &x, Tol::EXACT, &what).await?;
             }
         }
     }
@@ -413,7 +425,7 @@ fn index_select_all_is_identity(dev: &Device) -> Result<()> {
 /// Many rows from a large table: several workgroups per row and rows per workgroup where rows
 /// are copied whole, and the element path where they are not (transposed, or u8 rows off a
 /// word boundary in the offset view).
-fn index_select_large(dev: &Device) -> Result<()> {
+async fn index_select_large(dev: &Device) -> Result<()> {
     let cases: &[(DType, &[usize], usize)] = &[
         (DType::F32, &[5000, 1000], 0),
         (DType::U8, &[5000, 1000], 0),
@@ -428,7 +440,8 @@ fn index_select_large(dev: &Device) -> Result<()> {
                 same_as_cpu(dev, Tol::EXACT, &what, |d| {
                     let x = value_tensor(d, view, dtype, shape, 20)?;
                     x.index_select(&random_ids(d, View::Offset, idt, &[300], shape[dim], 21)?, dim)
-                })?;
+                })
+                .await?;
             }
         }
     }
@@ -439,7 +452,7 @@ fn index_select_large(dev: &Device) -> Result<()> {
 /// 1/4 stay within f16's integers of quarters), so any order of adding gives the reference.
 const COLLISION_DTYPES: [DType; 5] = [DType::F32, DType::F16, DType::U8, DType::I64, DType::F64];
 
-fn scatter_add_many_collisions(dev: &Device) -> Result<()> {
+async fn scatter_add_many_collisions(dev: &Device) -> Result<()> {
     for dtype in COLLISION_DTYPES {
         for &idt in DType::INT {
             // 400 source values per row into 6 (about 67 on each), and 300 per column into 5.
@@ -450,14 +463,15 @@ fn scatter_add_many_collisions(dev: &Device) -> Result<()> {
                     let src = value_tensor(d, View::Transposed, dtype, &src_shape, 23)?;
                     let ids = random_ids(d, View::Contiguous, idt, &src_shape, shape[dim], 24)?;
                     dst.scatter_add(&ids, &src, dim)
-                })?;
+                })
+                .await?;
             }
         }
     }
     Ok(())
 }
 
-fn index_add_many_collisions(dev: &Device) -> Result<()> {
+async fn index_add_many_collisions(dev: &Device) -> Result<()> {
     for dtype in COLLISION_DTYPES {
         for &idt in DType::INT {
             // 500 slices into 6 along dim 0 (about 83 on each), 300 into 4 along dim 1.
@@ -467,7 +481,8 @@ fn index_add_many_collisions(dev: &Device) -> Result<()> {
                     let dst = value_tensor(d, View::Transposed, dtype, shape, 25)?;
                     let src = value_tensor(d, View::Offset, dtype, &with_dim(shape, dim, n), 26)?;
                     dst.index_add(&random_ids(d, View::Offset, idt, &[n], shape[dim], 27)?, &src, dim)
-                })?;
+                })
+                .await?;
             }
         }
     }
@@ -475,7 +490,7 @@ fn index_add_many_collisions(dev: &Device) -> Result<()> {
 }
 
 /// i64 sums crossing 2^32 both ways, so that adds carry into and borrow from the high word.
-fn i64_sums_carry_between_words(dev: &Device) -> Result<()> {
+async fn i64_sums_carry_between_words(dev: &Device) -> Result<()> {
     let big = [4294967295.0, 1.0, -1.0, 8589934599.0, -34359738368.0, 4294967296.0, -4294967297.0, 3.0];
     let src_values: Vec<f64> = (0..64).map(|i| big[i % big.len()] * if i % 3 == 0 { -1.0 } else { 1.0 }).collect();
     for &idt in DType::INT {
@@ -483,25 +498,30 @@ fn i64_sums_carry_between_words(dev: &Device) -> Result<()> {
             let dst = Tensor::from_cpu(host(DType::I64, &[4294967290.0, -5.0, 0.0]), [3], d)?;
             let src = Tensor::from_cpu(host(DType::I64, &src_values), [64], d)?;
             dst.scatter_add(&random_ids(d, View::Contiguous, idt, &[64], 3, 28)?, &src, 0)
-        })?;
+        })
+        .await?;
         same_as_cpu(dev, Tol::EXACT, &format!("i64 index_add carries ids {idt}"), |d| {
             let dst = Tensor::from_cpu(host(DType::I64, &[4294967290.0, -5.0, 0.0, 7.0]), [2, 2], d)?;
             let src = Tensor::from_cpu(host(DType::I64, &src_values), [32, 2], d)?;
             dst.index_add(&random_ids(d, View::Contiguous, idt, &[32], 2, 29)?, &src, 0)
-        })?;
+        })
+        .await?;
     }
     Ok(())
 }
 
 /// Every source row goes to row 1: each element of that row is one of the values written to
 /// it (which one is unspecified), and the other rows are untouched.
-fn scatter_repeated_ids_leave_one_of_the_values(dev: &Device) -> Result<()> {
+async fn scatter_repeated_ids_leave_one_of_the_values(dev: &Device) -> Result<()> {
     for dtype in [DType::F32, DType::F16, DType::U8, DType::I64, DType::BF16] {
         let dst = value_tensor(dev, View::Contiguous, dtype, &[3, 5], 30)?;
         let src = value_tensor(dev, View::Transposed, dtype, &[40, 5], 31)?;
         let ids = Tensor::from_cpu(host(DType::U32, &[1.0; 200]), [40, 5], dev)?;
-        let got = dst.scatter(&ids, &src, 0)?.to_cpu_storage()?.to_f64_vec();
-        let (d, s) = (dst.to_cpu_storage()?.to_f64_vec(), src.contiguous()?.to_cpu_storage()?.to_f64_vec());
+        let got = dst.scatter(&ids, &src, 0)?.to_cpu_storage_async().await?.to_f64_vec();
+        let (d, s) = (
+            dst.to_cpu_storage_async().await?.to_f64_vec(),
+            src.contiguous()?.to_cpu_storage_async().await?.to_f64_vec(),
+        );
         for c in 0..5 {
             assert_eq!((got[c], got[10 + c]), (d[c], d[10 + c]), "scatter {dtype}: rows 0 and 2, column {c}");
             let written: Vec<f64> = (0..40).map(|r| s[r * 5 + c]).collect();

@@ -4,43 +4,57 @@
 //! `suite!(case)` makes one test per backend kind (`case::cpu`, `case::wgpu`, ...); `tests!(name)`
 //! registers a test without a device. A backend that is absent is reported as ignored, with the
 //! reason, unless `RWO_REQUIRE` names it: then its tests fail.
+//!
+//! On wasm32 the same cases run in a browser, on the cpu and WebGPU (`web.rs`); what cannot exist
+//! there is compiled out, with the reason.
+
+#![cfg_attr(target_family = "wasm", no_main)]
 
 mod conv;
 mod copy;
 mod elementwise;
 mod errors;
+#[cfg(not(target_family = "wasm"))] // proptest drives the blocking API, which a browser cannot run
 mod fuzz;
 mod harness;
 mod index;
 mod matmul;
+#[cfg(not(target_family = "wasm"))] // the native backends and their HIP sources on disk
 mod native;
 mod nn;
 mod numerics;
 mod pool;
 mod random;
+#[cfg(not(target_family = "wasm"))] // compares with the blocking forms, which a browser cannot run
 mod readback;
 mod reduce;
+#[cfg(not(target_family = "wasm"))] // wgpu devices of its own, opened and read back blocking
 mod runtime;
 // The main job's self-check (src/app/), which `runtime` and `support` run.
 #[path = "../../src/app/selfcheck.rs"]
 #[allow(dead_code, reason = "the suite runs whole families, without the main job's quick scope")]
 mod selfcheck;
+#[cfg(not(target_family = "wasm"))] // naga on the host: nothing of it differs in a browser
 mod shaders;
 mod sort;
 mod status;
 mod support;
 mod upsample;
+#[cfg(target_family = "wasm")]
+mod web;
 
 use rocm_wgpu_ops::{BackendKind, CpuStorage, DType, Device, Result, Shape, Tensor};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 /// Runs the registered cases and tests (see `harness.rs`).
+#[cfg(not(target_family = "wasm"))]
 fn main() -> std::process::ExitCode {
     harness::main()
 }
 
 /// The kinds `RWO_REQUIRE` names (comma-separated).
+#[cfg(not(target_family = "wasm"))]
 pub fn required_kinds() -> Vec<BackendKind> {
     let list = std::env::var("RWO_REQUIRE").unwrap_or_default();
     list.split(',')
@@ -49,15 +63,32 @@ pub fn required_kinds() -> Vec<BackendKind> {
         .collect()
 }
 
+type Devices = Mutex<HashMap<BackendKind, std::result::Result<Device, String>>>;
+
+fn devices() -> std::sync::MutexGuard<'static, HashMap<BackendKind, std::result::Result<Device, String>>> {
+    static DEVICES: OnceLock<Devices> = OnceLock::new();
+    DEVICES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// One device per kind for the whole run (GPU contexts are costly), or why there is none.
+/// (In a browser, [`open`] opens it first: there only the async form can.)
 pub fn device(kind: BackendKind) -> std::result::Result<Device, String> {
-    static DEVICES: OnceLock<Mutex<HashMap<BackendKind, std::result::Result<Device, String>>>> = OnceLock::new();
-    let mut map = DEVICES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-    map.entry(kind).or_insert_with(|| Device::new(kind).map_err(|e| e.to_string())).clone()
+    devices().entry(kind).or_insert_with(|| Device::new(kind).map_err(|e| e.to_string())).clone()
+}
+
+/// Opens the device of `kind` for [`device`] with the async form, once.
+#[cfg(target_family = "wasm")]
+pub async fn open(kind: BackendKind) -> std::result::Result<Device, String> {
+    if let Some(opened) = devices().get(&kind) {
+        return opened.clone();
+    }
+    let opened = Device::new_async(kind).await.map_err(|e| e.to_string());
+    devices().entry(kind).or_insert(opened).clone()
 }
 
 /// The shared wgpu device, or `None` where wgpu is absent and not required: for tests that
 /// open wgpu devices of their own (other features or tuning) and compare them with the cpu.
+#[cfg(not(target_family = "wasm"))]
 pub fn wgpu_or_skip() -> Option<Device> {
     match device(BackendKind::Wgpu) {
         Ok(dev) => Some(dev),
@@ -66,6 +97,7 @@ pub fn wgpu_or_skip() -> Option<Device> {
     }
 }
 
+#[cfg(not(target_family = "wasm"))] // a browser has no environment
 fn required_backends_are_present() {
     for kind in required_kinds() {
         if let Err(why) = device(kind) {
@@ -74,7 +106,10 @@ fn required_backends_are_present() {
     }
 }
 
-crate::tests!(required_backends_are_present);
+crate::tests!(
+    #[cfg(not(target_family = "wasm"))]
+    required_backends_are_present
+);
 
 pub fn cpu() -> Device {
     device(BackendKind::Cpu).expect("the cpu backend always exists")
@@ -108,10 +143,10 @@ impl Tol {
 }
 
 /// Compares every element; NaN matches NaN, infinities match by sign.
-pub fn assert_close(got: &Tensor, want: &Tensor, tol: Tol, what: &str) -> Result<()> {
+pub async fn assert_close(got: &Tensor, want: &Tensor, tol: Tol, what: &str) -> Result<()> {
     assert_eq!(got.shape(), want.shape(), "{what}: shape");
     assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
-    let (g, w) = (got.to_cpu_storage()?, want.to_cpu_storage()?);
+    let (g, w) = (got.to_cpu_storage_async().await?, want.to_cpu_storage_async().await?);
     if got.dtype() == DType::I64 {
         assert_eq!(g, w, "{what}: i64 values");
         return Ok(());
@@ -138,8 +173,8 @@ fn stated_unsupported(dev: &Device, e: &rocm_wgpu_ops::Error) -> bool {
 
 /// Runs `case` for `dtype`; it passes too when it fails with the `UnsupportedDType` of an op
 /// that `dev` states unsupported in `dtype` ([`Device::supports`]).
-pub fn unless_unsupported(dev: &Device, dtype: DType, case: impl FnOnce() -> Result<()>) -> Result<()> {
-    match case() {
+pub async fn unless_unsupported(dev: &Device, dtype: DType, case: impl AsyncFnOnce() -> Result<()>) -> Result<()> {
+    match case().await {
         Err(e @ rocm_wgpu_ops::Error::UnsupportedDType { dtype: d, .. })
             if d == dtype && stated_unsupported(dev, &e) =>
         {
@@ -152,19 +187,24 @@ pub fn unless_unsupported(dev: &Device, dtype: DType, case: impl FnOnce() -> Res
 /// Runs `f` on `dev` and on the cpu reference and compares the results. An op `dev` states
 /// unsupported for the dtype ([`Device::supports`]) must fail with `UnsupportedDType`, and the
 /// comparison is skipped; any other refusal fails.
-pub fn same_as_cpu(dev: &Device, tol: Tol, what: &str, f: impl Fn(&Device) -> Result<Tensor>) -> Result<()> {
+pub async fn same_as_cpu(dev: &Device, tol: Tol, what: &str, f: impl Fn(&Device) -> Result<Tensor>) -> Result<()> {
     let got = match f(dev) {
         Err(e) if stated_unsupported(dev, &e) => return Ok(()),
         r => r?,
     };
     let want = f(&cpu())?;
-    assert_close(&got, &want, tol, what)
+    assert_close(&got, &want, tol, what).await
 }
 
 /// Asserts a tensor's values exactly (a hand-computed answer; floats compared as f64).
-pub fn assert_values<T: rocm_wgpu_ops::WithDType>(t: &Tensor, shape: &[usize], want: &[T], tol: f64) -> Result<()> {
+pub async fn assert_values<T: rocm_wgpu_ops::WithDType>(
+    t: &Tensor,
+    shape: &[usize],
+    want: &[T],
+    tol: f64,
+) -> Result<()> {
     assert_eq!(t.dims(), shape, "shape");
-    let got = t.to_vec::<T>()?;
+    let got = t.to_vec_async::<T>().await?;
     for (i, (a, b)) in got.iter().zip(want).enumerate() {
         let (x, y) = (a.to_f64(), b.to_f64());
         let ok = x == y || (x.is_nan() && y.is_nan()) || (x - y).abs() <= tol;

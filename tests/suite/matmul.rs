@@ -41,11 +41,12 @@ fn operands(d: &Device, dtype: DType, ls: &[usize], lt: bool, rs: &[usize], rt: 
 /// Matches the cpu reference, and on `dev` equals the product of fresh contiguous copies of
 /// the operands with their batch dims materialised (so strides, offsets and stride-0 batches are
 /// checked against plain row-major data even on the cpu).
-fn check(dev: &Device, tol: Tol, what: &str, f: impl Fn(&Device) -> Result<(Tensor, Tensor)>) -> Result<()> {
+async fn check(dev: &Device, tol: Tol, what: &str, f: impl Fn(&Device) -> Result<(Tensor, Tensor)>) -> Result<()> {
     same_as_cpu(dev, tol, what, |d| {
         let (a, b) = f(d)?;
         a.matmul(&b)
-    })?;
+    })
+    .await?;
     let (a, b) = f(dev)?;
     let got = a.matmul(&b)?;
     let batch = &got.dims()[..got.rank() - 2];
@@ -53,15 +54,15 @@ fn check(dev: &Device, tol: Tol, what: &str, f: impl Fn(&Device) -> Result<(Tens
         let r = t.rank();
         t.broadcast_as([batch, &t.dims()[r - 2..]].concat())?.copy()
     };
-    assert_close(&got, &full(&a)?.matmul(&full(&b)?)?, tol, &format!("{what}: vs contiguous copies"))
+    assert_close(&got, &full(&a)?.matmul(&full(&b)?)?, tol, &format!("{what}: vs contiguous copies")).await
 }
 
-fn matmul_layouts_match_reference(dev: &Device) -> Result<()> {
+async fn matmul_layouts_match_reference(dev: &Device) -> Result<()> {
     for &dtype in DType::FLOAT {
         for (m, k, n) in [(5, 7, 3), (1, 33, 6), (8, 1, 9)] {
             for (lt, rt) in [(false, false), (true, false), (false, true), (true, true)] {
                 let what = format!("matmul {dtype} ({m},{k})x({k},{n}) lhs^T {lt} rhs^T {rt}");
-                check(dev, tol(dtype, k), &what, |d| operands(d, dtype, &[m, k], lt, &[k, n], rt))?;
+                check(dev, tol(dtype, k), &what, |d| operands(d, dtype, &[m, k], lt, &[k, n], rt)).await?;
             }
         }
     }
@@ -70,7 +71,7 @@ fn matmul_layouts_match_reference(dev: &Device) -> Result<()> {
 
 /// Every test view of each operand: transposed (batch and column dims swapped), offset
 /// windows and stride-0 batches, crossed with each other.
-fn matmul_views_match_reference(dev: &Device) -> Result<()> {
+async fn matmul_views_match_reference(dev: &Device) -> Result<()> {
     let (b, m, k, n) = (3, 4, 6, 5);
     for &dtype in DType::FLOAT {
         for lv in View::ALL {
@@ -79,14 +80,15 @@ fn matmul_views_match_reference(dev: &Device) -> Result<()> {
                 check(dev, tol(dtype, k), &what, |d| {
                     let lhs = view_tensor(d, lv, dtype, &[b, m, k], 3, -1.0, 1.0)?;
                     Ok((lhs, view_tensor(d, rv, dtype, &[b, k, n], 4, -1.0, 1.0)?))
-                })?;
+                })
+                .await?;
             }
         }
     }
     Ok(())
 }
 
-fn matmul_batches_match_reference(dev: &Device) -> Result<()> {
+async fn matmul_batches_match_reference(dev: &Device) -> Result<()> {
     for &dtype in DType::FLOAT {
         let t = tol(dtype, 5);
         let cases: [(&str, &[usize], &[usize]); 5] = [
@@ -99,27 +101,30 @@ fn matmul_batches_match_reference(dev: &Device) -> Result<()> {
         for (name, ls, rs) in cases {
             for (lt, rt) in [(false, false), (true, true)] {
                 let what = format!("matmul {dtype} {name} {ls:?}x{rs:?} transposed {lt}");
-                check(dev, t, &what, |d| operands(d, dtype, ls, lt, rs, rt))?;
+                check(dev, t, &what, |d| operands(d, dtype, ls, lt, rs, rt)).await?;
             }
         }
         check(dev, t, &format!("matmul {dtype} stride-0 batch via broadcast_as"), |d| {
             let lhs = rand_tensor(d, dtype, &[1, 4, 5], 5, -1.0, 1.0)?.broadcast_as([4, 4, 5])?;
             Ok((lhs, rand_tensor(d, dtype, &[4, 5, 3], 6, -1.0, 1.0)?))
-        })?;
+        })
+        .await?;
         check(dev, t, &format!("matmul {dtype} both batches stride 0"), |d| {
             let lhs = rand_tensor(d, dtype, &[1, 4, 5], 5, -1.0, 1.0)?.broadcast_as([2, 3, 4, 5])?;
             Ok((lhs, rand_tensor(d, dtype, &[1, 3, 5, 3], 6, -1.0, 1.0)?.broadcast_as([2, 3, 5, 3])?))
-        })?;
+        })
+        .await?;
         check(dev, t, &format!("matmul {dtype} offset windows (narrow)"), |d| {
             let lhs = rand_tensor(d, dtype, &[4, 7, 9], 7, -1.0, 1.0)?.narrow(0, 1, 2)?.narrow(1, 2, 4)?;
             let rhs = rand_tensor(d, dtype, &[3, 6, 8], 8, -1.0, 1.0)?.narrow(0, 1, 2)?.narrow(2, 3, 3)?;
             Ok((lhs.narrow(2, 3, 5)?, rhs.narrow(1, 1, 5)?))
-        })?;
+        })
+        .await?;
     }
     Ok(())
 }
 
-fn matmul_empty_match_reference(dev: &Device) -> Result<()> {
+async fn matmul_empty_match_reference(dev: &Device) -> Result<()> {
     for &dtype in DType::FLOAT {
         let cases: [(&[usize], &[usize], &[usize]); 5] = [
             (&[0, 4], &[4, 3], &[0, 3]),
@@ -135,50 +140,51 @@ fn matmul_empty_match_reference(dev: &Device) -> Result<()> {
                     let (a, b) = operands(d, dtype, ls, lt, rs, rt)?;
                     assert_eq!(a.matmul(&b)?.dims(), out, "{what}: shape");
                     Ok((a, b))
-                })?;
+                })
+                .await?;
             }
         }
     }
     // k = 0 sums nothing: all zeros.
     let (a, b) = operands(dev, DType::F32, &[2, 0], false, &[0, 3], true)?;
-    assert_values(&a.matmul(&b)?, &[2, 3], &[0f32; 6], 0.0)
+    assert_values(&a.matmul(&b)?, &[2, 3], &[0f32; 6], 0.0).await
 }
 
-fn matmul_hand_computed(dev: &Device) -> Result<()> {
+async fn matmul_hand_computed(dev: &Device) -> Result<()> {
     for &dtype in DType::FLOAT {
         let a = Tensor::from_vec(vec![1f64, 2., 3., 4., 5., 6.], [2, 3], dev)?.to_dtype(dtype)?;
         let b = Tensor::from_vec(vec![7f64, 8., 9., 10., 11., 12.], [3, 2], dev)?.to_dtype(dtype)?;
         let p = a.matmul(&b)?.to_dtype(DType::F64)?;
-        assert_values(&p, &[2, 2], &[58f64, 64., 139., 154.], 0.0)?;
+        assert_values(&p, &[2, 2], &[58f64, 64., 139., 154.], 0.0).await?;
         // The same product from transposed storage.
         let at = Tensor::from_vec(vec![1f64, 4., 2., 5., 3., 6.], [3, 2], dev)?.to_dtype(dtype)?.t()?;
         let bt = Tensor::from_vec(vec![7f64, 9., 11., 8., 10., 12.], [2, 3], dev)?.to_dtype(dtype)?.t()?;
-        assert_values(&at.matmul(&bt)?.to_dtype(DType::F64)?, &[2, 2], &[58f64, 64., 139., 154.], 0.0)?;
+        assert_values(&at.matmul(&bt)?.to_dtype(DType::F64)?, &[2, 2], &[58f64, 64., 139., 154.], 0.0).await?;
     }
     // [[1,2],[3,4]] [[5,6],[7,8]] = [[19,22],[43,50]]; [[0,1],[1,0]] [[1,2],[3,4]] swaps rows.
     let a = Tensor::from_vec(vec![1f32, 2., 3., 4., 0., 1., 1., 0.], [2, 2, 2], dev)?;
     let b = Tensor::from_vec(vec![5f32, 6., 7., 8., 1., 2., 3., 4.], [2, 2, 2], dev)?;
-    assert_values(&a.matmul(&b)?, &[2, 2, 2], &[19f32, 22., 43., 50., 3., 4., 1., 2.], 0.0)?;
+    assert_values(&a.matmul(&b)?, &[2, 2, 2], &[19f32, 22., 43., 50., 3., 4., 1., 2.], 0.0).await?;
     // One lhs against two rhs matrices by broadcasting: [1,2] [[1,0],[0,1]] and [1,2] [[2,1],[1,2]].
     let a = Tensor::from_vec(vec![1f64, 2.], [1, 2], dev)?;
     let b = Tensor::from_vec(vec![1f64, 0., 0., 1., 2., 1., 1., 2.], [2, 2, 2], dev)?;
-    assert_values(&a.matmul(&b)?, &[2, 1, 2], &[1f64, 2., 4., 5.], 0.0)
+    assert_values(&a.matmul(&b)?, &[2, 1, 2], &[1f64, 2., 4., 5.], 0.0).await
 }
 
 /// (A B)^T == B^T A^T: the same terms of every sum, multiplied in the other order.
-fn matmul_transpose_identity(dev: &Device) -> Result<()> {
+async fn matmul_transpose_identity(dev: &Device) -> Result<()> {
     for &dtype in DType::FLOAT {
         let a = rand_tensor(dev, dtype, &[2, 5, 9], 11, -1.0, 1.0)?;
         let b = rand_tensor(dev, dtype, &[2, 9, 4], 12, -1.0, 1.0)?;
         let lhs = a.matmul(&b)?.t()?;
         let rhs = b.t()?.matmul(&a.t()?)?;
-        assert_close(&lhs, &rhs, tol(dtype, 9), &format!("(AB)^T vs B^T A^T {dtype}"))?;
+        assert_close(&lhs, &rhs, tol(dtype, 9), &format!("(AB)^T vs B^T A^T {dtype}")).await?;
     }
     Ok(())
 }
 
 /// Products with an identity matrix are exact: every sum has one non-zero term.
-fn matmul_identity_matrix(dev: &Device) -> Result<()> {
+async fn matmul_identity_matrix(dev: &Device) -> Result<()> {
     let eye = |n: usize, dtype| {
         let v = (0..n * n).map(|i| if i % (n + 1) == 0 { 1f64 } else { 0. }).collect();
         Tensor::from_vec(v, [n, n], dev)?.to_dtype(dtype)
@@ -187,8 +193,8 @@ fn matmul_identity_matrix(dev: &Device) -> Result<()> {
         for view in View::ALL {
             let a = view_tensor(dev, view, dtype, &[6, 4], 13, -2.0, 2.0)?;
             let what = format!("identity {dtype} {view:?}");
-            assert_close(&a.matmul(&eye(4, dtype)?)?, &a, Tol::EXACT, &format!("A I, {what}"))?;
-            assert_close(&eye(6, dtype)?.matmul(&a)?, &a, Tol::EXACT, &format!("I A, {what}"))?;
+            assert_close(&a.matmul(&eye(4, dtype)?)?, &a, Tol::EXACT, &format!("A I, {what}")).await?;
+            assert_close(&eye(6, dtype)?.matmul(&a)?, &a, Tol::EXACT, &format!("I A, {what}")).await?;
         }
     }
     Ok(())
@@ -196,18 +202,18 @@ fn matmul_identity_matrix(dev: &Device) -> Result<()> {
 
 /// Each element of a row is the host's f64 dot product of the operands, rounded once; the lhs
 /// batch is a transposed view and the rhs one matrix broadcast over the batch.
-fn matmul_row_is_host_dot(dev: &Device) -> Result<()> {
+async fn matmul_row_is_host_dot(dev: &Device) -> Result<()> {
     let (bs, m, k, n) = (2, 3, 40, 5);
     for &dtype in DType::FLOAT {
         let a = rand_tensor(dev, dtype, &[bs, k, m], 14, -1.0, 1.0)?.transpose(1, 2)?;
         let b = rand_tensor(dev, dtype, &[k, n], 15, -1.0, 1.0)?;
-        let (ah, bh) = (a.to_cpu_storage()?.to_f64_vec(), b.to_cpu_storage()?.to_f64_vec());
+        let (ah, bh) = (a.to_cpu_storage_async().await?.to_f64_vec(), b.to_cpu_storage_async().await?.to_f64_vec());
         let p = a.matmul(&b)?;
         for (bi, i) in (0..bs).flat_map(|bi| (0..m).map(move |i| (bi, i))) {
             let dot = |j: usize| (0..k).map(|q| ah[(bi * m + i) * k + q] * bh[q * n + j]).sum::<f64>();
             let want = Tensor::from_vec((0..n).map(dot).collect(), [1, n], dev)?.to_dtype(dtype)?;
             let got = p.narrow(0, bi, 1)?.squeeze(0)?.narrow(0, i, 1)?;
-            assert_close(&got, &want, tol(dtype, k), &format!("batch {bi} row {i} vs host dot {dtype}"))?;
+            assert_close(&got, &want, tol(dtype, k), &format!("batch {bi} row {i} vs host dot {dtype}")).await?;
         }
     }
     Ok(())
@@ -223,19 +229,26 @@ pub(crate) fn tile_choices(dev: &Device) -> Vec<Option<GemmKernel>> {
     v
 }
 
+/// [`with_gemm_kernel`] around each poll of `fut`, so the GEMMs it records take `kernel` on
+/// whichever thread polls it.
+pub async fn with_gemm_kernel_async<R>(kernel: GemmKernel, fut: impl Future<Output = R>) -> R {
+    let mut fut = std::pin::pin!(fut);
+    std::future::poll_fn(|cx| with_gemm_kernel(kernel, || fut.as_mut().poll(cx))).await
+}
+
 /// Sizes that fill no tile evenly (1, primes, one short of a power of two), k = 1, and both
 /// operands transposed, through every tile configuration the table can pick.
-fn matmul_edge_sizes_match_reference(dev: &Device) -> Result<()> {
+async fn matmul_edge_sizes_match_reference(dev: &Device) -> Result<()> {
     let sizes = [(17, 1, 130), (131, 17, 67), (129, 33, 5), (5, 1023, 9), (1023, 7, 13), (64, 64, 64)];
     for &dtype in DType::FLOAT {
         for kernel in tile_choices(dev) {
             for (m, k, n) in sizes {
                 for (lt, rt) in [(false, false), (true, true), (false, true)] {
                     let what = format!("matmul {dtype} ({m},{k})x({k},{n}) lhs^T {lt} rhs^T {rt} kernel {kernel:?}");
-                    let run = || check(dev, tol(dtype, k), &what, |d| operands(d, dtype, &[m, k], lt, &[k, n], rt));
+                    let run = check(dev, tol(dtype, k), &what, |d| operands(d, dtype, &[m, k], lt, &[k, n], rt));
                     match kernel {
-                        Some(kn) if dtype != DType::F64 => with_gemm_kernel(kn, run)?,
-                        _ => run()?,
+                        Some(kn) if dtype != DType::F64 => with_gemm_kernel_async(kn, run).await?,
+                        _ => run.await?,
                     }
                 }
             }
@@ -246,7 +259,7 @@ fn matmul_edge_sizes_match_reference(dev: &Device) -> Result<()> {
 
 /// Where the wgpu adapter multiplies f16 on cooperative matrices, f16 products take them (and
 /// match the reference); elsewhere they stay tiled.
-fn matmul_f16_takes_cooperative_matrices(dev: &Device) -> Result<()> {
+async fn matmul_f16_takes_cooperative_matrices(dev: &Device) -> Result<()> {
     if dev.kind() != BackendKind::Wgpu {
         return Ok(());
     }
@@ -254,7 +267,7 @@ fn matmul_f16_takes_cooperative_matrices(dev: &Device) -> Result<()> {
     for (m, k, n) in [(256, 64, 256), (131, 40, 67)] {
         for (lt, rt) in [(false, false), (true, true)] {
             let what = format!("matmul f16 ({m},{k})x({k},{n}) transposed {lt} {rt}");
-            check(dev, tol(DType::F16, k), &what, |d| operands(d, DType::F16, &[m, k], lt, &[k, n], rt))?;
+            check(dev, tol(DType::F16, k), &what, |d| operands(d, DType::F16, &[m, k], lt, &[k, n], rt)).await?;
             let kernel = last_gemm_kernel();
             assert_eq!(
                 matches!(kernel, Some(GemmKernel::Coop(_))),
@@ -269,24 +282,28 @@ fn matmul_f16_takes_cooperative_matrices(dev: &Device) -> Result<()> {
 /// Sizes where BLAS libraries change kernels (several tiles, tensor cores for the halves), a
 /// stack of lhs matrices against one rhs (one GEMM of all their rows), and operands no
 /// transpose flag reaches (a row broadcast down the rows, a column broadcast along them).
-fn matmul_library_shapes_match_reference(dev: &Device) -> Result<()> {
+async fn matmul_library_shapes_match_reference(dev: &Device) -> Result<()> {
     let k = 70;
     for &dtype in DType::FLOAT {
         let t = tol(dtype, k);
         check(dev, t, &format!("matmul {dtype} stack of lhs against one rhs"), |d| {
             operands(d, dtype, &[3, 33, k], false, &[k, 65], false)
-        })?;
+        })
+        .await?;
         check(dev, t, &format!("matmul {dtype} transposed stack against one transposed rhs"), |d| {
             operands(d, dtype, &[3, 33, k], true, &[k, 65], true)
-        })?;
+        })
+        .await?;
         check(dev, t, &format!("matmul {dtype} row broadcast down the rows"), |d| {
             let lhs = rand_tensor(d, dtype, &[1, k], 16, -1.0, 1.0)?.broadcast_as([33, k])?;
             Ok((lhs, rand_tensor(d, dtype, &[k, 17], 17, -1.0, 1.0)?))
-        })?;
+        })
+        .await?;
         check(dev, t, &format!("matmul {dtype} column broadcast along the columns"), |d| {
             let rhs = rand_tensor(d, dtype, &[k, 1], 18, -1.0, 1.0)?.broadcast_as([k, 9])?;
             Ok((rand_tensor(d, dtype, &[2, 5, k], 19, -1.0, 1.0)?, rhs))
-        })?;
+        })
+        .await?;
     }
     Ok(())
 }

@@ -68,19 +68,19 @@ fn vec_of<T: Float>(dev: &Device, v: &[T]) -> Result<Tensor> {
 }
 
 /// `f` on `dev` gives the cpu reference's bytes exactly.
-fn same_bits(dev: &Device, what: &str, f: impl Fn(&Device) -> Result<Tensor>) -> Result<()> {
-    let got = f(dev)?.to_cpu_storage()?;
-    let want = f(&cpu())?.to_cpu_storage()?;
+async fn same_bits(dev: &Device, what: &str, f: impl Fn(&Device) -> Result<Tensor>) -> Result<()> {
+    let got = f(dev)?.to_cpu_storage_async().await?;
+    let want = f(&cpu())?.to_cpu_storage_async().await?;
     assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
     assert!(got.as_bytes() == want.as_bytes(), "{what}: got {got:?}, want {want:?}");
     Ok(())
 }
 
-fn nan_through<T: Float>(dev: &Device) -> Result<()> {
+async fn nan_through<T: Float>(dev: &Device) -> Result<()> {
     let dt = T::DTYPE;
     let xs: Vec<T> = [f64::NAN, 0.5, -f64::NAN, -3.0, f64::NAN].iter().map(|&v| T::from_f64(v)).collect();
-    let nan_at = |t: Tensor, what: &str| -> Result<()> {
-        let got = t.to_vec::<T>()?;
+    let nan_at = async |t: Tensor, what: &str| -> Result<()> {
+        let got = t.to_vec_async::<T>().await?;
         for (k, (&x, &y)) in xs.iter().zip(&got).enumerate() {
             if x.to_f64().is_nan() {
                 assert!(y.to_f64().is_nan(), "{what} {dt}: NaN at {k} gave {y}; all {got:?}");
@@ -90,30 +90,30 @@ fn nan_through<T: Float>(dev: &Device) -> Result<()> {
     };
     let x = vec_of(dev, &xs)?;
     for &op in UnaryOp::ALL.iter().filter(|o| o.dtypes().contains(&dt)) {
-        nan_at(x.unary(op)?, op.name())?;
+        nan_at(x.unary(op)?, op.name()).await?;
     }
-    nan_at(x.affine(2.0, 1.0)?, "affine")?;
-    nan_at(x.powf(2.5)?, "powf")?;
-    nan_at(x.elu(1.0)?, "elu")?;
-    nan_at(x.clamp(-1.0f64, 1.0f64)?, "clamp")?;
+    nan_at(x.affine(2.0, 1.0)?, "affine").await?;
+    nan_at(x.powf(2.5)?, "powf").await?;
+    nan_at(x.elu(1.0)?, "elu").await?;
+    nan_at(x.clamp(-1.0f64, 1.0f64)?, "clamp").await?;
     let y = vec_of(dev, &[T::from_f64(1.0); 5])?;
     for &op in BinaryOp::ALL {
-        nan_at(x.binary(&y, op)?, op.name())?;
-        nan_at(y.binary(&x, op)?, op.name())?;
+        nan_at(x.binary(&y, op)?, op.name()).await?;
+        nan_at(y.binary(&x, op)?, op.name()).await?;
     }
     Ok(())
 }
 
 /// Every float op maps NaN to NaN (a driver's tanh gave -1 for it).
-fn nan_through_every_float_op(dev: &Device) -> Result<()> {
-    nan_through::<f32>(dev)?;
-    nan_through::<f16>(dev)?;
-    nan_through::<bf16>(dev)?;
-    unless_unsupported(dev, DType::F64, || nan_through::<f64>(dev))
+async fn nan_through_every_float_op(dev: &Device) -> Result<()> {
+    nan_through::<f32>(dev).await?;
+    nan_through::<f16>(dev).await?;
+    nan_through::<bf16>(dev).await?;
+    unless_unsupported(dev, DType::F64, || nan_through::<f64>(dev)).await
 }
 
 /// `op` of every `x` within `tol` ulps of `f(x)` (in f64, rounded once to `T`); NaN for NaN.
-fn within_ulps<T: Float>(
+async fn within_ulps<T: Float>(
     dev: &Device,
     what: &str,
     xs: &[T],
@@ -121,7 +121,7 @@ fn within_ulps<T: Float>(
     f: impl Fn(f64) -> f64,
     tol: u64,
 ) -> Result<()> {
-    let got = op(&vec_of(dev, xs)?)?.to_vec::<T>()?;
+    let got = op(&vec_of(dev, xs)?)?.to_vec_async::<T>().await?;
     for (&x, &g) in xs.iter().zip(&got) {
         let want = T::from_f64(f(x.to_f64()));
         if want.to_f64().is_nan() || g.to_f64().is_nan() {
@@ -135,7 +135,7 @@ fn within_ulps<T: Float>(
 }
 
 /// sin and cos of f32 to a few ulp everywhere: WGSL's builtins hold on [-pi, pi] only.
-fn sin_cos_over_the_whole_f32_range(dev: &Device) -> Result<()> {
+async fn sin_cos_over_the_whole_f32_range(dev: &Device) -> Result<()> {
     let mut xs: Vec<f32> = vec![
         1e30,
         -1e30,
@@ -167,50 +167,50 @@ fn sin_cos_over_the_whole_f32_range(dev: &Device) -> Result<()> {
         let x = (k as f64 * std::f64::consts::FRAC_PI_2) as f32;
         xs.extend([x, f32::from_bits(x.to_bits() - 1), f32::from_bits(x.to_bits() + 1)]);
     }
-    within_ulps(dev, "sin", &xs, |t| t.sin(), f64::sin, 4)?;
-    within_ulps(dev, "cos", &xs, |t| t.cos(), f64::cos, 4)?;
+    within_ulps(dev, "sin", &xs, |t| t.sin(), f64::sin, 4).await?;
+    within_ulps(dev, "cos", &xs, |t| t.cos(), f64::cos, 4).await?;
     // Signed zeros are kept.
-    let z = vec_of(dev, &[0f32, -0.0])?.sin()?.to_vec::<f32>()?;
+    let z = vec_of(dev, &[0f32, -0.0])?.sin()?.to_vec_async::<f32>().await?;
     assert_eq!((z[0].to_bits(), z[1].to_bits()), (0, 1 << 31), "sin(+-0) keeps the sign: {z:?}");
     Ok(())
 }
 
 /// Every f16 and every bf16 value through sin and cos, within an ulp of the true value rounded.
-fn sin_cos_of_every_half_value(dev: &Device) -> Result<()> {
+async fn sin_cos_of_every_half_value(dev: &Device) -> Result<()> {
     let h: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
-    within_ulps(dev, "sin f16", &h, |t| t.sin(), f64::sin, 1)?;
-    within_ulps(dev, "cos f16", &h, |t| t.cos(), f64::cos, 1)?;
+    within_ulps(dev, "sin f16", &h, |t| t.sin(), f64::sin, 1).await?;
+    within_ulps(dev, "cos f16", &h, |t| t.cos(), f64::cos, 1).await?;
     let b: Vec<bf16> = (0..=u16::MAX).map(bf16::from_bits).collect();
-    within_ulps(dev, "sin bf16", &b, |t| t.sin(), f64::sin, 1)?;
-    within_ulps(dev, "cos bf16", &b, |t| t.cos(), f64::cos, 1)
+    within_ulps(dev, "sin bf16", &b, |t| t.sin(), f64::sin, 1).await?;
+    within_ulps(dev, "cos bf16", &b, |t| t.cos(), f64::cos, 1).await
 }
 
-fn log_sqrt_sin_of<T: Float>(dev: &Device, mantissa: u32, tol: u64) -> Result<()> {
+async fn log_sqrt_sin_of<T: Float>(dev: &Device, mantissa: u32, tol: u64) -> Result<()> {
     let dt = T::DTYPE;
     let pos: Vec<T> = subnormals::<T>(mantissa).into_iter().filter(|v| v.to_f64() > 0.0).collect();
     // The smallest normal, and the subnormals: lavapipe's log took every one of them as it.
     let mut xs = pos.clone();
     xs.push(T::of_bits(1 << mantissa));
-    within_ulps(dev, &format!("log {dt}"), &xs, |t| t.log(), f64::ln, tol)?;
-    within_ulps(dev, &format!("sqrt {dt}"), &xs, |t| t.sqrt(), f64::sqrt, tol.min(2))?;
-    within_ulps(dev, &format!("sin {dt}"), &xs, |t| t.sin(), f64::sin, 0)
+    within_ulps(dev, &format!("log {dt}"), &xs, |t| t.log(), f64::ln, tol).await?;
+    within_ulps(dev, &format!("sqrt {dt}"), &xs, |t| t.sqrt(), f64::sqrt, tol.min(2)).await?;
+    within_ulps(dev, &format!("sin {dt}"), &xs, |t| t.sin(), f64::sin, 0).await
 }
 
 /// log, sqrt and sin of subnormals are their true values, whether or not the driver flushes.
-fn log_sqrt_sin_of_subnormals(dev: &Device) -> Result<()> {
-    log_sqrt_sin_of::<f32>(dev, 23, 4)?;
-    log_sqrt_sin_of::<bf16>(dev, 7, 1)?;
-    log_sqrt_sin_of::<f16>(dev, 10, 1)?;
-    unless_unsupported(dev, DType::F64, || log_sqrt_sin_of::<f64>(dev, 52, 2))
+async fn log_sqrt_sin_of_subnormals(dev: &Device) -> Result<()> {
+    log_sqrt_sin_of::<f32>(dev, 23, 4).await?;
+    log_sqrt_sin_of::<bf16>(dev, 7, 1).await?;
+    log_sqrt_sin_of::<f16>(dev, 10, 1).await?;
+    unless_unsupported(dev, DType::F64, || log_sqrt_sin_of::<f64>(dev, 52, 2)).await
 }
 
-fn in_range<T: Float>(dev: &Device, mantissa: u32) -> Result<()> {
+async fn in_range<T: Float>(dev: &Device, mantissa: u32) -> Result<()> {
     let dt = T::DTYPE;
     let mut xs = subnormals::<T>(mantissa);
     xs.extend([T::of_bits(0), T::of_bits(T::SIGN)]);
     let x = vec_of(dev, &xs)?;
-    let (relu, sign) = (x.relu()?.to_vec::<T>()?, x.sign()?.to_vec::<T>()?);
-    let (log, sqrt) = (x.log()?.to_vec::<T>()?, x.sqrt()?.to_vec::<T>()?);
+    let (relu, sign) = (x.relu()?.to_vec_async::<T>().await?, x.sign()?.to_vec_async::<T>().await?);
+    let (log, sqrt) = (x.log()?.to_vec_async::<T>().await?, x.sqrt()?.to_vec_async::<T>().await?);
     for (k, &v) in xs.iter().enumerate() {
         let (v64, negative) = (v.to_f64(), v.bits() & T::SIGN != 0);
         let what = format!("{dt} {v:e} (bits {:#x})", v.bits());
@@ -232,21 +232,21 @@ fn in_range<T: Float>(dev: &Device, mantissa: u32) -> Result<()> {
             assert!(sqrt[k].bits() == v.bits(), "sqrt({what}) = {:e}", sqrt[k]);
         }
     }
-    let clamped = x.clamp(0.0f64, 1.0f64)?.to_vec::<T>()?;
+    let clamped = x.clamp(0.0f64, 1.0f64)?.to_vec_async::<T>().await?;
     assert!(clamped.iter().all(|c| (0.0..=1.0).contains(&c.to_f64())), "clamp {dt} to [0, 1]: {clamped:?}");
     Ok(())
 }
 
 /// relu >= 0, sign in {-1, 0, 1}, log and sqrt of a negative are NaN, clamp stays within its
 /// bounds: at subnormals, which a flushing driver compares as zeros.
-fn ops_stay_in_range_at_subnormals(dev: &Device) -> Result<()> {
-    in_range::<f32>(dev, 23)?;
-    in_range::<bf16>(dev, 7)?;
-    in_range::<f16>(dev, 10)?;
-    unless_unsupported(dev, DType::F64, || in_range::<f64>(dev, 52))
+async fn ops_stay_in_range_at_subnormals(dev: &Device) -> Result<()> {
+    in_range::<f32>(dev, 23).await?;
+    in_range::<bf16>(dev, 7).await?;
+    in_range::<f16>(dev, 10).await?;
+    unless_unsupported(dev, DType::F64, || in_range::<f64>(dev, 52)).await
 }
 
-fn bit_exact<T: Float>(dev: &Device, mantissa: u32) -> Result<()> {
+async fn bit_exact<T: Float>(dev: &Device, mantissa: u32) -> Result<()> {
     let dt = T::DTYPE;
     let mut xs = subnormals::<T>(mantissa);
     xs.extend([T::of_bits(0), T::of_bits(T::SIGN), T::from_f64(1.0)]);
@@ -262,45 +262,46 @@ fn bit_exact<T: Float>(dev: &Device, mantissa: u32) -> Result<()> {
     let w = |what: &str| format!("{what} {dt} of subnormals");
     for op in [UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Sign, UnaryOp::Relu, UnaryOp::Ceil, UnaryOp::Floor, UnaryOp::Round]
     {
-        same_bits(dev, &w(op.name()), |d| x(d)?.unary(op))?;
+        same_bits(dev, &w(op.name()), |d| x(d)?.unary(op)).await?;
     }
-    same_bits(dev, &w("clamp"), |d| x(d)?.clamp(T::of_bits(2).to_f64(), 1.0f64))?;
-    same_bits(dev, &w("maximum"), |d| x(d)?.maximum(&y(d)?))?;
-    same_bits(dev, &w("minimum"), |d| x(d)?.minimum(&y(d)?))?;
+    same_bits(dev, &w("clamp"), |d| x(d)?.clamp(T::of_bits(2).to_f64(), 1.0f64)).await?;
+    same_bits(dev, &w("maximum"), |d| x(d)?.maximum(&y(d)?)).await?;
+    same_bits(dev, &w("minimum"), |d| x(d)?.minimum(&y(d)?)).await?;
     for &op in CmpOp::ALL {
-        same_bits(dev, &w(op.name()), |d| x(d)?.cmp(&y(d)?, op))?;
+        same_bits(dev, &w(op.name()), |d| x(d)?.cmp(&y(d)?, op)).await?;
     }
     // Data movement: copies of views, concatenation, the index ops, where_cond.
-    same_bits(dev, &w("contiguous of a transpose"), |d| {
-        x(d)?.reshape([1, n])?.broadcast_as([3, n])?.t()?.contiguous()
-    })?;
-    same_bits(dev, &w("narrow"), |d| x(d)?.narrow(0, 1, n - 2)?.contiguous())?;
-    same_bits(dev, &w("cat"), |d| Tensor::cat(&[&x(d)?, &y(d)?], 0))?;
+    same_bits(dev, &w("contiguous of a transpose"), |d| x(d)?.reshape([1, n])?.broadcast_as([3, n])?.t()?.contiguous())
+        .await?;
+    same_bits(dev, &w("narrow"), |d| x(d)?.narrow(0, 1, n - 2)?.contiguous()).await?;
+    same_bits(dev, &w("cat"), |d| Tensor::cat(&[&x(d)?, &y(d)?], 0)).await?;
     let ids: Vec<u32> = (0..n as u32).rev().collect();
-    same_bits(dev, &w("index_select"), |d| x(d)?.index_select(&Tensor::from_vec(ids.clone(), [n], d)?, 0))?;
-    same_bits(dev, &w("gather"), |d| x(d)?.gather(&Tensor::from_vec(ids.clone(), [n], d)?, 0))?;
+    same_bits(dev, &w("index_select"), |d| x(d)?.index_select(&Tensor::from_vec(ids.clone(), [n], d)?, 0)).await?;
+    same_bits(dev, &w("gather"), |d| x(d)?.gather(&Tensor::from_vec(ids.clone(), [n], d)?, 0)).await?;
     let cond: Vec<u8> = (0..n).map(|k| (k % 2) as u8).collect();
-    same_bits(dev, &w("where_cond"), |d| Tensor::from_vec(cond.clone(), [n], d)?.where_cond(&x(d)?, &y(d)?))?;
+    same_bits(dev, &w("where_cond"), |d| Tensor::from_vec(cond.clone(), [n], d)?.where_cond(&x(d)?, &y(d)?)).await?;
     // Casts between the f32-computed dtypes (a subnormal of one is normal or zero in another).
     for to in [DType::F32, DType::F16, DType::BF16] {
-        same_bits(dev, &w(&format!("cast to {to}")), |d| x(d)?.to_dtype(to))?;
+        same_bits(dev, &w(&format!("cast to {to}")), |d| x(d)?.to_dtype(to)).await?;
     }
     Ok(())
 }
 
 /// Subnormals come out bit-exact where the spec says so (a flushing driver gave 0 for neg,
 /// abs, maximum, minimum, clamp and casts).
-fn subnormals_kept_bit_exact(dev: &Device) -> Result<()> {
-    bit_exact::<f32>(dev, 23)?;
-    bit_exact::<bf16>(dev, 7)?;
-    bit_exact::<f16>(dev, 10)?;
-    unless_unsupported(dev, DType::F64, || {
+async fn subnormals_kept_bit_exact(dev: &Device) -> Result<()> {
+    bit_exact::<f32>(dev, 23).await?;
+    bit_exact::<bf16>(dev, 7).await?;
+    bit_exact::<f16>(dev, 10).await?;
+    unless_unsupported(dev, DType::F64, async || {
         let xs = subnormals::<f64>(52);
         for op in [UnaryOp::Neg, UnaryOp::Abs] {
-            same_bits(dev, &format!("{} f64 of subnormals", op.name()), |d| vec_of(d, &xs)?.unary(op))?;
+            same_bits(dev, &format!("{} f64 of subnormals", op.name()), |d| vec_of(d, &xs)?.unary(op)).await?;
         }
         same_bits(dev, "contiguous f64 of subnormals", |d| {
             vec_of(d, &xs)?.reshape([2, xs.len() / 2])?.t()?.contiguous()
         })
+        .await
     })
+    .await
 }

@@ -1,5 +1,6 @@
 use crate::{Tol, assert_close, assert_values, same_as_cpu, suite};
 use rocm_wgpu_ops::spec::random::{Distribution, word};
+#[cfg(not(target_family = "wasm"))]
 use rocm_wgpu_ops::wgpu::{Mul, Tune};
 use rocm_wgpu_ops::{DType, Device, Error, Result, Tensor};
 
@@ -16,7 +17,10 @@ suite!(
     device_seed_reproduces_draws,
     random_rejects_bad_params,
 );
-crate::tests!(every_wgpu_product_form_matches_reference);
+crate::tests!(
+    #[cfg(not(target_family = "wasm"))]
+    every_wgpu_product_form_matches_reference
+);
 
 const UNIFORM: Distribution = Distribution::Uniform { low: -2.0, high: 3.0 };
 const NORMAL: Distribution = Distribution::Normal { mean: 0.5, std: 2.0 };
@@ -38,8 +42,8 @@ fn draw(dev: &Device, dtype: DType, dist: Distribution, seed: u64, offset: u64, 
     Tensor::random([len], dtype, dist, seed, offset, dev)
 }
 
-fn values(t: &Tensor) -> Result<Vec<f64>> {
-    Ok(t.to_cpu_storage()?.to_f64_vec())
+async fn values(t: &Tensor) -> Result<Vec<f64>> {
+    Ok(t.to_cpu_storage_async().await?.to_f64_vec())
 }
 
 /// `(w >> 8) * 2^-24`, straight from the spec text.
@@ -57,39 +61,42 @@ fn normal_at(seed: u64, pos: u64) -> f64 {
     if pos.is_multiple_of(2) { r * t.cos() } else { r * t.sin() }
 }
 
-fn random_matches_reference(dev: &Device) -> Result<()> {
+async fn random_matches_reference(dev: &Device) -> Result<()> {
     for dist in [UNIFORM, NORMAL] {
         for &dtype in DType::FLOAT {
-            crate::unless_unsupported(dev, dtype, || {
+            crate::unless_unsupported(dev, dtype, async || {
                 for &(seed, offset) in STREAMS {
                     for shape in [&[37][..], &[3, 5], &[0, 4]] {
                         let what = format!("{} {dtype} seed {seed} offset {offset} {shape:?}", dist.op());
                         same_as_cpu(dev, tol(dist, dtype), &what, |d| {
                             Tensor::random(shape, dtype, dist, seed, offset, d)
-                        })?;
+                        })
+                        .await?;
                     }
                 }
                 Ok(())
-            })?;
+            })
+            .await?;
         }
     }
     Ok(())
 }
 
 /// Uniform values take one rounded product and one rounded sum, which every backend does alike.
-fn uniform_is_bit_identical(dev: &Device) -> Result<()> {
+async fn uniform_is_bit_identical(dev: &Device) -> Result<()> {
     let wide = Distribution::Uniform { low: -1.0e30, high: 3.5e35 };
     for dist in [UNIFORM, wide, Distribution::Uniform { low: 0.1, high: 0.7 }] {
         for &dtype in DType::FLOAT {
-            crate::unless_unsupported(dev, dtype, || {
+            crate::unless_unsupported(dev, dtype, async || {
                 for &(seed, offset) in STREAMS {
                     for n in [1, 2, 3, 5, 8, 61] {
                         let what = format!("{dist:?} {dtype} seed {seed} offset {offset} n {n}");
-                        same_as_cpu(dev, Tol::EXACT, &what, |d| draw(d, dtype, dist, seed, offset, n))?;
+                        same_as_cpu(dev, Tol::EXACT, &what, |d| draw(d, dtype, dist, seed, offset, n)).await?;
                     }
                 }
                 Ok(())
-            })?;
+            })
+            .await?;
         }
     }
     Ok(())
@@ -97,63 +104,67 @@ fn uniform_is_bit_identical(dev: &Device) -> Result<()> {
 
 /// Many workgroups, every alignment of the offset to the four positions of a block, and an
 /// odd length (half a word at the end for f16 and bf16).
-fn large_draws_match_reference(dev: &Device) -> Result<()> {
+async fn large_draws_match_reference(dev: &Device) -> Result<()> {
     for dist in [UNIFORM, NORMAL] {
         for &dtype in DType::FLOAT {
-            crate::unless_unsupported(dev, dtype, || {
+            crate::unless_unsupported(dev, dtype, async || {
                 for offset in [0, 1, 2, 3, (1 << 34) - 1, u64::MAX - 1000] {
                     let what = format!("{} {dtype} offset {offset}", dist.op());
-                    same_as_cpu(dev, tol(dist, dtype), &what, |d| draw(d, dtype, dist, 77, offset, 300_001))?;
+                    same_as_cpu(dev, tol(dist, dtype), &what, |d| draw(d, dtype, dist, 77, offset, 300_001)).await?;
                 }
                 Ok(())
-            })?;
+            })
+            .await?;
         }
     }
     Ok(())
 }
 
-fn uniform_known_values(dev: &Device) -> Result<()> {
+async fn uniform_known_values(dev: &Device) -> Result<()> {
     // Random123's known answer for philox4x32_10(counter 0, key 0) is block 0 of seed 0.
     let kat = [0x6627_e8d5u32, 0xe169_c58d, 0xbc57_ac4c, 0x9b00_dbd8];
     let want = kat.map(|w| (w >> 8) as f32 / 16_777_216.0);
     assert_eq!(want, [0.399_046_42f32, 0.880_520_16, 0.735_712_77, 0.605_481_8]);
     let unit01 = Distribution::Uniform { low: 0.0, high: 1.0 };
-    assert_values(&draw(dev, DType::F32, unit01, 0, 0, 4)?, &[4], &want, 0.0)?;
+    assert_values(&draw(dev, DType::F32, unit01, 0, 0, 4)?, &[4], &want, 0.0).await?;
     let (seed, offset) = (5, (1u64 << 32) + 3);
     let want: Vec<f32> = (0..10).map(|i| unit(word(seed, offset + i)) as f32).collect();
-    assert_values(&draw(dev, DType::F32, unit01, seed, offset, 10)?, &[10], &want, 0.0)?;
+    assert_values(&draw(dev, DType::F32, unit01, seed, offset, 10)?, &[10], &want, 0.0).await?;
     // In [-2, 3) every step of the f64 formula is exact.
     let want: Vec<f64> = (0..10).map(|i| -2.0 + 5.0 * unit(word(seed, offset + i))).collect();
-    crate::unless_unsupported(dev, DType::F64, || {
-        assert_values(&draw(dev, DType::F64, UNIFORM, seed, offset, 10)?, &[10], &want, 0.0)
-    })?;
+    crate::unless_unsupported(dev, DType::F64, async || {
+        assert_values(&draw(dev, DType::F64, UNIFORM, seed, offset, 10)?, &[10], &want, 0.0).await
+    })
+    .await?;
     // Halves round the f32 value once: within half an ulp (2^-10 near 3).
     let h: Vec<half::f16> = want.iter().map(|&v| half::f16::from_f64(v)).collect();
-    assert_values(&draw(dev, DType::F16, UNIFORM, seed, offset, 10)?, &[10], &h, 1e-3)?;
+    assert_values(&draw(dev, DType::F16, UNIFORM, seed, offset, 10)?, &[10], &h, 1e-3).await?;
     let b: Vec<half::bf16> = want.iter().map(|&v| half::bf16::from_f64(v)).collect();
-    assert_values(&draw(dev, DType::BF16, UNIFORM, seed, offset, 10)?, &[10], &b, 8e-3)?;
+    assert_values(&draw(dev, DType::BF16, UNIFORM, seed, offset, 10)?, &[10], &b, 8e-3).await?;
     Ok(())
 }
 
-fn normal_known_values(dev: &Device) -> Result<()> {
+async fn normal_known_values(dev: &Device) -> Result<()> {
     // Box-Muller on the Random123 known answer above, worked out with python3 `math`.
     let want = [0.991_137_475_145_897_1, -0.924_662_780_354_433_2, -0.617_609_054_984_854_4, -0.482_068_347_264_496_3]
         .map(|v: f64| v as f32);
     let std_normal = Distribution::Normal { mean: 0.0, std: 1.0 };
-    assert_values(&draw(dev, DType::F32, std_normal, 0, 0, 4)?, &[4], &want, 4e-6)?;
+    assert_values(&draw(dev, DType::F32, std_normal, 0, 0, 4)?, &[4], &want, 4e-6).await?;
     let want64: Vec<f64> = (0..4).map(|i| normal_at(0, i)).collect();
-    crate::unless_unsupported(dev, DType::F64, || {
-        assert_values(&draw(dev, DType::F64, std_normal, 0, 0, 4)?, &[4], &want64, 1e-12)
-    })?;
+    crate::unless_unsupported(dev, DType::F64, async || {
+        assert_values(&draw(dev, DType::F64, std_normal, 0, 0, 4)?, &[4], &want64, 1e-12).await
+    })
+    .await?;
     // An odd offset starts on the sine half of a pair; mean and std apply after.
     let (seed, offset) = (9, 1);
     let dist = Distribution::Normal { mean: 1.0, std: 3.0 };
     let want64: Vec<f64> = (0..16).map(|i| 1.0 + 3.0 * normal_at(seed, offset + i)).collect();
-    crate::unless_unsupported(dev, DType::F64, || {
-        assert_values(&draw(dev, DType::F64, dist, seed, offset, 16)?, &[16], &want64, 1e-12)
-    })?;
+    crate::unless_unsupported(dev, DType::F64, async || {
+        assert_values(&draw(dev, DType::F64, dist, seed, offset, 16)?, &[16], &want64, 1e-12).await
+    })
+    .await?;
     let want32: Vec<f32> = want64.iter().map(|&v| v as f32).collect();
-    assert_values(&draw(dev, DType::F32, dist, seed, offset, 16)?, &[16], &want32, 2e-5)?;
+    assert_values(&draw(dev, DType::F32, dist, seed, offset, 16)?, &[16], &want32, 2e-5).await?;
     Ok(())
 }
 
@@ -165,16 +176,16 @@ fn mean_var(v: &[f64]) -> (f64, f64) {
 
 const N: usize = 100_000;
 
-fn uniform_statistics(dev: &Device) -> Result<()> {
+async fn uniform_statistics(dev: &Device) -> Result<()> {
     for &dtype in DType::FLOAT {
-        crate::unless_unsupported(dev, dtype, || uniform_statistics_of(dev, dtype))?;
+        crate::unless_unsupported(dev, dtype, || uniform_statistics_of(dev, dtype)).await?;
     }
     Ok(())
 }
 
-fn uniform_statistics_of(dev: &Device, dtype: DType) -> Result<()> {
+async fn uniform_statistics_of(dev: &Device, dtype: DType) -> Result<()> {
     let (low, high) = (-2.0, 3.0);
-    let v = values(&draw(dev, dtype, UNIFORM, 123, 0, N)?)?;
+    let v = values(&draw(dev, dtype, UNIFORM, 123, 0, N)?).await?;
     // Rounding to a half type may reach `high`; in f32 and f64 this range cannot.
     let top_ok = |x: f64| if matches!(dtype, DType::F16 | DType::BF16) { x <= high } else { x < high };
     assert!(v.iter().all(|&x| x >= low && top_ok(x)), "{dtype}: a uniform left [{low}, {high})");
@@ -191,17 +202,17 @@ fn uniform_statistics_of(dev: &Device, dtype: DType) -> Result<()> {
     Ok(())
 }
 
-fn normal_statistics(dev: &Device) -> Result<()> {
+async fn normal_statistics(dev: &Device) -> Result<()> {
     for &dtype in DType::FLOAT {
-        crate::unless_unsupported(dev, dtype, || normal_statistics_of(dev, dtype))?;
+        crate::unless_unsupported(dev, dtype, || normal_statistics_of(dev, dtype)).await?;
     }
     Ok(())
 }
 
-fn normal_statistics_of(dev: &Device, dtype: DType) -> Result<()> {
+async fn normal_statistics_of(dev: &Device, dtype: DType) -> Result<()> {
     let (mu, sigma) = (1.0, 2.0);
     let dist = Distribution::Normal { mean: mu, std: sigma };
-    let v = values(&draw(dev, dtype, dist, 321, 3, N)?)?;
+    let v = values(&draw(dev, dtype, dist, 321, 3, N)?).await?;
     assert!(v.iter().all(|x| x.is_finite()), "{dtype}: non-finite normal");
     let (mean, var) = mean_var(&v);
     // Standard errors: mean 0.0063, variance 0.018.
@@ -220,52 +231,53 @@ fn normal_statistics_of(dev: &Device, dtype: DType) -> Result<()> {
     Ok(())
 }
 
-fn stream_is_continuous(dev: &Device) -> Result<()> {
+async fn stream_is_continuous(dev: &Device) -> Result<()> {
     for dist in [UNIFORM, NORMAL] {
         for &dtype in DType::FLOAT {
-            crate::unless_unsupported(dev, dtype, || {
+            crate::unless_unsupported(dev, dtype, async || {
                 for offset in [0, 3, (1u64 << 34) - 5] {
                     for n in [7, 8, 13] {
                         let what = format!("{} {dtype} offset {offset} n {n}", dist.op());
-                        let a = values(&draw(dev, dtype, dist, 11, offset, n)?)?;
-                        let b = values(&draw(dev, dtype, dist, 11, offset + n as u64, n)?)?;
-                        let whole = values(&draw(dev, dtype, dist, 11, offset, 2 * n)?)?;
+                        let a = values(&draw(dev, dtype, dist, 11, offset, n)?).await?;
+                        let b = values(&draw(dev, dtype, dist, 11, offset + n as u64, n)?).await?;
+                        let whole = values(&draw(dev, dtype, dist, 11, offset, 2 * n)?).await?;
                         assert_eq!([a, b].concat(), whole, "{what}");
                     }
                 }
                 Ok(())
-            })?;
+            })
+            .await?;
         }
     }
     Ok(())
 }
 
-fn seeds_and_offsets_give_different_streams(dev: &Device) -> Result<()> {
+async fn seeds_and_offsets_give_different_streams(dev: &Device) -> Result<()> {
     let n = 1000;
-    let base = values(&draw(dev, DType::F32, UNIFORM, 1, 0, n)?)?;
+    let base = values(&draw(dev, DType::F32, UNIFORM, 1, 0, n)?).await?;
     let others = [(2, 0), (1 + (1 << 32), 0), (1, 1 << 34), (1, 4)];
     for (seed, offset) in others {
-        let v = values(&draw(dev, DType::F32, UNIFORM, seed, offset, n)?)?;
+        let v = values(&draw(dev, DType::F32, UNIFORM, seed, offset, n)?).await?;
         let same = base.iter().zip(&v).filter(|(a, b)| a == b).count();
         assert!(same < 5, "seed {seed} offset {offset}: {same} of {n} equal to seed 1 offset 0");
     }
-    let normal = values(&draw(dev, DType::F32, NORMAL, 1, 0, n)?)?;
+    let normal = values(&draw(dev, DType::F32, NORMAL, 1, 0, n)?).await?;
     let same = base.iter().zip(&normal).filter(|(a, b)| a == b).count();
     assert!(same < 5, "uniform and normal agree on {same} of {n}");
     Ok(())
 }
 
-fn device_seed_reproduces_draws(dev: &Device) -> Result<()> {
+async fn device_seed_reproduces_draws(dev: &Device) -> Result<()> {
     for mid in [DType::F64, DType::F32] {
-        crate::unless_unsupported(dev, mid, || device_seed_reproduces_draws_of(dev, mid))?;
+        crate::unless_unsupported(dev, mid, || device_seed_reproduces_draws_of(dev, mid)).await?;
     }
     Ok(())
 }
 
 /// Three draws from the device stream, the second of dtype `mid`.
-fn device_seed_reproduces_draws_of(dev: &Device, mid: DType) -> Result<()> {
+async fn device_seed_reproduces_draws_of(dev: &Device, mid: DType) -> Result<()> {
     // A device of its own: the shared one's stream moves with every other test's draws.
-    let own = Device::new(dev.kind())?;
+    let own = Device::new_async(dev.kind()).await?;
     let draws = |d: &Device| -> Result<[Tensor; 3]> {
         d.set_seed(42);
         Ok([
@@ -277,7 +289,7 @@ fn device_seed_reproduces_draws_of(dev: &Device, mid: DType) -> Result<()> {
     let first = draws(&own)?;
     let again = draws(&own)?;
     for (a, b) in first.iter().zip(&again) {
-        assert_close(a, b, Tol::EXACT, "after set_seed(42) again")?;
+        assert_close(a, b, Tol::EXACT, "after set_seed(42) again").await?;
     }
     // Each draw starts on a fresh block of four positions.
     let explicit = [
@@ -286,15 +298,15 @@ fn device_seed_reproduces_draws_of(dev: &Device, mid: DType) -> Result<()> {
         Tensor::random([3], DType::BF16, Distribution::Uniform { low: 0.0, high: 4.0 }, 42, 16, &own)?,
     ];
     for (a, b) in first.iter().zip(&explicit) {
-        assert_close(a, b, Tol::EXACT, "device stream vs explicit (seed, offset)")?;
+        assert_close(a, b, Tol::EXACT, "device stream vs explicit (seed, offset)").await?;
     }
     own.set_seed(43);
     let other = Tensor::rand(-1.0, 1.0, [5], DType::F32, &own)?;
-    assert_ne!(values(&other)?, values(&first[0])?, "seed 43 repeats seed 42");
+    assert_ne!(values(&other).await?, values(&first[0]).await?, "seed 43 repeats seed 42");
     Ok(())
 }
 
-fn random_rejects_bad_params(dev: &Device) -> Result<()> {
+async fn random_rejects_bad_params(dev: &Device) -> Result<()> {
     let bad = [
         (DType::F32, Distribution::Uniform { low: 1.0, high: 1.0 }),
         (DType::F32, Distribution::Uniform { low: 2.0, high: 1.0 }),
@@ -309,11 +321,12 @@ fn random_rejects_bad_params(dev: &Device) -> Result<()> {
         let r = Tensor::random([4], dtype, dist, 0, 0, dev);
         assert!(matches!(r, Err(Error::InvalidParam { .. })), "{dtype} {dist:?}: {r:?}");
     }
-    crate::unless_unsupported(dev, DType::F64, || {
+    crate::unless_unsupported(dev, DType::F64, async || {
         let wide = Tensor::random([4], DType::F64, Distribution::Uniform { low: -3e38, high: 3e38 }, 0, 0, dev)?;
-        assert!(values(&wide)?.iter().all(|x| x.is_finite()), "f64 takes what f32 cannot");
+        assert!(values(&wide).await?.iter().all(|x| x.is_finite()), "f64 takes what f32 cannot");
         Ok(())
-    })?;
+    })
+    .await?;
     for dtype in [DType::U8, DType::U32, DType::I64] {
         let r = Tensor::random([4], dtype, UNIFORM, 0, 0, dev);
         assert!(matches!(r, Err(Error::WrongDType { .. })), "{dtype}: {r:?}");
@@ -324,6 +337,7 @@ fn random_rejects_bad_params(dev: &Device) -> Result<()> {
 /// Each product form of the WGSL tuning table (`RWO_WGPU_TUNE=random_mul=...`) on a device of
 /// its own, with and without native f16: bit-identical uniforms, normals as close as ever. u64
 /// products need SHADER_INT64; asking for them without it is an error.
+#[cfg(not(target_family = "wasm"))] // wgpu devices of its own, opened and run blocking
 fn every_wgpu_product_form_matches_reference() -> Result<()> {
     let Some(shared) = crate::wgpu_or_skip() else { return Ok(()) };
     let features = shared.info().into_iter().find(|(k, _)| *k == "features").map(|(_, v)| v).unwrap_or_default();
@@ -339,9 +353,11 @@ fn every_wgpu_product_form_matches_reference() -> Result<()> {
             }
             r => r?,
         };
-        uniform_is_bit_identical(&dev)?;
-        large_draws_match_reference(&dev)?;
-        stream_is_continuous(&dev)?;
+        pollster::block_on(async {
+            uniform_is_bit_identical(&dev).await?;
+            large_draws_match_reference(&dev).await?;
+            stream_is_continuous(&dev).await
+        })?;
     }
     Ok(())
 }

@@ -49,7 +49,7 @@ fn tol(op: ReduceOp, dtype: DType, terms: usize) -> Tol {
     }
 }
 
-fn reduce_matches_reference(dev: &Device) -> Result<()> {
+async fn reduce_matches_reference(dev: &Device) -> Result<()> {
     for &op in ReduceOp::ALL {
         for &dtype in op.dtypes() {
             let (lo, hi) = range(dtype);
@@ -61,7 +61,8 @@ fn reduce_matches_reference(dev: &Device) -> Result<()> {
                             let what = format!("{op} {dtype} {view:?} {shape:?} dims {dims:?} keepdim {keepdim}");
                             same_as_cpu(dev, tol(op, dtype, terms), &what, |d| {
                                 view_tensor(d, view, dtype, shape, 20, lo, hi)?.reduce(op, dims, keepdim)
-                            })?;
+                            })
+                            .await?;
                         }
                     }
                 }
@@ -84,7 +85,7 @@ const LONG: &[(&[usize], &[&[usize]])] = &[
     (&[6, 40, 3, 32], &[&[0, 2], &[1, 3]]),
 ];
 
-fn reduce_long_matches_reference(dev: &Device) -> Result<()> {
+async fn reduce_long_matches_reference(dev: &Device) -> Result<()> {
     for &op in ReduceOp::ALL {
         for &dtype in op.dtypes() {
             let (lo, hi) = range(dtype);
@@ -95,7 +96,8 @@ fn reduce_long_matches_reference(dev: &Device) -> Result<()> {
                         let what = format!("{op} {dtype} {view:?} {shape:?} dims {dims:?}");
                         same_as_cpu(dev, tol(op, dtype, terms), &what, |d| {
                             view_tensor(d, view, dtype, shape, 25, lo, hi)?.reduce(op, dims, true)
-                        })?;
+                        })
+                        .await?;
                     }
                 }
             }
@@ -104,7 +106,7 @@ fn reduce_long_matches_reference(dev: &Device) -> Result<()> {
     Ok(())
 }
 
-fn nan_in_long_rows_matches_reference(dev: &Device) -> Result<()> {
+async fn nan_in_long_rows_matches_reference(dev: &Device) -> Result<()> {
     let n = 20000;
     let mut v = crate::Data::new(26).storage(DType::F64, 3 * n, -3.0, 3.0).to_f64_vec();
     // Row 0: two NaN far apart; row 1: one NaN at the very end; row 2: none, with ties.
@@ -118,10 +120,10 @@ fn nan_in_long_rows_matches_reference(dev: &Device) -> Result<()> {
         let x = Tensor::from_vec(v.clone(), [3, n], dev)?.to_dtype(dtype)?;
         for op in [ReduceOp::Min, ReduceOp::Max, ReduceOp::ArgMin, ReduceOp::ArgMax] {
             let what = format!("{op} {dtype} with NaN");
-            same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.reduce(op, &[1], false))?;
-            same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.t()?.reduce(op, &[0], false))?;
-            same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.t()?.contiguous()?.reduce(op, &[0], false))?;
-            same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.reduce(op, &[0, 1], false))?;
+            same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.reduce(op, &[1], false)).await?;
+            same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.t()?.reduce(op, &[0], false)).await?;
+            same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.t()?.contiguous()?.reduce(op, &[0], false)).await?;
+            same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.reduce(op, &[0, 1], false)).await?;
         }
     }
     Ok(())
@@ -129,7 +131,7 @@ fn nan_in_long_rows_matches_reference(dev: &Device) -> Result<()> {
 
 /// Rows and columns of whole 16-byte words decode f16 and bf16 themselves: subnormals,
 /// infinities, the largest finite values and signed zeros.
-fn f16_specials_in_whole_words_match_reference(dev: &Device) -> Result<()> {
+async fn f16_specials_in_whole_words_match_reference(dev: &Device) -> Result<()> {
     let specials = [6e-8f32, -0.0, 0.0, 65504.0, -65504.0, f32::INFINITY, 1.5, -2.25, 1e-4, 7.0, -3e-5];
     let tiny = [6e-8f32, -6e-8, 3e-5, -0.0, 0.0, 1e-4, -1.2e-7, 5.9e-5];
     for data in [&specials[..], &tiny] {
@@ -139,7 +141,7 @@ fn f16_specials_in_whole_words_match_reference(dev: &Device) -> Result<()> {
             for op in [ReduceOp::Min, ReduceOp::Max, ReduceOp::ArgMin, ReduceOp::ArgMax, ReduceOp::Sum] {
                 for dims in [&[1][..], &[0], &[0, 1]] {
                     let what = format!("{op} {dtype} specials dims {dims:?}");
-                    same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.reduce(op, dims, false))?;
+                    same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.reduce(op, dims, false)).await?;
                 }
             }
         }
@@ -147,7 +149,7 @@ fn f16_specials_in_whole_words_match_reference(dev: &Device) -> Result<()> {
     Ok(())
 }
 
-fn reduce_empty_matches_reference(dev: &Device) -> Result<()> {
+async fn reduce_empty_matches_reference(dev: &Device) -> Result<()> {
     let cases: &[(&[usize], &[usize])] =
         &[(&[0, 4], &[1]), (&[0, 4], &[0]), (&[0, 4], &[0, 1]), (&[3, 0, 2], &[1]), (&[3, 0, 2], &[0, 2])];
     for &op in ReduceOp::ALL {
@@ -162,7 +164,8 @@ fn reduce_empty_matches_reference(dev: &Device) -> Result<()> {
                         let what = format!("{op} {dtype} {view:?} {shape:?} dims {dims:?} keepdim {keepdim}");
                         same_as_cpu(dev, Tol::EXACT, &what, |d| {
                             view_tensor(d, view, dtype, shape, 21, 0.0, 9.0)?.reduce(op, dims, keepdim)
-                        })?;
+                        })
+                        .await?;
                     }
                 }
             }
@@ -171,157 +174,157 @@ fn reduce_empty_matches_reference(dev: &Device) -> Result<()> {
     Ok(())
 }
 
-fn sum_hand_computed(dev: &Device) -> Result<()> {
+async fn sum_hand_computed(dev: &Device) -> Result<()> {
     let x = Tensor::from_vec(vec![1f32, 5., 3., 4., 2., 6.], [2, 3], dev)?;
-    assert_values(&x.sum(&[0])?, &[3], &[5f32, 7., 9.], 0.0)?;
-    assert_values(&x.sum(&[1])?, &[2], &[9f32, 12.], 0.0)?;
-    assert_values(&x.sum_keepdim(&[1])?, &[2, 1], &[9f32, 12.], 0.0)?;
-    assert_values(&x.sum(&[0, 1])?, &[], &[21f32], 0.0)?;
-    assert_values(&x.t()?.sum(&[1])?, &[3], &[5f32, 7., 9.], 0.0)?;
+    assert_values(&x.sum(&[0])?, &[3], &[5f32, 7., 9.], 0.0).await?;
+    assert_values(&x.sum(&[1])?, &[2], &[9f32, 12.], 0.0).await?;
+    assert_values(&x.sum_keepdim(&[1])?, &[2, 1], &[9f32, 12.], 0.0).await?;
+    assert_values(&x.sum(&[0, 1])?, &[], &[21f32], 0.0).await?;
+    assert_values(&x.t()?.sum(&[1])?, &[3], &[5f32, 7., 9.], 0.0).await?;
     let i = Tensor::from_vec(vec![-7i64, 3, 10, -1, 0, 2], [3, 2], dev)?;
-    assert_values(&i.sum(&[0])?, &[2], &[3i64, 4], 0.0)?;
-    assert_values(&i.sum(&[1])?, &[3], &[-4i64, 9, 2], 0.0)?;
+    assert_values(&i.sum(&[0])?, &[2], &[3i64, 4], 0.0).await?;
+    assert_values(&i.sum(&[1])?, &[3], &[-4i64, 9, 2], 0.0).await?;
     // [2, 3, 2] summed over the two outer dims: a column sum across blocks.
     let y = Tensor::from_vec((1..=12).map(|v| v as f64).collect(), [2, 3, 2], dev)?;
-    assert_values(&y.sum(&[0, 1])?, &[2], &[36.0, 42.0], 0.0)?;
-    assert_values(&y.sum(&[0, 2])?, &[3], &[18.0, 26.0, 34.0], 0.0)?;
-    assert_values(&y.sum_keepdim(&[0, 2])?, &[1, 3, 1], &[18.0, 26.0, 34.0], 0.0)?;
+    assert_values(&y.sum(&[0, 1])?, &[2], &[36.0, 42.0], 0.0).await?;
+    assert_values(&y.sum(&[0, 2])?, &[3], &[18.0, 26.0, 34.0], 0.0).await?;
+    assert_values(&y.sum_keepdim(&[0, 2])?, &[1, 3, 1], &[18.0, 26.0, 34.0], 0.0).await?;
     Ok(())
 }
 
-fn sum_wraps_integers(dev: &Device) -> Result<()> {
+async fn sum_wraps_integers(dev: &Device) -> Result<()> {
     let u = Tensor::from_vec(vec![200u8, 100, 3], [3], dev)?;
-    assert_values(&u.sum(&[0])?, &[], &[47u8], 0.0)?;
+    assert_values(&u.sum(&[0])?, &[], &[47u8], 0.0).await?;
     let w = Tensor::from_vec(vec![u32::MAX, 2, u32::MAX, u32::MAX], [2, 2], dev)?;
-    assert_values(&w.sum(&[1])?, &[2], &[1u32, u32::MAX - 1], 0.0)?;
+    assert_values(&w.sum(&[1])?, &[2], &[1u32, u32::MAX - 1], 0.0).await?;
     let i = Tensor::from_vec(vec![i64::MAX, 1, i64::MIN, -1], [2, 2], dev)?;
-    assert_values(&i.sum(&[1])?, &[2], &[i64::MIN, i64::MAX], 0.0)?;
+    assert_values(&i.sum(&[1])?, &[2], &[i64::MIN, i64::MAX], 0.0).await?;
     Ok(())
 }
 
-fn sum_rounds_once(dev: &Device) -> Result<()> {
+async fn sum_rounds_once(dev: &Device) -> Result<()> {
     // Step by step in f16, 2048 + 1 rounds back to 2048 (twice); summed wide it is 2050.
     let h = Tensor::from_vec(vec![f16::from_f32(2048.0), f16::ONE, f16::ONE], [3], dev)?;
-    assert_values(&h.sum(&[0])?, &[], &[f16::from_f32(2050.0)], 0.0)?;
+    assert_values(&h.sum(&[0])?, &[], &[f16::from_f32(2050.0)], 0.0).await?;
     let b = Tensor::from_vec(vec![bf16::from_f32(256.0), bf16::ONE, bf16::ONE], [3], dev)?;
-    assert_values(&b.sum(&[0])?, &[], &[bf16::from_f32(258.0)], 0.0)?;
+    assert_values(&b.sum(&[0])?, &[], &[bf16::from_f32(258.0)], 0.0).await?;
     // 2^24 + 1 + 1 in f32: wide accumulation keeps both ones.
     let f = Tensor::from_vec(vec![16_777_216f32, 1.0, 1.0], [3], dev)?;
-    assert_values(&f.sum(&[0])?, &[], &[16_777_218f32], 0.0)?;
+    assert_values(&f.sum(&[0])?, &[], &[16_777_218f32], 0.0).await?;
     Ok(())
 }
 
-fn sum_of_empty_dim_is_zero(dev: &Device) -> Result<()> {
+async fn sum_of_empty_dim_is_zero(dev: &Device) -> Result<()> {
     for &dtype in DType::ALL {
         let x = Tensor::zeros([2, 0, 3], dtype, dev)?;
         let s = x.sum(&[1])?.to_dtype(DType::F64)?;
-        assert_values(&s, &[2, 3], &[0.0; 6], 0.0)?;
+        assert_values(&s, &[2, 3], &[0.0; 6], 0.0).await?;
         let k = x.sum_keepdim(&[0, 1])?.to_dtype(DType::F64)?;
-        assert_values(&k, &[1, 1, 3], &[0.0; 3], 0.0)?;
-        assert_values(&x.sum(&[2])?.to_dtype(DType::F64)?, &[2, 0], &[] as &[f64], 0.0)?;
-        assert_values(&x.sum_all()?.to_dtype(DType::F64)?, &[], &[0.0], 0.0)?;
+        assert_values(&k, &[1, 1, 3], &[0.0; 3], 0.0).await?;
+        assert_values(&x.sum(&[2])?.to_dtype(DType::F64)?, &[2, 0], &[] as &[f64], 0.0).await?;
+        assert_values(&x.sum_all()?.to_dtype(DType::F64)?, &[], &[0.0], 0.0).await?;
     }
     // An empty window of a non-empty tensor.
     let y = Tensor::from_vec(vec![1f32, 2., 3., 4.], [2, 2], dev)?.narrow(1, 2, 0)?;
-    assert_values(&y.sum(&[1])?, &[2], &[0f32, 0.], 0.0)?;
+    assert_values(&y.sum(&[1])?, &[2], &[0f32, 0.], 0.0).await?;
     Ok(())
 }
 
-fn sum_all_hand_computed(dev: &Device) -> Result<()> {
+async fn sum_all_hand_computed(dev: &Device) -> Result<()> {
     let x = Tensor::from_vec(vec![1i64, 2, 3, 4, 5, 6], [2, 3], dev)?;
-    assert_values(&x.sum_all()?, &[], &[21i64], 0.0)?;
-    assert_values(&x.t()?.sum_all()?, &[], &[21i64], 0.0)?;
-    assert_values(&x.narrow(1, 1, 2)?.sum_all()?, &[], &[16i64], 0.0)?;
+    assert_values(&x.sum_all()?, &[], &[21i64], 0.0).await?;
+    assert_values(&x.t()?.sum_all()?, &[], &[21i64], 0.0).await?;
+    assert_values(&x.narrow(1, 1, 2)?.sum_all()?, &[], &[16i64], 0.0).await?;
     let s = Tensor::from_vec(vec![2.5f32], (), dev)?;
-    assert_values(&s.sum_all()?, &[], &[2.5f32], 0.0)?;
+    assert_values(&s.sum_all()?, &[], &[2.5f32], 0.0).await?;
     let b = Tensor::from_vec(vec![1.5f64, -0.5], [2], dev)?.broadcast_as([3, 2])?;
-    assert_values(&b.sum_all()?, &[], &[3.0], 0.0)?;
+    assert_values(&b.sum_all()?, &[], &[3.0], 0.0).await?;
     Ok(())
 }
 
-fn min_max_hand_computed(dev: &Device) -> Result<()> {
+async fn min_max_hand_computed(dev: &Device) -> Result<()> {
     let x = Tensor::from_vec(vec![1f32, 5., 3., 4., 2., 6.], [2, 3], dev)?;
-    assert_values(&x.min(&[1])?, &[2], &[1f32, 2.], 0.0)?;
-    assert_values(&x.max(&[1])?, &[2], &[5f32, 6.], 0.0)?;
-    assert_values(&x.min(&[0])?, &[3], &[1f32, 2., 3.], 0.0)?;
-    assert_values(&x.max_keepdim(&[0])?, &[1, 3], &[4f32, 5., 6.], 0.0)?;
-    assert_values(&x.max(&[0, 1])?, &[], &[6f32], 0.0)?;
-    assert_values(&x.t()?.min(&[1])?, &[3], &[1f32, 2., 3.], 0.0)?;
+    assert_values(&x.min(&[1])?, &[2], &[1f32, 2.], 0.0).await?;
+    assert_values(&x.max(&[1])?, &[2], &[5f32, 6.], 0.0).await?;
+    assert_values(&x.min(&[0])?, &[3], &[1f32, 2., 3.], 0.0).await?;
+    assert_values(&x.max_keepdim(&[0])?, &[1, 3], &[4f32, 5., 6.], 0.0).await?;
+    assert_values(&x.max(&[0, 1])?, &[], &[6f32], 0.0).await?;
+    assert_values(&x.t()?.min(&[1])?, &[3], &[1f32, 2., 3.], 0.0).await?;
     let i = Tensor::from_vec(vec![-7i64, 3, i64::MIN, i64::MAX], [2, 2], dev)?;
-    assert_values(&i.min(&[1])?, &[2], &[-7i64, i64::MIN], 0.0)?;
-    assert_values(&i.max(&[0])?, &[2], &[-7i64, i64::MAX], 0.0)?;
+    assert_values(&i.min(&[1])?, &[2], &[-7i64, i64::MIN], 0.0).await?;
+    assert_values(&i.max(&[0])?, &[2], &[-7i64, i64::MAX], 0.0).await?;
     let u = Tensor::from_vec(vec![9u8, 255, 0, 7], [4], dev)?;
-    assert_values(&u.min(&[0])?, &[], &[0u8], 0.0)?;
-    assert_values(&u.max(&[0])?, &[], &[255u8], 0.0)?;
+    assert_values(&u.min(&[0])?, &[], &[0u8], 0.0).await?;
+    assert_values(&u.max(&[0])?, &[], &[255u8], 0.0).await?;
     let h = Tensor::from_vec(vec![f16::from_f32(-1.5), f16::NEG_INFINITY, f16::from_f32(0.25)], [3], dev)?;
-    assert_values(&h.min(&[0])?, &[], &[f16::NEG_INFINITY], 0.0)?;
-    assert_values(&h.max(&[0])?, &[], &[f16::from_f32(0.25)], 0.0)?;
+    assert_values(&h.min(&[0])?, &[], &[f16::NEG_INFINITY], 0.0).await?;
+    assert_values(&h.max(&[0])?, &[], &[f16::from_f32(0.25)], 0.0).await?;
     Ok(())
 }
 
-fn arg_hand_computed(dev: &Device) -> Result<()> {
+async fn arg_hand_computed(dev: &Device) -> Result<()> {
     let x = Tensor::from_vec(vec![1f32, 5., 3., 4., 2., 6.], [2, 3], dev)?;
-    assert_values(&x.argmax(&[1])?, &[2], &[1u32, 2], 0.0)?;
-    assert_values(&x.argmin(&[1])?, &[2], &[0u32, 1], 0.0)?;
-    assert_values(&x.argmin(&[0])?, &[3], &[0u32, 1, 0], 0.0)?;
-    assert_values(&x.argmax_keepdim(&[0])?, &[1, 3], &[1u32, 0, 1], 0.0)?;
+    assert_values(&x.argmax(&[1])?, &[2], &[1u32, 2], 0.0).await?;
+    assert_values(&x.argmin(&[1])?, &[2], &[0u32, 1], 0.0).await?;
+    assert_values(&x.argmin(&[0])?, &[3], &[0u32, 1, 0], 0.0).await?;
+    assert_values(&x.argmax_keepdim(&[0])?, &[1, 3], &[1u32, 0, 1], 0.0).await?;
     // The transpose [[1, 4], [5, 2], [3, 6]]: indices follow the view, not the storage.
-    assert_values(&x.t()?.argmax(&[0])?, &[2], &[1u32, 2], 0.0)?;
-    assert_values(&x.t()?.argmax(&[0, 1])?, &[], &[5u32], 0.0)?;
-    assert_values(&x.t()?.argmin(&[0, 1])?, &[], &[0u32], 0.0)?;
+    assert_values(&x.t()?.argmax(&[0])?, &[2], &[1u32, 2], 0.0).await?;
+    assert_values(&x.t()?.argmax(&[0, 1])?, &[], &[5u32], 0.0).await?;
+    assert_values(&x.t()?.argmin(&[0, 1])?, &[], &[0u32], 0.0).await?;
     // Ties: the first occurrence wins.
     let t = Tensor::from_vec(vec![3u32, 1, 3, 1], [4], dev)?;
-    assert_values(&t.argmax(&[0])?, &[], &[0u32], 0.0)?;
-    assert_values(&t.argmin(&[0])?, &[], &[1u32], 0.0)?;
+    assert_values(&t.argmax(&[0])?, &[], &[0u32], 0.0).await?;
+    assert_values(&t.argmin(&[0])?, &[], &[1u32], 0.0).await?;
     let z = Tensor::from_vec(vec![0.0f64, -0.0, -1.0, -1.0], [2, 2], dev)?;
-    assert_values(&z.argmax(&[1])?, &[2], &[0u32, 0], 0.0)?;
-    assert_values(&z.argmin(&[1])?, &[2], &[0u32, 0], 0.0)?;
+    assert_values(&z.argmax(&[1])?, &[2], &[0u32, 0], 0.0).await?;
+    assert_values(&z.argmin(&[1])?, &[2], &[0u32, 0], 0.0).await?;
     // Broadcast rows are all equal: index 0 everywhere.
     let b = Tensor::from_vec(vec![2i64, -5, 2], [3], dev)?.broadcast_as([4, 3])?;
-    assert_values(&b.argmax(&[0])?, &[3], &[0u32, 0, 0], 0.0)?;
-    assert_values(&b.argmin(&[0, 1])?, &[], &[1u32], 0.0)?;
-    assert_values(&b.argmax(&[1])?, &[4], &[0u32; 4], 0.0)?;
+    assert_values(&b.argmax(&[0])?, &[3], &[0u32, 0, 0], 0.0).await?;
+    assert_values(&b.argmin(&[0, 1])?, &[], &[1u32], 0.0).await?;
+    assert_values(&b.argmax(&[1])?, &[4], &[0u32; 4], 0.0).await?;
     Ok(())
 }
 
-fn arg_over_two_dims_is_flat(dev: &Device) -> Result<()> {
+async fn arg_over_two_dims_is_flat(dev: &Device) -> Result<()> {
     // x[i][j][k], flat i*4 + j*2 + k.
     let x = Tensor::from_vec(vec![0i64, 7, 3, 2, 5, 1, 4, 6], [2, 2, 2], dev)?;
     // Over (i, k), flat i*2 + k: j=0 sees [0, 7, 5, 1], j=1 sees [3, 2, 4, 6].
-    assert_values(&x.argmax(&[0, 2])?, &[2], &[1u32, 3], 0.0)?;
-    assert_values(&x.argmin(&[0, 2])?, &[2], &[0u32, 1], 0.0)?;
-    assert_values(&x.max(&[0, 2])?, &[2], &[7i64, 6], 0.0)?;
-    assert_values(&x.min_keepdim(&[0, 2])?, &[1, 2, 1], &[0i64, 2], 0.0)?;
-    assert_values(&x.sum(&[0, 2])?, &[2], &[13i64, 15], 0.0)?;
+    assert_values(&x.argmax(&[0, 2])?, &[2], &[1u32, 3], 0.0).await?;
+    assert_values(&x.argmin(&[0, 2])?, &[2], &[0u32, 1], 0.0).await?;
+    assert_values(&x.max(&[0, 2])?, &[2], &[7i64, 6], 0.0).await?;
+    assert_values(&x.min_keepdim(&[0, 2])?, &[1, 2, 1], &[0i64, 2], 0.0).await?;
+    assert_values(&x.sum(&[0, 2])?, &[2], &[13i64, 15], 0.0).await?;
     // Over (j, k): i=0 sees [0, 7, 3, 2], i=1 sees [5, 1, 4, 6].
-    assert_values(&x.argmax(&[1, 2])?, &[2], &[1u32, 3], 0.0)?;
-    assert_values(&x.argmin_keepdim(&[1, 2])?, &[2, 1, 1], &[0u32, 1], 0.0)?;
+    assert_values(&x.argmax(&[1, 2])?, &[2], &[1u32, 3], 0.0).await?;
+    assert_values(&x.argmin_keepdim(&[1, 2])?, &[2, 1, 1], &[0u32, 1], 0.0).await?;
     // Over everything: 7 at flat 1, 0 at flat 0; permuted, 7 sits at (k=1, j=0, i=0) = 4.
-    assert_values(&x.argmax(&[0, 1, 2])?, &[], &[1u32], 0.0)?;
-    assert_values(&x.permute(&[2, 1, 0])?.argmax(&[0, 1, 2])?, &[], &[4u32], 0.0)?;
+    assert_values(&x.argmax(&[0, 1, 2])?, &[], &[1u32], 0.0).await?;
+    assert_values(&x.permute(&[2, 1, 0])?.argmax(&[0, 1, 2])?, &[], &[4u32], 0.0).await?;
     Ok(())
 }
 
-fn nan_hand_computed(dev: &Device) -> Result<()> {
+async fn nan_hand_computed(dev: &Device) -> Result<()> {
     let nan = f32::NAN;
     let x = Tensor::from_vec(vec![1f32, nan, 5., nan, 2., 2., 0., 7.], [2, 4], dev)?;
-    let max = x.max(&[1])?.to_vec::<f32>()?;
-    let min = x.min(&[1])?.to_vec::<f32>()?;
+    let max = x.max(&[1])?.to_vec_async::<f32>().await?;
+    let min = x.min(&[1])?.to_vec_async::<f32>().await?;
     assert!(max[0].is_nan() && min[0].is_nan(), "min/max propagate NaN: {max:?} {min:?}");
     assert_eq!((max[1], min[1]), (7.0, 0.0));
-    assert_values(&x.argmax(&[1])?, &[2], &[1u32, 3], 0.0)?;
-    assert_values(&x.argmin(&[1])?, &[2], &[1u32, 2], 0.0)?;
-    assert!(x.max(&[0, 1])?.to_scalar::<f32>()?.is_nan(), "max over all is NaN");
-    assert_values(&x.argmin(&[0, 1])?, &[], &[1u32], 0.0)?;
+    assert_values(&x.argmax(&[1])?, &[2], &[1u32, 3], 0.0).await?;
+    assert_values(&x.argmin(&[1])?, &[2], &[1u32, 2], 0.0).await?;
+    assert!(x.max(&[0, 1])?.to_scalar_async::<f32>().await?.is_nan(), "max over all is NaN");
+    assert_values(&x.argmin(&[0, 1])?, &[], &[1u32], 0.0).await?;
     // Column 3 is [NaN, 7]; the NaN is first.
-    assert_values(&x.argmax(&[0])?, &[4], &[1u32, 0, 0, 0], 0.0)?;
+    assert_values(&x.argmax(&[0])?, &[4], &[1u32, 0, 0, 0], 0.0).await?;
     // A NaN late in the row still wins; -inf and inf do not beat it.
     let y = Tensor::from_vec(vec![f64::NEG_INFINITY, f64::INFINITY, f64::NAN], [3], dev)?;
-    assert_values(&y.argmax(&[0])?, &[], &[2u32], 0.0)?;
-    assert_values(&y.argmin(&[0])?, &[], &[2u32], 0.0)?;
+    assert_values(&y.argmax(&[0])?, &[], &[2u32], 0.0).await?;
+    assert_values(&y.argmin(&[0])?, &[], &[2u32], 0.0).await?;
     let b = Tensor::from_vec(vec![bf16::ONE, bf16::NAN, bf16::NAN], [3], dev)?;
-    assert_values(&b.argmin(&[0])?, &[], &[1u32], 0.0)?;
-    assert!(b.min(&[0])?.to_scalar::<bf16>()?.is_nan(), "bf16 min is NaN");
+    assert_values(&b.argmin(&[0])?, &[], &[1u32], 0.0).await?;
+    assert!(b.min(&[0])?.to_scalar_async::<bf16>().await?.is_nan(), "bf16 min is NaN");
     Ok(())
 }
 
@@ -338,9 +341,9 @@ fn unravel(mut flat: usize, sizes: &[usize], strides: &[usize]) -> usize {
 
 /// Checks on the host that `idx` points at the first element of each reduction equal to
 /// `val` (NaN matching NaN) and that `val` is its extreme.
-fn check_arg(x: &Tensor, dims: &[usize], idx: &Tensor, val: &Tensor, max: bool, what: &str) -> Result<()> {
-    let xs = x.to_cpu_storage()?.to_f64_vec();
-    let (ids, vals) = (idx.to_vec::<u32>()?, val.to_cpu_storage()?.to_f64_vec());
+async fn check_arg(x: &Tensor, dims: &[usize], idx: &Tensor, val: &Tensor, max: bool, what: &str) -> Result<()> {
+    let xs = x.to_cpu_storage_async().await?.to_f64_vec();
+    let (ids, vals) = (idx.to_vec_async::<u32>().await?, val.to_cpu_storage_async().await?.to_f64_vec());
     let shape = x.dims();
     let strides = rocm_wgpu_ops::Shape::new(shape).contiguous_strides();
     let out: Vec<usize> = (0..shape.len()).map(|d| if dims.contains(&d) { 1 } else { shape[d] }).collect();
@@ -359,7 +362,7 @@ fn check_arg(x: &Tensor, dims: &[usize], idx: &Tensor, val: &Tensor, max: bool, 
     Ok(())
 }
 
-fn arg_agrees_with_value(dev: &Device) -> Result<()> {
+async fn arg_agrees_with_value(dev: &Device) -> Result<()> {
     for &dtype in DType::ALL {
         let (lo, hi) = range(dtype);
         for view in View::ALL {
@@ -367,8 +370,8 @@ fn arg_agrees_with_value(dev: &Device) -> Result<()> {
                 for &dims in dim_sets {
                     let x = view_tensor(dev, view, dtype, shape, 22, lo, hi)?;
                     let what = format!("{dtype} {view:?} {shape:?} dims {dims:?}");
-                    check_arg(&x, dims, &x.argmax_keepdim(dims)?, &x.max_keepdim(dims)?, true, &what)?;
-                    check_arg(&x, dims, &x.argmin_keepdim(dims)?, &x.min_keepdim(dims)?, false, &what)?;
+                    check_arg(&x, dims, &x.argmax_keepdim(dims)?, &x.max_keepdim(dims)?, true, &what).await?;
+                    check_arg(&x, dims, &x.argmin_keepdim(dims)?, &x.min_keepdim(dims)?, false, &what).await?;
                 }
             }
         }
@@ -382,29 +385,29 @@ fn arg_agrees_with_value(dev: &Device) -> Result<()> {
         let x = Tensor::from_vec(v, [3, 4, 5], dev)?.to_dtype(dtype)?;
         for &dims in CASES[0].1 {
             let what = format!("{dtype} with NaN dims {dims:?}");
-            check_arg(&x, dims, &x.argmax_keepdim(dims)?, &x.max_keepdim(dims)?, true, &what)?;
-            check_arg(&x, dims, &x.argmin_keepdim(dims)?, &x.min_keepdim(dims)?, false, &what)?;
+            check_arg(&x, dims, &x.argmax_keepdim(dims)?, &x.max_keepdim(dims)?, true, &what).await?;
+            check_arg(&x, dims, &x.argmin_keepdim(dims)?, &x.min_keepdim(dims)?, false, &what).await?;
         }
     }
     Ok(())
 }
 
-fn sum_over_two_dims_is_nested_sum(dev: &Device) -> Result<()> {
+async fn sum_over_two_dims_is_nested_sum(dev: &Device) -> Result<()> {
     for &dtype in DType::ALL {
         // Small integers: every float dtype sums them exactly, so the two orders agree exactly.
         let (lo, hi) = if dtype == DType::U8 { (0.0, 250.0) } else { (-3.0, 3.0) };
         for view in View::ALL {
             let x = view_tensor(dev, view, dtype, &[3, 4, 5], 24, lo, hi)?.to_dtype(DType::I64)?.to_dtype(dtype)?;
             let what = format!("{dtype} {view:?}");
-            assert_close(&x.sum(&[0, 1])?, &x.sum(&[0])?.sum(&[0])?, Tol::EXACT, &what)?;
-            assert_close(&x.sum(&[1, 2])?, &x.sum(&[2])?.sum(&[1])?, Tol::EXACT, &what)?;
-            assert_close(&x.sum_all()?, &x.sum(&[2])?.sum(&[1])?.sum(&[0])?, Tol::EXACT, &what)?;
+            assert_close(&x.sum(&[0, 1])?, &x.sum(&[0])?.sum(&[0])?, Tol::EXACT, &what).await?;
+            assert_close(&x.sum(&[1, 2])?, &x.sum(&[2])?.sum(&[1])?, Tol::EXACT, &what).await?;
+            assert_close(&x.sum_all()?, &x.sum(&[2])?.sum(&[1])?.sum(&[0])?, Tol::EXACT, &what).await?;
         }
     }
     Ok(())
 }
 
-fn reduce_rejects_bad_input(dev: &Device) -> Result<()> {
+async fn reduce_rejects_bad_input(dev: &Device) -> Result<()> {
     let x = Tensor::zeros([2, 0], DType::F32, dev)?;
     for op in [ReduceOp::Min, ReduceOp::Max, ReduceOp::ArgMin, ReduceOp::ArgMax] {
         assert!(matches!(x.reduce(op, &[1], false), Err(Error::EmptyReduction { .. })), "{op} over nothing");

@@ -11,7 +11,9 @@ suite!(
     tensors_derived_from_a_spoiled_output_fail,
     writes_of_a_spoiled_tensor_spoil_the_destination,
     a_spoiled_output_dropped_unread_spoils_nothing_else,
+    #[cfg(not(target_family = "wasm"))]
     a_spoiled_output_handed_to_another_thread_fails_there,
+    #[cfg(not(target_family = "wasm"))]
     later_threads_never_see_an_earlier_threads_failure,
     long_chains_of_flagged_ops_keep_their_failure,
 );
@@ -61,74 +63,75 @@ fn fails<T: std::fmt::Debug>(op: IndexOp, r: Result<T>, what: &str) {
 }
 
 /// A good index op and its readback.
-fn good_readback(dev: &Device) -> Result<()> {
+async fn good_readback(dev: &Device) -> Result<()> {
     let ids = Tensor::from_vec(vec![2u32, 0], [2], dev)?;
-    assert_eq!(x(dev)?.index_select(&ids, 0)?.to_vec::<f32>()?, vec![8., 9., 10., 11., 0., 1., 2., 3.]);
+    assert_eq!(x(dev)?.index_select(&ids, 0)?.to_vec_async::<f32>().await?, vec![8., 9., 10., 11., 0., 1., 2., 3.]);
     Ok(())
 }
 
-fn every_readback_of_a_spoiled_output_fails(dev: &Device) -> Result<()> {
+async fn every_readback_of_a_spoiled_output_fails(dev: &Device) -> Result<()> {
     for (op, r) in bad_ops(dev)? {
         let Some(t) = spoiled(op, r) else { continue };
         for attempt in 0..3 {
-            fails(op, t.to_vec::<f32>(), &format!("readback {attempt}"));
+            fails(op, t.to_vec_async::<f32>().await, &format!("readback {attempt}"));
         }
-        fails(op, t.t()?.to_cpu_storage(), "readback of a view");
-        good_readback(dev)?;
-        fails(op, t.to_vec::<f32>(), "readback after another tensor's");
+        fails(op, t.t()?.to_cpu_storage_async().await, "readback of a view");
+        good_readback(dev).await?;
+        fails(op, t.to_vec_async::<f32>().await, "readback after another tensor's");
     }
-    dev.synchronize()
+    dev.synchronize_async().await
 }
 
-fn tensors_derived_from_a_spoiled_output_fail(dev: &Device) -> Result<()> {
+async fn tensors_derived_from_a_spoiled_output_fail(dev: &Device) -> Result<()> {
     let other = Tensor::ones([3, 2], rocm_wgpu_ops::DType::F32, dev)?;
     for (op, r) in bad_ops(dev)? {
         let Some(t) = spoiled(op, r) else { continue };
-        fails(op, t.sum_all()?.to_scalar::<f32>(), "sum");
-        fails(op, t.exp()?.max(&[0])?.to_vec::<f32>(), "exp then max");
+        fails(op, t.sum_all()?.to_scalar_async::<f32>().await, "sum");
+        fails(op, t.exp()?.max(&[0])?.to_vec_async::<f32>().await, "exp then max");
         let pair = t.narrow(1, 0, 2)?;
-        fails(op, pair.add(&other)?.to_vec::<f32>(), "lhs of add");
-        fails(op, other.mul(&pair)?.to_vec::<f32>(), "rhs of mul");
-        fails(op, t.to_dtype(rocm_wgpu_ops::DType::F16)?.contiguous()?.to_vec::<half::f16>(), "cast");
-        fails(op, t.to_device(&Device::cpu()), "copy to the cpu");
+        fails(op, pair.add(&other)?.to_vec_async::<f32>().await, "lhs of add");
+        fails(op, other.mul(&pair)?.to_vec_async::<f32>().await, "rhs of mul");
+        fails(op, t.to_dtype(rocm_wgpu_ops::DType::F16)?.contiguous()?.to_vec_async::<half::f16>().await, "cast");
+        fails(op, t.to_device_async(&Device::cpu()).await, "copy to the cpu");
         // A spoiled tensor used as ids spoils that op's output too, whatever its values.
         let ids = t.narrow(0, 0, 1)?.flatten_all()?.to_dtype(rocm_wgpu_ops::DType::U32)?;
-        fails(op, other.index_select(&ids.clamp(0u32, 1u32)?, 1)?.to_vec::<f32>(), "ids of another op");
-        assert_eq!(other.sum_all()?.to_scalar::<f32>()?, 6.0, "an input of those ops stays clean");
+        fails(op, other.index_select(&ids.clamp(0u32, 1u32)?, 1)?.to_vec_async::<f32>().await, "ids of another op");
+        assert_eq!(other.sum_all()?.to_scalar_async::<f32>().await?, 6.0, "an input of those ops stays clean");
     }
     Ok(())
 }
 
-fn writes_of_a_spoiled_tensor_spoil_the_destination(dev: &Device) -> Result<()> {
+async fn writes_of_a_spoiled_tensor_spoil_the_destination(dev: &Device) -> Result<()> {
     for (op, r) in bad_ops(dev)? {
         let Some(t) = spoiled(op, r) else { continue };
         let row = t.narrow(0, 0, 1)?.narrow(1, 0, 2)?;
         let dst = Tensor::zeros([2, 2], rocm_wgpu_ops::DType::F32, dev)?;
         dst.slice_set(&row, 0, 1)?;
-        fails(op, dst.to_vec::<f32>(), "slice_set destination");
+        fails(op, dst.to_vec_async::<f32>().await, "slice_set destination");
         let clean = Tensor::zeros([1, 2], rocm_wgpu_ops::DType::F32, dev)?;
-        fails(op, Tensor::cat(&[&clean, &row], 0)?.to_vec::<f32>(), "cat");
-        assert_eq!(clean.to_vec::<f32>()?, vec![0., 0.], "a part of cat stays clean");
+        fails(op, Tensor::cat(&[&clean, &row], 0)?.to_vec_async::<f32>().await, "cat");
+        assert_eq!(clean.to_vec_async::<f32>().await?, vec![0., 0.], "a part of cat stays clean");
     }
     Ok(())
 }
 
-fn a_spoiled_output_dropped_unread_spoils_nothing_else(dev: &Device) -> Result<()> {
+async fn a_spoiled_output_dropped_unread_spoils_nothing_else(dev: &Device) -> Result<()> {
     for (op, r) in bad_ops(dev)? {
         drop(spoiled(op, r));
-        good_readback(dev)?;
-        dev.synchronize()?;
-        assert_eq!(x(dev)?.sum_all()?.to_scalar::<f32>()?, 66.0, "after a dropped {op}");
+        good_readback(dev).await?;
+        dev.synchronize_async().await?;
+        assert_eq!(x(dev)?.sum_all()?.to_scalar_async::<f32>().await?, 66.0, "after a dropped {op}");
     }
     Ok(())
 }
 
-fn a_spoiled_output_handed_to_another_thread_fails_there(dev: &Device) -> Result<()> {
+#[cfg(not(target_family = "wasm"))] // threads: a browser's module has one
+async fn a_spoiled_output_handed_to_another_thread_fails_there(dev: &Device) -> Result<()> {
     let d = dev.clone();
     let made = std::thread::spawn(move || bad_ops(&d)).join().expect("the making thread does not panic")?;
     for (op, r) in made {
         let Some(t) = spoiled(op, r) else { continue };
-        fails(op, t.to_vec::<f32>(), "readback in the receiving thread");
+        fails(op, t.to_vec_async::<f32>().await, "readback in the receiving thread");
         let t2 = t.clone();
         let r = std::thread::spawn(move || t2.sum_all()?.to_scalar::<f32>()).join().expect("no panic");
         fails(op, r, "sum in a third thread");
@@ -136,18 +139,19 @@ fn a_spoiled_output_handed_to_another_thread_fails_there(dev: &Device) -> Result
     Ok(())
 }
 
-fn later_threads_never_see_an_earlier_threads_failure(dev: &Device) -> Result<()> {
+#[cfg(not(target_family = "wasm"))] // threads: a browser's module has one
+async fn later_threads_never_see_an_earlier_threads_failure(dev: &Device) -> Result<()> {
     let d = dev.clone();
     let kept = std::thread::spawn(move || bad_ops(&d)).join().expect("the making thread does not panic")?;
     // More threads than any fixed set of per-thread slots would have.
     for i in 0..70 {
         let d = dev.clone();
-        let r = std::thread::spawn(move || good_readback(&d)).join().expect("no panic");
+        let r = std::thread::spawn(move || pollster::block_on(good_readback(&d))).join().expect("no panic");
         assert!(r.is_ok(), "thread {i}: {r:?}");
     }
     for (op, r) in kept {
         if let Some(t) = spoiled(op, r) {
-            fails(op, t.to_vec::<f32>(), "readback after 70 other threads");
+            fails(op, t.to_vec_async::<f32>().await, "readback after 70 other threads");
         }
     }
     Ok(())
@@ -164,12 +168,12 @@ fn chain(dev: &Device, steps: usize, bad_at: Option<usize>) -> Result<Tensor> {
     Ok(x)
 }
 
-fn long_chains_of_flagged_ops_keep_their_failure(dev: &Device) -> Result<()> {
+async fn long_chains_of_flagged_ops_keep_their_failure(dev: &Device) -> Result<()> {
     // Longer than the unread flags a status holds before reading them.
     let clean = chain(dev, 100, None)?;
-    assert_eq!(clean.to_vec::<f32>()?, vec![100., 100., 0., 0., 0., 0.]);
+    assert_eq!(clean.to_vec_async::<f32>().await?, vec![100., 100., 0., 0., 0., 0.]);
     let bad_at_10 = Error::IndexOutOfRange { op: "index_add", index: 9, size: 3 };
-    match chain(dev, 100, Some(10)).and_then(|t| t.to_vec::<f32>()) {
+    match async { chain(dev, 100, Some(10))?.to_vec_async::<f32>().await }.await {
         Err(e) => assert_eq!(e, bad_at_10),
         Ok(v) => panic!("a bad id early in a long chain was lost: {v:?}"),
     }

@@ -5,12 +5,18 @@
 
 use crate::selfcheck::{self, Verdict};
 use crate::suite;
+#[cfg(not(target_family = "wasm"))]
+use rocm_wgpu_ops::BackendKind;
 use rocm_wgpu_ops::spec::{self, Family};
-use rocm_wgpu_ops::{BackendKind, DType, Device, Error, Result};
+use rocm_wgpu_ops::{DType, Device, Error, Result};
 use std::collections::HashSet;
 
 suite!(the_statement_is_the_behaviour);
-crate::tests!(the_statement_is_the_behaviour_without_optional_features, the_statement_answers_by_name);
+crate::tests!(
+    #[cfg(not(target_family = "wasm"))]
+    the_statement_is_the_behaviour_without_optional_features,
+    the_statement_answers_by_name
+);
 
 /// The op and the dtypes of a self-check named `{op} {dtype}...` (dtypes stop at the first word
 /// that is not one: `index_select f64 ids u8` is about f64).
@@ -21,11 +27,11 @@ fn parse(name: &str) -> (&str, Vec<DType>) {
     (op, dtypes)
 }
 
-fn agree(dev: &Device) -> Result<()> {
+async fn agree(dev: &Device) -> Result<()> {
     let mut wrong = vec![];
     let mut covered = HashSet::new();
     for &family in Family::ALL {
-        for (name, verdict) in selfcheck::verdicts(dev, family) {
+        for (name, verdict) in selfcheck::verdicts(dev, family).await {
             let (op, dtypes) = parse(&name);
             covered.extend(dtypes.iter().map(|&d| (op.to_string(), d)));
             // A cast to its own dtype is the identity: no kernel runs.
@@ -58,10 +64,11 @@ fn agree(dev: &Device) -> Result<()> {
     Ok(())
 }
 
-fn the_statement_is_the_behaviour(dev: &Device) -> Result<()> {
-    agree(dev)
+async fn the_statement_is_the_behaviour(dev: &Device) -> Result<()> {
+    agree(dev).await
 }
 
+#[cfg(not(target_family = "wasm"))] // a wgpu device of its own, opened blocking
 fn the_statement_is_the_behaviour_without_optional_features() -> Result<()> {
     let dev = match Device::wgpu(None, Some("none")) {
         Ok(d) => d,
@@ -78,7 +85,7 @@ fn the_statement_is_the_behaviour_without_optional_features() -> Result<()> {
     {
         assert!(dev.supports(op, DType::F64).is_ok(), "{op} f64 only moves bytes");
     }
-    agree(&dev)
+    pollster::block_on(agree(&dev))
 }
 
 fn the_statement_answers_by_name() {

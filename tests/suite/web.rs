@@ -1,0 +1,81 @@
+//! The suite in a browser (`wasm-bindgen-test`, run by `.ci/browser-suite`): one test per family
+//! and backend walks that family's registered cases, awaits each on the device, and fails at the
+//! end naming every case that failed. A panic (a failed assertion) aborts on wasm: it fails that
+//! test, and the case it came from is the last one logged.
+
+use crate::harness::{Case, Plain, prefix};
+use rocm_wgpu_ops::BackendKind;
+use wasm_bindgen_test::{console_log, wasm_bindgen_test_configure};
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+/// Runs every case of `family` on the device of `kind`; WebGPU is what the browser run is for,
+/// so its absence fails.
+async fn run(family: &str, kind: BackendKind) {
+    crate::open(BackendKind::Cpu).await.unwrap_or_else(|why| panic!("the cpu reference: {why}"));
+    let dev = crate::open(kind).await.unwrap_or_else(|why| panic!("{kind} absent in this browser: {why}"));
+    let (mut ran, mut failed) = (0, vec![]);
+    for case in inventory::iter::<Case> {
+        if case.module.rsplit("::").next() != Some(family) {
+            continue;
+        }
+        let name = format!("{family}::{}::{kind}", case.name);
+        console_log!("{name}");
+        ran += 1;
+        if let Err(e) = (case.body)(&dev).await {
+            failed.push(format!("{name}: {e}"));
+        }
+    }
+    assert!(ran > 0, "no case of {family} is registered");
+    assert!(failed.is_empty(), "on {}, {} of {ran} cases failed:\n{}", dev.describe(), failed.len(), failed.join("\n"));
+}
+
+/// The device-free tests that exist in a browser.
+#[wasm_bindgen_test::wasm_bindgen_test]
+pub fn plain() {
+    let mut failed = vec![];
+    for test in inventory::iter::<Plain> {
+        if let Err(e) = (test.body)() {
+            failed.push(format!("{}{}: {e}", prefix(test.module), test.name));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+/// `cpu` and `webgpu` tests for each family: `suite::web::nn::webgpu`.
+macro_rules! families {
+    ($($family:ident),* $(,)?) => {
+        $(pub mod $family {
+            use rocm_wgpu_ops::BackendKind;
+            use wasm_bindgen_test::wasm_bindgen_test;
+
+            #[wasm_bindgen_test]
+            pub async fn cpu() {
+                super::run(stringify!($family), BackendKind::Cpu).await
+            }
+
+            #[wasm_bindgen_test]
+            pub async fn webgpu() {
+                super::run(stringify!($family), BackendKind::Wgpu).await
+            }
+        })*
+    };
+}
+
+families!(
+    conv,
+    copy,
+    elementwise,
+    errors,
+    index,
+    matmul,
+    nn,
+    numerics,
+    pool,
+    random,
+    reduce,
+    sort,
+    status,
+    support,
+    upsample
+);
