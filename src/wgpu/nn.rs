@@ -122,14 +122,18 @@ fn state_code(v: Variant, c: Compute) -> String {
                   fn pad() -> A { return A(0); }\n\
                   // The elements of unit u inside the line.\n\
                   fn valid(u: u32) -> u32 { return min(N - min(4u * u, N), 4u); }\n\
-                  fn tile_stats(u0: u32, tl: u32) -> St {\n    var cnt = 0u;\n    var sum = A(0);\n";
+                  // Sums are taken from the tile's first value (when it has one, every unit after\n\
+                  // starts with it), so a constant line has its mean exactly and normalises to 0.\n\
+                  fn tile_stats(u0: u32, tl: u32) -> St {\n    var cnt = 0u;\n    var sum = A(0);\n    \
+                  let k = rv[0].x;\n";
             s += &units(
-                "    cnt += valid(u0 + {q}u * tl);\n    sum += (rv[{q}].x + rv[{q}].y) + (rv[{q}].z + rv[{q}].w);\n",
+                "    let c{q} = valid(u0 + {q}u * tl);\n    cnt += c{q};\n    \
+                 let s{q} = select(V(0), rv[{q}] - V(k), vec4<bool>(c{q} > 0u, c{q} > 1u, c{q} > 2u, c{q} > 3u));\n    \
+                 sum += (s{q}.x + s{q}.y) + (s{q}.z + s{q}.w);\n",
             );
-            s += "    if (cnt == 0u) {\n        return st_init();\n    }\n    let mean = sum / A(cnt);\n    var m2 = A(0);\n";
+            s += "    if (cnt == 0u) {\n        return st_init();\n    }\n    let mean = k + sum / A(cnt);\n    var m2 = A(0);\n";
             s += &units(
-                "    let c{q} = valid(u0 + {q}u * tl);\n    \
-                 let d{q} = select(V(0), rv[{q}] - V(mean), vec4<bool>(c{q} > 0u, c{q} > 1u, c{q} > 2u, c{q} > 3u));\n    \
+                "    let d{q} = select(V(0), rv[{q}] - V(mean), vec4<bool>(c{q} > 0u, c{q} > 1u, c{q} > 2u, c{q} > 3u));\n    \
                  m2 += (d{q}.x * d{q}.x + d{q}.y * d{q}.y) + (d{q}.z * d{q}.z + d{q}.w * d{q}.w);\n",
             );
             s += "    return St(A(cnt), mean, m2);\n}\n";

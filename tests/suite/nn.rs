@@ -1,4 +1,4 @@
-use crate::{Tol, View, assert_close, assert_values, rand_tensor, same_as_cpu, suite, view_tensor};
+use crate::{Tol, View, assert_close, assert_values, rand_tensor, same_as_cpu, suite, unless_unsupported, view_tensor};
 use rocm_wgpu_ops::spec::nn::NnOp;
 use rocm_wgpu_ops::{CpuStorage, DType, Device, Result, Tensor};
 
@@ -19,6 +19,7 @@ suite!(
     special_values_match_reference,
     half_lines_past_the_half_range_match_reference,
     layer_norm_large_offsets_keep_the_spread,
+    layer_norm_constant_lines_are_zero,
 );
 crate::tests!(
     #[cfg(not(target_family = "wasm"))]
@@ -512,6 +513,28 @@ async fn layer_norm_large_offsets_keep_the_spread(dev: &Device) -> Result<()> {
             Ok(Inputs::new(rand_tensor(d, dtype, &[4, 3000], 25, offset - 1.0, offset + 1.0)?, vec![], vec![]))
         };
         check(dev, tol(dtype), &what, x, |i| i.x.layer_norm(None, None, 0.0)).await?;
+    }
+    Ok(())
+}
+
+/// A line of one value has its mean exactly, so it normalises to exactly 0 (as the cpu's and
+/// torch's do): lines of every tiling, stored and broadcast (stride 0), every float dtype.
+async fn layer_norm_constant_lines_are_zero(dev: &Device) -> Result<()> {
+    for dtype in [DType::F32, DType::F16, DType::BF16, DType::F64] {
+        for len in [1, 3, 5, 17, 1000, 4099] {
+            for c in [0.3f32, -7.1, 1234.567] {
+                unless_unsupported(dev, dtype, async || {
+                    let stored = Tensor::from_vec(vec![c; 2 * len], [2, len], dev)?.to_dtype(dtype)?;
+                    let wide = Tensor::from_vec(vec![c], [1, 1], dev)?.to_dtype(dtype)?.broadcast_as([2, len])?;
+                    for x in [stored, wide] {
+                        let y = x.layer_norm(None, None, 1e-5)?.to_dtype(DType::F32)?;
+                        assert_values(&y, &[2, len], &vec![0f32; 2 * len], 0.0).await?;
+                    }
+                    Ok(())
+                })
+                .await?;
+            }
+        }
     }
     Ok(())
 }
