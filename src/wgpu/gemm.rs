@@ -576,7 +576,9 @@ impl WgpuBackend {
             dtype,
             a: Load::of(&g.a, r, vec),
             b: if gather.is_some() { Load::Gather } else { Load::of(&g.b, r, vec) },
-            c_vec: g.n.is_multiple_of(4) && (!g.c_transposed || g.m == 1),
+            // Whole runs of four outputs per store, which the rows kernel (one output per
+            // invocation) does not write: there, packed outputs take the atomic word update.
+            c_vec: !matches!(k, Kernel::MatVec(v) if v.rows) && g.n.is_multiple_of(4) && (!g.c_transposed || g.m == 1),
             gather,
         };
         let spec = gemm_spec(self.caps(), k, &shape)?;

@@ -14,6 +14,7 @@ suite!(
     matmul_edge_sizes_match_reference,
     matmul_f16_takes_cooperative_matrices,
     matmul_library_shapes_match_reference,
+    matmul_small_shapes_match_reference,
 );
 
 /// A k-term sum of products accumulated in precision u errs by at most ~k·u·Σ|a_i b_i| (the
@@ -304,6 +305,26 @@ async fn matmul_library_shapes_match_reference(dev: &Device) -> Result<()> {
             Ok((rand_tensor(d, dtype, &[2, 5, k], 19, -1.0, 1.0)?, rhs))
         })
         .await?;
+    }
+    Ok(())
+}
+
+/// Every small shape, plain and with a batched lhs over a rank-2 rhs (whose batch folds into the
+/// rows): the matrix-vector kernels' edges in m, n and k. The fuzz test found [2,4,2]x[2,1] in
+/// bf16: the rows kernel stored whole packed words where it had written half of one.
+async fn matmul_small_shapes_match_reference(dev: &Device) -> Result<()> {
+    for &dtype in DType::FLOAT {
+        for m in [1, 2, 3, 4, 5, 8] {
+            for k in [1, 2, 3, 5, 8] {
+                for n in [1, 2, 3, 4, 5] {
+                    for batch in [&[][..], &[2]] {
+                        let ls = [batch, &[m, k]].concat();
+                        let what = format!("matmul {dtype} {ls:?}x[{k}, {n}]");
+                        check(dev, tol(dtype, k), &what, |d| operands(d, dtype, &ls, false, &[k, n], false)).await?;
+                    }
+                }
+            }
+        }
     }
     Ok(())
 }
