@@ -1,6 +1,9 @@
 //! A buffer pool bucketed by size: repeated ops of one size allocate nothing; freed tensors
 //! return their buffer; cached free buffers are trimmed so that the memory held stays within
-//! 1.5x of the peak of live bytes (past a small slack).
+//! 1.5x of the peak of live bytes (past a small slack). A buffer the pool lets go is destroyed
+//! after the next submit ([`Retired`]), not merely dropped: wgpu's WebGPU backend frees a
+//! dropped buffer's memory only when the browser collects its JS handle, which a long run of
+//! ops outpaces until the device is lost.
 
 use super::context::Gpu;
 use crate::{BackendKind, Error, Result};
@@ -36,6 +39,22 @@ pub struct MemoryStats {
     pub created: u64,
 }
 
+/// Buffers let go of, to destroy once every command that may use them is submitted.
+#[derive(Default)]
+pub(crate) struct Retired(Mutex<Vec<wgpu::Buffer>>);
+
+impl Retired {
+    fn add(&self, buffers: impl IntoIterator<Item = wgpu::Buffer>) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).extend(buffers);
+    }
+
+    /// The buffers retired so far. Taken under the recorder's lock just before a submit, none
+    /// of them is used by a command recorded later, so they may be destroyed after it.
+    pub(crate) fn take(&self) -> Vec<wgpu::Buffer> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
 #[derive(Default)]
 struct State {
     free: BTreeMap<u64, Vec<wgpu::Buffer>>,
@@ -46,22 +65,24 @@ struct State {
 impl State {
     /// Drops cached buffers, largest first, until the pool holds at most 1.5x the peak of
     /// live bytes (plus the slack): a freed buffer stays for the next op of its size.
-    fn trim(&mut self, slack: u64) {
-        self.trim_to(self.stats.peak_live + self.stats.peak_live / 2 + slack, 0);
+    fn trim(&mut self, slack: u64) -> Vec<wgpu::Buffer> {
+        self.trim_to(self.stats.peak_live + self.stats.peak_live / 2 + slack, 0)
     }
 
-    /// Drops cached buffers, largest first, until `held + extra` fits in `allowance`.
-    fn trim_to(&mut self, allowance: u64, extra: u64) {
+    /// Lets go of cached buffers, largest first, until `held + extra` fits in `allowance`.
+    fn trim_to(&mut self, allowance: u64, extra: u64) -> Vec<wgpu::Buffer> {
+        let mut out = vec![];
         while self.free_bytes > 0 && self.stats.held + extra > allowance {
             let Some(mut entry) = self.free.last_entry() else { break };
             let size = *entry.key();
-            entry.get_mut().pop();
+            out.extend(entry.get_mut().pop());
             if entry.get().is_empty() {
                 entry.remove();
             }
             self.free_bytes -= size;
             self.stats.held -= size;
         }
+        out
     }
 }
 
@@ -70,6 +91,7 @@ pub(crate) struct Pool {
     state: Mutex<State>,
     usage: wgpu::BufferUsages,
     slack: u64,
+    retired: Arc<Retired>,
 }
 
 /// A buffer on loan from the pool; returns on drop.
@@ -96,8 +118,8 @@ impl Drop for PooledBuffer {
 }
 
 impl Pool {
-    pub(crate) fn new(usage: wgpu::BufferUsages) -> Arc<Pool> {
-        Arc::new(Pool { state: Mutex::default(), usage, slack: SLACK })
+    pub(crate) fn new(usage: wgpu::BufferUsages, retired: Arc<Retired>) -> Arc<Pool> {
+        Arc::new(Pool { state: Mutex::default(), usage, slack: SLACK, retired })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -135,8 +157,9 @@ impl Pool {
                 // while cached buffers of other sizes sit idle.
                 let mut st = self.lock();
                 let peak = st.stats.peak_live.max(st.stats.live + bytes);
-                st.trim_to(peak + peak / 2 + self.slack, size);
+                let out = st.trim_to(peak + peak / 2 + self.slack, size);
                 drop(st);
+                self.retired.add(out);
                 self.create(gpu, size)?
             }
         };
@@ -146,17 +169,10 @@ impl Pool {
         Ok(PooledBuffer { buffer: Some(buffer), size, bytes, pool: self.clone() })
     }
 
+    /// A new buffer; out of memory, the caller may [`Pool::release_cache`], submit, and retry.
     fn create(&self, gpu: &Gpu, size: u64) -> Result<wgpu::Buffer> {
         let desc = wgpu::BufferDescriptor { label: None, size, usage: self.usage, mapped_at_creation: false };
-        let make = || gpu.scoped(wgpu::ErrorFilter::OutOfMemory, || gpu.device.create_buffer(&desc));
-        let buffer = match make() {
-            Ok(b) => b,
-            Err(_) => {
-                // Out of memory: give every cached buffer back to the driver and try once more.
-                self.release_cache();
-                make()?
-            }
-        };
+        let buffer = gpu.scoped(wgpu::ErrorFilter::OutOfMemory, || gpu.device.create_buffer(&desc))?;
         let mut st = self.lock();
         st.stats.created += 1;
         st.stats.held += size;
@@ -169,15 +185,19 @@ impl Pool {
         st.stats.live -= bytes;
         st.free.entry(size).or_default().push(buffer);
         st.free_bytes += size;
-        st.trim(self.slack);
+        let out = st.trim(self.slack);
+        drop(st);
+        self.retired.add(out);
     }
 
-    /// Frees every cached buffer.
+    /// Lets go of every cached buffer (destroyed after the next submit).
     pub(crate) fn release_cache(&self) {
         let mut st = self.lock();
         st.stats.held -= st.free_bytes;
         st.free_bytes = 0;
-        st.free.clear();
+        let out = std::mem::take(&mut st.free);
+        drop(st);
+        self.retired.add(out.into_values().flatten());
     }
 }
 

@@ -115,12 +115,15 @@ impl Recorder {
     /// Submits everything recorded; the metadata is written just before.
     pub(crate) fn submit(&mut self, gpu: &Gpu) -> Result<()> {
         self.pass = None;
+        let retired = gpu.retired.take();
         if let Some(encoder) = self.encoder.take() {
             if let Some(arena) = &self.arena {
                 gpu.queue.write_buffer(arena.buffer(), 0, bytemuck::cast_slice(&self.meta));
             }
             gpu.queue.submit([encoder.finish()]);
         }
+        // Submitted work that uses them still completes (WebGPU's and wgpu-core's rule).
+        retired.iter().for_each(wgpu::Buffer::destroy);
         // Reusing the arena in a later batch is safe: its next write happens at that batch's
         // submit, after this one in queue order.
         self.arena = None;
@@ -139,6 +142,13 @@ pub(crate) struct Mapping {
     staging: wgpu::Buffer,
     len: u64,
     mapped: Arc<Mutex<MapState>>,
+}
+
+impl Drop for Mapping {
+    /// The staging buffer's memory goes back now (see [`super::alloc`]): read, or abandoned.
+    fn drop(&mut self) {
+        self.staging.destroy();
+    }
 }
 
 /// The map callback's answer and the task waiting for it.

@@ -1,6 +1,7 @@
 //! The wgpu device: adapter choice, the features and limits asked for, and the capture of
 //! wgpu errors as values.
 
+use super::alloc::Retired;
 use crate::{BackendKind, Error, Result};
 use std::sync::{Arc, Mutex};
 use wgpu::{DeviceType, Features};
@@ -64,6 +65,8 @@ pub(crate) struct Gpu {
     pub errors: Arc<ErrorSink>,
     /// The cooperative-matrix shapes and types the adapter multiplies (with the feature).
     pub coop: Vec<wgpu::CooperativeMatrixProperties>,
+    /// Buffers the pools let go of, destroyed after the next submit.
+    pub retired: Arc<Retired>,
 }
 
 /// Preference of an adapter: hardware before software, native APIs before GL.
@@ -87,6 +90,12 @@ pub(crate) fn is_software(info: &wgpu::AdapterInfo) -> bool {
 /// A software renderer behind OpenGL (llvmpipe): it compiles each kernel for seconds.
 pub(crate) fn is_gl_software(info: &wgpu::AdapterInfo) -> bool {
     is_software(info) && info.backend == wgpu::Backend::Gl
+}
+
+/// A browser's software (fallback) WebGPU adapter, which a browser does not name: Chromium's
+/// SwiftShader loses the device compiling some kernels every other adapter runs (see the uses).
+pub(crate) fn is_browser_fallback(info: &wgpu::AdapterInfo) -> bool {
+    is_software(info) && info.backend == wgpu::Backend::BrowserWebGpu
 }
 
 /// What the adapter is, in plain words.
@@ -161,7 +170,7 @@ impl Gpu {
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| sink.record(e.to_string())));
         let sink = errors.clone();
         device.set_device_lost_callback(move |reason, msg| sink.record(format!("device lost ({reason:?}): {msg}")));
-        Ok(Gpu { device, queue, info, features, limits, errors, coop })
+        Ok(Gpu { device, queue, info, features, limits, errors, coop, retired: Arc::default() })
     }
 
     /// An instance of `backends`, unless `WGPU_BACKEND` in the environment says otherwise.

@@ -203,11 +203,12 @@ impl WgpuBackend {
             return Err(Error::BackendUnavailable { kind: "wgpu".into(), reason });
         }
         use wgpu::BufferUsages as U;
+        let retired = gpu.retired.clone();
         Ok(WgpuBackend(Arc::new(Context {
             gpu,
             caps,
-            pool: Pool::new(U::STORAGE | U::COPY_SRC | U::COPY_DST),
-            meta_pool: Pool::new(U::STORAGE | U::COPY_DST),
+            pool: Pool::new(U::STORAGE | U::COPY_SRC | U::COPY_DST, retired.clone()),
+            meta_pool: Pool::new(U::STORAGE | U::COPY_DST, retired),
             rec: Mutex::default(),
             pipelines: Mutex::default(),
             bounds_checks: match std::env::var("RWO_WGPU_BOUNDS_CHECKS").as_deref() {
@@ -264,7 +265,15 @@ impl WgpuBackend {
                 limit: u32::MAX as u64 * size,
             });
         }
-        let buf = self.0.pool.alloc(&self.0.gpu, bytes)?;
+        let buf = match self.0.pool.alloc(&self.0.gpu, bytes) {
+            Err(Error::Backend { .. }) => {
+                // Out of memory: give every cached buffer back to the driver and try once more.
+                self.0.pool.release_cache();
+                self.rec().submit(&self.0.gpu)?;
+                self.0.pool.alloc(&self.0.gpu, bytes)?
+            }
+            r => r?,
+        };
         Ok(WgpuStorage { buf: Arc::new(buf), dtype, len })
     }
 
