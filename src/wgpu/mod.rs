@@ -235,6 +235,11 @@ impl WgpuBackend {
         context::is_gl_software(&self.0.gpu.info).then_some(self.0.gpu.info.name.as_str())
     }
 
+    /// Whether the adapter is a browser's software fallback ([`context::is_browser_fallback`]).
+    pub(crate) fn browser_fallback(&self) -> bool {
+        context::is_browser_fallback(&self.0.gpu.info)
+    }
+
     /// The tuning overrides this device was opened with.
     pub fn tune(&self) -> Tune {
         self.0.tune

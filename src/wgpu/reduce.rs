@@ -520,7 +520,11 @@ impl ReduceOps for WgpuBackend {
             return Err(too_large(format!("a reduction over {extent} elements"), extent, x.dtype));
         }
         let repr = Repr::of(x.dtype, caps, op.name())?;
-        let pass = view.pass(per_word16(repr), true);
+        // Chromium's SwiftShader (156) loses the device compiling the wide min, max and arg
+        // kernels of f16 and bf16 (sum's compile): there they read element by element.
+        let half = matches!(repr, Repr::F16 | Repr::F16Packed | Repr::BF16);
+        let narrow = half && op != ReduceOp::Sum && self.browser_fallback();
+        let pass = view.pass(per_word16(repr).filter(|_| !narrow), true);
         let xb = x.buffer();
         let input: &[&wgpu::Buffer] = if pass.kernel.wide() { &[xb, xb] } else { &[xb] };
         if pass.chunks == 1 {
