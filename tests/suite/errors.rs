@@ -290,41 +290,47 @@ async fn host_errors(dev: &Device) -> Result<()> {
 
 async fn shapes_past_the_address_space_are_errors(dev: &Device) -> Result<()> {
     let too_large = |e: &Error| matches!(e, Error::ShapeTooLarge { .. });
-    // 2^64 elements: the count itself overflows (it wrapped to 0 before).
-    expect(Tensor::zeros([1 << 33, 1 << 31], DType::F32, dev), too_large, "more elements or bytes");
-    expect(Tensor::from_vec(Vec::<f32>::new(), [1 << 32, 1 << 32], dev), too_large, "[4294967296, 4294967296]");
-    // 2^62 elements fit in a usize, their 2^64 bytes do not.
-    expect(Tensor::ones([1 << 62], DType::F32, dev), too_large, "of f32");
-    expect(Tensor::arange_step(0f64, 1e19, 1.0, dev), too_large, "arange");
+    // Sizes are powers of two scaled to the address space (64-bit natively, 32-bit in a
+    // browser): `h` is half its bits, `big` a dim past u32 where usize allows.
+    let (bits, h) = (usize::BITS, usize::BITS / 2);
+    let big: usize = 1 << (bits * 5 / 8);
+    // 2^bits elements: the count itself overflows (it wrapped to 0 before).
+    expect(Tensor::zeros([1 << (h + 1), 1 << (h - 1)], DType::F32, dev), too_large, "more elements or bytes");
+    let square = format!("[{}, {}]", 1usize << h, 1usize << h);
+    expect(Tensor::from_vec(Vec::<f32>::new(), [1 << h, 1 << h], dev), too_large, &square);
+    // 2^(bits-2) elements fit in a usize, their 2^bits bytes do not.
+    expect(Tensor::ones([1 << (bits - 2)], DType::F32, dev), too_large, "of f32");
+    expect(Tensor::arange_step(0f64, (1u64 << (bits - 2)) as f64, 1.0, dev), too_large, "arange");
     let one = f32s(dev, &[1])?;
-    expect(one.broadcast_as([1 << 33, 1 << 31]), too_large, "broadcast_as");
+    expect(one.broadcast_as([1 << (h + 1), 1 << (h - 1)]), too_large, "broadcast_as");
     let empty = f32s(dev, &[0])?;
-    expect(empty.reshape([0, 1 << 40, 1 << 40]), too_large, "reshape");
-    assert_eq!(empty.reshape([0, 1 << 40])?.dims(), &[0, 1 << 40], "an empty shape whose strides fit is fine");
+    expect(empty.reshape([0, big, big]), too_large, "reshape");
+    assert_eq!(empty.reshape([0, big])?.dims(), &[0, big], "an empty shape whose strides fit is fine");
     // Ids into a dim past u32 of an empty tensor (found by the fuzz test: wgpu read the size as
     // 0 and called every id bad).
-    let ids = Tensor::from_vec(vec![255i64, (1 << 40) - 1], [2], dev)?;
-    let picked = Tensor::zeros([0, 1 << 40], DType::U8, dev)?.index_select(&ids, 1)?;
+    let ids = Tensor::from_vec(vec![255i64, big as i64 - 1], [2], dev)?;
+    let picked = Tensor::zeros([0, big], DType::U8, dev)?.index_select(&ids, 1)?;
     assert_eq!((picked.dims(), picked.to_vec_async::<u8>().await?.len()), (&[0, 2][..], 0));
     // An empty upsample to a size past memory (found by the fuzz test: the cpu built a table of
     // 2^62 offsets).
-    let up = Tensor::zeros([1, 0, 1], DType::U8, dev)?.upsample_nearest1d(1 << 62)?;
-    assert_eq!((up.dims(), up.to_vec_async::<u8>().await?.len()), (&[1, 0, 1 << 62][..], 0));
-    let up = Tensor::zeros([1, 1, 1, 1], DType::U8, dev)?.upsample_nearest2d(1 << 62, 0)?;
+    let huge: usize = 1 << (bits - 2);
+    let up = Tensor::zeros([1, 0, 1], DType::U8, dev)?.upsample_nearest1d(huge)?;
+    assert_eq!((up.dims(), up.to_vec_async::<u8>().await?.len()), (&[1, 0, huge][..], 0));
+    let up = Tensor::zeros([1, 1, 1, 1], DType::U8, dev)?.upsample_nearest2d(huge, 0)?;
     assert_eq!(up.to_vec_async::<u8>().await?.len(), 0);
     // Joining empty tensors with a huge dim (found by the fuzz test: 2^62 empty row copies).
-    let e = Tensor::zeros([1 << 62, 0], DType::U8, dev)?;
-    assert_eq!(Tensor::cat(&[&e, &e], 1)?.dims(), &[1 << 62, 0]);
-    let bad = Tensor::from_vec(vec![1i64 << 40], [1], dev)?;
-    let picked = Tensor::zeros([0, 1 << 40], DType::U8, dev)?.index_select(&bad, 1);
+    let e = Tensor::zeros([huge, 0], DType::U8, dev)?;
+    assert_eq!(Tensor::cat(&[&e, &e], 1)?.dims(), &[huge, 0]);
+    let bad = Tensor::from_vec(vec![big as i64], [1], dev)?;
+    let picked = Tensor::zeros([0, big], DType::U8, dev)?.index_select(&bad, 1);
     expect(
         async { picked?.to_vec_async::<u8>().await }.await,
         |e| matches!(e, Error::IndexOutOfRange { .. }),
-        "1099511627776",
+        &big.to_string(),
     );
     // Two views that fit, whose broadcast result does not.
-    let rows = one.broadcast_as([1 << 31, 1])?;
-    let cols = one.broadcast_as([1, 1 << 33])?;
+    let rows = one.broadcast_as([1 << (h - 1), 1])?;
+    let cols = one.broadcast_as([1, 1 << (h + 1)])?;
     expect(rows.add(&cols), |e| matches!(e, Error::ShapeTooLarge { op: "add", .. }), "add");
     intact(&one).await
 }

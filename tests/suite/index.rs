@@ -310,11 +310,11 @@ async fn index_add_hand_computed(dev: &Device) -> Result<()> {
     let src = Tensor::from_vec(vec![1i64, 2, 3, 4, 5, 6, 7, 8, 9], [3, 3], dev)?;
     assert_values(&dst.index_add(&ids, &src, 1)?, &[3, 2], &[3i64, 5, 6, 11, 9, 17], 0.0).await?;
     assert_values(&dst, &[3, 2], &[1i64; 6], 0.0).await?;
-    let f = Tensor::from_vec(vec![0.5f64, 0.25], [2], dev)?;
-    let src = Tensor::from_vec(vec![0.125f64, 1.0, 2.0], [3], dev)?;
+    let dt = crate::wide(dev).0;
+    let f = crate::floats(dev, vec![0.5, 0.25], &[2], dt)?;
+    let src = crate::floats(dev, vec![0.125, 1.0, 2.0], &[3], dt)?;
     let ids = Tensor::from_vec(vec![1i64, 1, 0], [3], dev)?;
-    assert_values(&f.index_add(&ids, &src, 0)?, &[2], &[2.5f64, 1.375], 0.0).await?;
-    Ok(())
+    crate::assert_floats(&f.index_add(&ids, &src, 0)?, &[2], &[2.5, 1.375], 0.0).await
 }
 
 /// `r` (read back, where a backend reports bad ids) must be an `IndexOutOfRange` for `index`.

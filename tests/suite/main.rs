@@ -165,9 +165,39 @@ pub async fn assert_close(got: &Tensor, want: &Tensor, tol: Tol, what: &str) -> 
     Ok(())
 }
 
+/// In a browser the comparison loops run a sample of their comparisons on WebGPU (`web.rs`
+/// sets it per case): each case's first, then one in `web::SAMPLE`, picked by a hash of the
+/// case and the comparison's number. A software adapter there compiles each new kernel for
+/// about a second, and the whole product of shapes, views and dtypes runs natively. Natively
+/// nothing is skipped.
+pub mod sample {
+    use std::cell::Cell;
+
+    thread_local! {
+        /// (the case's hash, one in how many runs, comparisons so far).
+        static STATE: Cell<(u64, u64, u64)> = const { Cell::new((0, 1, 0)) };
+    }
+
+    /// Starts `case`'s comparisons, running one in `every`.
+    #[cfg_attr(not(target_family = "wasm"), allow(dead_code))]
+    pub fn start(case: &str, every: u64) {
+        let hash = case.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
+        STATE.with(|s| s.set((hash, every.max(1), 0)));
+    }
+
+    /// Whether the next comparison is left out of the sample.
+    pub fn skip() -> bool {
+        STATE.with(|s| {
+            let (hash, every, n) = s.get();
+            s.set((hash, every, n + 1));
+            n > 0 && ((hash ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) % every != 0
+        })
+    }
+}
+
 /// Whether `e` is the `UnsupportedDType` that `dev` states for its op and dtype
 /// ([`Device::supports`]): the one failure a case may skip over.
-fn stated_unsupported(dev: &Device, e: &rocm_wgpu_ops::Error) -> bool {
+pub fn stated_unsupported(dev: &Device, e: &rocm_wgpu_ops::Error) -> bool {
     matches!(e, rocm_wgpu_ops::Error::UnsupportedDType { op, dtype, .. } if dev.supports(op, *dtype).is_err())
 }
 
@@ -187,13 +217,48 @@ pub async fn unless_unsupported(dev: &Device, dtype: DType, case: impl AsyncFnOn
 /// Runs `f` on `dev` and on the cpu reference and compares the results. An op `dev` states
 /// unsupported for the dtype ([`Device::supports`]) must fail with `UnsupportedDType`, and the
 /// comparison is skipped; any other refusal fails.
+/// Left out where [`sample`] says so.
 pub async fn same_as_cpu(dev: &Device, tol: Tol, what: &str, f: impl Fn(&Device) -> Result<Tensor>) -> Result<()> {
+    if sample::skip() {
+        return Ok(());
+    }
+    compare_with_cpu(dev, tol, what, f).await
+}
+
+/// [`same_as_cpu`] whatever the sample (for helpers that sample their comparisons themselves).
+pub async fn compare_with_cpu(dev: &Device, tol: Tol, what: &str, f: impl Fn(&Device) -> Result<Tensor>) -> Result<()> {
     let got = match f(dev) {
         Err(e) if stated_unsupported(dev, &e) => return Ok(()),
         r => r?,
     };
     let want = f(&cpu())?;
     assert_close(&got, &want, tol, what).await
+}
+
+/// The float dtypes `dev` computes in: all of them, less f64 where the device states f64
+/// arithmetic unsupported (a wgpu adapter without SHADER_F64, WebGPU in a browser;
+/// `support.rs` checks that statement both ways).
+pub fn float_dtypes(dev: &Device) -> Vec<DType> {
+    DType::FLOAT.iter().copied().filter(|&d| dev.supports("mul", d).is_ok()).collect()
+}
+
+/// The dtype and absolute tolerance of hand-computed float answers on `dev`: f64 to 1e-15, or
+/// f32 to 1e-6 (a few ulps of answers below 32) where the device states f64 arithmetic
+/// unsupported.
+pub fn wide(dev: &Device) -> (DType, f64) {
+    if dev.supports("mul", DType::F64).is_ok() { (DType::F64, 1e-15) } else { (DType::F32, 1e-6) }
+}
+
+/// `v` as a `dtype` tensor of `shape` on `dev`, converted on the host (a device without f64
+/// arithmetic cannot cast from it).
+pub fn floats(dev: &Device, v: Vec<f64>, shape: &[usize], dtype: DType) -> Result<Tensor> {
+    Tensor::from_cpu(Tensor::from_vec(v, shape, &cpu())?.to_dtype(dtype)?.to_cpu_storage()?, shape.to_vec(), dev)
+}
+
+/// [`assert_values`] for a float tensor of any dtype against f64 answers, converted on the host.
+pub async fn assert_floats(t: &Tensor, shape: &[usize], want: &[f64], tol: f64) -> Result<()> {
+    let host = Tensor::from_cpu(t.to_cpu_storage_async().await?, t.shape().clone(), &cpu())?;
+    assert_values(&host.to_dtype(DType::F64)?, shape, want, tol).await
 }
 
 /// Asserts a tensor's values exactly (a hand-computed answer; floats compared as f64).

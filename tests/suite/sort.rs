@@ -39,11 +39,6 @@ fn input(dev: &Device, view: View, dtype: DType, shape: &[usize], seed: u64, lo:
     }
 }
 
-/// `v` as `dtype` on `dev`, converted on the host (a device may lack f64 casts).
-fn on_device(dev: &Device, v: Vec<f64>, shape: &[usize], dtype: DType) -> Result<Tensor> {
-    Tensor::from_vec(v, shape, &cpu())?.to_dtype(dtype)?.to_device(dev)
-}
-
 /// `shape` laid out as `view` (as `input` does it) over a tensor `make` builds for the shape
 /// stored.
 fn viewed(view: View, shape: &[usize], make: impl Fn(&[usize]) -> Result<Tensor>) -> Result<Tensor> {
@@ -94,7 +89,7 @@ fn tied_input(
                 *x = f64::NAN;
             }
         }
-        on_device(dev, v, s, dtype)
+        crate::floats(dev, v, s, dtype)
     })
 }
 
@@ -229,7 +224,7 @@ fn inputs(dev: &Device) -> Result<Vec<(String, Tensor)>> {
             v[k] = f64::NAN;
         }
         v[7] = -0.0;
-        out.push((format!("{dtype} with NaN"), on_device(dev, v, &[4, 6], dtype)?));
+        out.push((format!("{dtype} with NaN"), crate::floats(dev, v, &[4, 6], dtype)?));
     }
     Ok(out)
 }
@@ -256,7 +251,7 @@ async fn argsort_of_sorted_is_identity(dev: &Device) -> Result<()> {
         for descending in [false, true] {
             let what = format!("{what} descending {descending}");
             let rows = sorted_rows(&host, &x.argsort(descending)?, &what).await?;
-            let sorted = on_device(dev, rows.concat(), x.dims(), x.dtype())?;
+            let sorted = crate::floats(dev, rows.concat(), x.dims(), x.dtype())?;
             let n = x.dims().last().copied().unwrap_or(1);
             let iota: Vec<u32> = (0..x.elem_count()).map(|i| (i % n.max(1)) as u32).collect();
             assert_values(&sorted.argsort(descending)?, x.dims(), &iota, 0.0).await?;

@@ -9,6 +9,10 @@ use wasm_bindgen_test::{console_log, wasm_bindgen_test_configure};
 
 wasm_bindgen_test_configure!(run_in_browser);
 
+/// On WebGPU the comparison loops run one comparison in `SAMPLE` (see [`crate::sample`]); the
+/// cpu runs them all.
+pub const SAMPLE: u64 = 4;
+
 /// Runs every case of `family` on the device of `kind`; WebGPU is what the browser run is for,
 /// so its absence fails.
 async fn run(family: &str, kind: BackendKind) {
@@ -20,11 +24,13 @@ async fn run(family: &str, kind: BackendKind) {
             continue;
         }
         let name = format!("{family}::{}::{kind}", case.name);
-        console_log!("{name}");
         ran += 1;
+        crate::sample::start(&name, if kind == BackendKind::Cpu { 1 } else { SAMPLE });
+        let start = web_time::Instant::now();
         if let Err(e) = (case.body)(&dev).await {
             failed.push(format!("{name}: {e}"));
         }
+        console_log!("{name} {:.0} ms", start.elapsed().as_secs_f64() * 1e3);
     }
     assert!(ran > 0, "no case of {family} is registered");
     assert!(failed.is_empty(), "on {}, {} of {ran} cases failed:\n{}", dev.describe(), failed.len(), failed.join("\n"));
