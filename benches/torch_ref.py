@@ -109,21 +109,35 @@ def matmul_cases():
     torch.backends.cuda.matmul.allow_tf32 = False
     sq, wide, big = s(4096), s(1024), s(8192)
     shapes = [
-        (1, sq, sq, sq, "f32"),
-        (1, sq, sq, sq, "f16"),
-        (1, sq, sq, sq, "bf16"),
-        (1, wide, wide, wide, "f32"),
-        (1, big, wide, big, "f32"),
-        (s(64), 512, 64, 512, "f32"),
-        (1, 1, 4096, s(16384), "f32"),
+        (1, sq, sq, sq, "f32", False),
+        (1, sq, sq, sq, "f16", False),
+        (1, sq, sq, sq, "bf16", False),
+        (1, wide, wide, wide, "f32", False),
+        (1, big, wide, big, "f32", False),
+        (s(64), 512, 64, 512, "f32", False),
+        (1, 1, 4096, s(16384), "f32", False),
     ]
+    # The GPT-2-small example's GEMMs (128 tokens); a rhs named [.., n, k]^T is a transposed view.
+    t, vocab = s(128), s(50257)
+    for dt in ["f16", "f32"]:
+        shapes += [
+            (1, t, 768, 2304, dt, False),
+            (12, t, 64, t, dt, True),
+            (12, t, t, 64, dt, False),
+            (1, t, 768, 768, dt, False),
+            (1, t, 768, 3072, dt, False),
+            (1, t, 3072, 768, dt, False),
+            (1, t, 768, vocab, dt, True),
+        ]
     types = {"f32": (torch.float32, 4), "f16": (torch.float16, 2), "bf16": (torch.bfloat16, 2)}
-    for b, m, k, n, dt in shapes:
+    for b, m, k, n, dt, rt in shapes:
         dtype, size = types[dt]
         lead = [] if b == 1 else [b]
-        ls, rs = lead + [m, k], lead + [k, n]
+        ls, rs = lead + [m, k], lead + ([n, k] if rt else [k, n])
         x, y = rand(*ls, dtype=dtype), rand(*rs, dtype=dtype)
-        name = f"matmul {dt} [{','.join(map(str, ls))}]x[{','.join(map(str, rs))}]"
+        if rt:
+            y = y.transpose(-2, -1)
+        name = f"matmul {dt} [{','.join(map(str, ls))}]x[{','.join(map(str, rs))}]{'^T' if rt else ''}"
         flops[name] = 2 * b * m * k * n
         yield name, b * (m * k + k * n + m * n) * size, (lambda x=x, y=y: x @ y)
 

@@ -154,29 +154,45 @@ pub fn cases(scale: usize) -> Vec<Case> {
 }
 
 /// Products `[batch, m, k] x [batch, k, n]` (no batch dim where `batch` is 1): the issue's
-/// square sizes in each float type, a wide one, a batch of small ones, and matrix-vector.
+/// square sizes in each float type, a wide one, a batch of small ones, matrix-vector, and the
+/// GEMMs of the GPT-2-small example (`examples/transformer.rs`, 128 tokens) in f16 and f32. A
+/// rhs named `[.., n, k]^T` is a transposed view of that tensor (attention's `k`, the logits'
+/// tied embedding).
 fn matmul_cases(scale: usize) -> Vec<Case> {
     let s = |n: usize| (n / scale).max(1);
     let (sq, wide, big) = (s(4096), s(1024), s(8192));
-    let shapes = [
-        (1, sq, sq, sq, DType::F32),
-        (1, sq, sq, sq, DType::F16),
-        (1, sq, sq, sq, DType::BF16),
-        (1, wide, wide, wide, DType::F32),
-        (1, big, wide, big, DType::F32),
-        (s(64), 512, 64, 512, DType::F32),
-        (1, 1, 4096, s(16384), DType::F32),
+    let mut shapes = vec![
+        (1, sq, sq, sq, DType::F32, false),
+        (1, sq, sq, sq, DType::F16, false),
+        (1, sq, sq, sq, DType::BF16, false),
+        (1, wide, wide, wide, DType::F32, false),
+        (1, big, wide, big, DType::F32, false),
+        (s(64), 512, 64, 512, DType::F32, false),
+        (1, 1, 4096, s(16384), DType::F32, false),
     ];
+    let (t, vocab) = (s(128), s(50257));
+    for dtype in [DType::F16, DType::F32] {
+        shapes.extend([
+            (1, t, 768, 2304, dtype, false),
+            (12, t, 64, t, dtype, true),
+            (12, t, t, 64, dtype, false),
+            (1, t, 768, 768, dtype, false),
+            (1, t, 768, 3072, dtype, false),
+            (1, t, 3072, 768, dtype, false),
+            (1, t, 768, vocab, dtype, true),
+        ]);
+    }
     shapes
         .into_iter()
-        .map(|(b, m, k, n, dtype)| {
+        .map(|(b, m, k, n, dtype, rt)| {
             let lead: &[usize] = if b == 1 { &[] } else { &[b] };
-            let (ls, rs) = ([lead, &[m, k]].concat(), [lead, &[k, n]].concat());
+            let (ls, rs) = ([lead, &[m, k]].concat(), [lead, &if rt { [n, k] } else { [k, n] }].concat());
             let shape = |d: &[usize]| d.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",");
-            let name = format!("matmul {dtype} [{}]x[{}]", shape(&ls), shape(&rs));
+            let name = format!("matmul {dtype} [{}]x[{}]{}", shape(&ls), shape(&rs), if rt { "^T" } else { "" });
             let bytes = (b * (m * k + k * n + m * n) * dtype.size_in_bytes()) as u64;
             Case::new(Family::Matmul, name, bytes, move |d| {
                 let (x, y) = (rand(&ls, dtype, d)?, rand(&rs, dtype, d)?);
+                let y = if rt { y.t()? } else { y };
                 Ok(Box::new(move || x.matmul(&y)))
             })
             .with_flops(2 * (b * m * k * n) as u64)

@@ -28,6 +28,7 @@ const CONV: Table = Table {
     big16: CONV_TILES,
     small: CONV_TILES,
     big_from: 0,
+    small_from: 0,
     coop: CoopTiles { bm: 64, bn: 64, bk: 16, wm: 2, wn: 2, pad: 8, pipe: 2 },
     ..TABLE
 };

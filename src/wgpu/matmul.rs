@@ -21,9 +21,14 @@ pub(crate) struct Table {
     /// Smaller problems (more workgroups for the same work).
     pub small: Tiles,
     pub big_from: usize,
+    /// Problems of fewer than `small_from` tiles (too few workgroups of `small` to fill the
+    /// GPU), f16 too: there the cooperative kernel costs more than it saves.
+    pub tiny: Tiles,
+    pub small_from: usize,
     /// f64 (8-byte elements: half the tile for the same workgroup memory).
     pub f64: Tiles,
-    /// f16 where the adapter has 16x16x16 f16->f32 cooperative matrices.
+    /// f16 problems of at least `small_from` tiles where the adapter has 16x16x16 f16->f32
+    /// cooperative matrices.
     pub coop: CoopTiles,
 }
 
@@ -39,12 +44,27 @@ pub(crate) struct Table {
 /// staged from `vec4<f16>` bindings instead of raw words (a third run, not kept) 82.4-84.9.
 /// `big_from` (two large tiles per multiprocessor of a 132-SM GPU) lies between the sizes
 /// measured; f32 tiles 128x256x16/8x16 27.8 and 256x128x8/16x8 26.2 against 27.5 (noise).
+///
+/// Small problems: the GPT-2-small GEMMs (M = 128), the same GPU 2026-11-24, one sweep, us per
+/// GEMM for QKV [128,768]x[768,2304] / q.k^T [12,128,64]x[12,64,128] / att.v / projection /
+/// MLP up / down. f32: 64x64x16/4x4 141/132/107/145/137/218, 32x64x16/4x4 130/94/127/105/103/
+/// 179, 32x32x16 112/88/105/107/157/143, 32x32x32 138/97/80/93/135/157, 16x64x16 120/58/100/
+/// 135/117/179 (the small ones within 6% of each other in all, 16% under 64x64). f16 tiled
+/// 32x64x16 118/122/100/169/129/214; every cooperative configuration 218-373 (the big one
+/// 261/316/349/365/223/278; 128x128, 128x64, 64x128, 64x64 and 32x32 tiles, f0 to f2 alike):
+/// they pay only on large problems (logits [128,768]x[768,50257], 393 tiles: cooperative
+/// 313-386, tiled 972-1143). `small_from` lies between 24 tiles (MLP up, faster tiled) and 64
+/// (f32 1024^3, best on 64x64; f16 from there on cooperative matrices as before, unmeasured
+/// between 24 and 393 tiles).
 pub(crate) const TABLE: Table = Table {
     big: Tiles { bm: 128, bn: 128, bk: 16, tm: 8, tn: 8, pad: 4 },
     big16: Tiles { bm: 128, bn: 128, bk: 16, tm: 8, tn: 4, pad: 4 },
     small: Tiles { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, pad: 4 },
     // Two 128x128 tiles per multiprocessor of a 132-SM GPU.
     big_from: 264,
+    tiny: Tiles { bm: 32, bn: 64, bk: 16, tm: 4, tn: 4, pad: 4 },
+    // One 64x64 tile per multiprocessor of a 132-SM GPU.
+    small_from: 33,
     f64: Tiles { bm: 64, bn: 64, bk: 8, tm: 8, tn: 4, pad: 0 },
     coop: CoopTiles { bm: 128, bn: 256, bk: 32, wm: 4, wn: 2, pad: 8, pipe: 1 },
 };
@@ -74,8 +94,14 @@ pub fn with_gemm_kernel<R>(k: Kernel, f: impl FnOnce() -> R) -> R {
 
 /// The tile configurations of [`TABLE`] (for tests that force each in turn).
 #[doc(hidden)]
-pub fn gemm_tiles() -> [Tiles; 4] {
-    [TABLE.big, TABLE.big16, TABLE.small, TABLE.f64]
+pub fn gemm_tiles() -> [Tiles; 5] {
+    [TABLE.big, TABLE.big16, TABLE.small, TABLE.f64, TABLE.tiny]
+}
+
+/// The cooperative-matrix configuration of [`TABLE`] (likewise, where the adapter has it).
+#[doc(hidden)]
+pub fn gemm_coop_tiles() -> CoopTiles {
+    TABLE.coop
 }
 
 pub(crate) fn record(k: Kernel) {
@@ -89,7 +115,7 @@ impl Table {
         if let Some(k) = FORCED.with(Cell::get) {
             return k;
         }
-        if coop && dtype == DType::F16 && self.coop.workgroup_bytes() <= bytes {
+        if coop && dtype == DType::F16 && tiles >= self.small_from && self.coop.workgroup_bytes() <= bytes {
             return Kernel::Coop(self.coop);
         }
         let size = dtype.size_in_bytes() as u32;
@@ -97,8 +123,10 @@ impl Table {
             [self.f64, self.f64]
         } else if tiles >= self.big_from {
             [if size == 2 { self.big16 } else { self.big }, self.small]
-        } else {
+        } else if tiles >= self.small_from {
             [self.small, self.small]
+        } else {
+            [self.tiny, self.small]
         };
         // The f64 tiles need 16 KiB, WebGPU's least workgroup memory.
         Kernel::Tiled(order.into_iter().find(|t| t.workgroup_bytes(size) <= bytes).unwrap_or(self.f64))
@@ -148,12 +176,12 @@ impl WgpuBackend {
     /// What `info()` says of the GEMM kernels this adapter gets.
     pub(crate) fn gemm_info(&self) -> String {
         let coop = match self.0.gpu.coop_missing() {
-            None => "cooperative matrix 16x16x16 f16->f32 (f16)".to_string(),
+            None => format!("cooperative matrix 16x16x16 f16->f32 (f16 from {} tiles of 128x128)", TABLE.small_from),
             Some(why) => format!("no cooperative matrix ({why})"),
         };
         format!(
             "tiled (f32, bf16, f64{}), matrix-vector (m or n <= {MATVEC_MAX_M}), {coop}",
-            if self.coop() { "" } else { ", f16" }
+            if self.coop() { ", small f16" } else { ", f16" }
         )
     }
 
@@ -211,7 +239,7 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<super::kernel::Spec>)>
         let mut kernels: Vec<(Kernel, Vec<(Load, Load)>)> = if dt == DType::F64 {
             vec![(Kernel::Tiled(TABLE.f64), vec![(Load::Gather, Load::Gather)])]
         } else {
-            [TABLE.big, TABLE.big16, TABLE.small, TABLE.f64].map(|t| (Kernel::Tiled(t), every.clone())).to_vec()
+            gemm_tiles().map(|t| (Kernel::Tiled(t), every.clone())).to_vec()
         };
         for m in [1, MATVEC_MAX_M as u32] {
             for rows in [false, true] {
@@ -288,8 +316,11 @@ mod tests {
         assert_eq!(TABLE.pick(DType::F32, 1000, 16384, false), Kernel::Tiled(TABLE.f64));
         assert_eq!(TABLE.pick(DType::F32, 1000, 49152, false), Kernel::Tiled(TABLE.big));
         assert_eq!(TABLE.pick(DType::BF16, 1000, 49152, false), Kernel::Tiled(TABLE.big16));
-        assert_eq!(TABLE.pick(DType::BF16, 10, 49152, true), Kernel::Tiled(TABLE.small));
-        assert_eq!(TABLE.pick(DType::F16, 10, 49152, true), Kernel::Coop(TABLE.coop));
+        assert_eq!(TABLE.pick(DType::BF16, 100, 49152, true), Kernel::Tiled(TABLE.small));
+        assert_eq!(TABLE.pick(DType::BF16, 10, 49152, true), Kernel::Tiled(TABLE.tiny));
+        assert_eq!(TABLE.pick(DType::F16, 100, 49152, true), Kernel::Coop(TABLE.coop));
+        assert_eq!(TABLE.pick(DType::F16, 1000, 49152, false), Kernel::Tiled(TABLE.big16));
+        assert_eq!(TABLE.pick(DType::F16, 10, 49152, true), Kernel::Tiled(TABLE.tiny));
         let probe = Kernel::Coop(CoopTiles { pipe: 0, ..TABLE.coop });
         for k in [Kernel::Tiled(TABLE.big), Kernel::Coop(TABLE.coop), probe] {
             assert_eq!(k.to_string().parse::<Kernel>().unwrap(), k);

@@ -37,7 +37,7 @@ pub use coop::CoopTiles;
 pub use gemm::{Kernel as GemmKernel, MatVec, Tiles};
 use kernel::Spec;
 #[doc(hidden)]
-pub use matmul::{gemm_tiles, last_gemm_kernel, with_gemm_kernel};
+pub use matmul::{gemm_coop_tiles, gemm_tiles, last_gemm_kernel, with_gemm_kernel};
 pub use random::Mul;
 pub use repr::Caps;
 use std::collections::HashMap;

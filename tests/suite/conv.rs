@@ -358,7 +358,7 @@ fn run_big(x: &Tensor, k: &Tensor, op: ConvOp, p: [usize; 5]) -> Result<Tensor> 
 /// [`BIG`] through every tile configuration of the wgpu GEMM table.
 async fn conv_tiles_match_reference(dev: &Device) -> Result<()> {
     for &dtype in DType::FLOAT {
-        for kernel in tile_choices(dev) {
+        for kernel in tile_choices(dev, dtype) {
             for (i, &(op, xs, ks, p, terms)) in BIG.iter().enumerate() {
                 let what = format!("{op} {dtype} {xs:?} {ks:?} {p:?} kernel {kernel:?}");
                 let tol = Tol::of(dtype).times(1.0 + terms as f64 / 4.0);
@@ -367,8 +367,8 @@ async fn conv_tiles_match_reference(dev: &Device) -> Result<()> {
                     run_big(&x, &rand_tensor(d, dtype, ks, 80 + i as u64, -1.0, 1.0)?, op, p)
                 });
                 match kernel {
-                    Some(kn) if dtype != DType::F64 => with_gemm_kernel_async(kn, run).await?,
-                    _ => run.await?,
+                    Some(kn) => with_gemm_kernel_async(kn, run).await?,
+                    None => run.await?,
                 }
             }
         }

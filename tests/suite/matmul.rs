@@ -1,5 +1,5 @@
 use crate::{Tol, View, assert_close, assert_values, rand_tensor, suite, view_tensor};
-use rocm_wgpu_ops::wgpu::{GemmKernel, gemm_tiles, last_gemm_kernel, with_gemm_kernel};
+use rocm_wgpu_ops::wgpu::{GemmKernel, gemm_coop_tiles, gemm_tiles, last_gemm_kernel, with_gemm_kernel};
 use rocm_wgpu_ops::{BackendKind, DType, Device, Result, Tensor};
 
 suite!(
@@ -225,12 +225,17 @@ async fn matmul_row_is_host_dot(dev: &Device) -> Result<()> {
     Ok(())
 }
 
-/// The tile configurations of the wgpu GEMM table, each forced in turn (`None`: the table's own
-/// choice; on other backends only that).
-pub(crate) fn tile_choices(dev: &Device) -> Vec<Option<GemmKernel>> {
+/// The tile configurations of the wgpu GEMM table for `dtype`, each forced in turn (`None`: the
+/// table's own choice; on other backends, and for f64, only that): the tiled ones, and for f16
+/// the cooperative-matrix one where the adapter has it.
+pub(crate) fn tile_choices(dev: &Device, dtype: DType) -> Vec<Option<GemmKernel>> {
     let mut v = vec![None];
-    if dev.kind() == BackendKind::Wgpu {
+    if dev.kind() == BackendKind::Wgpu && dtype != DType::F64 {
         v.extend(gemm_tiles().map(|t| Some(GemmKernel::Tiled(t))));
+        let coop = dev.info().iter().any(|(k, v)| *k == "matmul kernels" && v.contains("cooperative matrix 16x16x16"));
+        if coop && dtype == DType::F16 {
+            v.push(Some(GemmKernel::Coop(gemm_coop_tiles())));
+        }
     }
     v
 }
@@ -247,14 +252,14 @@ pub async fn with_gemm_kernel_async<R>(kernel: GemmKernel, fut: impl Future<Outp
 async fn matmul_edge_sizes_match_reference(dev: &Device) -> Result<()> {
     let sizes = [(17, 1, 130), (131, 17, 67), (129, 33, 5), (5, 1023, 9), (1023, 7, 13), (64, 64, 64)];
     for &dtype in DType::FLOAT {
-        for kernel in tile_choices(dev) {
+        for kernel in tile_choices(dev, dtype) {
             for (m, k, n) in sizes {
                 for (lt, rt) in [(false, false), (true, true), (false, true)] {
                     let what = format!("matmul {dtype} ({m},{k})x({k},{n}) lhs^T {lt} rhs^T {rt} kernel {kernel:?}");
                     let run = check(dev, tol(dtype, k), &what, |d| operands(d, dtype, &[m, k], lt, &[k, n], rt));
                     match kernel {
-                        Some(kn) if dtype != DType::F64 => with_gemm_kernel_async(kn, run).await?,
-                        _ => run.await?,
+                        Some(kn) => with_gemm_kernel_async(kn, run).await?,
+                        None => run.await?,
                     }
                 }
             }
@@ -264,20 +269,21 @@ async fn matmul_edge_sizes_match_reference(dev: &Device) -> Result<()> {
 }
 
 /// Where the wgpu adapter multiplies f16 on cooperative matrices, f16 products take them (and
-/// match the reference); elsewhere they stay tiled.
+/// match the reference), except small ones (fewer than 33 tiles of 128x128, the table's
+/// `small_from`); elsewhere they stay tiled.
 async fn matmul_f16_takes_cooperative_matrices(dev: &Device) -> Result<()> {
     if dev.kind() != BackendKind::Wgpu {
         return Ok(());
     }
     let coop = dev.info().iter().any(|(k, v)| *k == "matmul kernels" && v.contains("cooperative matrix 16x16x16"));
-    for (m, k, n) in [(256, 64, 256), (131, 40, 67)] {
+    for (m, k, n, large) in [(641, 24, 771, true), (131, 40, 67, false)] {
         for (lt, rt) in [(false, false), (true, true)] {
             let what = format!("matmul f16 ({m},{k})x({k},{n}) transposed {lt} {rt}");
             check(dev, tol(DType::F16, k), &what, |d| operands(d, DType::F16, &[m, k], lt, &[k, n], rt)).await?;
             let kernel = last_gemm_kernel();
             assert_eq!(
                 matches!(kernel, Some(GemmKernel::Coop(_))),
-                coop,
+                coop && large,
                 "{what}: kernel {kernel:?}, adapter has cooperative matrices: {coop}"
             );
         }
