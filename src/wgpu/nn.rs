@@ -67,9 +67,14 @@ fn types(c: Compute) -> String {
     let (neg_inf, max, exp, log) = if f64 {
         ("f64(f32_of_bits(0xff800000u))", "max_nan64(a, b)", "f64_exp(v)", "f64_log(v)")
     } else {
-        ("f32_of_bits(0xff800000u)", "max_nan(a, b)", "exp(v)", "log(v)")
+        // WGSL leaves exp of NaN to the implementation (SwiftShader gives inf): NaN is kept.
+        ("f32_of_bits(0xff800000u)", "max_nan(a, b)", "select(exp(v), v, is_nan(v))", "log(v)")
     };
-    let exp4 = if f64 { "V(f64_exp(v.x), f64_exp(v.y), f64_exp(v.z), f64_exp(v.w))" } else { "exp(v)" };
+    let exp4 = if f64 {
+        "V(f64_exp(v.x), f64_exp(v.y), f64_exp(v.z), f64_exp(v.w))"
+    } else {
+        "select(exp(v), v, (bitcast<vec4<u32>>(v) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u))"
+    };
     format!(
         "alias A = {a};\nalias V = vec4<{a}>;\n\
          fn neg_inf() -> A {{ return {neg_inf}; }}\n\
