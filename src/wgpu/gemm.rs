@@ -563,6 +563,21 @@ impl WgpuBackend {
         b: &WgpuStorage,
     ) -> Result<WgpuStorage> {
         let dtype = a.dtype;
+        // The table picks within the adapter's workgroup memory; a kernel forced past it (a
+        // sweep, the suite's forced tiles on a small adapter) is refused here, not by wgpu.
+        let needed = match k {
+            Kernel::Tiled(t) => t.workgroup_bytes(dtype.size_in_bytes() as u32),
+            Kernel::Coop(t) => t.workgroup_bytes(),
+            Kernel::MatVec(_) => 0,
+        };
+        if needed > self.gemm_workgroup_bytes() {
+            return Err(Error::LimitExceeded {
+                backend: BackendKind::Wgpu,
+                what: format!("workgroup memory of the GEMM kernel {k} for {dtype}"),
+                needed: needed as u64,
+                limit: self.gemm_workgroup_bytes() as u64,
+            });
+        }
         let c = self.storage(dtype, g.batches() * g.m * g.n)?;
         if g.batches() * g.m * g.n == 0 {
             return Ok(c);

@@ -1,4 +1,4 @@
-use crate::matmul::{tile_choices, with_gemm_kernel_async};
+use crate::matmul::{forced, tile_choices};
 use crate::{Tol, View, assert_close, assert_values, rand_tensor, same_as_cpu, suite, view_tensor};
 use rocm_wgpu_ops::spec::conv::{ConvOp, ConvParams};
 use rocm_wgpu_ops::wgpu::{GemmKernel, last_gemm_kernel};
@@ -366,10 +366,7 @@ async fn conv_tiles_match_reference(dev: &Device) -> Result<()> {
                     let x = rand_tensor(d, dtype, xs, 60 + i as u64, -1.0, 1.0)?;
                     run_big(&x, &rand_tensor(d, dtype, ks, 80 + i as u64, -1.0, 1.0)?, op, p)
                 });
-                match kernel {
-                    Some(kn) => with_gemm_kernel_async(kn, run).await?,
-                    None => run.await?,
-                }
+                forced(kernel, run).await?;
             }
         }
     }
