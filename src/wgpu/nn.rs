@@ -67,9 +67,14 @@ fn types(c: Compute) -> String {
     let (neg_inf, max, exp, log) = if f64 {
         ("f64(f32_of_bits(0xff800000u))", "max_nan64(a, b)", "f64_exp(v)", "f64_log(v)")
     } else {
-        ("f32_of_bits(0xff800000u)", "max_nan(a, b)", "exp(v)", "log(v)")
+        // WGSL leaves exp of NaN to the implementation (SwiftShader gives inf): NaN is kept.
+        ("f32_of_bits(0xff800000u)", "max_nan(a, b)", "select(exp(v), v, is_nan(v))", "log(v)")
     };
-    let exp4 = if f64 { "V(f64_exp(v.x), f64_exp(v.y), f64_exp(v.z), f64_exp(v.w))" } else { "exp(v)" };
+    let exp4 = if f64 {
+        "V(f64_exp(v.x), f64_exp(v.y), f64_exp(v.z), f64_exp(v.w))"
+    } else {
+        "select(exp(v), v, (bitcast<vec4<u32>>(v) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u))"
+    };
     format!(
         "alias A = {a};\nalias V = vec4<{a}>;\n\
          fn neg_inf() -> A {{ return {neg_inf}; }}\n\
@@ -102,11 +107,7 @@ fn state_code(v: Variant, c: Compute) -> String {
             s += &units("    let e{q} = ex4(rv[{q}] - V(m));\n    s += (e{q}.x + e{q}.y) + (e{q}.z + e{q}.w);\n");
             s += "    return St(m, s);\n}\n";
             let (r1, out) = match (v.op, f64) {
-                // A line of -inf gives NaN (-inf - -inf), said outright: WGSL leaves exp of NaN
-                // to the implementation (Chromium's SwiftShader gives inf).
-                (NnOp::Softmax, false) => {
-                    ("A(1) / st.s", "select(ex4(v - V(R0)) * R1, V(f32_of_bits(0x7fc00000u)), R0 == neg_inf())")
-                }
+                (NnOp::Softmax, false) => ("A(1) / st.s", "ex4(v - V(R0)) * R1"),
                 (NnOp::Softmax, true) => ("st.s", "ex4(v - V(R0)) / V(R1)"),
                 _ => ("ln(st.s)", "(v - V(R0)) - V(R1)"),
             };
