@@ -392,6 +392,12 @@ fn operand(src: &str, section_name: &str, a: bool) -> String {
     }
 }
 
+/// Bytes of one element of the tiled kernel's workgroup tiles for `dtype`: they hold the compute
+/// type, f32 for f16, bf16 and f32 alike.
+pub(crate) fn tile_elem_size(dtype: DType) -> u32 {
+    if dtype == DType::F64 { 8 } else { 4 }
+}
+
 /// The compute type of the kernels for `r` and the WGSL alias for it.
 fn element(r: Repr) -> (Compute, String) {
     let c = r.compute();
@@ -566,7 +572,7 @@ impl WgpuBackend {
         // The table picks within the adapter's workgroup memory; a kernel forced past it (a
         // sweep, the suite's forced tiles on a small adapter) is refused here, not by wgpu.
         let needed = match k {
-            Kernel::Tiled(t) => t.workgroup_bytes(dtype.size_in_bytes() as u32),
+            Kernel::Tiled(t) => t.workgroup_bytes(tile_elem_size(dtype)),
             Kernel::Coop(t) => t.workgroup_bytes(),
             Kernel::MatVec(_) => 0,
         };

@@ -129,7 +129,8 @@ impl Table {
             [self.tiny, self.small]
         };
         // The f64 tiles need 16 KiB, WebGPU's least workgroup memory.
-        Kernel::Tiled(order.into_iter().find(|t| t.workgroup_bytes(size) <= bytes).unwrap_or(self.f64))
+        let elem = super::gemm::tile_elem_size(dtype);
+        Kernel::Tiled(order.into_iter().find(|t| t.workgroup_bytes(elem) <= bytes).unwrap_or(self.f64))
     }
 }
 
