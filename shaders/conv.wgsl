@@ -22,8 +22,19 @@ var<private> b_y: vec4<i32>;
 var<private> b_x: vec4<i32>;
 var<private> b_in: vec4<bool>;
 var<private> b_base: u32;
+// K, IH, IW and the image's C, H and W strides, read from the metadata once.
+var<private> b_kn: u32;
+var<private> b_ihw: vec2<i32>;
+var<private> b_cs: u32;
+var<private> b_hs: u32;
+var<private> b_ws: u32;
 
 fn b_setup4(o: u32, base: u32) {
+    b_kn = gmeta(2u);
+    b_ihw = vec2<i32>(i32(gmeta(13u)), i32(gmeta(14u)));
+    b_cs = gmeta(24u);
+    b_hs = gmeta(25u);
+    b_ws = gmeta(26u);
     let os = vec4<u32>(o) + vec4<u32>(0u, 1u, 2u, 3u);
     b_in = os < vec4<u32>(b_total());
     let ow = vec4<u32>(gmeta(15u));
@@ -50,7 +61,7 @@ fn b_one(ok: bool, i: u32) -> T {
 }
 
 fn b_get4(k: u32, r: u32) -> vec4<T> {
-    if (k >= gmeta(2u)) {
+    if (k >= b_kn) {
         return vec4<T>(T(0));
     }
     let c = k / u32(CONV_TAPS);
@@ -74,9 +85,9 @@ fn b_get4(k: u32, r: u32) -> vec4<T> {
         y = b_y + vec4<i32>(dy);
         x = b_x + vec4<i32>(dx);
     }
-    let ih = vec4<i32>(i32(gmeta(13u)));
-    let iw = vec4<i32>(i32(gmeta(14u)));
+    let ih = vec4<i32>(b_ihw.x);
+    let iw = vec4<i32>(b_ihw.y);
     ok = ok & (y >= zero) & (y < ih) & (x >= zero) & (x < iw);
-    let at = vec4<u32>(b_base + c * gmeta(24u)) + vec4<u32>(max(y, zero)) * gmeta(25u) + vec4<u32>(max(x, zero)) * gmeta(26u);
+    let at = vec4<u32>(b_base + c * b_cs) + vec4<u32>(max(y, zero)) * b_hs + vec4<u32>(max(x, zero)) * b_ws;
     return vec4<T>(b_one(ok.x, at.x), b_one(ok.y, at.y), b_one(ok.z, at.z), b_one(ok.w, at.w));
 }

@@ -80,8 +80,13 @@ fn group_index(wid: vec3<u32>, nwg: vec3<u32>) -> u32 {
 // @section strided_gather
 var<private> opnd_col: vec4<u32>;
 var<private> opnd_in: vec4<bool>;
+// K and the operand's K stride, read from the metadata once.
+var<private> opnd_kn: u32;
+var<private> opnd_ks: u32;
 
 fn opnd_setup4(o: u32, base: u32) {
+    opnd_kn = gmeta(2u);
+    opnd_ks = gmeta(OPND_MD + 2u);
     let os = vec4<u32>(o) + vec4<u32>(0u, 1u, 2u, 3u);
     opnd_in = os < vec4<u32>(opnd_total());
     opnd_col = vec4<u32>(base + gmeta(OPND_MD)) + os * gmeta(OPND_MD + 1u);
@@ -97,22 +102,31 @@ fn opnd_one(ok: bool, i: u32) -> T {
 }
 
 fn opnd_get4(k: u32, r: u32) -> vec4<T> {
-    if (k >= gmeta(2u)) {
+    if (k >= opnd_kn) {
         return vec4<T>(T(0));
     }
-    let at = opnd_col + vec4<u32>(k * gmeta(OPND_MD + 2u));
+    let at = opnd_col + vec4<u32>(k * opnd_ks);
     return vec4<T>(opnd_one(opnd_in.x, at.x), opnd_one(opnd_in.y, at.y), opnd_one(opnd_in.z, at.z), opnd_one(opnd_in.w, at.w));
 }
 
-// The vector loaders' state: the first outer row of the workgroup's tile and where the
-// operand's batch starts.
+// The vector loaders' state: the first outer row of the workgroup's tile, where the
+// operand's batch starts, its strides along the outer dim and K, K and the outer extent (read
+// from the metadata once, not at every step).
 // @section vec_setup
 var<private> opnd_base: u32;
 var<private> opnd_o0: u32;
+var<private> opnd_os: u32;
+var<private> opnd_ks: u32;
+var<private> opnd_kn: u32;
+var<private> opnd_tot: u32;
 
 fn opnd_setup(o0: u32, base: u32, lid: u32) {
     opnd_o0 = o0;
     opnd_base = base + gmeta(OPND_MD);
+    opnd_os = gmeta(OPND_MD + 1u);
+    opnd_ks = gmeta(OPND_MD + 2u);
+    opnd_kn = gmeta(2u);
+    opnd_tot = opnd_total();
 }
 
 // The tiled kernel's operand loaders: a tile of OPND_OT outer x BK, fetched into registers a
@@ -124,9 +138,9 @@ fn opnd_setup(o0: u32, base: u32, lid: u32) {
 // @section tiled_kvec
 var<private> opnd_r: array<vec4<T>, OPND_NV>;
 fn opnd_fetch(k0: u32, lid: u32) {
-    let os = gmeta(OPND_MD + 1u);
-    let kn = gmeta(2u);
-    let total = opnd_total();
+    let os = opnd_os;
+    let kn = opnd_kn;
+    let total = opnd_tot;
     for (var j = 0u; j < OPND_NV; j++) {
         let v = lid + j * WG;
         let o = opnd_o0 + v / (BK / 4u);
@@ -150,9 +164,9 @@ fn opnd_stage(buf: u32, lid: u32) {
 // @section tiled_ovec
 var<private> opnd_r: array<vec4<T>, OPND_NV>;
 fn opnd_fetch(k0: u32, lid: u32) {
-    let ks = gmeta(OPND_MD + 2u);
-    let kn = gmeta(2u);
-    let total = opnd_total();
+    let ks = opnd_ks;
+    let kn = opnd_kn;
+    let total = opnd_tot;
     for (var j = 0u; j < OPND_NV; j++) {
         let v = lid + j * WG;
         let o = opnd_o0 + (v % (OPND_OT / 4u)) * 4u;
@@ -259,9 +273,13 @@ fn tiled(
 // @kernel matvec
 var<workgroup> part: array<vec4<T>, WG * MV_M>;
 var<private> acc: array<vec4<T>, MV_M>;
+// B's K stride, N and B's N stride, read from the metadata once.
+var<private> mv_bk: u32;
+var<private> mv_nn: u32;
+var<private> mv_bn: u32;
 
 fn mv_step(ab: u32, am: u32, ak: u32, row: u32, n: u32, k: u32) {
-    let bv = b_run4(row + k * gmeta(12u), n, gmeta(1u), gmeta(11u));
+    let bv = b_run4(row + k * mv_bk, n, mv_nn, mv_bn);
     for (var i = 0u; i < MV_M; i++) {
         acc[i] = fma(vec4<T>(a_ld(ab + i * am + k * ak)), bv, acc[i]);
     }
@@ -289,15 +307,17 @@ fn matvec(
     let am = gmeta(8u);
     let ak = gmeta(9u);
     let row = off.y + gmeta(10u);
+    mv_bk = gmeta(12u);
+    mv_nn = nn;
+    mv_bn = gmeta(11u);
     if (n < nn) {
         var k = s;
-        // Four steps per pass keep four loads of B in flight.
-        while (k + 3u * KS < kn) {
-            mv_step(ab, am, ak, row, n, k);
-            mv_step(ab, am, ak, row, n, k + KS);
-            mv_step(ab, am, ak, row, n, k + 2u * KS);
-            mv_step(ab, am, ak, row, n, k + 3u * KS);
-            k += 4u * KS;
+        // MV_U steps per pass keep MV_U loads of B in flight.
+        while (k + (MV_U - 1u) * KS < kn) {
+            for (var u = 0u; u < MV_U; u++) {
+                mv_step(ab, am, ak, row, n, k + u * KS);
+            }
+            k += MV_U * KS;
         }
         while (k < kn) {
             mv_step(ab, am, ak, row, n, k);
@@ -329,9 +349,11 @@ fn matvec(
 // @kernel matvec_rows
 var<workgroup> part: array<T, WG * MV_M>;
 var<private> acc: array<T, MV_M>;
+// K, read from the metadata once.
+var<private> mv_kn: u32;
 
 fn mv_step(ab: u32, am: u32, ak: u32, col: u32, k: u32) {
-    let kn = gmeta(2u);
+    let kn = mv_kn;
     let bv = b_run4(col, k, kn, 1u);
     for (var i = 0u; i < MV_M; i++) {
         acc[i] += dot(a_run4(ab + i * am, k, kn, ak), bv);
@@ -356,18 +378,18 @@ fn matvec_rows(
     let n = g % blocks * RW + c;
     let nn = gmeta(1u);
     let kn = gmeta(2u);
+    mv_kn = kn;
     let ab = off.x + gmeta(7u);
     let am = gmeta(8u);
     let ak = gmeta(9u);
     if (n < nn) {
         let col = off.y + gmeta(10u) + n * gmeta(11u);
         var k = s * 4u;
-        while (k + 12u * KS < kn) {
-            mv_step(ab, am, ak, col, k);
-            mv_step(ab, am, ak, col, k + 4u * KS);
-            mv_step(ab, am, ak, col, k + 8u * KS);
-            mv_step(ab, am, ak, col, k + 12u * KS);
-            k += 16u * KS;
+        while (k + 4u * (MV_U - 1u) * KS < kn) {
+            for (var u = 0u; u < MV_U; u++) {
+                mv_step(ab, am, ak, col, k + 4u * u * KS);
+            }
+            k += 4u * MV_U * KS;
         }
         while (k < kn) {
             mv_step(ab, am, ak, col, k);
@@ -421,9 +443,9 @@ fn opnd_put8(i: u32, w: vec4<u32>) {
 // @section coop_kvec
 var<private> opnd_r: array<vec4<u32>, OPND_NV>;
 fn opnd_fetch(k0: u32, lid: u32) {
-    let os = gmeta(OPND_MD + 1u);
-    let kn = gmeta(2u);
-    let total = opnd_total();
+    let os = opnd_os;
+    let kn = opnd_kn;
+    let total = opnd_tot;
     for (var j = 0u; j < OPND_NV; j++) {
         let v = lid + j * WG;
         let o = opnd_o0 + v / (BK / 8u);
@@ -446,9 +468,9 @@ fn opnd_stage(buf: u32, lid: u32) {
 // @section coop_ovec
 var<private> opnd_r: array<vec4<u32>, OPND_NV>;
 fn opnd_fetch(k0: u32, lid: u32) {
-    let ks = gmeta(OPND_MD + 2u);
-    let kn = gmeta(2u);
-    let total = opnd_total();
+    let ks = opnd_ks;
+    let kn = opnd_kn;
+    let total = opnd_tot;
     for (var j = 0u; j < OPND_NV; j++) {
         let v = lid + j * WG;
         let o = opnd_o0 + (v % (OPND_OT / 8u)) * 8u;

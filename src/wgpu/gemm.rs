@@ -211,23 +211,63 @@ impl std::fmt::Display for Tiles {
 }
 
 /// The matrix-vector kernels: `m` rows of C (at most `MATVEC_MAX_M`), B read down its
-/// columns (`rows`: B's K stride is 1) or across its rows.
+/// columns (`rows`: B's K stride is 1) or across its rows, with the tuning `tiles`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MatVec {
     /// Rows of C.
     pub m: u32,
     /// Whether B's K stride is 1 (read along its rows).
     pub rows: bool,
+    /// How the work is split.
+    pub tiles: MvTiles,
+}
+
+/// The split of a matrix-vector kernel: `ks` invocations share K for each group of four
+/// columns (columns kernel) or each column (rows kernel), `lanes` such groups or columns per
+/// workgroup, each invocation `unroll` loads of B in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MvTiles {
+    /// Invocations splitting K (a power of two).
+    pub ks: u32,
+    /// Column groups (or columns) per workgroup.
+    pub lanes: u32,
+    /// Loads of B issued before their sums.
+    pub unroll: u32,
+}
+
+impl MatVec {
+    /// Workgroup bytes of the partial sums: MV_M rows of a vector of four (columns kernel) or
+    /// one value (rows kernel) of the compute type per invocation.
+    pub fn workgroup_bytes(&self, dtype: DType) -> u32 {
+        let per = if self.rows { 1 } else { 4 };
+        self.tiles.ks * self.tiles.lanes * self.m * per * tile_elem_size(dtype)
+    }
+
+    /// The same with its lanes halved until its partial sums fit `bytes` (f64 holds twice
+    /// f32's).
+    pub fn fitted(mut self, dtype: DType, bytes: u32) -> MatVec {
+        while self.tiles.lanes > 1 && self.workgroup_bytes(dtype) > bytes {
+            self.tiles.lanes /= 2;
+        }
+        self
+    }
+}
+
+impl MvTiles {
+    fn is_valid(&self) -> bool {
+        self.ks.is_power_of_two() && self.lanes > 0 && self.ks * self.lanes <= 1024 && (1..=16).contains(&self.unroll)
+    }
+}
+
+impl std::fmt::Display for MvTiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let MvTiles { ks, lanes, unroll } = self;
+        write!(f, "{ks}x{lanes}x{unroll}")
+    }
 }
 
 /// The most rows of C the matrix-vector kernels take.
 pub const MATVEC_MAX_M: usize = 4;
-/// Invocations per column group (columns kernel) and per column (rows kernel) splitting K.
-const MV_KS: u32 = 16;
-/// Groups of four columns per workgroup of the columns kernel; columns per workgroup of the
-/// rows kernel.
-const MV_CW: u32 = 16;
-const MV_RW: u32 = 4;
 
 /// A kernel for a GEMM.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -255,7 +295,7 @@ impl std::fmt::Display for Kernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Kernel::Tiled(t) => write!(f, "tiled:{t}"),
-            Kernel::MatVec(v) => write!(f, "matvec:{}{}", v.m, if v.rows { "r" } else { "c" }),
+            Kernel::MatVec(v) => write!(f, "matvec:{}{}/{}", v.m, if v.rows { "r" } else { "c" }, v.tiles),
             Kernel::Coop(t) => write!(f, "coop:{t}"),
         }
     }
@@ -264,7 +304,8 @@ impl std::fmt::Display for Kernel {
 impl std::str::FromStr for Kernel {
     type Err = Error;
     /// `tiled:BMxBNxBK/TMxTN/pPAD` or `coop:BMxBNxBK/WMxWN/pPAD/fPIPE` (what `Display` writes;
-    /// without `/fPIPE`, 2).
+    /// without `/fPIPE`, 2), or `matvec:KSxLANESxUNROLL` (a split for whichever matrix-vector
+    /// kernel a problem takes).
     fn from_str(s: &str) -> Result<Kernel> {
         let bad = || Error::InvalidParam { op: "matmul", msg: format!("kernel {s:?}") };
         let nums: Vec<u32> = s
@@ -272,6 +313,11 @@ impl std::str::FromStr for Kernel {
             .filter(|t| !t.is_empty())
             .map(|t| t.parse().map_err(|_| bad()))
             .collect::<Result<_>>()?;
+        if let (Some("matvec"), &[ks, lanes, unroll]) = (s.split(':').next(), nums.as_slice()) {
+            // The split alone: rows and direction come from the problem.
+            let tiles = MvTiles { ks, lanes, unroll };
+            return if tiles.is_valid() { Ok(Kernel::MatVec(MatVec { m: 1, rows: false, tiles })) } else { Err(bad()) };
+        }
         let (&[bm, bn, bk, x, y, pad], rest) = nums.split_at_checked(6).ok_or_else(bad)? else { return Err(bad()) };
         match (s.split(':').next(), rest) {
             (Some("tiled"), []) => {
@@ -545,10 +591,14 @@ pub(crate) fn gemm_spec(caps: Caps, k: &Kernel, shape: &Variant) -> Result<Spec>
             spec = spec.code(micro(t, shape.a == Load::KVec, shape.b == Load::KVec));
         }
         Kernel::MatVec(v) => {
-            let (lanes, wide) = if v.rows { (MV_RW, "RW") } else { (MV_CW, "CW") };
-            spec.workgroup = lanes * MV_KS;
-            spec = spec.constant("MV_M", format!("{}u", v.m)).constant("KS", format!("{MV_KS}u"));
-            spec = spec.constant(wide, format!("{lanes}u"));
+            let MvTiles { ks, lanes, unroll } = v.tiles;
+            if !v.tiles.is_valid() {
+                return Err(Error::InvalidParam { op: op.name(), msg: format!("matrix-vector split {}", v.tiles) });
+            }
+            spec.workgroup = lanes * ks;
+            spec = spec.constant("MV_M", format!("{}u", v.m)).constant("KS", format!("{ks}u"));
+            spec = spec.constant(if v.rows { "RW" } else { "CW" }, format!("{lanes}u"));
+            spec = spec.constant("MV_U", format!("{unroll}u"));
             let vec_a = shape.a == Load::KVec;
             let vec_b = if v.rows { shape.b == Load::KVec } else { shape.b == Load::OVec };
             spec = spec.code(run4_code("a", vec_a)).code(run4_code("b", vec_b));
@@ -574,7 +624,7 @@ impl WgpuBackend {
         let needed = match k {
             Kernel::Tiled(t) => t.workgroup_bytes(tile_elem_size(dtype)),
             Kernel::Coop(t) => t.workgroup_bytes(),
-            Kernel::MatVec(_) => 0,
+            Kernel::MatVec(v) => v.workgroup_bytes(dtype),
         };
         if needed > self.gemm_workgroup_bytes() {
             return Err(Error::LimitExceeded {
@@ -606,7 +656,7 @@ impl WgpuBackend {
         let tiles = match k {
             Kernel::Tiled(t) => (g.m.div_ceil(t.bm as usize), g.n.div_ceil(t.bn as usize)),
             Kernel::Coop(t) => (g.m.div_ceil(t.bm as usize), g.n.div_ceil(t.bn as usize)),
-            Kernel::MatVec(v) => (1, g.n.div_ceil(if v.rows { MV_RW } else { 4 * MV_CW } as usize)),
+            Kernel::MatVec(v) => (1, g.n.div_ceil(if v.rows { v.tiles.lanes } else { 4 * v.tiles.lanes } as usize)),
         };
         let groups = (tiles.0 * tiles.1 * g.batches()) as u64;
         let meta = spec.meta(0, &[], &g.meta(tiles));

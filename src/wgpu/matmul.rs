@@ -4,7 +4,7 @@
 //! rows against one rhs folded into M. Which kernel runs is decided by [`TABLE`].
 
 use super::coop::CoopTiles;
-use super::gemm::{Gemm, Kernel, MATVEC_MAX_M, MatVec, Operand, Tiles, too_large};
+use super::gemm::{Gemm, Kernel, MATVEC_MAX_M, MatVec, MvTiles, Operand, Tiles, too_large};
 use super::repr::Caps;
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::MatmulOps;
@@ -30,6 +30,10 @@ pub(crate) struct Table {
     /// f16 problems of at least `small_from` tiles where the adapter has 16x16x16 f16->f32
     /// cooperative matrices.
     pub coop: CoopTiles,
+    /// The matrix-vector kernel reading B across its rows (groups of four columns) and down
+    /// its columns.
+    pub matvec: MvTiles,
+    pub matvec_rows: MvTiles,
 }
 
 /// Matmul's choices. Provenance: H100 (Vulkan, driver 580.159.04), 2026-11-24. f32 4096^3:
@@ -56,6 +60,17 @@ pub(crate) struct Table {
 /// 313-386, tiled 972-1143). `small_from` lies between 24 tiles (MLP up, faster tiled) and 64
 /// (f32 1024^3, best on 64x64; f16 from there on cooperative matrices as before, unmeasured
 /// between 24 and 393 tiles).
+///
+/// Matrix-vector (columns kernel), f32 [1,4096]x[4096,16384], us, 2026-11-26, splits as
+/// KSxLANESxUNROLL: H200 16x16x4 88.4, 32x16x4 71.5, 32x8x8 71.8, 16x32x4 87.8, 8x16x8 146,
+/// 64x4x4 100.2 (torch 65.5); H100 (one run) 16x16x4 109.3, 32x16x4 98.3, 64x16x4 98.7,
+/// 32x8x4 99.4, 32x16x8 99.2 (torch 90.6). The rows kernel keeps 16x4x4 (unmeasured).
+/// Cooperative tiles, the same day on the H100 (f16 4096^3, TFLOP/s): the f1 choice 106-108
+/// in every sweep; 2x4 subgroup tiles 108.0-108.9, 256x128 105.5-109.6, K steps of 16 (fewer
+/// vectors than invocations) 101.8-103.2, 64x256 47.8, 128x128x32/2x2 88.2; staging into
+/// `vec4<f16>` workgroup entries from `mat2x4<f16>` bindings (no conversion at all) 107.8 and
+/// from words 107.0 (H200): the staging's stores and conversions are not what limits it (not
+/// kept).
 pub(crate) const TABLE: Table = Table {
     big: Tiles { bm: 128, bn: 128, bk: 16, tm: 8, tn: 8, pad: 4 },
     big16: Tiles { bm: 128, bn: 128, bk: 16, tm: 8, tn: 4, pad: 4 },
@@ -67,6 +82,8 @@ pub(crate) const TABLE: Table = Table {
     small_from: 33,
     f64: Tiles { bm: 64, bn: 64, bk: 8, tm: 8, tn: 4, pad: 0 },
     coop: CoopTiles { bm: 128, bn: 256, bk: 32, wm: 4, wn: 2, pad: 8, pipe: 1 },
+    matvec: MvTiles { ks: 32, lanes: 16, unroll: 4 },
+    matvec_rows: MvTiles { ks: 16, lanes: 4, unroll: 4 },
 };
 
 thread_local! {
@@ -83,7 +100,8 @@ pub fn last_gemm_kernel() -> Option<Kernel> {
 }
 
 /// Runs `f` with every tiled or cooperative GEMM on this thread forced to `k` (for timing tile
-/// configurations against each other; matrix-vector shapes keep their kernel).
+/// configurations against each other); a matrix-vector `k` forces its split on matrix-vector
+/// shapes instead.
 #[doc(hidden)]
 pub fn with_gemm_kernel<R>(k: Kernel, f: impl FnOnce() -> R) -> R {
     let before = FORCED.with(|c| c.replace(Some(k)));
@@ -112,7 +130,7 @@ impl Table {
     /// The tiled or cooperative kernel for `tiles` 128x128 tiles of `dtype`, within `bytes` of
     /// workgroup memory; `coop`: the adapter runs the cooperative kernel.
     pub fn pick(&self, dtype: DType, tiles: usize, bytes: u32, coop: bool) -> Kernel {
-        if let Some(k) = FORCED.with(Cell::get) {
+        if let Some(k @ (Kernel::Tiled(_) | Kernel::Coop(_))) = FORCED.with(Cell::get) {
             return k;
         }
         if coop && dtype == DType::F16 && tiles >= self.small_from && self.coop.workgroup_bytes() <= bytes {
@@ -156,7 +174,12 @@ fn problem(ll: &Layout, rl: &Layout, g: &MatmulGeometry) -> Gemm {
 fn matvec(g: &Gemm) -> Option<(MatVec, Gemm)> {
     let form = |g: Gemm| {
         let rows = g.b.k == 1 && g.b.outer != 1;
-        (MatVec { m: g.m as u32, rows }, g)
+        let tiles = match FORCED.with(Cell::get) {
+            Some(Kernel::MatVec(v)) => v.tiles,
+            _ if rows => TABLE.matvec_rows,
+            _ => TABLE.matvec,
+        };
+        (MatVec { m: g.m as u32, rows, tiles }, g)
     };
     if g.m <= MATVEC_MAX_M {
         return Some(form(g.clone()));
@@ -207,7 +230,7 @@ impl MatmulOps for WgpuBackend {
         }
         let gemm = problem(ll, rl, g);
         let (kernel, gemm) = match matvec(&gemm) {
-            Some((v, t)) => (Kernel::MatVec(v), t),
+            Some((v, t)) => (Kernel::MatVec(v.fitted(lhs.dtype, self.gemm_workgroup_bytes())), t),
             None => {
                 let tiles = gemm.batches() * gemm.m.div_ceil(128) * gemm.n.div_ceil(128);
                 (TABLE.pick(lhs.dtype, tiles, self.gemm_workgroup_bytes(), self.coop()), gemm)
@@ -244,7 +267,8 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<super::kernel::Spec>)>
         };
         for m in [1, MATVEC_MAX_M as u32] {
             for rows in [false, true] {
-                kernels.push((Kernel::MatVec(MatVec { m, rows }), mv.to_vec()));
+                let tiles = if rows { TABLE.matvec_rows } else { TABLE.matvec };
+                kernels.push((Kernel::MatVec(MatVec { m, rows, tiles }), mv.to_vec()));
             }
         }
         if dt == DType::F16 && caps.f16 {
@@ -297,12 +321,15 @@ mod tests {
         let r = Layout::contiguous([64, 300]);
         let g = problem(&l, &r, &geometry(&l, &r));
         let (v, t) = matvec(&g).unwrap();
-        assert_eq!((v, t.c_transposed), (MatVec { m: 1, rows: false }, false));
+        assert_eq!((v, t.c_transposed), (MatVec { m: 1, rows: false, tiles: TABLE.matvec }, false));
         // n = 1: the transposed problem, reading the lhs down its contiguous rows.
         let l = Layout::contiguous([300, 64]);
         let r = Layout::contiguous([64, 1]);
         let (v, t) = matvec(&problem(&l, &r, &geometry(&l, &r))).unwrap();
-        assert_eq!((v, t.c_transposed, t.m, t.n), (MatVec { m: 1, rows: true }, true, 1, 300));
+        assert_eq!(
+            (v, t.c_transposed, t.m, t.n),
+            (MatVec { m: 1, rows: true, tiles: TABLE.matvec_rows }, true, 1, 300)
+        );
         let sq = Layout::contiguous([64, 64]);
         assert!(matvec(&problem(&sq, &sq, &geometry(&sq, &sq))).is_none());
     }
@@ -322,6 +349,14 @@ mod tests {
         assert_eq!(TABLE.pick(DType::F16, 100, 49152, true), Kernel::Coop(TABLE.coop));
         assert_eq!(TABLE.pick(DType::F16, 1000, 49152, false), Kernel::Tiled(TABLE.big16));
         assert_eq!(TABLE.pick(DType::F16, 10, 49152, true), Kernel::Tiled(TABLE.tiny));
+        // The matrix-vector partial sums fit the adapter's workgroup memory, f64's too (wgpu
+        // does not check it: NVIDIA's driver lost the device on 64 KiB).
+        for dt in [DType::F32, DType::F64] {
+            for (rows, tiles) in [(false, TABLE.matvec), (true, TABLE.matvec_rows)] {
+                let v = MatVec { m: MATVEC_MAX_M as u32, rows, tiles }.fitted(dt, 16384);
+                assert!(v.workgroup_bytes(dt) <= 16384 && v.tiles.lanes >= 1, "{dt} {v:?}");
+            }
+        }
         let probe = Kernel::Coop(CoopTiles { pipe: 0, ..TABLE.coop });
         for k in [Kernel::Tiled(TABLE.big), Kernel::Coop(TABLE.coop), probe] {
             assert_eq!(k.to_string().parse::<Kernel>().unwrap(), k);

@@ -34,7 +34,7 @@ use context::Gpu;
 #[doc(hidden)]
 pub use coop::CoopTiles;
 #[doc(hidden)]
-pub use gemm::{Kernel as GemmKernel, MatVec, Tiles};
+pub use gemm::{Kernel as GemmKernel, MatVec, MvTiles, Tiles};
 use kernel::Spec;
 #[doc(hidden)]
 pub use matmul::{gemm_coop_tiles, gemm_tiles, last_gemm_kernel, with_gemm_kernel};
@@ -323,7 +323,8 @@ impl WgpuBackend {
                 label: Some(&name),
                 source: wgpu::ShaderSource::Wgsl(source.as_str().into()),
             };
-            let module = if self.0.bounds_checks.on(spec.family) {
+            let checked = self.0.bounds_checks.on(spec.family);
+            let module = if checked {
                 gpu.device.create_shader_module(desc)
             } else {
                 let mut checks = wgpu::ShaderRuntimeChecks::checked();
@@ -341,7 +342,12 @@ impl WgpuBackend {
                 layout: Some(&pl),
                 module: &module,
                 entry_point: Some(spec.entry),
-                compilation_options: Default::default(),
+                // The unchecked kernels write every workgroup entry they read first, so the
+                // zeroing of workgroup memory at each workgroup's start is work for nothing.
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    zero_initialize_workgroup_memory: checked,
+                    ..Default::default()
+                },
                 cache: None,
             });
             Pipeline { pipeline, layout }
