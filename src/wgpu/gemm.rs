@@ -652,7 +652,7 @@ impl WgpuBackend {
             c_vec: !matches!(k, Kernel::MatVec(v) if v.rows) && g.n.is_multiple_of(4) && (!g.c_transposed || g.m == 1),
             gather,
         };
-        let spec = gemm_spec(self.caps(), k, &shape)?;
+        let (spec, pipeline) = self.gemm_pipeline(k, shape)?;
         let tiles = match k {
             Kernel::Tiled(t) => (g.m.div_ceil(t.bm as usize), g.n.div_ceil(t.bn as usize)),
             Kernel::Coop(t) => (g.m.div_ceil(t.bm as usize), g.n.div_ceil(t.bn as usize)),
@@ -660,7 +660,13 @@ impl WgpuBackend {
         };
         let groups = (tiles.0 * tiles.1 * g.batches()) as u64;
         let meta = spec.meta(0, &[], &g.meta(tiles));
-        self.run(&spec, &[a.buffer(), b.buffer(), c.buffer()], &meta, groups * spec.workgroup as u64)?;
+        self.run_pipeline(
+            &spec,
+            &pipeline,
+            &[a.buffer(), b.buffer(), c.buffer()],
+            &meta,
+            groups * spec.workgroup as u64,
+        )?;
         Ok(c)
     }
 }

@@ -65,6 +65,9 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
     .concat()
 }
 
+/// A GEMM kernel's spec (for its metadata and workgroup size) and its pipeline.
+type GemmPipeline = (Arc<Spec>, Arc<Pipeline>);
+
 /// A compiled kernel and the layout of its bind group.
 pub(crate) struct Pipeline {
     pipeline: wgpu::ComputePipeline,
@@ -78,6 +81,9 @@ pub(crate) struct Context {
     meta_pool: Arc<Pool>,
     rec: Mutex<Recorder>,
     pipelines: Mutex<HashMap<Spec, Arc<Pipeline>>>,
+    /// The GEMM kernels by what decides their source, with their pipelines: generating a
+    /// GEMM's WGSL (and hashing it to find its pipeline) costs more CPU than recording an op.
+    gemms: Mutex<HashMap<(gemm::Kernel, gemm::Variant), GemmPipeline>>,
     /// wgpu's injected bounds checks (and loop bounding): which kernels get them
     /// (`RWO_WGPU_BOUNDS_CHECKS`, see [`BoundsChecks`]).
     bounds_checks: BoundsChecks,
@@ -211,6 +217,7 @@ impl WgpuBackend {
             meta_pool: Pool::new(U::STORAGE | U::COPY_DST, retired),
             rec: Mutex::default(),
             pipelines: Mutex::default(),
+            gemms: Mutex::default(),
             bounds_checks: match std::env::var("RWO_WGPU_BOUNDS_CHECKS").as_deref() {
                 Ok("0") => BoundsChecks::Off,
                 Ok("1") => BoundsChecks::All,
@@ -362,13 +369,38 @@ impl WgpuBackend {
             return Ok(());
         }
         let pipeline = self.pipeline(spec)?;
+        self.run_pipeline(spec, &pipeline, buffers, meta, threads)
+    }
+
+    /// The GEMM kernel `k` for problems of `shape`, and its pipeline: generated and built at
+    /// first use, then found by `(k, shape)` alone.
+    pub(crate) fn gemm_pipeline(&self, k: &gemm::Kernel, shape: gemm::Variant) -> Result<GemmPipeline> {
+        let key = (*k, shape);
+        if let Some(hit) = self.0.gemms.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(hit.clone());
+        }
+        let spec = Arc::new(gemm::gemm_spec(self.caps(), k, &key.1)?);
+        let pipeline = self.pipeline(&spec)?;
+        self.0.gemms.lock().unwrap_or_else(|e| e.into_inner()).insert(key, (spec.clone(), pipeline.clone()));
+        Ok((spec, pipeline))
+    }
+
+    /// [`WgpuBackend::run`] with the pipeline of `spec` in hand.
+    pub(crate) fn run_pipeline(
+        &self,
+        spec: &Spec,
+        pipeline: &Pipeline,
+        buffers: &[&wgpu::Buffer],
+        meta: &[u32],
+        threads: u64,
+    ) -> Result<()> {
         let groups = threads.div_ceil(spec.workgroup as u64);
         let max = self.0.gpu.limits.max_compute_workgroups_per_dimension as u64;
         let grid = if groups <= max { (groups as u32, 1) } else { (max as u32, groups.div_ceil(max) as u32) };
         if grid.1 as u64 > max {
             return Err(wgpu_err(format!("{threads} invocations exceed the dispatch limit")));
         }
-        self.rec().dispatch(&self.0.gpu, &self.0.meta_pool, &pipeline, buffers, meta, grid)
+        self.rec().dispatch(&self.0.gpu, &self.0.meta_pool, pipeline, buffers, meta, grid)
     }
 
     /// Submits pending work and starts copying the first `bytes` of each buffer back.
