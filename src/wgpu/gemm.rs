@@ -313,8 +313,9 @@ impl std::str::FromStr for Kernel {
             .filter(|t| !t.is_empty())
             .map(|t| t.parse().map_err(|_| bad()))
             .collect::<Result<_>>()?;
-        if let (Some("matvec"), &[ks, lanes, unroll]) = (s.split(':').next(), nums.as_slice()) {
-            // The split alone: rows and direction come from the problem.
+        if let (Some("matvec"), &[.., ks, lanes, unroll]) = (s.split(':').next(), nums.as_slice()) {
+            // The split alone (after `Mc/` or `Mr/` as `Display` writes it): rows and direction
+            // come from the problem.
             let tiles = MvTiles { ks, lanes, unroll };
             return if tiles.is_valid() { Ok(Kernel::MatVec(MatVec { m: 1, rows: false, tiles })) } else { Err(bad()) };
         }

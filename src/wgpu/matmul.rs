@@ -361,5 +361,8 @@ mod tests {
         for k in [Kernel::Tiled(TABLE.big), Kernel::Coop(TABLE.coop), probe] {
             assert_eq!(k.to_string().parse::<Kernel>().unwrap(), k);
         }
+        let mv = Kernel::MatVec(MatVec { m: 1, rows: false, tiles: TABLE.matvec });
+        assert_eq!(mv.to_string().parse::<Kernel>().unwrap(), mv);
+        assert!("matvec:24x16x4".parse::<Kernel>().is_err(), "K split not a power of two");
     }
 }
