@@ -398,7 +398,11 @@ impl WgpuBackend {
         let few_wg = LINES_WG.min(max_wg);
         let count = lines.count() as u64;
         let u = (lines.n as u64).div_ceil(4);
-        let units = if lines.rows() && u > SHORT_UNITS as u64 * 64 { LONG_UNITS } else { SHORT_UNITS };
+        // A browser's software fallback adapter (Chromium's SwiftShader) takes long lines in
+        // short units too: compiling log_softmax bf16 with 16 units unrolled grew its GPU process
+        // past 11 GB for minutes without finishing (issue 12).
+        let long = lines.rows() && u > SHORT_UNITS as u64 * 64 && !self.browser_fallback();
+        let units = if long { LONG_UNITS } else { SHORT_UNITS };
         let want = u.div_ceil(units as u64).next_power_of_two().min(max_wg as u64) as u32;
         let (sg_min, sg_max) = (info.subgroup_min_size.max(1), info.subgroup_max_size.max(1));
         let plan = |subgroup, wg, lanes, cols, per: u32| Plan {
