@@ -64,17 +64,15 @@ struct Variant {
 fn types(c: Compute) -> String {
     let f64 = c == Compute::F64;
     let a = c.wgsl();
+    // exp and log see no non-finite argument that decides a result in f32: softmax's `finish`
+    // states the NaN of a line whose max is not finite (WGSL leaves exp and log of NaN and
+    // infinities to the implementation; SwiftShader's exp(NaN) is inf or 0, its log(NaN) finite).
     let (neg_inf, max, exp, log) = if f64 {
         ("f64(f32_of_bits(0xff800000u))", "max_nan64(a, b)", "f64_exp(v)", "f64_log(v)")
     } else {
-        // WGSL leaves exp of NaN to the implementation (SwiftShader gives inf): NaN is kept.
-        ("f32_of_bits(0xff800000u)", "max_nan(a, b)", "select(exp(v), v, is_nan(v))", "log(v)")
+        ("f32_of_bits(0xff800000u)", "max_nan(a, b)", "exp(v)", "log(v)")
     };
-    let exp4 = if f64 {
-        "V(f64_exp(v.x), f64_exp(v.y), f64_exp(v.z), f64_exp(v.w))"
-    } else {
-        "select(exp(v), v, (bitcast<vec4<u32>>(v) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u))"
-    };
+    let exp4 = if f64 { "V(f64_exp(v.x), f64_exp(v.y), f64_exp(v.z), f64_exp(v.w))" } else { "exp(v)" };
     format!(
         "alias A = {a};\nalias V = vec4<{a}>;\n\
          fn neg_inf() -> A {{ return {neg_inf}; }}\n\
@@ -111,7 +109,16 @@ fn state_code(v: Variant, c: Compute) -> String {
                 (NnOp::Softmax, true) => ("st.s", "ex4(v - V(R0)) / V(R1)"),
                 _ => ("ln(st.s)", "(v - V(R0)) - V(R1)"),
             };
-            let _ = writeln!(s, "fn finish(st: St) {{\n    R0 = st.m;\n    R1 = {r1};\n}}");
+            // A line whose max is NaN, +inf (inf - inf) or -inf (every element -inf) is NaN
+            // throughout, as in the reference: said once per line, through R1, which every output
+            // is multiplied by or has subtracted.
+            let spoiled = if f64 {
+                String::new()
+            } else {
+                "    if ((bitcast<u32>(st.m) & 0x7fffffffu) >= 0x7f800000u) {\n        R1 = f32_of_bits(0x7fc00000u);\n    }\n"
+                    .to_string()
+            };
+            let _ = writeln!(s, "fn finish(st: St) {{\n    R0 = st.m;\n    R1 = {r1};\n{spoiled}}}");
             let _ = writeln!(s, "fn out4(v: V, k: u32) -> V {{ return {out}; }}");
             &["m", "s"]
         }
@@ -391,7 +398,11 @@ impl WgpuBackend {
         let few_wg = LINES_WG.min(max_wg);
         let count = lines.count() as u64;
         let u = (lines.n as u64).div_ceil(4);
-        let units = if lines.rows() && u > SHORT_UNITS as u64 * 64 { LONG_UNITS } else { SHORT_UNITS };
+        // A browser's software fallback adapter (Chromium's SwiftShader) takes long lines in
+        // short units too: compiling log_softmax bf16 with 16 units unrolled grew its GPU process
+        // past 11 GB for minutes without finishing (issue 12).
+        let long = lines.rows() && u > SHORT_UNITS as u64 * 64 && !self.browser_fallback();
+        let units = if long { LONG_UNITS } else { SHORT_UNITS };
         let want = u.div_ceil(units as u64).next_power_of_two().min(max_wg as u64) as u32;
         let (sg_min, sg_max) = (info.subgroup_min_size.max(1), info.subgroup_max_size.max(1));
         let plan = |subgroup, wg, lanes, cols, per: u32| Plan {

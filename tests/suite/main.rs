@@ -226,13 +226,21 @@ pub async fn same_as_cpu(dev: &Device, tol: Tol, what: &str, f: impl Fn(&Device)
 }
 
 /// [`same_as_cpu`] whatever the sample (for helpers that sample their comparisons themselves).
+/// In a browser built with `RWO_WEB_TRACE` set, each comparison logs its time (`.ci/browser-suite`).
 pub async fn compare_with_cpu(dev: &Device, tol: Tol, what: &str, f: impl Fn(&Device) -> Result<Tensor>) -> Result<()> {
+    #[cfg(target_family = "wasm")]
+    let start = web_time::Instant::now();
     let got = match f(dev) {
         Err(e) if stated_unsupported(dev, &e) => return Ok(()),
         r => r?,
     };
     let want = f(&cpu())?;
-    assert_close(&got, &want, tol, what).await
+    let r = assert_close(&got, &want, tol, what).await;
+    #[cfg(target_family = "wasm")]
+    if option_env!("RWO_WEB_TRACE").is_some() {
+        wasm_bindgen_test::console_log!("  {what} {:.0} ms", start.elapsed().as_secs_f64() * 1e3);
+    }
+    r
 }
 
 /// The float dtypes `dev` computes in: all of them, less f64 where the device states f64

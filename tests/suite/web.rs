@@ -23,6 +23,10 @@ async fn run(family: &str, kind: BackendKind) {
         if case.module.rsplit("::").next() != Some(family) {
             continue;
         }
+        // Built with `RWO_WEB_CASE` set, only the cases whose name contains it.
+        if option_env!("RWO_WEB_CASE").is_some_and(|c| !case.name.contains(c)) {
+            continue;
+        }
         let name = format!("{family}::{}::{kind}", case.name);
         ran += 1;
         crate::sample::start(&name, if kind == BackendKind::Cpu { 1 } else { SAMPLE });
