@@ -65,12 +65,16 @@ fn norm_f64(x: &[f64], len: usize, w: Option<&[f64]>, b: Option<&[f64]>, eps: f6
     }
     let n = len as f64;
     for row in x.chunks_exact(len) {
-        let mean = if rms { 0.0 } else { row.iter().sum::<f64>() / n };
+        // Differences from the line's first value, as the GPU kernels take them: a line of one
+        // value has its mean exactly, so it normalises to 0 (0 / 0, NaN, where eps is 0), where
+        // `sum / n` of a full-precision f64 may miss it by an ulp.
+        let first = if rms { 0.0 } else { row[0] };
+        let mean = if rms { 0.0 } else { row.iter().map(|&v| v - first).sum::<f64>() / n };
         // Biased variance for layer_norm; mean of squares for rms_norm (mean taken as 0).
-        let var = row.iter().map(|&v| (v - mean) * (v - mean)).sum::<f64>() / n;
+        let var = row.iter().map(|&v| ((v - first) - mean) * ((v - first) - mean)).sum::<f64>() / n;
         let denom = (var + eps).sqrt();
         out.extend(row.iter().enumerate().map(|(j, &v)| {
-            let y = (v - mean) / denom * w.map_or(1.0, |w| w[j]);
+            let y = ((v - first) - mean) / denom * w.map_or(1.0, |w| w[j]);
             shift(y, b.map(|b| b[j]))
         }));
     }
