@@ -113,10 +113,9 @@ fn state_code(v: Variant, c: Compute) -> String {
             // throughout, as in the reference: said once per line, through R1, which every output
             // is multiplied by or has subtracted.
             let spoiled = if f64 {
-                String::new()
+                ""
             } else {
                 "    if ((bitcast<u32>(st.m) & 0x7fffffffu) >= 0x7f800000u) {\n        R1 = f32_of_bits(0x7fc00000u);\n    }\n"
-                    .to_string()
             };
             let _ = writeln!(s, "fn finish(st: St) {{\n    R0 = st.m;\n    R1 = {r1};\n{spoiled}}}");
             let _ = writeln!(s, "fn out4(v: V, k: u32) -> V {{ return {out}; }}");
