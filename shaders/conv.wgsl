@@ -30,7 +30,7 @@ var<private> b_hs: u32;
 var<private> b_ws: u32;
 
 fn b_setup4(o: u32, base: u32) {
-    b_kn = gmeta(2u);
+    b_kn = k_hi;
     b_ihw = vec2<i32>(i32(gmeta(13u)), i32(gmeta(14u)));
     b_cs = gmeta(24u);
     b_hs = gmeta(25u);

@@ -8,7 +8,9 @@
 //   7 A offset, 8 A stride along M, 9 A stride along K,
 //   10 B offset, 11 B stride along N, 12 B stride along K,
 //   13..29 the words of a gathered operand (a convolution's image),
-//   29 R, then R batch sizes, R A batch strides, R B batch strides.
+//   29 parts of K, 30 K per part (split-K: each part's products go to its own f32 slice of
+//   the output, which `split_sum` adds; one part: the whole of K, into C),
+//   31 R, then R batch sizes, R A batch strides, R B batch strides.
 //
 // An operand is A (outer dim M) or B (outer dim N); its code is written once with the prefix
 // `opnd_` (constants `OPND_`) and instantiated for each with `a_` / `b_`. The generated part
@@ -25,12 +27,22 @@
 // tile returns (or, in the cooperative kernel, stores nothing). The suite's matmul edge cases
 // (1, 17, 131, 1023, k = 1, transposed operands) run every tile configuration.
 
-const META_R: u32 = 29u;
+const META_R: u32 = 31u;
 // Tile rows swept together, so that workgroups running at once share their A and B panels.
 const GROUP_M: u32 = 8u;
 
 fn gmeta(i: u32) -> u32 {
     return md[EXTRA + i];
+}
+
+// The end of the workgroup's part of K (the loaders read nothing past it), set by `k_part`.
+var<private> k_hi: u32;
+
+// The first K of part `part`; sets `k_hi`.
+fn k_part(part: u32) -> u32 {
+    let k0 = part * gmeta(30u);
+    k_hi = min(gmeta(2u), k0 + gmeta(30u));
+    return k0;
 }
 
 // The batch and the first row and column of flat tile g, tiles ordered in groups of GROUP_M
@@ -85,7 +97,7 @@ var<private> opnd_kn: u32;
 var<private> opnd_ks: u32;
 
 fn opnd_setup4(o: u32, base: u32) {
-    opnd_kn = gmeta(2u);
+    opnd_kn = k_hi;
     opnd_ks = gmeta(OPND_MD + 2u);
     let os = vec4<u32>(o) + vec4<u32>(0u, 1u, 2u, 3u);
     opnd_in = os < vec4<u32>(opnd_total());
@@ -125,7 +137,7 @@ fn opnd_setup(o0: u32, base: u32, lid: u32) {
     opnd_base = base + gmeta(OPND_MD);
     opnd_os = gmeta(OPND_MD + 1u);
     opnd_ks = gmeta(OPND_MD + 2u);
-    opnd_kn = gmeta(2u);
+    opnd_kn = k_hi;
     opnd_tot = opnd_total();
 }
 
@@ -229,21 +241,24 @@ fn tiled(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let g = group_index(wid, nwg);
-    if (g >= gmeta(5u) * gmeta(6u)) {
+    let per = gmeta(5u) * gmeta(6u);
+    if (g >= per * gmeta(29u)) {
         return;
     }
-    let tile = tile_of(g);
+    let part = g / per;
+    let tile = tile_of(g % per);
     let off = batch_offsets(tile.x);
     let m0 = tile.y * BM;
     let n0 = tile.z * BN;
     let tx = lid % TX;
     let ty = lid / TX;
+    let k0 = k_part(part);
     a_setup(m0, off.x, lid);
     b_setup(n0, off.y, lid);
-    let steps = (gmeta(2u) + BK - 1u) / BK;
+    let steps = (k_hi - k0 + BK - 1u) / BK;
     if (steps > 0u) {
-        a_fetch(0u, lid);
-        b_fetch(0u, lid);
+        a_fetch(k0, lid);
+        b_fetch(k0, lid);
         a_stage(0u, lid);
         b_stage(0u, lid);
     }
@@ -252,8 +267,8 @@ fn tiled(
         let cur = s & 1u;
         let more = s + 1u < steps;
         if (more) {
-            a_fetch((s + 1u) * BK, lid);
-            b_fetch((s + 1u) * BK, lid);
+            a_fetch(k0 + (s + 1u) * BK, lid);
+            b_fetch(k0 + (s + 1u) * BK, lid);
         }
         micro(cur * A_SZ4, cur * B_SZ4, tx, ty);
         if (more) {
@@ -262,7 +277,7 @@ fn tiled(
         }
         workgroupBarrier();
     }
-    epilogue(tile.x, m0, n0, tx, ty);
+    epilogue(part * gmeta(6u) + tile.x, m0, n0, tx, ty);
 }
 
 // Skinny products (M small, a spec constant MV_M): each workgroup takes CW groups of four
@@ -413,6 +428,29 @@ fn matvec_rows(
             c_put(b * gmeta(0u) * nn + i * gmeta(13u) + n * gmeta(14u), part[i * WG + lid]);
         }
     }
+}
+
+// Split-K's sum: each element of C the sum of the parts' f32 products at its index (the
+// parts' slices of n elements one after another), added in order of part and rounded once.
+// Metadata: 0 n (the elements of C), 1 the parts. Four elements per invocation.
+// @kernel split_sum
+@compute @workgroup_size(WG)
+fn split_sum(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let n = gmeta(0u);
+    let i = (group_index(wid, nwg) * WG + lid) * 4u;
+    if (i >= n) {
+        return;
+    }
+    var sum = vec4<T>(T(0));
+    let parts = gmeta(1u);
+    for (var p = 0u; p < parts; p++) {
+        sum += p_run4(p * n, i, n, 1u);
+    }
+    c_row4(0u, i, n, 1u, sum);
 }
 
 // The cooperative-matrix kernel's operand loaders: `array<f16>` in workgroup memory (as the

@@ -153,17 +153,23 @@ fn flops(case: &bench::Case, t: Duration) -> String {
 /// against the same inputs under the table's small tiles (independent code from the other
 /// configurations): `ok` within [`sweep_tol`] (relative L2 error), else `WRONG`.
 fn sweep(dev: &Device, case: &bench::Case) {
-    use rocm_wgpu_ops::wgpu::{GemmKernel, gemm_tiles, last_gemm_kernel, with_gemm_kernel};
+    use rocm_wgpu_ops::wgpu::{
+        GemmKernel, gemm_tiles, last_gemm_kernel, last_gemm_parts, with_gemm_kernel, with_gemm_parts,
+    };
     if let Some(k) = last_gemm_kernel() {
-        println!("{:<48} kernel {k}", "");
+        println!("{:<48} kernel {k}@{}", "", last_gemm_parts());
     }
     let list = std::env::var("RWO_GEMM_KERNELS").unwrap_or_default();
     let host =
         |t: rocm_wgpu_ops::Result<rocm_wgpu_ops::Tensor>| t.and_then(|t| t.to_cpu_storage()).map(|s| s.to_f64_vec());
     for k in list.split_whitespace() {
-        let t = k.parse::<GemmKernel>().and_then(|k| {
-            let op = case.prepare(dev)?;
-            let want = host(with_gemm_kernel(GemmKernel::Tiled(gemm_tiles()[2]), &op))?;
+        // `KERNEL@PARTS`: K in that many parts (split-K).
+        let (kernel, parts) = k.split_once('@').unwrap_or((k, "1"));
+        let parts = parts.parse::<usize>().unwrap_or(1);
+        let t = kernel.parse::<GemmKernel>().and_then(|k| {
+            let inner = case.prepare(dev)?;
+            let want = host(with_gemm_parts(1, || with_gemm_kernel(GemmKernel::Tiled(gemm_tiles()[2]), &inner)))?;
+            let op: bench::Op = Box::new(move || with_gemm_parts(parts, &inner));
             let got = host(with_gemm_kernel(k, &op))?;
             let (mut d2, mut w2) = (0.0, 0.0);
             for (g, w) in got.iter().zip(&want) {

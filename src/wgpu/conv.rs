@@ -157,7 +157,7 @@ impl WgpuBackend {
         record(kernel);
         let gather =
             (!gemm.gather.is_empty()).then(|| (Family::Conv, gather_code(transposed, c.kernel, c.stride, c.dilation)));
-        self.gemm(&kernel, &gemm, gather, w, x)
+        self.gemm(&kernel, 1, &gemm, gather, w, x)
     }
 }
 
@@ -244,7 +244,7 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
                     first = false;
                     // A 3x3 window of stride 2: every division of the gather kept.
                     let gather = Some((Family::Conv, gather_code(transposed, [3, 3], [2, 2], [1, 1])));
-                    let variant = Variant { dtype: dt, a, b: Load::Gather, c_vec, gather };
+                    let variant = Variant { dtype: dt, a, b: Load::Gather, c_vec, gather, split: false };
                     v.push((name, gemm_spec(caps, &k, &variant)));
                 }
             }

@@ -167,9 +167,13 @@ fn coop(
     @builtin(subgroup_invocation_id) lane: u32,
 ) {
     let flat = group_index(wid, nwg);
-    let live = flat < gmeta(5u) * gmeta(6u);
-    let tile = tile_of(min(flat, gmeta(5u) * gmeta(6u) - 1u));
+    let per = gmeta(5u) * gmeta(6u);
+    let live = flat < per * gmeta(29u);
+    let last = min(flat, per * gmeta(29u) - 1u);
+    let part = last / per;
+    let tile = tile_of(last % per);
     let off = batch_offsets(tile.x);
+    let k0 = k_part(part);
     let m0 = tile.y * BM;
     let n0 = tile.z * BN;
     let wm0 = (sg / SGN) * (16u * WM);
@@ -183,12 +187,12 @@ fn coop(
             let _ = writeln!(s, "    var acc{i}_{j}: coop_mat16x16<f32, C>;");
         }
     }
-    s += "    let steps = (gmeta(2u) + BK - 1u) / BK;\n";
+    s += "    let steps = (k_hi - k0 + BK - 1u) / BK;\n";
     s += match t.pipe {
         0 => {
             "    for (var s = 0u; s < steps; s++) {
-        a_fetch(s * BK, lid);
-        b_fetch(s * BK, lid);
+        a_fetch(k0 + s * BK, lid);
+        b_fetch(k0 + s * BK, lid);
         workgroupBarrier();
         a_stage(0u, lid);
         b_stage(0u, lid);
@@ -199,8 +203,8 @@ fn coop(
         }
         1 => {
             "    if (steps > 0u) {
-        a_fetch(0u, lid);
-        b_fetch(0u, lid);
+        a_fetch(k0, lid);
+        b_fetch(k0, lid);
     }
     for (var s = 0u; s < steps; s++) {
         workgroupBarrier();
@@ -208,8 +212,8 @@ fn coop(
         b_stage(0u, lid);
         workgroupBarrier();
         if (s + 1u < steps) {
-            a_fetch((s + 1u) * BK, lid);
-            b_fetch((s + 1u) * BK, lid);
+            a_fetch(k0 + (s + 1u) * BK, lid);
+            b_fetch(k0 + (s + 1u) * BK, lid);
         }
         let ab = 0u;
         let bb = 0u;
@@ -217,8 +221,8 @@ fn coop(
         }
         _ => {
             "    if (steps > 0u) {
-        a_fetch(0u, lid);
-        b_fetch(0u, lid);
+        a_fetch(k0, lid);
+        b_fetch(k0, lid);
         a_stage(0u, lid);
         b_stage(0u, lid);
     }
@@ -227,8 +231,8 @@ fn coop(
         let cur = s & 1u;
         let more = s + 1u < steps;
         if (more) {
-            a_fetch((s + 1u) * BK, lid);
-            b_fetch((s + 1u) * BK, lid);
+            a_fetch(k0 + (s + 1u) * BK, lid);
+            b_fetch(k0 + (s + 1u) * BK, lid);
         }
         let ab = cur * A_SZ;
         let bb = cur * B_SZ;
@@ -266,7 +270,7 @@ fn coop(
 ";
     }
     s += "    }
-    let base = tile.x * gmeta(0u) * gmeta(1u);
+    let base = (part * gmeta(6u) + tile.x) * gmeta(0u) * gmeta(1u);
     let at = sg * 256u;
 ";
     for i in 0..t.wm {

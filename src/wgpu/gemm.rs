@@ -38,8 +38,9 @@ pub(crate) struct Gemm {
     pub c_transposed: bool,
 }
 
-/// Metadata word of the first batch size (see `shaders/matmul.wgsl`).
-const META_R: usize = 29;
+/// Metadata word of the parts of K (split-K), followed by K per part and the batch rank (see
+/// `shaders/matmul.wgsl`).
+const META_PARTS: usize = 29;
 /// Metadata word of A's offset; B's follows three words later.
 const A_MD: u32 = 7;
 const B_MD: u32 = 10;
@@ -49,8 +50,9 @@ impl Gemm {
         self.batch.iter().product()
     }
 
-    /// The metadata words after `EXTRA` for `tiles` (rows, columns) per batch.
-    fn meta(&self, tiles: (usize, usize)) -> Vec<u32> {
+    /// The metadata words after `EXTRA` for `tiles` (rows, columns) per batch, K in `split`
+    /// parts of `split.1` (the last part the rest).
+    fn meta(&self, tiles: (usize, usize), split: (usize, usize)) -> Vec<u32> {
         let (a, b) = (&self.a, &self.b);
         let head = [self.m, self.n, self.k, tiles.0, tiles.1, tiles.0 * tiles.1, self.batches()];
         let mut m: Vec<u32> =
@@ -61,7 +63,8 @@ impl Gemm {
             m.extend(c.map(|w| w as u32));
         }
         m.extend(&self.gather);
-        m.resize(META_R, 0);
+        m.resize(META_PARTS, 0);
+        m.extend([split.0 as u32, split.1 as u32]);
         m.push(self.batch.len() as u32);
         for list in [&self.batch, &self.a.batch, &self.b.batch] {
             m.extend(list.iter().map(|&w| w as u32));
@@ -533,6 +536,44 @@ pub(crate) struct Variant {
     pub c_vec: bool,
     /// WGSL of a gathered B (`b_setup_gather`, `b_ktile`, `b_get`) and the family it is from.
     pub gather: Option<(Family, String)>,
+    /// Split-K: the kernel writes each part's f32 products to its own slice, not C.
+    pub split: bool,
+}
+
+/// A kernel of the GEMM family: a GEMM, or split-K's sum of the parts into C.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Stage {
+    Gemm(Kernel),
+    Sum,
+}
+
+/// K in `parts` parts for `k`, each a multiple of 64 (of every kernel's K step) but the last:
+/// the parts that take some of K, and K per part. One part takes all of K.
+pub(crate) fn split_k(k: usize, parts: usize) -> (usize, usize) {
+    if parts <= 1 || k == 0 {
+        return (1, k);
+    }
+    let per = k.div_ceil(parts).next_multiple_of(64);
+    (k.div_ceil(per), per)
+}
+
+/// Split-K's sum of the parts of C's `shape.dtype` (see `split_sum` in `shaders/matmul.wgsl`).
+pub(crate) fn sum_spec(caps: Caps, shape: &Variant) -> Result<Spec> {
+    let r = Repr::of(shape.dtype, caps, "matmul")?;
+    let (c_access, c_vector) = output_binding(r, shape.c_vec);
+    let mut spec = Spec::new(Family::Matmul, "split_sum", caps).bind("p", Repr::F32, Access::Wide, Index::None).bind(
+        "c",
+        r,
+        c_access,
+        Index::None,
+    );
+    spec.bindings[1].vec = c_vector;
+    let (_, alias) = element(r);
+    Ok(spec
+        .code(alias)
+        .code(input_code("p", Repr::F32))
+        .code(run4_code("p", shape.c_vec))
+        .code(output_code(r, shape.c_vec)))
 }
 
 /// The kernel `k` for problems of `shape`.
@@ -542,7 +583,12 @@ pub(crate) fn gemm_spec(caps: Caps, k: &Kernel, shape: &Variant) -> Result<Spec>
     let family = shape.gather.as_ref().map_or(Family::Matmul, |g| g.0);
     let src = family_source(Family::Matmul);
     let input = |name| if r == Repr::F64 { (name, r, Access::Read) } else { (name, r, Access::Wide) };
-    let (c_access, c_vector) = output_binding(r, shape.c_vec);
+    // Split-K's parts hold f32 products (f64 is never split).
+    if shape.split && r == Repr::F64 {
+        return Err(Error::InvalidParam { op: op.name(), msg: "split-K parts hold f32: f64 is not split".into() });
+    }
+    let out = if shape.split { Repr::F32 } else { r };
+    let (c_access, c_vector) = output_binding(out, shape.c_vec);
     let entry = match k {
         Kernel::Tiled(_) => "tiled",
         Kernel::MatVec(v) if v.rows => "matvec_rows",
@@ -553,10 +599,10 @@ pub(crate) fn gemm_spec(caps: Caps, k: &Kernel, shape: &Variant) -> Result<Spec>
     for (name, r, access) in [input("a"), input("b")] {
         spec = spec.bind(name, r, access, Index::None);
     }
-    spec = spec.bind("c", r, c_access, Index::None);
+    spec = spec.bind("c", out, c_access, Index::None);
     spec.bindings[2].vec = c_vector;
     let (_, alias) = element(r);
-    spec = spec.code(alias).code(input_code("a", r)).code(input_code("b", r)).code(output_code(r, shape.c_vec));
+    spec = spec.code(alias).code(input_code("a", r)).code(input_code("b", r)).code(output_code(out, shape.c_vec));
     if family != Family::Matmul {
         // The GEMM body lives in matmul.wgsl; the spec's own file adds the gather.
         spec = spec.code(header(src)).code(section(src, entry));
@@ -610,10 +656,12 @@ pub(crate) fn gemm_spec(caps: Caps, k: &Kernel, shape: &Variant) -> Result<Spec>
 }
 
 impl WgpuBackend {
-    /// Runs `g` with kernel `k` into a new contiguous `(batch.., m, n)` storage.
+    /// Runs `g` with kernel `k` into a new contiguous `(batch.., m, n)` storage, K in `parts`
+    /// parts (split-K: a tiled or cooperative `k`; see [`split_k`]).
     pub(crate) fn gemm(
         &self,
         k: &Kernel,
+        parts: usize,
         g: &Gemm,
         gather: Option<(Family, String)>,
         a: &WgpuStorage,
@@ -635,10 +683,13 @@ impl WgpuBackend {
                 limit: self.gemm_workgroup_bytes() as u64,
             });
         }
-        let c = self.storage(dtype, g.batches() * g.m * g.n)?;
-        if g.batches() * g.m * g.n == 0 {
+        let total = g.batches() * g.m * g.n;
+        let c = self.storage(dtype, total)?;
+        if total == 0 {
             return Ok(c);
         }
+        // The parts hold f32: f64 is never split.
+        let split = if matches!(k, Kernel::MatVec(_)) || dtype == DType::F64 { (1, g.k) } else { split_k(g.k, parts) };
         let r = Repr::of(dtype, self.caps(), "matmul")?;
         let vec = match (k, &gather) {
             (Kernel::Coop(_), _) => CoopTiles::VEC,
@@ -652,22 +703,27 @@ impl WgpuBackend {
             // invocation) does not write: there, packed outputs take the atomic word update.
             c_vec: !matches!(k, Kernel::MatVec(v) if v.rows) && g.n.is_multiple_of(4) && (!g.c_transposed || g.m == 1),
             gather,
+            split: split.0 > 1,
         };
-        let (spec, pipeline) = self.gemm_pipeline(k, shape)?;
+        let sum = Variant { a: Load::Gather, b: Load::Gather, gather: None, split: false, ..shape.clone() };
+        let (spec, pipeline) = self.gemm_pipeline(Stage::Gemm(*k), shape)?;
         let tiles = match k {
             Kernel::Tiled(t) => (g.m.div_ceil(t.bm as usize), g.n.div_ceil(t.bn as usize)),
             Kernel::Coop(t) => (g.m.div_ceil(t.bm as usize), g.n.div_ceil(t.bn as usize)),
             Kernel::MatVec(v) => (1, g.n.div_ceil(if v.rows { v.tiles.lanes } else { 4 * v.tiles.lanes } as usize)),
         };
-        let groups = (tiles.0 * tiles.1 * g.batches()) as u64;
-        let meta = spec.meta(0, &[], &g.meta(tiles));
-        self.run_pipeline(
-            &spec,
-            &pipeline,
-            &[a.buffer(), b.buffer(), c.buffer()],
-            &meta,
-            groups * spec.workgroup as u64,
-        )?;
+        let groups = (tiles.0 * tiles.1 * g.batches() * split.0) as u64;
+        let meta = spec.meta(0, &[], &g.meta(tiles, split));
+        let threads = groups * spec.workgroup as u64;
+        if split.0 == 1 {
+            self.run_pipeline(&spec, &pipeline, &[a.buffer(), b.buffer(), c.buffer()], &meta, threads)?;
+            return Ok(c);
+        }
+        let p = self.storage(DType::F32, split.0 * total)?;
+        self.run_pipeline(&spec, &pipeline, &[a.buffer(), b.buffer(), p.buffer()], &meta, threads)?;
+        let (spec, pipeline) = self.gemm_pipeline(Stage::Sum, sum)?;
+        let meta = spec.meta(0, &[], &[total as u32, split.0 as u32]);
+        self.run_pipeline(&spec, &pipeline, &[p.buffer(), c.buffer()], &meta, total.div_ceil(4) as u64)?;
         Ok(c)
     }
 }

@@ -22,7 +22,7 @@ pub(crate) struct Table {
     pub small: Tiles,
     pub big_from: usize,
     /// Problems of fewer than `small_from` tiles (too few workgroups of `small` to fill the
-    /// GPU), f16 too: there the cooperative kernel costs more than it saves.
+    /// GPU).
     pub tiny: Tiles,
     pub small_from: usize,
     /// f64 (8-byte elements: half the tile for the same workgroup memory).
@@ -30,10 +30,42 @@ pub(crate) struct Table {
     /// f16 problems of at least `small_from` tiles where the adapter has 16x16x16 f16->f32
     /// cooperative matrices.
     pub coop: CoopTiles,
+    /// Smaller f16 problems there.
+    pub coop_small: CoopTiles,
     /// The matrix-vector kernel reading B across its rows (groups of four columns) and down
     /// its columns.
     pub matvec: MvTiles,
     pub matvec_rows: MvTiles,
+    /// Split-K for problems of too few workgroups.
+    pub split: Split,
+}
+
+/// Split-K: a tiled GEMM of fewer than `tiled` workgroups (a cooperative one: `coop`) and K of
+/// at least `from_k` runs K in parts (each part's products to its own f32 slice, then one sum
+/// into C), as many as bring it to that many workgroups, each part at least `min_k` of K, at
+/// most `most` parts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Split {
+    pub tiled: usize,
+    pub coop: usize,
+    pub from_k: usize,
+    pub min_k: usize,
+    pub most: usize,
+}
+
+impl Split {
+    /// The parts of K for kernel `kernel` of `groups` workgroups and depth `k`.
+    pub fn parts(&self, kernel: &Kernel, groups: usize, k: usize) -> usize {
+        let below = match kernel {
+            Kernel::Tiled(_) => self.tiled,
+            Kernel::Coop(_) => self.coop,
+            Kernel::MatVec(_) => return 1,
+        };
+        if groups == 0 || groups >= below || k < self.from_k {
+            return 1;
+        }
+        below.div_ceil(groups).min(k / self.min_k).clamp(1, self.most)
+    }
 }
 
 /// Matmul's choices. Provenance: H100 (Vulkan, driver 580.159.04), 2026-11-24. f32 4096^3:
@@ -49,7 +81,8 @@ pub(crate) struct Table {
 /// `big_from` (two large tiles per multiprocessor of a 132-SM GPU) lies between the sizes
 /// measured; f32 tiles 128x256x16/8x16 27.8 and 256x128x8/16x8 26.2 against 27.5 (noise).
 ///
-/// Small problems: the GPT-2-small GEMMs (M = 128), the same GPU 2026-11-24, one sweep, us per
+/// Small problems (superseded by the split-K sweep below: these figures carried a fixed CPU
+/// cost of ~100 us per GEMM): the GPT-2-small GEMMs (M = 128), the same GPU 2026-11-24, one sweep, us per
 /// GEMM for QKV [128,768]x[768,2304] / q.k^T [12,128,64]x[12,64,128] / att.v / projection /
 /// MLP up / down. f32: 64x64x16/4x4 141/132/107/145/137/218, 32x64x16/4x4 130/94/127/105/103/
 /// 179, 32x32x16 112/88/105/107/157/143, 32x32x32 138/97/80/93/135/157, 16x64x16 120/58/100/
@@ -65,6 +98,19 @@ pub(crate) struct Table {
 /// KSxLANESxUNROLL: H200 16x16x4 88.4, 32x16x4 71.5, 32x8x8 71.8, 16x32x4 87.8, 8x16x8 146,
 /// 64x4x4 100.2 (torch 65.5); H100 (one run) 16x16x4 109.3, 32x16x4 98.3, 64x16x4 98.7,
 /// 32x8x4 99.4, 32x16x8 99.2 (torch 90.6). The rows kernel keeps 16x4x4 (unmeasured).
+/// Split-K and `coop_small`: the same GEMMs on the H100, 2026-11-27, one sweep after GEMM
+/// kernels were kept by key (the fixed cost gone: q.k^T 100 -> 11 us), us at 1/2/4/8/16 parts
+/// asked (fewer taken where K is short), QKV / projection / MLP up / down. f16 cooperative
+/// 64x128x32/2x2 31.8/24.4/22.5/21.8/30.2, 33.0/25.0/23.4/22.0/17.8, 32.2/24.9/22.9/29.2/37.2,
+/// 105.8/61.1/36.5/24.5/24.0 (64x64 and 128x128 tiles within 10% or slower; f16 tiled 32x64
+/// at its best part count 43.1/22.9/46.6/45.6: so small f16 problems now take cooperative
+/// matrices too); f32 tiled 32x64x16/4x4 47.3/36.2/35.4/34.7/37.6, 34.6/25.4/23.4/23.0/23.4,
+/// 47.7/36.9/37.5/40.8/46.9, 122.0/67.6/51.2/37.9/39.5 (64x64 alike or slower). The best part
+/// counts bring the cooperative grids to ~192 workgroups and the tiled ones to ~384; with K of
+/// 64 or 128 (q.k^T, att.v) a split only adds the sum's dispatch (att.v f32 10.3 unsplit, 12.3-
+/// 17.3 in two parts); the logits (786 cooperative workgroups) lose from the first split
+/// (212 -> 334).
+///
 /// Cooperative tiles, the same day on the H100 (f16 4096^3, TFLOP/s): the f1 choice 106-108
 /// in every sweep; 2x4 subgroup tiles 108.0-108.9, 256x128 105.5-109.6, K steps of 16 (fewer
 /// vectors than invocations) 101.8-103.2, 64x256 47.8, 128x128x32/2x2 88.2; staging into
@@ -82,8 +128,10 @@ pub(crate) const TABLE: Table = Table {
     small_from: 33,
     f64: Tiles { bm: 64, bn: 64, bk: 8, tm: 8, tn: 4, pad: 0 },
     coop: CoopTiles { bm: 128, bn: 256, bk: 32, wm: 4, wn: 2, pad: 8, pipe: 1 },
+    coop_small: CoopTiles { bm: 64, bn: 128, bk: 32, wm: 2, wn: 2, pad: 8, pipe: 1 },
     matvec: MvTiles { ks: 32, lanes: 16, unroll: 4 },
     matvec_rows: MvTiles { ks: 16, lanes: 4, unroll: 4 },
+    split: Split { tiled: 384, coop: 192, from_k: 256, min_k: 64, most: 16 },
 };
 
 thread_local! {
@@ -91,6 +139,10 @@ thread_local! {
     static LAST: Cell<Option<Kernel>> = const { Cell::new(None) };
     /// A kernel forced by [`with_gemm_kernel`] (the tuning sweep).
     static FORCED: Cell<Option<Kernel>> = const { Cell::new(None) };
+    /// The parts of K of the last GEMM this thread recorded.
+    static LAST_PARTS: Cell<usize> = const { Cell::new(1) };
+    /// Parts of K forced by [`with_gemm_parts`].
+    static FORCED_PARTS: Cell<Option<usize>> = const { Cell::new(None) };
 }
 
 /// The kernel of the last matmul or convolution this thread recorded on a wgpu device.
@@ -110,16 +162,33 @@ pub fn with_gemm_kernel<R>(k: Kernel, f: impl FnOnce() -> R) -> R {
     out
 }
 
+/// The parts of K (split-K) of the last matmul this thread recorded on a wgpu device (1: not
+/// split).
+#[doc(hidden)]
+pub fn last_gemm_parts() -> usize {
+    LAST_PARTS.with(Cell::get)
+}
+
+/// Runs `f` with every tiled or cooperative matmul on this thread taking K in `parts` parts
+/// (fewer where K is short: each part but the last takes a multiple of 64).
+#[doc(hidden)]
+pub fn with_gemm_parts<R>(parts: usize, f: impl FnOnce() -> R) -> R {
+    let before = FORCED_PARTS.with(|c| c.replace(Some(parts)));
+    let out = f();
+    FORCED_PARTS.with(|c| c.set(before));
+    out
+}
+
 /// The tile configurations of [`TABLE`] (for tests that force each in turn).
 #[doc(hidden)]
 pub fn gemm_tiles() -> [Tiles; 5] {
     [TABLE.big, TABLE.big16, TABLE.small, TABLE.f64, TABLE.tiny]
 }
 
-/// The cooperative-matrix configuration of [`TABLE`] (likewise, where the adapter has it).
+/// The cooperative-matrix configurations of [`TABLE`] (likewise, where the adapter has them).
 #[doc(hidden)]
-pub fn gemm_coop_tiles() -> CoopTiles {
-    TABLE.coop
+pub fn gemm_coop_tiles() -> [CoopTiles; 2] {
+    [TABLE.coop, TABLE.coop_small]
 }
 
 pub(crate) fn record(k: Kernel) {
@@ -133,8 +202,9 @@ impl Table {
         if let Some(k @ (Kernel::Tiled(_) | Kernel::Coop(_))) = FORCED.with(Cell::get) {
             return k;
         }
-        if coop && dtype == DType::F16 && tiles >= self.small_from && self.coop.workgroup_bytes() <= bytes {
-            return Kernel::Coop(self.coop);
+        let t = if tiles >= self.small_from { self.coop } else { self.coop_small };
+        if coop && dtype == DType::F16 && t.workgroup_bytes() <= bytes {
+            return Kernel::Coop(t);
         }
         let size = dtype.size_in_bytes() as u32;
         let order = if dtype == DType::F64 {
@@ -200,12 +270,12 @@ impl WgpuBackend {
     /// What `info()` says of the GEMM kernels this adapter gets.
     pub(crate) fn gemm_info(&self) -> String {
         let coop = match self.0.gpu.coop_missing() {
-            None => format!("cooperative matrix 16x16x16 f16->f32 (f16 from {} tiles of 128x128)", TABLE.small_from),
+            None => "cooperative matrix 16x16x16 f16->f32 (f16)".to_string(),
             Some(why) => format!("no cooperative matrix ({why})"),
         };
         format!(
             "tiled (f32, bf16, f64{}), matrix-vector (m or n <= {MATVEC_MAX_M}), {coop}",
-            if self.coop() { ", small f16" } else { ", f16" }
+            if self.coop() { "" } else { ", f16" }
         )
     }
 
@@ -236,10 +306,21 @@ impl MatmulOps for WgpuBackend {
                 (TABLE.pick(lhs.dtype, tiles, self.gemm_workgroup_bytes(), self.coop()), gemm)
             }
         };
+        // f64 sums in f64: no f32 parts.
+        let parts = match kernel {
+            _ if lhs.dtype == DType::F64 => 1,
+            Kernel::MatVec(_) => 1,
+            Kernel::Tiled(Tiles { bm, bn, .. }) | Kernel::Coop(CoopTiles { bm, bn, .. }) => {
+                let groups = gemm.batches() * gemm.m.div_ceil(bm as usize) * gemm.n.div_ceil(bn as usize);
+                let parts = FORCED_PARTS.with(Cell::get).unwrap_or_else(|| TABLE.split.parts(&kernel, groups, gemm.k));
+                super::gemm::split_k(gemm.k, parts).0
+            }
+        };
         record(kernel);
+        LAST_PARTS.with(|c| c.set(parts));
         // The transposed problem multiplies the operands the other way round.
         let (a, b) = if gemm.c_transposed { (rhs, lhs) } else { (lhs, rhs) };
-        self.gemm(&kernel, &gemm, None, a, b)
+        self.gemm(&kernel, parts, &gemm, None, a, b)
     }
 }
 
@@ -249,7 +330,7 @@ impl MatmulOps for WgpuBackend {
 /// products hold them (the loaders of A and B are independent code), and the matrix-vector
 /// kernels with vector and element loads.
 pub fn shader_variants(caps: Caps) -> Vec<(String, Result<super::kernel::Spec>)> {
-    use super::gemm::{Load, Variant, gemm_spec};
+    use super::gemm::{Load, Variant, gemm_spec, sum_spec};
     use crate::spec::kernel_name;
     let mut v = vec![];
     let every = vec![
@@ -276,6 +357,7 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<super::kernel::Spec>)>
             for pipe in 0..=2 {
                 kernels.push((Kernel::Coop(CoopTiles { pipe, ..TABLE.coop }), every.clone()));
             }
+            kernels.push((Kernel::Coop(TABLE.coop_small), every.clone()));
         }
         let base = kernel_name(MatmulOp::Matmul.name(), dt);
         let mut first = true;
@@ -285,9 +367,26 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<super::kernel::Spec>)>
                 // The first is the kernel of contiguous operands: it carries the plain name.
                 let name = if first { base.clone() } else { format!("{base}_{k}_{a:?}_{b:?}") };
                 first = false;
-                let variant = Variant { dtype: dt, a, b, c_vec, gather: None };
+                let variant = Variant { dtype: dt, a, b, c_vec, gather: None, split: false };
                 v.push((name, gemm_spec(caps, &k, &variant)));
             }
+        }
+        // Split-K (never f64): the parts' f32 products from the small tiles and (f16) the
+        // cooperative kernel, and their sum into C with whole runs of four or not.
+        if dt == DType::F64 {
+            continue;
+        }
+        let mut split = vec![Kernel::Tiled(TABLE.small)];
+        if dt == DType::F16 && caps.f16 {
+            split.push(Kernel::Coop(TABLE.coop_small));
+        }
+        for k in split {
+            let variant = Variant { dtype: dt, a: Load::KVec, b: Load::OVec, c_vec: true, gather: None, split: true };
+            v.push((format!("{base}_{k}_split"), gemm_spec(caps, &k, &variant)));
+        }
+        for c_vec in [true, false] {
+            let variant = Variant { dtype: dt, a: Load::Gather, b: Load::Gather, c_vec, gather: None, split: false };
+            v.push((format!("{base}_split_sum_{}", if c_vec { "vec" } else { "elem" }), sum_spec(caps, &variant)));
         }
     }
     v
@@ -335,6 +434,29 @@ mod tests {
     }
 
     #[test]
+    fn small_grids_split_k() {
+        let (tiny, coop) = (Kernel::Tiled(TABLE.tiny), Kernel::Coop(TABLE.coop_small));
+        let groups = |m: usize, n: usize, bm: u32, bn: u32| m.div_ceil(bm as usize) * n.div_ceil(bn as usize);
+        // The GPT-2 GEMMs (M = 128) of the provenance: (N, K) -> parts asked (tiled f32, coop f16).
+        for (n, k, tiled, cooperative) in [(2304, 768, 3, 6), (768, 768, 8, 12), (3072, 768, 2, 4), (768, 3072, 8, 16)]
+        {
+            let t = TABLE.split.parts(&tiny, groups(128, n, TABLE.tiny.bm, TABLE.tiny.bn), k);
+            let c = TABLE.split.parts(&coop, groups(128, n, TABLE.coop_small.bm, TABLE.coop_small.bn), k);
+            assert_eq!((t, c), (tiled, cooperative), "[128,{k}]x[{k},{n}]");
+        }
+        // Short K, a grid that fills the GPU, and matrix-vector kernels are never split.
+        assert_eq!(TABLE.split.parts(&tiny, 48, 128), 1);
+        assert_eq!(TABLE.split.parts(&tiny, 393, 3072), 1);
+        let mv = Kernel::MatVec(MatVec { m: 1, rows: false, tiles: TABLE.matvec });
+        assert_eq!(TABLE.split.parts(&mv, 1, 1 << 20), 1);
+        // Parts of K: multiples of 64 but the last; fewer parts where K is short.
+        assert_eq!(super::super::gemm::split_k(1023, 7), (6, 192));
+        assert_eq!(super::super::gemm::split_k(768, 12), (12, 64));
+        assert_eq!(super::super::gemm::split_k(64, 2), (1, 64));
+        assert_eq!(super::super::gemm::split_k(0, 4), (1, 0));
+    }
+
+    #[test]
     fn the_table_fits_webgpu_workgroup_memory_where_it_must() {
         for t in gemm_tiles() {
             assert!(t.is_valid(), "{t}");
@@ -348,7 +470,8 @@ mod tests {
         assert_eq!(TABLE.pick(DType::BF16, 10, 49152, true), Kernel::Tiled(TABLE.tiny));
         assert_eq!(TABLE.pick(DType::F16, 100, 49152, true), Kernel::Coop(TABLE.coop));
         assert_eq!(TABLE.pick(DType::F16, 1000, 49152, false), Kernel::Tiled(TABLE.big16));
-        assert_eq!(TABLE.pick(DType::F16, 10, 49152, true), Kernel::Tiled(TABLE.tiny));
+        assert_eq!(TABLE.pick(DType::F16, 10, 49152, true), Kernel::Coop(TABLE.coop_small));
+        assert!(TABLE.coop_small.is_valid());
         // The matrix-vector partial sums fit the adapter's workgroup memory, f64's too (wgpu
         // does not check it: NVIDIA's driver lost the device on 64 KiB).
         for dt in [DType::F32, DType::F64] {

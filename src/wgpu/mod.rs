@@ -37,7 +37,7 @@ pub use coop::CoopTiles;
 pub use gemm::{Kernel as GemmKernel, MatVec, MvTiles, Tiles};
 use kernel::Spec;
 #[doc(hidden)]
-pub use matmul::{gemm_coop_tiles, gemm_tiles, last_gemm_kernel, with_gemm_kernel};
+pub use matmul::{gemm_coop_tiles, gemm_tiles, last_gemm_kernel, last_gemm_parts, with_gemm_kernel, with_gemm_parts};
 pub use random::Mul;
 pub use repr::Caps;
 use std::collections::HashMap;
@@ -83,7 +83,7 @@ pub(crate) struct Context {
     pipelines: Mutex<HashMap<Spec, Arc<Pipeline>>>,
     /// The GEMM kernels by what decides their source, with their pipelines: generating a
     /// GEMM's WGSL (and hashing it to find its pipeline) costs more CPU than recording an op.
-    gemms: Mutex<HashMap<(gemm::Kernel, gemm::Variant), GemmPipeline>>,
+    gemms: Mutex<HashMap<(gemm::Stage, gemm::Variant), GemmPipeline>>,
     /// wgpu's injected bounds checks (and loop bounding): which kernels get them
     /// (`RWO_WGPU_BOUNDS_CHECKS`, see [`BoundsChecks`]).
     bounds_checks: BoundsChecks,
@@ -372,14 +372,17 @@ impl WgpuBackend {
         self.run_pipeline(spec, &pipeline, buffers, meta, threads)
     }
 
-    /// The GEMM kernel `k` for problems of `shape`, and its pipeline: generated and built at
-    /// first use, then found by `(k, shape)` alone.
-    pub(crate) fn gemm_pipeline(&self, k: &gemm::Kernel, shape: gemm::Variant) -> Result<GemmPipeline> {
-        let key = (*k, shape);
+    /// The GEMM-family kernel `stage` for problems of `shape`, and its pipeline: generated and
+    /// built at first use, then found by `(stage, shape)` alone.
+    pub(crate) fn gemm_pipeline(&self, stage: gemm::Stage, shape: gemm::Variant) -> Result<GemmPipeline> {
+        let key = (stage, shape);
         if let Some(hit) = self.0.gemms.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return Ok(hit.clone());
         }
-        let spec = Arc::new(gemm::gemm_spec(self.caps(), k, &key.1)?);
+        let spec = Arc::new(match stage {
+            gemm::Stage::Gemm(k) => gemm::gemm_spec(self.caps(), &k, &key.1)?,
+            gemm::Stage::Sum => gemm::sum_spec(self.caps(), &key.1)?,
+        });
         let pipeline = self.pipeline(&spec)?;
         self.0.gemms.lock().unwrap_or_else(|e| e.into_inner()).insert(key, (spec.clone(), pipeline.clone()));
         Ok((spec, pipeline))

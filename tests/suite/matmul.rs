@@ -1,5 +1,7 @@
 use crate::{Tol, View, assert_close, assert_values, rand_tensor, suite, view_tensor};
-use rocm_wgpu_ops::wgpu::{GemmKernel, gemm_coop_tiles, gemm_tiles, last_gemm_kernel, with_gemm_kernel};
+use rocm_wgpu_ops::wgpu::{
+    GemmKernel, gemm_coop_tiles, gemm_tiles, last_gemm_kernel, last_gemm_parts, with_gemm_kernel, with_gemm_parts,
+};
 use rocm_wgpu_ops::{BackendKind, DType, Device, Result, Tensor};
 
 suite!(
@@ -12,6 +14,7 @@ suite!(
     matmul_identity_matrix,
     matmul_row_is_host_dot,
     matmul_edge_sizes_match_reference,
+    matmul_split_k_matches_reference,
     matmul_f16_takes_cooperative_matrices,
     matmul_library_shapes_match_reference,
     matmul_small_shapes_match_reference,
@@ -234,7 +237,7 @@ pub(crate) fn tile_choices(dev: &Device, dtype: DType) -> Vec<Option<GemmKernel>
         v.extend(gemm_tiles().map(|t| Some(GemmKernel::Tiled(t))));
         let coop = dev.info().iter().any(|(k, v)| *k == "matmul kernels" && v.contains("cooperative matrix 16x16x16"));
         if coop && dtype == DType::F16 {
-            v.push(Some(GemmKernel::Coop(gemm_coop_tiles())));
+            v.extend(gemm_coop_tiles().map(|t| Some(GemmKernel::Coop(t))));
         }
     }
     v
@@ -278,9 +281,53 @@ async fn matmul_edge_sizes_match_reference(dev: &Device) -> Result<()> {
     Ok(())
 }
 
+/// K in parts (split-K: each part's f32 products, then one sum rounded once), forced through
+/// every tile configuration: K that splits unevenly (the last part short), K shorter than a part,
+/// N not a multiple of 4, transposed operands, a batch broadcast against one rhs. On wgpu the
+/// product is split as asked, in fewer parts where K is short (every part but the last a
+/// multiple of 64 of K); f64 never is (its parts would hold f32).
+async fn matmul_split_k_matches_reference(dev: &Device) -> Result<()> {
+    let shapes: [(&[usize], &[usize]); 4] =
+        [(&[33, 1023], &[1023, 67]), (&[131, 200], &[200, 16]), (&[17, 64], &[64, 5]), (&[3, 9, 300], &[300, 20])];
+    for &dtype in DType::FLOAT {
+        for kernel in tile_choices(dev, dtype) {
+            for parts in [2, 7] {
+                for (ls, rs) in shapes {
+                    let k = rs[0];
+                    for (lt, rt) in [(false, false), (true, true)] {
+                        let what = format!(
+                            "matmul {dtype} {ls:?}x{rs:?} lhs^T {lt} rhs^T {rt} kernel {kernel:?} in {parts} parts"
+                        );
+                        let run = check(dev, tol(dtype, k), &what, |d| operands(d, dtype, ls, lt, rs, rt));
+                        with_gemm_parts_async(parts, forced(kernel, run)).await?;
+                    }
+                    if dev.kind() != BackendKind::Wgpu || kernel.is_some() {
+                        continue;
+                    }
+                    let (a, b) = operands(dev, dtype, ls, false, rs, false)?;
+                    match with_gemm_parts(parts, || a.matmul(&b)) {
+                        Err(e) if crate::stated_unsupported(dev, &e) => continue,
+                        r => r?,
+                    };
+                    let per = k.div_ceil(parts).next_multiple_of(64);
+                    let want = if dtype == DType::F64 { 1 } else { k.div_ceil(per) };
+                    assert_eq!(last_gemm_parts(), want, "{dtype} {ls:?}x{rs:?} asked in {parts} parts");
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// [`with_gemm_parts`] around each poll of `fut` (as [`with_gemm_kernel_async`]).
+pub async fn with_gemm_parts_async<R>(parts: usize, fut: impl Future<Output = R>) -> R {
+    let mut fut = std::pin::pin!(fut);
+    std::future::poll_fn(|cx| with_gemm_parts(parts, || fut.as_mut().poll(cx))).await
+}
+
 /// Where the wgpu adapter multiplies f16 on cooperative matrices, f16 products take them (and
-/// match the reference), except small ones (fewer than 33 tiles of 128x128, the table's
-/// `small_from`); elsewhere they stay tiled.
+/// match the reference): large ones the table's large tiles, small ones (fewer than 33 tiles of
+/// 128x128, the table's `small_from`) its small ones; elsewhere they stay tiled.
 async fn matmul_f16_takes_cooperative_matrices(dev: &Device) -> Result<()> {
     if dev.kind() != BackendKind::Wgpu {
         return Ok(());
@@ -291,11 +338,11 @@ async fn matmul_f16_takes_cooperative_matrices(dev: &Device) -> Result<()> {
             let what = format!("matmul f16 ({m},{k})x({k},{n}) transposed {lt} {rt}");
             check(dev, tol(DType::F16, k), &what, |d| operands(d, DType::F16, &[m, k], lt, &[k, n], rt)).await?;
             let kernel = last_gemm_kernel();
-            assert_eq!(
-                matches!(kernel, Some(GemmKernel::Coop(_))),
-                coop && large,
-                "{what}: kernel {kernel:?}, adapter has cooperative matrices: {coop}"
-            );
+            let want = coop.then(|| GemmKernel::Coop(gemm_coop_tiles()[if large { 0 } else { 1 }]));
+            match want {
+                Some(w) => assert_eq!(kernel, Some(w), "{what}: the adapter has cooperative matrices"),
+                None => assert!(matches!(kernel, Some(GemmKernel::Tiled(_))), "{what}: kernel {kernel:?}"),
+            }
         }
     }
     Ok(())
