@@ -312,7 +312,11 @@ impl MatmulOps for WgpuBackend {
             Kernel::MatVec(_) => 1,
             Kernel::Tiled(Tiles { bm, bn, .. }) | Kernel::Coop(CoopTiles { bm, bn, .. }) => {
                 let groups = gemm.batches() * gemm.m.div_ceil(bm as usize) * gemm.n.div_ceil(bn as usize);
-                let parts = FORCED_PARTS.with(Cell::get).unwrap_or_else(|| TABLE.split.parts(&kernel, groups, gemm.k));
+                let table = || match self.tune().gemm_split {
+                    Some(false) => 1,
+                    _ => TABLE.split.parts(&kernel, groups, gemm.k),
+                };
+                let parts = FORCED_PARTS.with(Cell::get).unwrap_or_else(table);
                 super::gemm::split_k(gemm.k, parts).0
             }
         };

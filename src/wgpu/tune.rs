@@ -1,6 +1,6 @@
-//! Overrides of the WGSL tuning tables (`random.rs`, `sort.rs`) for one device, from
-//! `RWO_WGPU_TUNE` (`random_mul=pieces,sort_pairs=8`): one build can then time every variant
-//! of an entry on a GPU. Without it, each family's table decides.
+//! Overrides of the WGSL tuning tables (`random.rs`, `sort.rs`, `matmul.rs`) for one device,
+//! from `RWO_WGPU_TUNE` (`random_mul=pieces,sort_pairs=8,gemm_split=off`): one build can then
+//! time every variant of an entry on a GPU. Without it, each family's table decides.
 
 use super::random::Mul;
 use crate::{Error, Result};
@@ -13,6 +13,8 @@ pub struct Tune {
     pub random_mul: Option<Mul>,
     /// `sort_pairs=8|16`: (key, index) pairs each argsort invocation holds in registers.
     pub sort_pairs: Option<u32>,
+    /// `gemm_split=on|off`: whether matmuls of too few workgroups take K in parts (split-K).
+    pub gemm_split: Option<bool>,
 }
 
 impl Tune {
@@ -25,11 +27,13 @@ impl Tune {
                 Some(("random_mul", "wide")) => t.random_mul = Some(Mul::Wide),
                 Some(("random_mul", "pieces")) => t.random_mul = Some(Mul::Pieces),
                 Some(("sort_pairs", v @ ("8" | "16"))) => t.sort_pairs = v.parse().ok(),
+                Some(("gemm_split", v @ ("on" | "off"))) => t.gemm_split = Some(v == "on"),
                 _ => {
                     return Err(Error::BackendUnavailable {
                         kind: "wgpu".into(),
                         reason: format!(
-                            "RWO_WGPU_TUNE: unknown setting {item:?}; known: random_mul=wide|pieces, sort_pairs=8|16"
+                            "RWO_WGPU_TUNE: unknown setting {item:?}; known: random_mul=wide|pieces, sort_pairs=8|16, \
+                             gemm_split=on|off"
                         ),
                     });
                 }
@@ -47,9 +51,9 @@ mod tests {
     fn settings_parse_and_unknown_ones_are_refused() {
         assert_eq!(Tune::parse(None), Ok(Tune::default()));
         assert_eq!(Tune::parse(Some(" ")), Ok(Tune::default()));
-        let t = Tune::parse(Some("random_mul=pieces, sort_pairs=8")).unwrap_or_default();
-        assert_eq!(t, Tune { random_mul: Some(Mul::Pieces), sort_pairs: Some(8) });
-        for bad in ["random_mul=fast", "sort_pairs=32", "sort_pairs", "block=4096"] {
+        let t = Tune::parse(Some("random_mul=pieces, sort_pairs=8,gemm_split=off")).unwrap_or_default();
+        assert_eq!(t, Tune { random_mul: Some(Mul::Pieces), sort_pairs: Some(8), gemm_split: Some(false) });
+        for bad in ["random_mul=fast", "sort_pairs=32", "sort_pairs", "block=4096", "gemm_split=2"] {
             assert!(matches!(Tune::parse(Some(bad)), Err(Error::BackendUnavailable { .. })), "{bad}");
         }
     }
