@@ -144,22 +144,27 @@ fn opnd_setup(o0: u32, base: u32, lid: u32) {
 // The tiled kernel's operand loaders: a tile of OPND_OT outer x BK, fetched into registers a
 // step ahead of its use and held in workgroup memory as vectors of four, every store a whole
 // vector: along K (OPND_OT rows of OPND_S4 vectors) when fetched along K, else along the outer
-// dim (BK rows of OPND_S4 vectors). One buffer is OPND_SZ4 vectors.
+// dim (BK rows of OPND_S4 vectors). One buffer is OPND_SZ4 vectors. The registers hold the raw
+// 16-byte words as loaded (`opnd_raw`); they are decoded and their tails past the matrix
+// zeroed only when staged, after the step's products: nothing uses a load before then, so the
+// fetch does not wait for memory.
 //
 // Vectors of four along K (the operand's K stride is 1 and rows start on multiples of 4).
 // @section tiled_kvec
-var<private> opnd_r: array<vec4<T>, OPND_NV>;
+var<private> opnd_r: array<vec4<u32>, OPND_NV>;
+var<private> opnd_k0: u32;
 fn opnd_fetch(k0: u32, lid: u32) {
     let os = opnd_os;
     let kn = opnd_kn;
     let total = opnd_tot;
+    opnd_k0 = k0;
     for (var j = 0u; j < OPND_NV; j++) {
         let v = lid + j * WG;
         let o = opnd_o0 + v / (BK / 4u);
         let k = k0 + (v % (BK / 4u)) * 4u;
-        var x = vec4<T>(T(0));
+        var x = vec4<u32>(0u);
         if (o < total && k < kn) {
-            x = select(opnd_ld4(opnd_base + o * os + k), vec4<T>(T(0)), vec4<u32>(k) + vec4<u32>(0u, 1u, 2u, 3u) >= vec4<u32>(kn));
+            x = opnd_raw(opnd_base + o * os + k);
         }
         opnd_r[j] = x;
     }
@@ -168,24 +173,30 @@ fn opnd_fetch(k0: u32, lid: u32) {
 fn opnd_stage(buf: u32, lid: u32) {
     for (var j = 0u; j < OPND_NV; j++) {
         let v = lid + j * WG;
-        opnd_s4[buf * OPND_SZ4 + (v / (BK / 4u)) * OPND_S4 + v % (BK / 4u)] = opnd_r[j];
+        let o = opnd_o0 + v / (BK / 4u);
+        let k = opnd_k0 + (v % (BK / 4u)) * 4u;
+        let x = opnd_dec4(opnd_r[j], opnd_base + o * opnd_os + k);
+        let past = vec4<u32>(k) + vec4<u32>(0u, 1u, 2u, 3u) >= vec4<u32>(opnd_kn);
+        opnd_s4[buf * OPND_SZ4 + (v / (BK / 4u)) * OPND_S4 + v % (BK / 4u)] = select(x, vec4<T>(T(0)), past);
     }
 }
 
 // Vectors of four along the outer dim (its stride is 1, K rows start on multiples of 4).
 // @section tiled_ovec
-var<private> opnd_r: array<vec4<T>, OPND_NV>;
+var<private> opnd_r: array<vec4<u32>, OPND_NV>;
+var<private> opnd_k0: u32;
 fn opnd_fetch(k0: u32, lid: u32) {
     let ks = opnd_ks;
     let kn = opnd_kn;
     let total = opnd_tot;
+    opnd_k0 = k0;
     for (var j = 0u; j < OPND_NV; j++) {
         let v = lid + j * WG;
         let o = opnd_o0 + (v % (OPND_OT / 4u)) * 4u;
         let k = k0 + v / (OPND_OT / 4u);
-        var x = vec4<T>(T(0));
+        var x = vec4<u32>(0u);
         if (o < total && k < kn) {
-            x = select(opnd_ld4(opnd_base + o + k * ks), vec4<T>(T(0)), vec4<u32>(o) + vec4<u32>(0u, 1u, 2u, 3u) >= vec4<u32>(total));
+            x = opnd_raw(opnd_base + o + k * ks);
         }
         opnd_r[j] = x;
     }
@@ -194,7 +205,11 @@ fn opnd_fetch(k0: u32, lid: u32) {
 fn opnd_stage(buf: u32, lid: u32) {
     for (var j = 0u; j < OPND_NV; j++) {
         let v = lid + j * WG;
-        opnd_s4[buf * OPND_SZ4 + (v / (OPND_OT / 4u)) * OPND_S4 + v % (OPND_OT / 4u)] = opnd_r[j];
+        let o = opnd_o0 + (v % (OPND_OT / 4u)) * 4u;
+        let k = opnd_k0 + v / (OPND_OT / 4u);
+        let x = opnd_dec4(opnd_r[j], opnd_base + o + k * opnd_ks);
+        let past = vec4<u32>(o) + vec4<u32>(0u, 1u, 2u, 3u) >= vec4<u32>(opnd_tot);
+        opnd_s4[buf * OPND_SZ4 + (v / (OPND_OT / 4u)) * OPND_S4 + v % (OPND_OT / 4u)] = select(x, vec4<T>(T(0)), past);
     }
 }
 
@@ -480,26 +495,30 @@ fn opnd_put8(i: u32, w: vec4<u32>) {
 
 // @section coop_kvec
 var<private> opnd_r: array<vec4<u32>, OPND_NV>;
+var<private> opnd_k0: u32;
 fn opnd_fetch(k0: u32, lid: u32) {
     let os = opnd_os;
     let kn = opnd_kn;
     let total = opnd_tot;
+    opnd_k0 = k0;
     for (var j = 0u; j < OPND_NV; j++) {
         let v = lid + j * WG;
         let o = opnd_o0 + v / (BK / 8u);
         let k = k0 + (v % (BK / 8u)) * 8u;
         var x = vec4<u32>(0u);
         if (o < total && k < kn) {
-            x = keep8(opnd_w8(opnd_base + o * os + k), k, kn);
+            x = opnd_w8(opnd_base + o * os + k);
         }
         opnd_r[j] = x;
     }
 }
 
+// The words' halves past K zeroed here, after the step's products (see the tiled loaders).
 fn opnd_stage(buf: u32, lid: u32) {
     for (var j = 0u; j < OPND_NV; j++) {
         let v = lid + j * WG;
-        opnd_put8(buf * OPND_SZ + (v / (BK / 8u)) * OPND_SS + (v % (BK / 8u)) * 8u, opnd_r[j]);
+        let k = opnd_k0 + (v % (BK / 8u)) * 8u;
+        opnd_put8(buf * OPND_SZ + (v / (BK / 8u)) * OPND_SS + (v % (BK / 8u)) * 8u, keep8(opnd_r[j], k, opnd_kn));
     }
 }
 
@@ -515,7 +534,7 @@ fn opnd_fetch(k0: u32, lid: u32) {
         let k = k0 + v / (OPND_OT / 8u);
         var x = vec4<u32>(0u);
         if (o < total && k < kn) {
-            x = keep8(opnd_w8(opnd_base + o + k * ks), o, total);
+            x = opnd_w8(opnd_base + o + k * ks);
         }
         opnd_r[j] = x;
     }
@@ -524,7 +543,8 @@ fn opnd_fetch(k0: u32, lid: u32) {
 fn opnd_stage(buf: u32, lid: u32) {
     for (var j = 0u; j < OPND_NV; j++) {
         let v = lid + j * WG;
-        opnd_put8(buf * OPND_SZ + (v / (OPND_OT / 8u)) * OPND_SS + (v % (OPND_OT / 8u)) * 8u, opnd_r[j]);
+        let o = opnd_o0 + (v % (OPND_OT / 8u)) * 8u;
+        opnd_put8(buf * OPND_SZ + (v / (OPND_OT / 8u)) * OPND_SS + (v % (OPND_OT / 8u)) * 8u, keep8(opnd_r[j], o, opnd_tot));
     }
 }
 

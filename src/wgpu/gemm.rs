@@ -338,46 +338,58 @@ impl std::str::FromStr for Kernel {
 }
 
 /// `fn NAME_ld(i) -> T` (element `i`) and `fn NAME_ld4(i) -> vec4<T>` (elements `i..i+4`,
-/// `i` a multiple of 4) for an operand bound as raw 16-byte words (f64: as `array<f64>`).
+/// `i` a multiple of 4) for an operand bound as raw 16-byte words (f64: as `array<f64>`). The
+/// words bound so also get `fn NAME_raw(i) -> vec4<u32>` (the word holding elements `i..i+4`) and
+/// `fn NAME_dec4(w, i) -> vec4<T>` (those elements of it), which `NAME_ld4` is, so that a loader
+/// can hold a word and decode it later; and `fn NAME_w8(i)`, eight 2-byte elements as one word.
 fn input_code(name: &str, r: Repr) -> String {
     let word = |j: &str| format!("{name}[({j}) >> 2u][({j}) & 3u]");
-    let (one, four) = match r {
-        Repr::F32 => (format!("bitcast<f32>({})", word("i")), format!("bitcast<vec4<f32>>({name}[i >> 2u])")),
+    // Half of a word of eight 2-byte elements: the four at i.
+    let half = "let p = select(w.xy, w.zw, (i & 4u) != 0u);\n    ";
+    let (one, dec) = match r {
+        Repr::F32 => (format!("bitcast<f32>({})", word("i")), Some((2, "return bitcast<vec4<f32>>(w)".to_string()))),
         // (naga 30 types `bitcast<vec2<f16>>(u32)` as a scalar: words are unpacked as floats.)
         Repr::F16 => (
             format!("unpack2x16float({})[i & 1u]", word("i >> 1u")),
-            format!(
-                "let w = {name}[i >> 3u];\n    let p = select(w.xy, w.zw, (i & 4u) != 0u);\n    \
-                 return vec4<f32>(unpack2x16float(p.x), unpack2x16float(p.y))"
-            ),
+            Some((3, format!("{half}return vec4<f32>(unpack2x16float(p.x), unpack2x16float(p.y))"))),
         ),
         Repr::F16Packed => (
             format!("f16_to_f32(({} >> ((i & 1u) * 16u)) & 0xffffu)", word("i >> 1u")),
-            format!(
-                "let w = {name}[i >> 3u];\n    let p = select(w.xy, w.zw, (i & 4u) != 0u);\n    \
-                 return vec4<f32>(f16_to_f32(p.x & 0xffffu), f16_to_f32(p.x >> 16u), f16_to_f32(p.y & 0xffffu), \
-                 f16_to_f32(p.y >> 16u))"
-            ),
+            Some((
+                3,
+                format!(
+                    "{half}return vec4<f32>(f16_to_f32(p.x & 0xffffu), f16_to_f32(p.x >> 16u), \
+                     f16_to_f32(p.y & 0xffffu), f16_to_f32(p.y >> 16u))"
+                ),
+            )),
         ),
         Repr::BF16 => (
             format!("bitcast<f32>(select({w} << 16u, {w} & 0xffff0000u, (i & 1u) != 0u))", w = word("i >> 1u")),
-            format!(
-                "let w = {name}[i >> 3u];\n    let p = select(w.xy, w.zw, (i & 4u) != 0u);\n    \
-                 return bitcast<vec4<f32>>(vec4<u32>(p.x << 16u, p.x & 0xffff0000u, p.y << 16u, p.y & 0xffff0000u))"
-            ),
+            Some((
+                3,
+                format!(
+                    "{half}return bitcast<vec4<f32>>(vec4<u32>(p.x << 16u, p.x & 0xffff0000u, p.y << 16u, \
+                     p.y & 0xffff0000u))"
+                ),
+            )),
         ),
-        _ => (
-            format!("{name}_load(i)"),
-            format!("vec4<T>({name}_load(i), {name}_load(i + 1u), {name}_load(i + 2u), {name}_load(i + 3u))"),
-        ),
+        _ => (format!("{name}_load(i)"), None),
     };
-    let four = if four.contains("return") { four } else { format!("return {four}") };
-    let mut s = format!(
-        "fn {name}_ld(i: u32) -> T {{ return {one}; }}\nfn {name}_ld4(i: u32) -> vec4<T> {{\n    {four};\n}}\n"
-    );
-    if r != Repr::F64 {
-        // Eight 2-byte elements at i (a multiple of 8) as one raw 16-byte word.
-        let _ = writeln!(s, "fn {name}_w8(i: u32) -> vec4<u32> {{ return {name}[i >> 3u]; }}");
+    let mut s = format!("fn {name}_ld(i: u32) -> T {{ return {one}; }}\n");
+    match dec {
+        Some((shift, dec)) => {
+            let _ = writeln!(s, "fn {name}_raw(i: u32) -> vec4<u32> {{ return {name}[i >> {shift}u]; }}");
+            let _ = writeln!(s, "fn {name}_dec4(w: vec4<u32>, i: u32) -> vec4<T> {{\n    {dec};\n}}");
+            let _ = writeln!(s, "fn {name}_ld4(i: u32) -> vec4<T> {{ return {name}_dec4({name}_raw(i), i); }}");
+            let _ = writeln!(s, "fn {name}_w8(i: u32) -> vec4<u32> {{ return {name}[i >> 3u]; }}");
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "fn {name}_ld4(i: u32) -> vec4<T> {{\n    return vec4<T>({name}_load(i), {name}_load(i + 1u), \
+                 {name}_load(i + 2u), {name}_load(i + 3u));\n}}"
+            );
+        }
     }
     s
 }
