@@ -53,16 +53,17 @@ fn b_setup4(o: u32, base: u32) {
 
 fn b_ktile(k0: u32) {}
 
-fn b_one(ok: bool, i: u32) -> T {
+fn b_one(ok: bool, i: u32) -> RAW {
     if (ok) {
-        return b_ld(i);
+        return b_word(i);
     }
-    return T(0);
+    return RAW(0);
 }
 
-fn b_get4(k: u32, r: u32) -> vec4<T> {
+// The raw words of the four and their parities in `b_par4` (matmul.wgsl's `gather_fetch`).
+fn b_get4(k: u32, r: u32) -> vec4<RAW> {
     if (k >= b_kn) {
-        return vec4<T>(T(0));
+        return vec4<RAW>(RAW(0));
     }
     let c = k / u32(CONV_TAPS);
     let tap = i32(k % u32(CONV_TAPS));
@@ -89,5 +90,6 @@ fn b_get4(k: u32, r: u32) -> vec4<T> {
     let iw = vec4<i32>(b_ihw.y);
     ok = ok & (y >= zero) & (y < ih) & (x >= zero) & (x < iw);
     let at = vec4<u32>(b_base + c * b_cs) + vec4<u32>(max(y, zero)) * b_hs + vec4<u32>(max(x, zero)) * b_ws;
-    return vec4<T>(b_one(ok.x, at.x), b_one(ok.y, at.y), b_one(ok.z, at.z), b_one(ok.w, at.w));
+    b_par4 = dot(at & vec4<u32>(1u), vec4<u32>(1u, 2u, 4u, 8u));
+    return vec4<RAW>(b_one(ok.x, at.x), b_one(ok.y, at.y), b_one(ok.z, at.z), b_one(ok.w, at.w));
 }

@@ -106,19 +106,21 @@ fn opnd_setup4(o: u32, base: u32) {
 
 fn opnd_ktile(k0: u32) {}
 
-fn opnd_one(ok: bool, i: u32) -> T {
+fn opnd_one(ok: bool, i: u32) -> RAW {
     if (ok) {
-        return opnd_ld(i);
+        return opnd_word(i);
     }
-    return T(0);
+    return RAW(0);
 }
 
-fn opnd_get4(k: u32, r: u32) -> vec4<T> {
+// The raw words of the four; their parities in `opnd_par4` (see `gather_fetch`).
+fn opnd_get4(k: u32, r: u32) -> vec4<RAW> {
     if (k >= opnd_kn) {
-        return vec4<T>(T(0));
+        return vec4<RAW>(RAW(0));
     }
     let at = opnd_col + vec4<u32>(k * opnd_ks);
-    return vec4<T>(opnd_one(opnd_in.x, at.x), opnd_one(opnd_in.y, at.y), opnd_one(opnd_in.z, at.z), opnd_one(opnd_in.w, at.w));
+    opnd_par4 = dot(at & vec4<u32>(1u), vec4<u32>(1u, 2u, 4u, 8u));
+    return vec4<RAW>(opnd_one(opnd_in.x, at.x), opnd_one(opnd_in.y, at.y), opnd_one(opnd_in.z, at.z), opnd_one(opnd_in.w, at.w));
 }
 
 // The vector loaders' state: the first outer row of the workgroup's tile, where the
@@ -215,9 +217,17 @@ fn opnd_stage(buf: u32, lid: u32) {
 
 // Four outer elements at a time through `opnd_get4` (any strides, or a convolution's
 // gather): each invocation keeps one group of four (WG is a multiple of OPND_OT / 4) and walks
-// K, held as the vectors along the outer dim are (the tiled and the cooperative kernels).
+// K, held as the vectors along the outer dim are (the tiled and the cooperative kernels). The
+// registers hold the raw words and the parities of the elements' indices (which half of a word
+// a 2-byte element is), decoded when staged (as the vector loaders do).
 // @section gather_fetch
-var<private> opnd_r: array<vec4<T>, OPND_NV>;
+var<private> opnd_r: array<vec4<RAW>, OPND_NV>;
+var<private> opnd_p: array<u32, OPND_NV>;
+var<private> opnd_par4: u32;
+
+fn opnd_dec4g(w: vec4<RAW>, p: u32) -> vec4<T> {
+    return vec4<T>(opnd_dec(w.x, p), opnd_dec(w.y, p >> 1u), opnd_dec(w.z, p >> 2u), opnd_dec(w.w, p >> 3u));
+}
 
 fn opnd_setup(o0: u32, base: u32, lid: u32) {
     opnd_setup4(o0 + (lid % (OPND_OT / 4u)) * 4u, base);
@@ -227,7 +237,9 @@ fn opnd_fetch(k0: u32, lid: u32) {
     opnd_ktile(k0);
     for (var j = 0u; j < OPND_NV; j++) {
         let r = lid / (OPND_OT / 4u) + j * (WG / (OPND_OT / 4u));
+        opnd_par4 = 0u;
         opnd_r[j] = opnd_get4(k0 + r, r);
+        opnd_p[j] = opnd_par4;
     }
 }
 
@@ -235,7 +247,7 @@ fn opnd_fetch(k0: u32, lid: u32) {
 fn opnd_stage(buf: u32, lid: u32) {
     for (var j = 0u; j < OPND_NV; j++) {
         let r = lid / (OPND_OT / 4u) + j * (WG / (OPND_OT / 4u));
-        opnd_s4[buf * OPND_SZ4 + r * OPND_S4 + lid % (OPND_OT / 4u)] = opnd_r[j];
+        opnd_s4[buf * OPND_SZ4 + r * OPND_S4 + lid % (OPND_OT / 4u)] = opnd_dec4g(opnd_r[j], opnd_p[j]);
     }
 }
 
@@ -553,7 +565,7 @@ fn opnd_stage(buf: u32, lid: u32) {
     for (var j = 0u; j < OPND_NV; j++) {
         let r = lid / (OPND_OT / 4u) + j * (WG / (OPND_OT / 4u));
         let at = buf * OPND_SZ + r * OPND_SS + (lid % (OPND_OT / 4u)) * 4u;
-        let v = opnd_r[j];
+        let v = opnd_dec4g(opnd_r[j], opnd_p[j]);
         opnd_sh[at] = f16(v.x);
         opnd_sh[at + 1u] = f16(v.y);
         opnd_sh[at + 2u] = f16(v.z);

@@ -338,8 +338,10 @@ impl std::str::FromStr for Kernel {
 }
 
 /// `fn NAME_ld(i) -> T` (element `i`) and `fn NAME_ld4(i) -> vec4<T>` (elements `i..i+4`,
-/// `i` a multiple of 4) for an operand bound as raw 16-byte words (f64: as `array<f64>`). The
-/// words bound so also get `fn NAME_raw(i) -> vec4<u32>` (the word holding elements `i..i+4`) and
+/// `i` a multiple of 4) for an operand bound as raw 16-byte words (f64: as `array<f64>`).
+/// `NAME_ld` is `fn NAME_dec(NAME_word(i), i)`: the raw `RAW` holding element `i` (a u32 word,
+/// f64 itself), then the element of it, so that a gather can hold words and decode them later.
+/// The words bound so also get `fn NAME_raw(i) -> vec4<u32>` (the word holding elements `i..i+4`) and
 /// `fn NAME_dec4(w, i) -> vec4<T>` (those elements of it), which `NAME_ld4` is, so that a loader
 /// can hold a word and decode it later; and `fn NAME_w8(i)`, eight 2-byte elements as one word.
 fn input_code(name: &str, r: Repr) -> String {
@@ -347,14 +349,14 @@ fn input_code(name: &str, r: Repr) -> String {
     // Half of a word of eight 2-byte elements: the four at i.
     let half = "let p = select(w.xy, w.zw, (i & 4u) != 0u);\n    ";
     let (one, dec) = match r {
-        Repr::F32 => (format!("bitcast<f32>({})", word("i")), Some((2, "return bitcast<vec4<f32>>(w)".to_string()))),
+        Repr::F32 => ("bitcast<f32>(w)".to_string(), Some((2, "return bitcast<vec4<f32>>(w)".to_string()))),
         // (naga 30 types `bitcast<vec2<f16>>(u32)` as a scalar: words are unpacked as floats.)
         Repr::F16 => (
-            format!("unpack2x16float({})[i & 1u]", word("i >> 1u")),
+            "unpack2x16float(w)[i & 1u]".to_string(),
             Some((3, format!("{half}return vec4<f32>(unpack2x16float(p.x), unpack2x16float(p.y))"))),
         ),
         Repr::F16Packed => (
-            format!("f16_to_f32(({} >> ((i & 1u) * 16u)) & 0xffffu)", word("i >> 1u")),
+            "f16_to_f32((w >> ((i & 1u) * 16u)) & 0xffffu)".to_string(),
             Some((
                 3,
                 format!(
@@ -364,7 +366,7 @@ fn input_code(name: &str, r: Repr) -> String {
             )),
         ),
         Repr::BF16 => (
-            format!("bitcast<f32>(select({w} << 16u, {w} & 0xffff0000u, (i & 1u) != 0u))", w = word("i >> 1u")),
+            "bitcast<f32>(select(w << 16u, w & 0xffff0000u, (i & 1u) != 0u))".to_string(),
             Some((
                 3,
                 format!(
@@ -373,9 +375,17 @@ fn input_code(name: &str, r: Repr) -> String {
                 ),
             )),
         ),
-        _ => (format!("{name}_load(i)"), None),
+        _ => ("w".to_string(), None),
     };
-    let mut s = format!("fn {name}_ld(i: u32) -> T {{ return {one}; }}\n");
+    let raw = match r {
+        Repr::F32 => word("i"),
+        Repr::F16 | Repr::F16Packed | Repr::BF16 => word("i >> 1u"),
+        _ => format!("{name}_load(i)"),
+    };
+    let mut s = format!(
+        "fn {name}_word(i: u32) -> RAW {{ return {raw}; }}\nfn {name}_dec(w: RAW, i: u32) -> T {{ return {one}; }}\n\
+         fn {name}_ld(i: u32) -> T {{ return {name}_dec({name}_word(i), i); }}\n"
+    );
     match dec {
         Some((shift, dec)) => {
             let _ = writeln!(s, "fn {name}_raw(i: u32) -> vec4<u32> {{ return {name}[i >> {shift}u]; }}");
@@ -463,7 +473,8 @@ pub(crate) fn tile_elem_size(dtype: DType) -> u32 {
 /// The compute type of the kernels for `r` and the WGSL alias for it.
 fn element(r: Repr) -> (Compute, String) {
     let c = r.compute();
-    (c, format!("alias T = {};\n", c.wgsl()))
+    let raw = if r == Repr::F64 { "f64" } else { "u32" };
+    (c, format!("alias T = {};\nalias RAW = {raw};\n", c.wgsl()))
 }
 
 /// The inner products of the tiled kernel over one buffer (`ab`, `bb`: its first vector in
