@@ -22,17 +22,21 @@ use crate::{DType, Layout, Result};
 /// 64x64x16/4x8 15.6, 64x128x16/4x8 14.6, 64x64x32/4x4 14.8, 128x128x16/8x8 10.8
 /// (conv_transpose2d alike: 19.8-20.0); f16 cooperative 64x64x16/2x2 two buffers 28.8-28.9
 /// (18.6 once, first of a sweep), one 27.6, 64x64x32/2x2 f0 28.1, f2 19.9-21.9, 64x128x32/2x2
-/// f0 27.9, 128x128x32/4x2 19.6.
+/// f0 27.9, 128x128x32/4x2 19.6. After the loaders stopped waiting for memory at each fetch
+/// (2026-11-27, two sweeps, us): f32 64x64x16/4x4 pad 0 305-321 against pad 4 366-370 (32x64
+/// 353, 64x32 378, 64x64x16/4x8 336, 64x64x32 451); conv_transpose2d pad 0 320-324 against
+/// 372-385; f16 tiled pad 0 312-320; f16 cooperative 64x64x32/2x2 f0 150.3-151.4, f1 152.3, pad
+/// 16 156.1, 64x128x32/2x2 f0 154.4, 64x64x64 183.0, the old 64x64x16/2x2 f2 165.8.
 const CONV: Table = Table {
     big: CONV_TILES,
     big16: CONV_TILES,
     small: CONV_TILES,
     big_from: 0,
     small_from: 0,
-    coop: CoopTiles { bm: 64, bn: 64, bk: 16, wm: 2, wn: 2, pad: 8, pipe: 2 },
+    coop: CoopTiles { bm: 64, bn: 64, bk: 32, wm: 2, wn: 2, pad: 8, pipe: 0 },
     ..TABLE
 };
-const CONV_TILES: Tiles = Tiles { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, pad: 4 };
+const CONV_TILES: Tiles = Tiles { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, pad: 0 };
 
 /// The strides `(N, C, H, W)` of a rank-`D + 2` layout (a 1-D one's H stride is 0).
 fn strides4(l: &Layout) -> [usize; 4] {

@@ -111,7 +111,15 @@ impl Split {
 /// 17.3 in two parts); the logits (786 cooperative workgroups) lose from the first split
 /// (212 -> 334).
 ///
-/// Cooperative tiles, the same day on the H100 (f16 4096^3, TFLOP/s): the f1 choice 106-108
+/// The cooperative tiles after the loaders stopped waiting for memory at each fetch (H100,
+/// 2026-11-27, two sweeps, f16 4096^3, TFLOP/s): 128x128x32/4x4 (four subgroups of 4x4
+/// matrices) no prefetch (f0) 196.8, a step ahead into registers (f1) 182.9-188.3, two buffers
+/// 153.8; 128x128x64/4x4 f1 179.9, f0 144.0; 256x128x32/4x4 162.0-169.7; 128x256x32/4x4
+/// 168.0-170.1; the old 128x256x32/4x2 f1 148.9-149.9, f0 153.7-154.4; 128x128x32/2x2 105.0;
+/// pad 16 114.2, pad 0 (128x256x32/4x2) 74.3. The logits [128,768]x[768,50257]: 128x128x32/4x4
+/// f0 171.9 us, 128x128x64/4x4 f1 142.3, the old 189.5.
+///
+/// Cooperative tiles, 2026-11-26 on the H100 (f16 4096^3, TFLOP/s): the f1 choice 106-108
 /// in every sweep; 2x4 subgroup tiles 108.0-108.9, 256x128 105.5-109.6, K steps of 16 (fewer
 /// vectors than invocations) 101.8-103.2, 64x256 47.8, 128x128x32/2x2 88.2; staging into
 /// `vec4<f16>` workgroup entries from `mat2x4<f16>` bindings (no conversion at all) 107.8 and
@@ -127,7 +135,7 @@ pub(crate) const TABLE: Table = Table {
     // One 64x64 tile per multiprocessor of a 132-SM GPU.
     small_from: 33,
     f64: Tiles { bm: 64, bn: 64, bk: 8, tm: 8, tn: 4, pad: 0 },
-    coop: CoopTiles { bm: 128, bn: 256, bk: 32, wm: 4, wn: 2, pad: 8, pipe: 1 },
+    coop: CoopTiles { bm: 128, bn: 128, bk: 32, wm: 4, wn: 4, pad: 8, pipe: 0 },
     coop_small: CoopTiles { bm: 64, bn: 128, bk: 32, wm: 2, wn: 2, pad: 8, pipe: 1 },
     matvec: MvTiles { ks: 32, lanes: 16, unroll: 4 },
     matvec_rows: MvTiles { ks: 16, lanes: 4, unroll: 4 },
@@ -484,7 +492,7 @@ mod tests {
                 assert!(v.workgroup_bytes(dt) <= 16384 && v.tiles.lanes >= 1, "{dt} {v:?}");
             }
         }
-        let probe = Kernel::Coop(CoopTiles { pipe: 0, ..TABLE.coop });
+        let probe = Kernel::Coop(CoopTiles { pipe: 1, ..TABLE.coop });
         for k in [Kernel::Tiled(TABLE.big), Kernel::Coop(TABLE.coop), probe] {
             assert_eq!(k.to_string().parse::<Kernel>().unwrap(), k);
         }
