@@ -157,7 +157,7 @@ impl WgpuBackend {
         };
         let gemm = c.problem(w_offset, xl);
         let tiles = gemm.batches() * gemm.m.div_ceil(128) * gemm.n.div_ceil(128);
-        let kernel = CONV.pick(x.dtype, tiles, self.gemm_workgroup_bytes(), self.coop());
+        let kernel = CONV.pick(x.dtype, tiles, self.gemm_workgroup_bytes(), self.gemm_invocations(), self.coop());
         record(kernel);
         let gather =
             (!gemm.gather.is_empty()).then(|| (Family::Conv, gather_code(transposed, c.kernel, c.stride, c.dilation)));

@@ -247,9 +247,11 @@ impl MatVec {
     }
 
     /// The same with its lanes halved until its partial sums fit `bytes` (f64 holds twice
-    /// f32's).
-    pub fn fitted(mut self, dtype: DType, bytes: u32) -> MatVec {
-        while self.tiles.lanes > 1 && self.workgroup_bytes(dtype) > bytes {
+    /// f32's) and its workgroup `invocations` (WebGPU's least is 256: SwiftShader's).
+    pub fn fitted(mut self, dtype: DType, bytes: u32, invocations: u32) -> MatVec {
+        while self.tiles.lanes > 1
+            && (self.workgroup_bytes(dtype) > bytes || self.tiles.ks * self.tiles.lanes > invocations)
+        {
             self.tiles.lanes /= 2;
         }
         self
@@ -284,6 +286,15 @@ pub enum Kernel {
 }
 
 impl Kernel {
+    /// Invocations per workgroup.
+    pub fn invocations(&self) -> u32 {
+        match self {
+            Kernel::Tiled(t) => t.workgroup(),
+            Kernel::MatVec(v) => v.tiles.ks * v.tiles.lanes,
+            Kernel::Coop(t) => t.workgroup(),
+        }
+    }
+
     /// Its name as `Device::info()` and the kernel record say it.
     pub fn family_name(&self) -> &'static str {
         match self {
@@ -691,19 +702,26 @@ impl WgpuBackend {
         b: &WgpuStorage,
     ) -> Result<WgpuStorage> {
         let dtype = a.dtype;
-        // The table picks within the adapter's workgroup memory; a kernel forced past it (a
-        // sweep, the suite's forced tiles on a small adapter) is refused here, not by wgpu.
+        // The table picks within the adapter's workgroup memory and invocations; a kernel forced
+        // past them (a sweep, the suite's forced tiles on a small adapter) is refused here, not
+        // by wgpu.
         let needed = match k {
             Kernel::Tiled(t) => t.workgroup_bytes(tile_elem_size(dtype)),
             Kernel::Coop(t) => t.workgroup_bytes(),
             Kernel::MatVec(v) => v.workgroup_bytes(dtype),
         };
-        if needed > self.gemm_workgroup_bytes() {
+        let (bytes, invocations) = (self.gemm_workgroup_bytes(), self.gemm_invocations());
+        if needed > bytes || k.invocations() > invocations {
+            let (what, needed, limit) = if needed > bytes {
+                ("workgroup memory", needed, bytes)
+            } else {
+                ("invocations per workgroup", k.invocations(), invocations)
+            };
             return Err(Error::LimitExceeded {
                 backend: BackendKind::Wgpu,
-                what: format!("workgroup memory of the GEMM kernel {k} for {dtype}"),
+                what: format!("{what} of the GEMM kernel {k} for {dtype}"),
                 needed: needed as u64,
-                limit: self.gemm_workgroup_bytes() as u64,
+                limit: limit as u64,
             });
         }
         let total = g.batches() * g.m * g.n;

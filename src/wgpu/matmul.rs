@@ -205,13 +205,15 @@ pub(crate) fn record(k: Kernel) {
 
 impl Table {
     /// The tiled or cooperative kernel for `tiles` 128x128 tiles of `dtype`, within `bytes` of
-    /// workgroup memory; `coop`: the adapter runs the cooperative kernel.
-    pub fn pick(&self, dtype: DType, tiles: usize, bytes: u32, coop: bool) -> Kernel {
+    /// workgroup memory and `invocations` per workgroup; `coop`: the adapter runs the
+    /// cooperative kernel.
+    pub fn pick(&self, dtype: DType, tiles: usize, bytes: u32, invocations: u32, coop: bool) -> Kernel {
         if let Some(k @ (Kernel::Tiled(_) | Kernel::Coop(_))) = FORCED.with(Cell::get) {
             return k;
         }
+        let fits = |k: Kernel, need: u32| need <= bytes && k.invocations() <= invocations;
         let t = if tiles >= self.small_from { self.coop } else { self.coop_small };
-        if coop && dtype == DType::F16 && t.workgroup_bytes() <= bytes {
+        if coop && dtype == DType::F16 && fits(Kernel::Coop(t), t.workgroup_bytes()) {
             return Kernel::Coop(t);
         }
         let size = dtype.size_in_bytes() as u32;
@@ -224,9 +226,9 @@ impl Table {
         } else {
             [self.tiny, self.small]
         };
-        // The f64 tiles need 16 KiB, WebGPU's least workgroup memory.
+        // The f64 tiles need 16 KiB and 128 invocations, within WebGPU's least.
         let elem = super::gemm::tile_elem_size(dtype);
-        Kernel::Tiled(order.into_iter().find(|t| t.workgroup_bytes(elem) <= bytes).unwrap_or(self.f64))
+        Kernel::Tiled(order.into_iter().find(|&t| fits(Kernel::Tiled(t), t.workgroup_bytes(elem))).unwrap_or(self.f64))
     }
 }
 
@@ -291,6 +293,12 @@ impl WgpuBackend {
     pub(crate) fn gemm_workgroup_bytes(&self) -> u32 {
         self.0.gpu.limits.max_compute_workgroup_storage_size
     }
+
+    /// Invocations a GEMM workgroup may have (its kernels are one-dimensional).
+    pub(crate) fn gemm_invocations(&self) -> u32 {
+        let l = &self.0.gpu.limits;
+        l.max_compute_invocations_per_workgroup.min(l.max_compute_workgroup_size_x)
+    }
 }
 
 impl MatmulOps for WgpuBackend {
@@ -308,10 +316,13 @@ impl MatmulOps for WgpuBackend {
         }
         let gemm = problem(ll, rl, g);
         let (kernel, gemm) = match matvec(&gemm) {
-            Some((v, t)) => (Kernel::MatVec(v.fitted(lhs.dtype, self.gemm_workgroup_bytes())), t),
+            Some((v, t)) => {
+                (Kernel::MatVec(v.fitted(lhs.dtype, self.gemm_workgroup_bytes(), self.gemm_invocations())), t)
+            }
             None => {
                 let tiles = gemm.batches() * gemm.m.div_ceil(128) * gemm.n.div_ceil(128);
-                (TABLE.pick(lhs.dtype, tiles, self.gemm_workgroup_bytes(), self.coop()), gemm)
+                let (bytes, invocations) = (self.gemm_workgroup_bytes(), self.gemm_invocations());
+                (TABLE.pick(lhs.dtype, tiles, bytes, invocations, self.coop()), gemm)
             }
         };
         // f64 sums in f64: no f32 parts.
@@ -475,21 +486,29 @@ mod tests {
         }
         assert!(TABLE.f64.workgroup_bytes(8) <= 16384);
         assert!(TABLE.coop.is_valid());
-        assert_eq!(TABLE.pick(DType::F32, 1000, 16384, false), Kernel::Tiled(TABLE.f64));
-        assert_eq!(TABLE.pick(DType::F32, 1000, 49152, false), Kernel::Tiled(TABLE.big));
-        assert_eq!(TABLE.pick(DType::BF16, 1000, 49152, false), Kernel::Tiled(TABLE.big16));
-        assert_eq!(TABLE.pick(DType::BF16, 100, 49152, true), Kernel::Tiled(TABLE.small));
-        assert_eq!(TABLE.pick(DType::BF16, 10, 49152, true), Kernel::Tiled(TABLE.tiny));
-        assert_eq!(TABLE.pick(DType::F16, 100, 49152, true), Kernel::Coop(TABLE.coop));
-        assert_eq!(TABLE.pick(DType::F16, 1000, 49152, false), Kernel::Tiled(TABLE.big16));
-        assert_eq!(TABLE.pick(DType::F16, 10, 49152, true), Kernel::Coop(TABLE.coop_small));
+        assert_eq!(TABLE.pick(DType::F32, 1000, 16384, 1024, false), Kernel::Tiled(TABLE.f64));
+        assert_eq!(TABLE.pick(DType::F32, 1000, 49152, 1024, false), Kernel::Tiled(TABLE.big));
+        assert_eq!(TABLE.pick(DType::BF16, 1000, 49152, 1024, false), Kernel::Tiled(TABLE.big16));
+        assert_eq!(TABLE.pick(DType::BF16, 100, 49152, 1024, true), Kernel::Tiled(TABLE.small));
+        assert_eq!(TABLE.pick(DType::BF16, 10, 49152, 1024, true), Kernel::Tiled(TABLE.tiny));
+        assert_eq!(TABLE.pick(DType::F16, 100, 49152, 1024, true), Kernel::Coop(TABLE.coop));
+        assert_eq!(TABLE.pick(DType::F16, 1000, 49152, 1024, false), Kernel::Tiled(TABLE.big16));
+        assert_eq!(TABLE.pick(DType::F16, 10, 49152, 1024, true), Kernel::Coop(TABLE.coop_small));
         assert!(TABLE.coop_small.is_valid());
+        // 256 invocations, WebGPU's least (SwiftShader's): big16's 512 are too many.
+        assert_eq!(TABLE.pick(DType::BF16, 1000, 49152, 256, false), Kernel::Tiled(TABLE.small));
+        // SwiftShader's 32 KiB hold the f32 partial sums of 32x16 invocations, its 256
+        // invocations do not: the invocations halve the lanes.
+        let v = MatVec { m: MATVEC_MAX_M as u32, rows: false, tiles: TABLE.matvec };
+        assert_eq!(v.fitted(DType::F32, 32768, 1024), v);
+        assert_eq!(v.fitted(DType::F32, 32768, 256).tiles, MvTiles { lanes: 8, ..TABLE.matvec });
         // The matrix-vector partial sums fit the adapter's workgroup memory, f64's too (wgpu
         // does not check it: NVIDIA's driver lost the device on 64 KiB).
         for dt in [DType::F32, DType::F64] {
             for (rows, tiles) in [(false, TABLE.matvec), (true, TABLE.matvec_rows)] {
-                let v = MatVec { m: MATVEC_MAX_M as u32, rows, tiles }.fitted(dt, 16384);
+                let v = MatVec { m: MATVEC_MAX_M as u32, rows, tiles }.fitted(dt, 16384, 256);
                 assert!(v.workgroup_bytes(dt) <= 16384 && v.tiles.lanes >= 1, "{dt} {v:?}");
+                assert!(Kernel::MatVec(v).invocations() <= 256, "{dt} {v:?}");
             }
         }
         let probe = Kernel::Coop(CoopTiles { pipe: 1, ..TABLE.coop });

@@ -64,15 +64,17 @@ fn cases2d(transposed: bool) -> Vec<Case<2>> {
     ]
 }
 
-/// Every float dtype x input view x case, with contiguous and transposed kernels.
+/// Every case x float dtype x input view, with contiguous and transposed kernels. In a browser
+/// each case runs in one dtype, turning (a case's params are a kernel of their own per dtype).
 async fn matches_reference<const D: usize>(
     dev: &Device,
     op: ConvOp,
     cases: &[Case<D>],
     run: impl Fn(&Tensor, &Tensor, &ConvParams<D>) -> Result<Tensor>,
 ) -> Result<()> {
-    for &dtype in op.dtypes() {
-        for (i, (xs, ks, p)) in cases.iter().enumerate() {
+    for (i, (xs, ks, p)) in cases.iter().enumerate() {
+        for dtype in crate::rotated_dtypes(dev, op.name(), op.dtypes(), i) {
+            crate::sample::class();
             for view in View::ALL {
                 for kview in [View::Contiguous, View::Transposed] {
                     let what = format!("{op} {dtype} {view:?} kernel {kview:?} {xs:?} {ks:?} {p:?}");

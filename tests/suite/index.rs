@@ -132,19 +132,21 @@ const CASES: &[(&[usize], bool)] = &[(&[4, 5, 3], false), (&[4, 5, 3], true), (&
 const ID_VIEWS: [View; 3] = [View::Contiguous, View::Transposed, View::Offset];
 
 /// Calls `f(dtype, id dtype, value view, ids view, value shape, dim, empty ids)` over every
-/// combination a "matches reference" case covers; dims whose size is 0 need empty ids.
+/// combination a "matches reference" case covers; dims whose size is 0 need empty ids. In a
+/// browser on `dev` each (dtype, view, shape, dim) class takes one id dtype, turning.
 async fn for_all(
+    dev: &Device,
     op: IndexOp,
     mut f: impl AsyncFnMut(DType, DType, View, View, &[usize], usize, bool) -> Result<()>,
 ) -> Result<()> {
-    for &dtype in op.dtypes() {
-        for &idt in DType::INT {
-            for (vi, view) in View::ALL.into_iter().enumerate() {
-                for &(shape, empty) in CASES {
-                    for dim in 0..shape.len() {
-                        if shape[dim] == 0 && !empty {
-                            continue;
-                        }
+    for (di, &dtype) in op.dtypes().iter().enumerate() {
+        for (vi, view) in View::ALL.into_iter().enumerate() {
+            for (ci, &(shape, empty)) in CASES.iter().enumerate() {
+                for dim in 0..shape.len() {
+                    if shape[dim] == 0 && !empty {
+                        continue;
+                    }
+                    for idt in crate::rotated(dev, DType::INT, di + vi + ci + dim) {
                         f(dtype, idt, view, ID_VIEWS[(vi + dim) % 3], shape, dim, empty).await?;
                     }
                 }
@@ -168,7 +170,7 @@ fn with_dim(x: &[usize], dim: usize, n: usize) -> Vec<usize> {
 
 async fn index_select_matches_reference(dev: &Device) -> Result<()> {
     let op = IndexOp::IndexSelect;
-    for_all(op, async |dtype, idt, view, iview, shape, dim, empty| {
+    for_all(dev, op, async |dtype, idt, view, iview, shape, dim, empty| {
         let n = if empty { 0 } else { 6 };
         let what = format!("{op} {dtype} ids {idt} {view:?} ids {iview:?} {shape:?} dim {dim} n {n}");
         same_as_cpu(dev, Tol::EXACT, &what, |d| {
@@ -182,7 +184,7 @@ async fn index_select_matches_reference(dev: &Device) -> Result<()> {
 
 async fn gather_matches_reference(dev: &Device) -> Result<()> {
     let op = IndexOp::Gather;
-    for_all(op, async |dtype, idt, view, iview, shape, dim, empty| {
+    for_all(dev, op, async |dtype, idt, view, iview, shape, dim, empty| {
         let ids_shape = fitted(shape, dim, if empty { 0 } else { 6 });
         let what = format!("{op} {dtype} ids {idt} {view:?} ids {iview:?} {shape:?} dim {dim} ids {ids_shape:?}");
         same_as_cpu(dev, Tol::EXACT, &what, |d| {
@@ -196,7 +198,7 @@ async fn gather_matches_reference(dev: &Device) -> Result<()> {
 
 async fn scatter_matches_reference(dev: &Device) -> Result<()> {
     let op = IndexOp::Scatter;
-    for_all(op, async |dtype, idt, view, iview, shape, dim, empty| {
+    for_all(dev, op, async |dtype, idt, view, iview, shape, dim, empty| {
         let n = if empty { 0 } else { shape[dim] - 1 };
         let src_shape = fitted(shape, dim, n);
         let what = format!("{op} {dtype} ids {idt} {view:?} ids {iview:?} {shape:?} dim {dim} src {src_shape:?}");
@@ -212,7 +214,7 @@ async fn scatter_matches_reference(dev: &Device) -> Result<()> {
 
 async fn scatter_add_matches_reference(dev: &Device) -> Result<()> {
     let op = IndexOp::ScatterAdd;
-    for_all(op, async |dtype, idt, view, iview, shape, dim, empty| {
+    for_all(dev, op, async |dtype, idt, view, iview, shape, dim, empty| {
         let n = if empty { 0 } else { shape[dim] + 2 };
         let src_shape = fitted(shape, dim, n);
         let what = format!("{op} {dtype} ids {idt} {view:?} ids {iview:?} {shape:?} dim {dim} src {src_shape:?}");
@@ -228,7 +230,7 @@ async fn scatter_add_matches_reference(dev: &Device) -> Result<()> {
 
 async fn index_add_matches_reference(dev: &Device) -> Result<()> {
     let op = IndexOp::IndexAdd;
-    for_all(op, async |dtype, idt, view, iview, shape, dim, empty| {
+    for_all(dev, op, async |dtype, idt, view, iview, shape, dim, empty| {
         let n = if empty { 0 } else { 6 };
         let src_shape = with_dim(shape, dim, n);
         let what = format!("{op} {dtype} ids {idt} {view:?} ids {iview:?} {shape:?} dim {dim} n {n}");

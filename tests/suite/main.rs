@@ -166,33 +166,66 @@ pub async fn assert_close(got: &Tensor, want: &Tensor, tol: Tol, what: &str) -> 
 }
 
 /// In a browser the comparison loops run a sample of their comparisons on WebGPU (`web.rs`
-/// sets it per case): each case's first, then one in `web::SAMPLE`, picked by a hash of the
-/// case and the comparison's number. A software adapter there compiles each new kernel for
-/// about a second, and the whole product of shapes, views and dtypes runs natively. Natively
-/// nothing is skipped.
+/// sets it per case): each case's first and each class's first ([`sample::class`]), then one in
+/// `web::SAMPLE`, picked by a hash of the case and the comparison's number. A software adapter
+/// there compiles each new kernel for seconds (SwiftShader), or waits ~100 ms for each readback
+/// (Firefox), and the whole product of shapes, views and dtypes runs natively. Natively nothing
+/// is skipped.
 pub mod sample {
     use std::cell::Cell;
 
     thread_local! {
-        /// (the case's hash, one in how many runs, comparisons so far).
-        static STATE: Cell<(u64, u64, u64)> = const { Cell::new((0, 1, 0)) };
+        /// (the case's hash, one in how many runs, comparisons so far, whether the next runs).
+        static STATE: Cell<(u64, u64, u64, bool)> = const { Cell::new((0, 1, 0, true)) };
     }
 
     /// Starts `case`'s comparisons, running one in `every`.
     #[cfg_attr(not(target_family = "wasm"), allow(dead_code))]
     pub fn start(case: &str, every: u64) {
         let hash = case.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
-        STATE.with(|s| s.set((hash, every.max(1), 0)));
+        STATE.with(|s| s.set((hash, every.max(1), 0, true)));
+    }
+
+    /// A class of comparisons starts (a shape class, a kernel): its first runs whatever the
+    /// sample.
+    pub fn class() {
+        STATE.with(|s| {
+            let (hash, every, n, _) = s.get();
+            s.set((hash, every, n, true));
+        });
     }
 
     /// Whether the next comparison is left out of the sample.
     pub fn skip() -> bool {
         STATE.with(|s| {
-            let (hash, every, n) = s.get();
-            s.set((hash, every, n + 1));
-            n > 0 && ((hash ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) % every != 0
+            let (hash, every, n, first) = s.get();
+            s.set((hash, every, n + 1, false));
+            !first && ((hash ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) % every != 0
         })
     }
+}
+
+/// Whether a case's loops turn ([`rotated`]): in a browser, on WebGPU.
+fn rotating(dev: &Device) -> bool {
+    cfg!(target_family = "wasm") && dev.kind() != BackendKind::Cpu
+}
+
+/// Of `items` (dtypes, views) for the `i`-th class of a case's loop: all of them natively and
+/// on the cpu; in a browser on WebGPU the one `i` turns to, so that across the classes every
+/// item still runs there and every class runs in one. A software adapter there compiles each
+/// (dtype, layout, class) variant of a kernel for ~2.5 s (SwiftShader on 2 cores).
+pub fn rotated<T: Copy>(dev: &Device, items: &[T], i: usize) -> Vec<T> {
+    match items.len() {
+        n if rotating(dev) && n > 0 => vec![items[i % n]],
+        _ => items.to_vec(),
+    }
+}
+
+/// [`rotated`] for the dtypes of `op`: in a browser it turns among those `dev` runs `op` in
+/// (`support.rs` checks the statement of the others there).
+pub fn rotated_dtypes(dev: &Device, op: &str, dtypes: &[DType], i: usize) -> Vec<DType> {
+    let runs: Vec<DType> = dtypes.iter().copied().filter(|&d| dev.supports(op, d).is_ok()).collect();
+    if rotating(dev) && !runs.is_empty() { rotated(dev, &runs, i) } else { dtypes.to_vec() }
 }
 
 /// Whether `e` is the `UnsupportedDType` that `dev` states for its op and dtype

@@ -533,12 +533,16 @@ async fn layer_norm_large_offsets_keep_the_spread(dev: &Device) -> Result<()> {
 /// reference at +-1 there, from `sum / n`, where the GPUs gave NaN).
 async fn layer_norm_constant_lines_are_zero(dev: &Device) -> Result<()> {
     for dtype in [DType::F32, DType::F16, DType::BF16, DType::F64] {
-        for len in [1, 3, 5, 17, 1000, 4099] {
+        for (i, len) in [1, 3, 5, 17, 1000, 4099].into_iter().enumerate() {
             // (Full-precision f64 values are made in f64: a device without f64 makes none.)
             let full = if dtype == DType::F64 { &[2.808715366543658][..] } else { &[] };
-            let values =
-                [0.3f32, -7.1, 1234.567].map(|c| (c as f64, false)).into_iter().chain(full.iter().map(|&c| (c, true)));
-            for (c, wide_value) in values {
+            let values: Vec<_> = [0.3f32, -7.1, 1234.567]
+                .map(|c| (c as f64, false))
+                .into_iter()
+                .chain(full.iter().map(|&c| (c, true)))
+                .collect();
+            // In a browser one value per length, turning (four readbacks each).
+            for (c, wide_value) in crate::rotated(dev, &values, i) {
                 let make = |n: usize| -> Result<Tensor> {
                     if wide_value {
                         Tensor::from_vec(vec![c; n], [n], dev)
