@@ -35,14 +35,14 @@ fn gmeta(i: u32) -> u32 {
     return md[EXTRA + i];
 }
 
-// The end of the workgroup's part of K (the loaders read nothing past it), set by `k_part`.
+// The end of the workgroup's part of K (the loaders read nothing past it), set by the entry.
 var<private> k_hi: u32;
 
-// The first K of part `part`; sets `k_hi`.
-fn k_part(part: u32) -> u32 {
-    let k0 = part * gmeta(30u);
-    k_hi = min(gmeta(2u), k0 + gmeta(30u));
-    return k0;
+// The end of the part of K starting at k0 (part p starts at p * word 30). The K loops that
+// hold barriers count their steps from this, not from `k_hi`: a private variable is not
+// uniform to WebGPU's uniformity analysis (Tint rejects the barrier; naga does not).
+fn k_end(k0: u32) -> u32 {
+    return min(gmeta(2u), k0 + gmeta(30u));
 }
 
 // The batch and the first row and column of flat tile g, tiles ordered in groups of GROUP_M
@@ -279,10 +279,11 @@ fn tiled(
     let n0 = tile.z * BN;
     let tx = lid % TX;
     let ty = lid / TX;
-    let k0 = k_part(part);
+    let k0 = part * gmeta(30u);
+    k_hi = k_end(k0);
     a_setup(m0, off.x, lid);
     b_setup(n0, off.y, lid);
-    let steps = (k_hi - k0 + BK - 1u) / BK;
+    let steps = (k_end(k0) - k0 + BK - 1u) / BK;
     if (steps > 0u) {
         a_fetch(k0, lid);
         b_fetch(k0, lid);

@@ -173,7 +173,8 @@ fn coop(
     let part = last / per;
     let tile = tile_of(last % per);
     let off = batch_offsets(tile.x);
-    let k0 = k_part(part);
+    let k0 = part * gmeta(30u);
+    k_hi = k_end(k0);
     let m0 = tile.y * BM;
     let n0 = tile.z * BN;
     let wm0 = (sg / SGN) * (16u * WM);
@@ -187,7 +188,7 @@ fn coop(
             let _ = writeln!(s, "    var acc{i}_{j}: coop_mat16x16<f32, C>;");
         }
     }
-    s += "    let steps = (k_hi - k0 + BK - 1u) / BK;\n";
+    s += "    let steps = (k_end(k0) - k0 + BK - 1u) / BK;\n";
     s += match t.pipe {
         0 => {
             "    for (var s = 0u; s < steps; s++) {
