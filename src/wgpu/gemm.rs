@@ -746,7 +746,7 @@ impl WgpuBackend {
             gather,
             split: split.0 > 1,
         };
-        let sum = Variant { a: Load::Gather, b: Load::Gather, gather: None, split: false, ..shape.clone() };
+        let c_vec = shape.c_vec;
         let (spec, pipeline) = self.gemm_pipeline(Stage::Gemm(*k), shape)?;
         let tiles = match k {
             Kernel::Tiled(t) => (g.m.div_ceil(t.bm as usize), g.n.div_ceil(t.bn as usize)),
@@ -762,6 +762,8 @@ impl WgpuBackend {
         }
         let p = self.storage(DType::F32, split.0 * total)?;
         self.run_pipeline(&spec, &pipeline, &[a.buffer(), b.buffer(), p.buffer()], &meta, threads)?;
+        // The sum's source depends on C alone.
+        let sum = Variant { dtype, a: Load::Gather, b: Load::Gather, c_vec, gather: None, split: false };
         let (spec, pipeline) = self.gemm_pipeline(Stage::Sum, sum)?;
         let meta = spec.meta(0, &[], &[total as u32, split.0 as u32]);
         self.run_pipeline(&spec, &pipeline, &[p.buffer(), c.buffer()], &meta, total.div_ceil(4) as u64)?;
