@@ -67,15 +67,13 @@ fn types(c: Compute) -> String {
     // exp and log see no non-finite argument that decides a result in f32: softmax's `finish`
     // states the NaN of a line whose max is not finite (WGSL leaves exp and log of NaN and
     // infinities to the implementation; SwiftShader's exp(NaN) is inf or 0, its log(NaN) finite).
-    let (neg_inf, max, exp, log) = if f64 {
-        ("f64(f32_of_bits(0xff800000u))", "max_nan64(a, b)", "f64_exp(v)", "f64_log(v)")
-    } else {
-        ("f32_of_bits(0xff800000u)", "max_nan(a, b)", "exp(v)", "log(v)")
-    };
+    let (max, exp, log) =
+        if f64 { ("max_nan64(a, b)", "f64_exp(v)", "f64_log(v)") } else { ("max_nan(a, b)", "exp(v)", "log(v)") };
     let exp4 = if f64 { "V(f64_exp(v.x), f64_exp(v.y), f64_exp(v.z), f64_exp(v.w))" } else { "exp(v)" };
     format!(
         "alias A = {a};\nalias V = vec4<{a}>;\n\
-         fn neg_inf() -> A {{ return {neg_inf}; }}\n\
+         var<private> NEG_INF: A;\n\
+         fn neg_inf() -> A {{ return NEG_INF; }}\n\
          fn mx(a: A, b: A) -> A {{ return {max}; }}\n\
          fn ex(v: A) -> A {{ return {exp}; }}\n\
          fn ln(v: A) -> A {{ return {log}; }}\n\
