@@ -15,12 +15,13 @@ async function main() {
   const quick = new URLSearchParams(location.search).has("quick");
   const checker = await open();
   $("device").textContent = checker.describe();
-  // wgpu names a WebGPU adapter by its description, which browsers may leave empty: ask too.
+  // wgpu names a WebGPU adapter by its description, which browsers may leave empty: ask too
+  // (Firefox ESR 153 answered a second request with none: then the row is left out).
   const adapter = await navigator.gpu?.requestAdapter();
   const named = adapter && ["vendor", "architecture", "device", "description"]
     .map((k) => adapter.info?.[k]).filter(Boolean).join(", ");
-  const rows = [["browser's adapter", named || "none (no WebGPU here)"], ...checker.info()];
-  for (const [key, value] of rows) {
+  const rows = [["browser's adapter", named], ...checker.info()];
+  for (const [key, value] of rows.filter(([, v]) => String(v ?? "").trim())) {
     $("info").insertAdjacentHTML("beforeend", "<dt></dt><dd></dd>");
     $("info").lastElementChild.previousElementSibling.textContent = key;
     $("info").lastElementChild.textContent = value;
