@@ -15,7 +15,7 @@ pub(crate) const META_WINDOW: u64 = 1024;
 /// Bytes of the metadata arena of one batch.
 const ARENA: u64 = 256 << 10;
 /// Dispatches per batch before an early submit (bounds encoder memory).
-const MAX_DISPATCHES: usize = 1024;
+pub(crate) const MAX_DISPATCHES: usize = 1024;
 /// Age of a batch at which a dispatch submits it, so that the GPU does not sit idle while the
 /// CPU records a long run of ops. On an H200, ops recorded back to back then synchronised:
 /// [4096,16384] sum over dim 0 (two dispatches) 108 -> 96 us, fill [64M] 75.6 -> 73.3 us; the
@@ -89,7 +89,12 @@ impl Recorder {
         let pass = self.pass(gpu);
         pass.set_pipeline(&pipeline.pipeline);
         pass.set_bind_group(0, &group, &[offset]);
-        pass.dispatch_workgroups(groups.0, groups.1, 1);
+        match &gpu.profiler {
+            Some(p) => p.timed(pass, format!("{} {}x{}", pipeline.name, groups.0, groups.1), |pass| {
+                pass.dispatch_workgroups(groups.0, groups.1, 1)
+            }),
+            None => pass.dispatch_workgroups(groups.0, groups.1, 1),
+        }
         self.dispatches += 1;
         // The GPU starts on what is recorded while the CPU records the rest.
         if self.opened.get_or_insert_with(Instant::now).elapsed() >= SUBMIT_AFTER {
@@ -116,11 +121,17 @@ impl Recorder {
     pub(crate) fn submit(&mut self, gpu: &Gpu) -> Result<()> {
         self.pass = None;
         let retired = gpu.retired.take();
-        if let Some(encoder) = self.encoder.take() {
+        if let Some(mut encoder) = self.encoder.take() {
             if let Some(arena) = &self.arena {
                 gpu.queue.write_buffer(arena.buffer(), 0, bytemuck::cast_slice(&self.meta));
             }
+            if let Some(p) = &gpu.profiler {
+                p.resolve(&mut encoder);
+            }
             gpu.queue.submit([encoder.finish()]);
+            if let Some(p) = &gpu.profiler {
+                p.collect(&gpu.device);
+            }
         }
         // Submitted work that uses them still completes (WebGPU's and wgpu-core's rule).
         retired.iter().for_each(wgpu::Buffer::destroy);

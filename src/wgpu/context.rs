@@ -2,6 +2,7 @@
 //! wgpu errors as values.
 
 use super::alloc::Retired;
+use super::profile::Profiler;
 use crate::{BackendKind, Error, Result};
 use std::sync::{Arc, Mutex};
 use wgpu::{DeviceType, Features};
@@ -67,6 +68,8 @@ pub(crate) struct Gpu {
     pub coop: Vec<wgpu::CooperativeMatrixProperties>,
     /// Buffers the pools let go of, destroyed after the next submit.
     pub retired: Arc<Retired>,
+    /// GPU time per kernel, when `RWO_WGPU_PROFILE=1` asks and the adapter can.
+    pub profiler: Option<Profiler>,
 }
 
 /// Preference of an adapter: hardware before software, native APIs before GL.
@@ -146,7 +149,14 @@ impl Gpu {
             });
         };
         let info = adapter.get_info();
-        let features = adapter.features() & allowed;
+        let mut features = adapter.features() & allowed;
+        let timing = Features::TIMESTAMP_QUERY | Features::TIMESTAMP_QUERY_INSIDE_PASSES;
+        let profile = Profiler::wanted() && adapter.features().contains(timing);
+        if profile {
+            features |= timing;
+        } else if Profiler::wanted() {
+            eprintln!("RWO_WGPU_PROFILE: {} has no timestamp queries inside passes; no profile", info.name);
+        }
         let limits = adapter.limits();
         let coop = features.contains(Features::EXPERIMENTAL_COOPERATIVE_MATRIX);
         let desc = wgpu::DeviceDescriptor {
@@ -170,7 +180,8 @@ impl Gpu {
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| sink.record(e.to_string())));
         let sink = errors.clone();
         device.set_device_lost_callback(move |reason, msg| sink.record(format!("device lost ({reason:?}): {msg}")));
-        Ok(Gpu { device, queue, info, features, limits, errors, coop, retired: Arc::default() })
+        let profiler = profile.then(|| Profiler::new(&device, &queue));
+        Ok(Gpu { device, queue, info, features, limits, errors, coop, retired: Arc::default(), profiler })
     }
 
     /// An instance of `backends`, unless `WGPU_BACKEND` in the environment says otherwise.

@@ -14,6 +14,7 @@ pub mod kernel;
 mod matmul;
 mod nn;
 mod pool;
+mod profile;
 mod random;
 mod reduce;
 pub mod repr;
@@ -72,6 +73,8 @@ type GemmPipeline = (Arc<Spec>, Arc<Pipeline>);
 pub(crate) struct Pipeline {
     pipeline: wgpu::ComputePipeline,
     layout: wgpu::BindGroupLayout,
+    /// `family::entry`, for errors and the profile.
+    name: String,
 }
 
 pub(crate) struct Context {
@@ -357,7 +360,7 @@ impl WgpuBackend {
                 },
                 cache: None,
             });
-            Pipeline { pipeline, layout }
+            Pipeline { pipeline, layout, name: name.clone() }
         })
         .map_err(|e| wgpu_err(format!("building kernel {name}: {e}")))
     }
