@@ -130,7 +130,7 @@ impl Recorder {
             }
             gpu.queue.submit([encoder.finish()]);
             if let Some(p) = &gpu.profiler {
-                p.collect(&gpu.device);
+                p.submitted();
             }
         }
         // Submitted work that uses them still completes (WebGPU's and wgpu-core's rule).

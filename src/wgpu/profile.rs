@@ -1,12 +1,14 @@
 //! GPU time per kernel, for finding where a program's time goes (`RWO_WGPU_PROFILE=1`, on an
 //! adapter with timestamp queries inside passes): every dispatch is bracketed by two
-//! timestamps, each batch waits for its own at submit (so the GPU no longer runs beside the
-//! recording: wall times taken meanwhile mean little), and when the device is dropped the
-//! totals per kernel and grid go to stderr, largest first.
+//! timestamps; each batch's are resolved at its submit into buffers of its own and read back
+//! when they arrive (the CPU never waits for them before the device is dropped, so the GPU runs
+//! beside the recording as without the profile); when the device is dropped the totals per
+//! kernel and grid go to stderr, largest first.
 
 use super::batch::MAX_DISPATCHES;
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Queries of one batch: two a dispatch.
 const QUERIES: u32 = 2 * MAX_DISPATCHES as u32;
@@ -14,18 +16,34 @@ const QUERIES: u32 = 2 * MAX_DISPATCHES as u32;
 const LINES: usize = 40;
 
 pub(crate) struct Profiler {
-    set: wgpu::QuerySet,
-    resolved: wgpu::Buffer,
-    read: wgpu::Buffer,
+    device: wgpu::Device,
     /// Nanoseconds per timestamp tick.
     period: f64,
     state: Mutex<State>,
 }
 
+/// One batch's queries, the buffers they are read through, and its dispatches' labels.
+struct Slot {
+    set: wgpu::QuerySet,
+    resolved: wgpu::Buffer,
+    read: wgpu::Buffer,
+    labels: Vec<String>,
+    /// `WAITING` until `read`'s mapping ends, then `MAPPED` or `FAILED`.
+    mapping: Arc<AtomicU8>,
+}
+
+const WAITING: u8 = 0;
+const MAPPED: u8 = 1;
+const FAILED: u8 = 2;
+
 #[derive(Default)]
 struct State {
-    /// The label of each dispatch of the batch being recorded.
-    batch: Vec<String>,
+    /// The batch being recorded.
+    open: Option<Slot>,
+    /// Submitted batches, their timestamps on the way, oldest first.
+    pending: VecDeque<Slot>,
+    /// Slots read, for later batches.
+    free: Vec<Slot>,
     /// Nanoseconds and dispatches per label.
     totals: HashMap<String, (f64, u64)>,
 }
@@ -37,22 +55,29 @@ impl Profiler {
     }
 
     pub(crate) fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Profiler {
-        let set = device.create_query_set(&wgpu::QuerySetDescriptor {
-            label: Some("rocm-wgpu-ops profile"),
-            ty: wgpu::QueryType::Timestamp,
-            count: QUERIES,
-        });
+        Profiler { device: device.clone(), period: queue.get_timestamp_period() as f64, state: Mutex::default() }
+    }
+
+    fn slot(&self) -> Slot {
         let buffer = |usage| {
-            device.create_buffer(&wgpu::BufferDescriptor {
+            self.device.create_buffer(&wgpu::BufferDescriptor {
                 label: None,
                 size: QUERIES as u64 * 8,
                 usage,
                 mapped_at_creation: false,
             })
         };
-        let resolved = buffer(wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC);
-        let read = buffer(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST);
-        Profiler { set, resolved, read, period: queue.get_timestamp_period() as f64, state: Mutex::default() }
+        Slot {
+            set: self.device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("rocm-wgpu-ops profile"),
+                ty: wgpu::QueryType::Timestamp,
+                count: QUERIES,
+            }),
+            resolved: buffer(wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC),
+            read: buffer(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
+            labels: vec![],
+            mapping: Arc::default(),
+        }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -67,49 +92,72 @@ impl Profiler {
         dispatch: impl FnOnce(&mut wgpu::ComputePass<'static>),
     ) {
         let mut state = self.state();
-        let q = 2 * state.batch.len() as u32;
-        state.batch.push(label);
-        pass.write_timestamp(&self.set, q);
+        let state = &mut *state;
+        let slot = state.open.get_or_insert_with(|| state.free.pop().unwrap_or_else(|| self.slot()));
+        let q = 2 * slot.labels.len() as u32;
+        slot.labels.push(label);
+        pass.write_timestamp(&slot.set, q);
         dispatch(pass);
-        pass.write_timestamp(&self.set, q + 1);
+        pass.write_timestamp(&slot.set, q + 1);
     }
 
-    /// Copies the batch's timestamps where [`Profiler::collect`] reads them (outside any pass).
+    /// Copies the batch's timestamps to where they are read (outside any pass, before submit).
     pub(crate) fn resolve(&self, encoder: &mut wgpu::CommandEncoder) {
-        let n = 2 * self.state().batch.len() as u32;
-        if n > 0 {
-            encoder.resolve_query_set(&self.set, 0..n, &self.resolved, 0);
-            encoder.copy_buffer_to_buffer(&self.resolved, 0, &self.read, 0, n as u64 * 8);
+        if let Some(slot) = &self.state().open {
+            let n = 2 * slot.labels.len() as u32;
+            encoder.resolve_query_set(&slot.set, 0..n, &slot.resolved, 0);
+            encoder.copy_buffer_to_buffer(&slot.resolved, 0, &slot.read, 0, n as u64 * 8);
         }
     }
 
-    /// Waits for the submitted batch and adds its dispatches' times to the totals.
-    pub(crate) fn collect(&self, device: &wgpu::Device) {
+    /// After the batch's submit: asks for its timestamps, and adds those that have arrived.
+    pub(crate) fn submitted(&self) {
         let mut state = self.state();
-        let n = state.batch.len() as u64;
-        if n == 0 {
-            return;
+        if let Some(slot) = state.open.take() {
+            let mapping = slot.mapping.clone();
+            let n = 2 * slot.labels.len() as u64;
+            slot.read.slice(..n * 8).map_async(wgpu::MapMode::Read, move |r| {
+                mapping.store(if r.is_ok() { MAPPED } else { FAILED }, Ordering::Release)
+            });
+            state.pending.push_back(slot);
         }
-        let batch = std::mem::take(&mut state.batch);
-        self.read.slice(..16 * n).map_async(wgpu::MapMode::Read, |_| {});
-        let done = device.poll(wgpu::PollType::wait_indefinitely()).is_ok();
-        if let Some(bytes) = done.then(|| self.read.get_mapped_range(..16 * n).ok()).flatten() {
-            let ticks: &[u64] = bytemuck::cast_slice(&bytes);
-            for (i, label) in batch.into_iter().enumerate() {
-                let ns = ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * self.period;
-                let total = state.totals.entry(label).or_default();
-                total.0 += ns;
-                total.1 += 1;
+        let _ = self.device.poll(wgpu::PollType::Poll);
+        self.harvest(&mut state);
+    }
+
+    /// Adds the timestamps of the oldest batches that have arrived (a batch whose mapping failed
+    /// is left out of the totals).
+    fn harvest(&self, state: &mut State) {
+        while state.pending.front().is_some_and(|s| s.mapping.load(Ordering::Acquire) != WAITING) {
+            let Some(mut slot) = state.pending.pop_front() else { break };
+            let n = 2 * slot.labels.len() as u64;
+            let mapped = slot.mapping.load(Ordering::Acquire) == MAPPED;
+            if let Some(bytes) = mapped.then(|| slot.read.get_mapped_range(..n * 8).ok()).flatten() {
+                let ticks: &[u64] = bytemuck::cast_slice(&bytes);
+                for (i, label) in slot.labels.drain(..).enumerate() {
+                    let ns = ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * self.period;
+                    let total = state.totals.entry(label).or_default();
+                    total.0 += ns;
+                    total.1 += 1;
+                }
             }
+            if mapped {
+                slot.read.unmap();
+            }
+            slot.labels.clear();
+            slot.mapping.store(WAITING, Ordering::Release);
+            state.free.push(slot);
         }
-        // Also where the wait failed: the pending mapping is cancelled, so the next one is allowed.
-        self.read.unmap();
     }
 }
 
 impl Drop for Profiler {
     fn drop(&mut self) {
-        let mut rows: Vec<(String, (f64, u64))> = self.state().totals.drain().collect();
+        let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
+        let mut state = self.state();
+        self.harvest(&mut state);
+        let mut rows: Vec<(String, (f64, u64))> = state.totals.drain().collect();
+        drop(state);
         if rows.is_empty() {
             return;
         }
