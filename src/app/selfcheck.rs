@@ -9,6 +9,7 @@ use rocm_wgpu_ops::spec::pool::Pool2dParams;
 use rocm_wgpu_ops::spec::random::{self, Distribution};
 use rocm_wgpu_ops::spec::reduce::ReduceOp;
 use rocm_wgpu_ops::{CpuStorage, DType, Device, Error, Result, Tensor, WithDType};
+use std::task::Poll;
 use std::time::Duration;
 // The browser's clock on wasm32 (std's `Instant` panics there), std's natively.
 use web_time::Instant;
@@ -119,7 +120,9 @@ pub fn run_family(
     pollster::block_on(run_family_async(dev, family, scope, until, on_check))
 }
 
-/// [`run_family`] without blocking (in a browser): the self-check itself.
+/// [`run_family`] without blocking (in a browser): the self-check itself. In a browser the
+/// checks start in groups ([`TOGETHER`]): `on_check` names each of a group before it starts, and
+/// `until` is looked at before each group.
 pub async fn run_family_async(
     dev: &Device,
     family: Family,
@@ -129,20 +132,47 @@ pub async fn run_family_async(
 ) -> FamilyReport {
     let (checks, skipped) = planned(family, scope);
     let mut report = FamilyReport { family, checks: 0, failures: vec![], unsupported: vec![], skipped, out_of_time: 0 };
-    for (i, c) in checks.iter().enumerate() {
+    for (n, group) in checks.chunks(TOGETHER).enumerate() {
         if until.is_some_and(|t| Instant::now() >= t) {
-            report.out_of_time = checks.len() - i;
+            report.out_of_time = checks.len() - n * TOGETHER;
             break;
         }
-        on_check(i, &c.name);
-        report.checks += 1;
-        match verdict(dev, c).await {
-            Verdict::Pass => {}
-            Verdict::Unsupported(e) => report.unsupported.push(format!("{}: {e}", c.name)),
-            Verdict::Failed(e) => report.failures.push(format!("{}: {e}", c.name)),
+        for (i, c) in group.iter().enumerate() {
+            on_check(n * TOGETHER + i, &c.name);
+        }
+        report.checks += group.len();
+        for (c, verdict) in group.iter().zip(evaluated(dev, group).await) {
+            match verdict {
+                Verdict::Pass => {}
+                Verdict::Unsupported(e) => report.unsupported.push(format!("{}: {e}", c.name)),
+                Verdict::Failed(e) => report.failures.push(format!("{}: {e}", c.name)),
+            }
         }
     }
     report
+}
+
+/// How many checks start together: in a browser 32, whose readbacks then share the device's
+/// next delivery (Firefox delivers them at a poll every 100 ms, so one at a time each check
+/// waits ~100 ms); natively one, as a native readback waits for the GPU where it starts.
+const TOGETHER: usize = if cfg!(target_family = "wasm") { 32 } else { 1 };
+
+/// The verdicts of `checks`, in order, evaluated together.
+async fn evaluated(dev: &Device, checks: &[Check]) -> Vec<Verdict> {
+    let mut running: Vec<_> = checks.iter().map(|c| Box::pin(verdict(dev, c))).collect();
+    let mut out: Vec<Option<Verdict>> = checks.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        for (slot, check) in out.iter_mut().zip(&mut running) {
+            if slot.is_none()
+                && let Poll::Ready(v) = check.as_mut().poll(cx)
+            {
+                *slot = Some(v);
+            }
+        }
+        if out.iter().all(Option::is_some) { Poll::Ready(()) } else { Poll::Pending }
+    })
+    .await;
+    out.into_iter().flatten().collect()
 }
 
 /// How one check fared.
@@ -167,8 +197,8 @@ async fn verdict(dev: &Device, c: &Check) -> Verdict {
 /// (Async: the suite's cases, which read them, also run in a browser.)
 pub async fn verdicts(dev: &Device, family: Family) -> Vec<(String, Verdict)> {
     let mut out = vec![];
-    for c in checks(family).iter() {
-        out.push((c.name.clone(), verdict(dev, c).await));
+    for group in checks(family).chunks(TOGETHER) {
+        out.extend(group.iter().map(|c| c.name.clone()).zip(evaluated(dev, group).await));
     }
     out
 }

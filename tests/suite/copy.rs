@@ -56,8 +56,16 @@ fn iota(dev: &Device, dtype: DType, shape: &[usize]) -> Result<Tensor> {
 /// Asserts the shape and the exact values of `t`.
 async fn check(t: &Tensor, shape: &[usize], want: &[i64], what: &str) -> Result<()> {
     assert_eq!(t.dims(), shape, "{what}: shape");
-    assert_eq!(t.to_cpu_storage_async().await?, host(t.dtype(), want), "{what}: values");
-    Ok(())
+    stores(t, host(t.dtype(), want), format!("{what}: values")).await
+}
+
+/// Asserts that `t` reads back as `want` ([`crate::later`]).
+async fn stores(t: &Tensor, want: CpuStorage, what: String) -> Result<()> {
+    crate::later::check(&[t], async move |t| {
+        assert_eq!(t[0].to_cpu_storage_async().await?, want, "{what}");
+        Ok(())
+    })
+    .await
 }
 
 /// `(source length, source index of each element in row-major order)` of
@@ -117,7 +125,7 @@ async fn contiguous_matches_reference(dev: &Device) -> Result<()> {
                 for (how, c) in [("contiguous", t.contiguous()?), ("copy", t.copy()?)] {
                     assert!(c.is_contiguous(), "{what}: {how} is not contiguous");
                     assert_eq!(c.dims(), shape, "{what}: {how} shape");
-                    assert_eq!(c.to_cpu_storage_async().await?, want, "{what}: {how} vs host");
+                    stores(&c, want.clone(), format!("{what}: {how} vs host")).await?;
                 }
                 same_as_cpu(dev, Tol::EXACT, &what, |d| view_tensor(d, view, dtype, shape, 21, lo, hi)?.copy()).await?;
             }

@@ -142,10 +142,16 @@ impl Tol {
     }
 }
 
-/// Compares every element; NaN matches NaN, infinities match by sign.
+/// Compares every element; NaN matches NaN, infinities match by sign. In a browser on WebGPU
+/// the values are compared [`later`].
 pub async fn assert_close(got: &Tensor, want: &Tensor, tol: Tol, what: &str) -> Result<()> {
     assert_eq!(got.shape(), want.shape(), "{what}: shape");
     assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
+    let what = what.to_string();
+    later::check(&[got, want], async move |t| close(&t[0], &t[1], tol, &what).await).await
+}
+
+async fn close(got: &Tensor, want: &Tensor, tol: Tol, what: &str) -> Result<()> {
     let (g, w) = (got.to_cpu_storage_async().await?, want.to_cpu_storage_async().await?);
     if got.dtype() == DType::I64 {
         assert_eq!(g, w, "{what}: i64 values");
@@ -163,6 +169,69 @@ pub async fn assert_close(got: &Tensor, want: &Tensor, tol: Tol, what: &str) -> 
         assert!(ok, "{what}: element {i} of {}: got {a}, want {b} (tol {tol:?})", got.shape());
     }
     Ok(())
+}
+
+/// In a browser on WebGPU the checks of values ([`assert_close`], [`assert_values`],
+/// [`assert_floats`], through [`later::check`]) wait for their readbacks together: Firefox delivers a readback only at its
+/// next 100 ms poll of the device, so one at a time a check costs ~100 ms, whatever its size.
+/// A check there takes a copy of its tensors on the device (so that a later in-place write does
+/// not reach what it reads), returns at once and is queued; the queue is awaited whole when
+/// [`TOGETHER`](later::TOGETHER) checks are in it and at the end of each case (`web.rs`), where a
+/// failed check fails the case, naming the check. Natively, and on the browser's cpu, each check
+/// reads back and compares where it is called.
+pub mod later {
+    use rocm_wgpu_ops::{Result, Tensor};
+    use std::cell::RefCell;
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::Poll;
+
+    /// Checks awaited together.
+    pub const TOGETHER: usize = 32;
+
+    type Check = Pin<Box<dyn Future<Output = Result<()>>>>;
+
+    thread_local! {
+        static QUEUE: RefCell<Vec<Check>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Runs `check` on `ts` now, or, where a check of one of them is queued (in a browser, on
+    /// WebGPU), queues it on copies of them as they are now; awaits the queue once it holds
+    /// [`TOGETHER`].
+    pub async fn check<F>(ts: &[&Tensor], check: impl FnOnce(Vec<Tensor>) -> F) -> Result<()>
+    where
+        F: Future<Output = Result<()>> + 'static,
+    {
+        if !ts.iter().any(|t| super::rotating(t.device())) {
+            return check(ts.iter().map(|&t| t.clone()).collect()).await;
+        }
+        let copies = ts.iter().map(|t| if super::rotating(t.device()) { t.copy() } else { Ok((*t).clone()) });
+        let check = check(copies.collect::<Result<_>>()?);
+        let full = QUEUE.with(|q| {
+            let mut q = q.borrow_mut();
+            q.push(Box::pin(check));
+            q.len() >= TOGETHER
+        });
+        if full { flush().await } else { Ok(()) }
+    }
+
+    /// Awaits every queued check at once; the first error, if any.
+    pub async fn flush() -> Result<()> {
+        let mut checks = QUEUE.with(|q| std::mem::take(&mut *q.borrow_mut()));
+        let mut first = Ok(());
+        std::future::poll_fn(|cx| {
+            checks.retain_mut(|c| match c.as_mut().poll(cx) {
+                Poll::Ready(r) => {
+                    first = std::mem::replace(&mut first, Ok(())).and(r);
+                    false
+                }
+                Poll::Pending => true,
+            });
+            if checks.is_empty() { Poll::Ready(()) } else { Poll::Pending }
+        })
+        .await;
+        first
+    }
 }
 
 /// In a browser the comparison loops run a sample of their comparisons on WebGPU (`web.rs`
@@ -309,11 +378,17 @@ pub fn floats(dev: &Device, v: Vec<f64>, shape: &[usize], dtype: DType) -> Resul
 
 /// [`assert_values`] for a float tensor of any dtype against f64 answers, converted on the host.
 pub async fn assert_floats(t: &Tensor, shape: &[usize], want: &[f64], tol: f64) -> Result<()> {
+    let (shape, want) = (shape.to_vec(), want.to_vec());
+    later::check(&[t], async move |t| floats_are(&t[0], &shape, &want, tol).await).await
+}
+
+async fn floats_are(t: &Tensor, shape: &[usize], want: &[f64], tol: f64) -> Result<()> {
     let host = Tensor::from_cpu(t.to_cpu_storage_async().await?, t.shape().clone(), &cpu())?;
     assert_values(&host.to_dtype(DType::F64)?, shape, want, tol).await
 }
 
-/// Asserts a tensor's values exactly (a hand-computed answer; floats compared as f64).
+/// Asserts a tensor's values exactly (a hand-computed answer; floats compared as f64). In a
+/// browser on WebGPU the values are compared [`later`].
 pub async fn assert_values<T: rocm_wgpu_ops::WithDType>(
     t: &Tensor,
     shape: &[usize],
@@ -321,6 +396,11 @@ pub async fn assert_values<T: rocm_wgpu_ops::WithDType>(
     tol: f64,
 ) -> Result<()> {
     assert_eq!(t.dims(), shape, "shape");
+    let want = want.to_vec();
+    later::check(&[t], async move |t| values_are(&t[0], &want, tol).await).await
+}
+
+async fn values_are<T: rocm_wgpu_ops::WithDType>(t: &Tensor, want: &[T], tol: f64) -> Result<()> {
     let got = t.to_vec_async::<T>().await?;
     for (i, (a, b)) in got.iter().zip(want).enumerate() {
         let (x, y) = (a.to_f64(), b.to_f64());

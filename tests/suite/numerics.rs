@@ -69,24 +69,31 @@ fn vec_of<T: Float>(dev: &Device, v: &[T]) -> Result<Tensor> {
 
 /// `f` on `dev` gives the cpu reference's bytes exactly.
 async fn same_bits(dev: &Device, what: &str, f: impl Fn(&Device) -> Result<Tensor>) -> Result<()> {
-    let got = f(dev)?.to_cpu_storage_async().await?;
-    let want = f(&cpu())?.to_cpu_storage_async().await?;
-    assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
-    assert!(got.as_bytes() == want.as_bytes(), "{what}: got {got:?}, want {want:?}");
-    Ok(())
+    let what = what.to_string();
+    crate::later::check(&[&f(dev)?, &f(&cpu())?], async move |t| {
+        let (got, want) = (t[0].to_cpu_storage_async().await?, t[1].to_cpu_storage_async().await?);
+        assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
+        assert!(got.as_bytes() == want.as_bytes(), "{what}: got {got:?}, want {want:?}");
+        Ok(())
+    })
+    .await
 }
 
 async fn nan_through<T: Float>(dev: &Device) -> Result<()> {
     let dt = T::DTYPE;
     let xs: Vec<T> = [f64::NAN, 0.5, -f64::NAN, -3.0, f64::NAN].iter().map(|&v| T::from_f64(v)).collect();
     let nan_at = async |t: Tensor, what: &str| -> Result<()> {
-        let got = t.to_vec_async::<T>().await?;
-        for (k, (&x, &y)) in xs.iter().zip(&got).enumerate() {
-            if x.to_f64().is_nan() {
-                assert!(y.to_f64().is_nan(), "{what} {dt}: NaN at {k} gave {y}; all {got:?}");
+        let (xs, what) = (xs.clone(), what.to_string());
+        crate::later::check(&[&t], async move |t| {
+            let got = t[0].to_vec_async::<T>().await?;
+            for (k, (&x, &y)) in xs.iter().zip(&got).enumerate() {
+                if x.to_f64().is_nan() {
+                    assert!(y.to_f64().is_nan(), "{what} {dt}: NaN at {k} gave {y}; all {got:?}");
+                }
             }
-        }
-        Ok(())
+            Ok(())
+        })
+        .await
     };
     let x = vec_of(dev, &xs)?;
     for &op in UnaryOp::ALL.iter().filter(|o| o.dtypes().contains(&dt)) {
@@ -121,17 +128,21 @@ async fn within_ulps<T: Float>(
     f: impl Fn(f64) -> f64,
     tol: u64,
 ) -> Result<()> {
-    let got = op(&vec_of(dev, xs)?)?.to_vec_async::<T>().await?;
-    for (&x, &g) in xs.iter().zip(&got) {
-        let want = T::from_f64(f(x.to_f64()));
-        if want.to_f64().is_nan() || g.to_f64().is_nan() {
-            assert!(want.to_f64().is_nan() && g.to_f64().is_nan(), "{what}({x:e}) = {g:e}, want {want:e}");
-            continue;
+    let want: Vec<T> = xs.iter().map(|&x| T::from_f64(f(x.to_f64()))).collect();
+    let (xs, what) = (xs.to_vec(), what.to_string());
+    crate::later::check(&[&op(&vec_of(dev, &xs)?)?], async move |t| {
+        let got = t[0].to_vec_async::<T>().await?;
+        for ((&x, &g), &want) in xs.iter().zip(&got).zip(&want) {
+            if want.to_f64().is_nan() || g.to_f64().is_nan() {
+                assert!(want.to_f64().is_nan() && g.to_f64().is_nan(), "{what}({x:e}) = {g:e}, want {want:e}");
+                continue;
+            }
+            let d = ulps(g, want);
+            assert!(d <= tol, "{what}({x:e}) = {g:e}, want {want:e}: {d} ulps (tolerance {tol})");
         }
-        let d = ulps(g, want);
-        assert!(d <= tol, "{what}({x:e}) = {g:e}, want {want:e}: {d} ulps (tolerance {tol})");
-    }
-    Ok(())
+        Ok(())
+    })
+    .await
 }
 
 /// sin and cos of f32 to a few ulp everywhere: WGSL's builtins hold on [-pi, pi] only.

@@ -353,6 +353,11 @@ fn unravel(mut flat: usize, sizes: &[usize], strides: &[usize]) -> usize {
 /// Checks on the host that `idx` points at the first element of each reduction equal to
 /// `val` (NaN matching NaN) and that `val` is its extreme.
 async fn check_arg(x: &Tensor, dims: &[usize], idx: &Tensor, val: &Tensor, max: bool, what: &str) -> Result<()> {
+    let (dims, what) = (dims.to_vec(), what.to_string());
+    crate::later::check(&[x, idx, val], async move |t| arg_is(&t[0], &dims, &t[1], &t[2], max, &what).await).await
+}
+
+async fn arg_is(x: &Tensor, dims: &[usize], idx: &Tensor, val: &Tensor, max: bool, what: &str) -> Result<()> {
     let xs = x.to_cpu_storage_async().await?.to_f64_vec();
     let (ids, vals) = (idx.to_vec_async::<u32>().await?, val.to_cpu_storage_async().await?.to_f64_vec());
     let shape = x.dims();

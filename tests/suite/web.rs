@@ -1,7 +1,7 @@
 //! The suite in a browser (`wasm-bindgen-test`, run by `.ci/browser-suite`): one test per family
 //! and backend walks that family's registered cases, awaits each on the device, and fails at the
 //! end naming every case that failed. A panic (a failed assertion) aborts on wasm: it fails that
-//! test, and the case it came from is the last one logged.
+//! test, and the case it came from is the one after the last logged (its message names the check).
 
 use crate::harness::{Case, Plain, prefix};
 use rocm_wgpu_ops::BackendKind;
@@ -31,7 +31,9 @@ async fn run(family: &str, kind: BackendKind) {
         ran += 1;
         crate::sample::start(&name, if kind == BackendKind::Cpu { 1 } else { SAMPLE });
         let start = web_time::Instant::now();
-        if let Err(e) = (case.body)(&dev).await {
+        // The case's queued checks ([`crate::later`]) are awaited before the next starts.
+        let checked = (case.body)(&dev).await;
+        if let Err(e) = checked.and(crate::later::flush().await) {
             failed.push(format!("{name}: {e}"));
         }
         console_log!("{name} {:.0} ms", start.elapsed().as_secs_f64() * 1e3);
