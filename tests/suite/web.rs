@@ -10,7 +10,8 @@ use wasm_bindgen_test::{console_log, wasm_bindgen_test_configure};
 wasm_bindgen_test_configure!(run_in_browser);
 
 /// On WebGPU the comparison loops run one comparison in `SAMPLE` (see [`crate::sample`]); the
-/// cpu runs them all. 4 took Firefox (~100 ms a readback) past 25 minutes.
+/// cpu runs them all. Chromium (SwiftShader, a core for ~9 minutes) is the longer of the two
+/// browsers that `.ci/run` runs beside its native steps on 2 cores.
 pub const SAMPLE: u64 = 8;
 
 /// Runs every case of `family` on the device of `kind`; WebGPU is what the browser run is for,
