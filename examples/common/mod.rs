@@ -24,7 +24,7 @@ pub const COMMON_USAGE: &str = "\
   --dtype LIST     f32, f16, bf16, comma-separated (default f32)
   --backend LIST   cpu, wgpu, rocm, cuda, comma-separated (default: every GPU backend found;
                    the cpu is always the reference, and timed only when named here)
-  --runs N         timed forwards per backend and dtype, after one warm-up (default 5)
+  --runs N         timed forwards per backend and dtype, after 2 s of warm-up (default 5)
   --profile        one more forward with a synchronisation after every op, printing the time
                    per op family; the waits perturb it, so its total exceeds the median
 Exits 1 when a GPU backend's f32 output differs from the cpu's by more than the tolerance.";
@@ -187,11 +187,23 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// Runs `forward` once to warm up, then `runs` times, synchronising before each clock stops.
-/// Returns the median time and the last output.
+/// How long forwards run before the timed ones. A GPU raises its clocks only under sustained
+/// load: on an H100 through Vulkan, GPT-2's first 12-15 forwards (~250 ms) took 15.8 ms each,
+/// the next 4.4-5.3 ms (f32), while CUDA gets its clocks at once. A warm-up of one forward
+/// timed the power management, not the op chain (one second still left a slow start in a
+/// process on a just-started machine).
+const WARM_UP: Duration = Duration::from_secs(2);
+
+/// Runs `forward` for [`WARM_UP`] (at least once), then `runs` times, synchronising before each
+/// clock stops. Returns the median time and the last output.
 pub fn time<T>(dev: &Device, runs: usize, mut forward: impl FnMut() -> Res<T>) -> Res<(Duration, T)> {
+    let warm = Instant::now();
     let mut out = forward()?;
     dev.synchronize()?;
+    while warm.elapsed() < WARM_UP {
+        out = forward()?;
+        dev.synchronize()?;
+    }
     let (mut times, mut records) = (vec![], vec![]);
     for _ in 0..runs.max(1) {
         let start = Instant::now();
@@ -200,6 +212,8 @@ pub fn time<T>(dev: &Device, runs: usize, mut forward: impl FnMut() -> Res<T>) -
         dev.synchronize()?;
         times.push(start.elapsed());
     }
+    let each: Vec<String> = times.iter().take(16).map(|&t| format!("{:.2}", ms(t))).collect();
+    println!("#   forwards in order (ms): {}{}", each.join(" "), if times.len() > 16 { " ..." } else { "" });
     times.sort();
     records.sort();
     println!(
