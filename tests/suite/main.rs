@@ -172,8 +172,9 @@ async fn close(got: &Tensor, want: &Tensor, tol: Tol, what: &str) -> Result<()> 
 }
 
 /// In a browser on WebGPU the checks of values ([`assert_close`], [`assert_values`],
-/// [`assert_floats`], through [`later::check`]) wait for their readbacks together: Firefox delivers a readback only at its
-/// next 100 ms poll of the device, so one at a time a check costs ~100 ms, whatever its size.
+/// [`assert_floats`], through [`later::check`]) wait for their readbacks together: Firefox
+/// delivers a readback only at its next 100 ms poll of the device, so one at a time a check
+/// costs ~100 ms, whatever its size.
 /// A check there takes a copy of its tensors on the device (so that a later in-place write does
 /// not reach what it reads), returns at once and is queued; the queue is awaited whole when
 /// [`TOGETHER`](later::TOGETHER) checks are in it and at the end of each case (`web.rs`), where a
