@@ -141,7 +141,7 @@ pub async fn run_family_async(
             on_check(n * TOGETHER + i, &c.name);
         }
         report.checks += group.len();
-        for (c, verdict) in group.iter().zip(evaluated(dev, group).await) {
+        for (c, verdict) in group.iter().zip(all(group.iter().map(|c| verdict(dev, c))).await) {
             match verdict {
                 Verdict::Pass => {}
                 Verdict::Unsupported(e) => report.unsupported.push(format!("{}: {e}", c.name)),
@@ -157,14 +157,16 @@ pub async fn run_family_async(
 /// waits ~100 ms); natively one, as a native readback waits for the GPU where it starts.
 const TOGETHER: usize = if cfg!(target_family = "wasm") { 32 } else { 1 };
 
-/// The verdicts of `checks`, in order, evaluated together.
-async fn evaluated(dev: &Device, checks: &[Check]) -> Vec<Verdict> {
-    let mut running: Vec<_> = checks.iter().map(|c| Box::pin(verdict(dev, c))).collect();
-    let mut out: Vec<Option<Verdict>> = checks.iter().map(|_| None).collect();
+/// The outputs of `futures`, in order, awaited together: each is polled at every wake-up until
+/// it is done, so their readbacks wait for the same delivery (the suite's queued checks use it
+/// too).
+pub async fn all<F: std::future::Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+    let mut running: Vec<_> = futures.into_iter().map(Box::pin).collect();
+    let mut out: Vec<Option<F::Output>> = running.iter().map(|_| None).collect();
     std::future::poll_fn(|cx| {
-        for (slot, check) in out.iter_mut().zip(&mut running) {
+        for (slot, future) in out.iter_mut().zip(&mut running) {
             if slot.is_none()
-                && let Poll::Ready(v) = check.as_mut().poll(cx)
+                && let Poll::Ready(v) = future.as_mut().poll(cx)
             {
                 *slot = Some(v);
             }
@@ -198,7 +200,7 @@ async fn verdict(dev: &Device, c: &Check) -> Verdict {
 pub async fn verdicts(dev: &Device, family: Family) -> Vec<(String, Verdict)> {
     let mut out = vec![];
     for group in checks(family).chunks(TOGETHER) {
-        out.extend(group.iter().map(|c| c.name.clone()).zip(evaluated(dev, group).await));
+        out.extend(group.iter().map(|c| c.name.clone()).zip(all(group.iter().map(|c| verdict(dev, c))).await));
     }
     out
 }

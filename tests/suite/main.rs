@@ -185,7 +185,6 @@ pub mod later {
     use std::cell::RefCell;
     use std::future::Future;
     use std::pin::Pin;
-    use std::task::Poll;
 
     /// Checks awaited together.
     pub const TOGETHER: usize = 32;
@@ -216,22 +215,10 @@ pub mod later {
         if full { flush().await } else { Ok(()) }
     }
 
-    /// Awaits every queued check at once; the first error, if any.
+    /// Awaits every queued check at once; the first error in queue order, if any.
     pub async fn flush() -> Result<()> {
-        let mut checks = QUEUE.with(|q| std::mem::take(&mut *q.borrow_mut()));
-        let mut first = Ok(());
-        std::future::poll_fn(|cx| {
-            checks.retain_mut(|c| match c.as_mut().poll(cx) {
-                Poll::Ready(r) => {
-                    first = std::mem::replace(&mut first, Ok(())).and(r);
-                    false
-                }
-                Poll::Pending => true,
-            });
-            if checks.is_empty() { Poll::Ready(()) } else { Poll::Pending }
-        })
-        .await;
-        first
+        let checks = QUEUE.with(|q| std::mem::take(&mut *q.borrow_mut()));
+        crate::selfcheck::all(checks).await.into_iter().collect()
     }
 }
 
