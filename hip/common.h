@@ -471,10 +471,63 @@ template <class C>
 __device__ __forceinline__ C max_nan(C a, C b) {
   return is_nan(a) ? a : (is_nan(b) || b > a ? b : a);
 }
-__device__ __forceinline__ float fpow(float a, float b) { return powf(a, b); }
-__device__ __forceinline__ double fpow(double a, double b) { return pow(a, b); }
-__device__ __forceinline__ float fexpm1(float v) { return expm1f(v); }
-__device__ __forceinline__ double fexpm1(double v) { return expm1(v); }
+
+// ---- the primitives of the expression table (src/expr/mod.rs `Prim` states their numerics),
+// one overload per compute type they take; src/native/render.rs writes the calls ----
+
+__device__ __forceinline__ float rwo_neg(float a) { return -a; }
+__device__ __forceinline__ double rwo_neg(double a) { return -a; }
+__device__ __forceinline__ i64 rwo_neg(i64 a) { return (i64)(0ull - (u64)a); }
+__device__ __forceinline__ float rwo_abs(float a) { return fabsf(a); }
+__device__ __forceinline__ double rwo_abs(double a) { return fabs(a); }
+__device__ __forceinline__ i64 rwo_abs(i64 a) { return a < 0 ? rwo_neg(a) : a; }
+// Integers wrap: u32 natively, i64 through u64.
+template <class C>
+__device__ __forceinline__ C rwo_add(C a, C b) { return a + b; }
+template <class C>
+__device__ __forceinline__ C rwo_sub(C a, C b) { return a - b; }
+template <class C>
+__device__ __forceinline__ C rwo_mul(C a, C b) { return a * b; }
+__device__ __forceinline__ i64 rwo_add(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
+__device__ __forceinline__ i64 rwo_sub(i64 a, i64 b) { return (i64)((u64)a - (u64)b); }
+__device__ __forceinline__ i64 rwo_mul(i64 a, i64 b) { return (i64)((u64)a * (u64)b); }
+// Integer division truncates; by zero gives 0; i64::MIN / -1 wraps.
+__device__ __forceinline__ float rwo_div(float a, float b) { return a / b; }
+__device__ __forceinline__ double rwo_div(double a, double b) { return a / b; }
+__device__ __forceinline__ u32 rwo_div(u32 a, u32 b) { return b == 0u ? 0u : a / b; }
+__device__ __forceinline__ i64 rwo_div(i64 a, i64 b) { return b == 0 ? 0 : (b == -1 ? rwo_neg(a) : a / b); }
+// NaN in either operand gives NaN (the first one's when both are).
+template <class C>
+__device__ __forceinline__ C rwo_max(C a, C b) { return is_nan(a) ? a : (is_nan(b) ? b : (a >= b ? a : b)); }
+template <class C>
+__device__ __forceinline__ C rwo_min(C a, C b) { return is_nan(a) ? a : (is_nan(b) ? b : (a <= b ? a : b)); }
+template <class C>
+__device__ __forceinline__ bool rwo_lt(C a, C b) { return a < b; }
+template <class C>
+__device__ __forceinline__ bool rwo_le(C a, C b) { return a <= b; }
+template <class C>
+__device__ __forceinline__ bool rwo_eq(C a, C b) { return a == b; }
+__device__ __forceinline__ float rwo_sign(float v) { return is_nan(v) || v == 0.0f ? v : (v > 0.0f ? 1.0f : -1.0f); }
+__device__ __forceinline__ double rwo_sign(double v) { return is_nan(v) || v == 0.0 ? v : (v > 0.0 ? 1.0 : -1.0); }
+__device__ __forceinline__ u32 rwo_sign(u32 v) { return v != 0u ? 1u : 0u; }
+__device__ __forceinline__ i64 rwo_sign(i64 v) { return v > 0 ? 1 : (v < 0 ? -1 : 0); }
+// The vendors' math functions (never the fast intrinsics); rint rounds half to even.
+#define RWO_FLOAT_PRIM(name, f32, f64)                                               \
+  __device__ __forceinline__ float rwo_##name(float v) { return f32(v); }         \
+  __device__ __forceinline__ double rwo_##name(double v) { return f64(v); }
+RWO_FLOAT_PRIM(exp, expf, exp)
+RWO_FLOAT_PRIM(expm1, expm1f, expm1)
+RWO_FLOAT_PRIM(log, logf, log)
+RWO_FLOAT_PRIM(sin, sinf, sin)
+RWO_FLOAT_PRIM(cos, cosf, cos)
+RWO_FLOAT_PRIM(tanh, tanhf, tanh)
+RWO_FLOAT_PRIM(erf, erff, erf)
+RWO_FLOAT_PRIM(sqrt, sqrtf, sqrt)
+RWO_FLOAT_PRIM(ceil, ceilf, ceil)
+RWO_FLOAT_PRIM(floor, floorf, floor)
+RWO_FLOAT_PRIM(round, rintf, rint)
+__device__ __forceinline__ float rwo_pow(float a, float b) { return powf(a, b); }
+__device__ __forceinline__ double rwo_pow(double a, double b) { return pow(a, b); }
 
 // Warp shuffles over the whole warp (`warpSize` lanes: 32 on NVIDIA, 32 or 64 on AMD).
 #if defined(__CUDACC_RTC__)

@@ -4,15 +4,69 @@
 //! layouts already broadcast to one shape. A backend only checks what lives in device data
 //! (index ids). Outputs are new contiguous storages unless the method writes into `dst`.
 
-use crate::spec::conv::ConvGeometry;
+use crate::spec::Family;
+use crate::spec::conv::{Conv2, ConvOp};
 use crate::spec::copy::Copy2d;
-use crate::spec::elementwise::{BinaryOp, CmpOp, UnaryOp};
+use crate::spec::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use crate::spec::index::ScatterMode;
 use crate::spec::matmul::MatmulGeometry;
+use crate::spec::nn::NnOp;
 use crate::spec::pool::{Pool2dParams, PoolOp};
 use crate::spec::random::Distribution;
 use crate::spec::reduce::ReduceOp;
-use crate::{BackendKind, CpuStorage, DType, Layout, Result, Scalar};
+use crate::{CpuStorage, DType, Error, Layout, Result, Scalar};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+/// The kinds of backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BackendKind {
+    /// The cpu reference backend (always there).
+    Cpu,
+    /// WGSL compute shaders on wgpu (Vulkan, Metal, DX12, GL).
+    Wgpu,
+    /// The native backend on AMD GPUs (HIP, rocBLAS, MIOpen; feature `rocm`).
+    Rocm,
+    /// The native backend on NVIDIA GPUs (NVRTC, cuBLAS, cuDNN; feature `cuda`).
+    Cuda,
+}
+
+impl BackendKind {
+    /// In the order [`Device::auto`] prefers them.
+    pub const PREFERENCE: &'static [BackendKind] =
+        &[BackendKind::Rocm, BackendKind::Cuda, BackendKind::Wgpu, BackendKind::Cpu];
+
+    /// `cpu`, `wgpu`, `rocm` or `cuda`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Cpu => "cpu",
+            BackendKind::Wgpu => "wgpu",
+            BackendKind::Rocm => "rocm",
+            BackendKind::Cuda => "cuda",
+        }
+    }
+
+    /// Parses a name as `RWO_BACKEND` and `RWO_REQUIRE` spell it.
+    pub fn parse(name: &str) -> Result<BackendKind> {
+        Self::PREFERENCE.iter().copied().find(|k| k.name() == name.trim()).ok_or_else(|| Error::BackendUnavailable {
+            kind: name.to_string(),
+            reason: "unknown backend name; expected one of cpu, wgpu, rocm, cuda".into(),
+        })
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How [`crate::Device::auto`] opens a backend: as the environment asks (`RWO_ADAPTER`,
+/// `RWO_ROCM_DEVICE`, ...), or why it cannot run here.
+pub(crate) trait Open: Memory + Sized {
+    async fn open_default() -> std::result::Result<Self, String>;
+}
 
 /// A backend's buffer of elements of one dtype.
 pub trait BackendStorage: Send + Sync + Sized {
@@ -35,6 +89,15 @@ pub trait Memory: Clone + Send + Sync + 'static {
     type Storage: BackendStorage;
     /// Which backend this is.
     fn kind(&self) -> BackendKind;
+    /// A one-line label: the backend and its device.
+    fn describe(&self) -> String;
+    /// Whether `other` is this same device: tensors of both may meet in one op.
+    fn same(&self, other: &Self) -> bool;
+    /// Whether ops of `family` compute on the host here (the cpu, or a family a native backend
+    /// runs on the cpu reference where its vendor library is absent).
+    fn on_host(&self, _family: Family) -> bool {
+        false
+    }
     /// The device's name, features and limits worth printing, as `(key, value)` pairs.
     fn info(&self) -> Vec<(&'static str, String)>;
     /// Why this backend cannot run `op` in `dtype` (a dtype the spec allows for it), or `None`
@@ -69,8 +132,8 @@ pub struct Readback<T>(Pending<T>);
 
 enum Pending<T> {
     Done(Result<T>),
-    /// A wgpu staging buffer being mapped, and how to decode its bytes.
-    Wgpu(crate::wgpu::Mapping, Box<dyn FnOnce(Vec<u8>) -> Result<T> + Send>),
+    /// A copy the device delivers later (a wgpu staging buffer being mapped).
+    Later(Pin<Box<dyn Future<Output = Result<T>> + Send>>),
 }
 
 impl<T> Readback<T> {
@@ -79,8 +142,10 @@ impl<T> Readback<T> {
         Readback(Pending::Done(r))
     }
 
-    pub(crate) fn mapping(m: crate::wgpu::Mapping, decode: impl FnOnce(Vec<u8>) -> Result<T> + Send + 'static) -> Self {
-        Readback(Pending::Wgpu(m, Box::new(decode)))
+    /// Data the device delivers when `f` completes (natively, a future that may block inside
+    /// its first poll: wgpu delivers mapped buffers inside a wait on the device).
+    pub(crate) fn later(f: impl Future<Output = Result<T>> + Send + 'static) -> Self {
+        Readback(Pending::Later(Box::pin(f)))
     }
 
     /// The data, once the device has delivered it. Natively wgpu delivers it inside a wait on
@@ -88,7 +153,7 @@ impl<T> Readback<T> {
     pub async fn wait(self) -> Result<T> {
         match self.0 {
             Pending::Done(r) => r,
-            Pending::Wgpu(m, decode) => decode(m.bytes().await?),
+            Pending::Later(f) => f.await,
         }
     }
 }
@@ -97,14 +162,9 @@ impl<T> Readback<T> {
 pub trait ElementwiseOps: Memory {
     /// `op` on every element.
     fn unary(&self, x: &Self::Storage, l: &Layout, op: UnaryOp) -> Result<Self::Storage>;
-    /// `x * mul + add`.
-    fn affine(&self, x: &Self::Storage, l: &Layout, mul: f64, add: f64) -> Result<Self::Storage>;
-    /// `x` to the power `e`.
-    fn powf(&self, x: &Self::Storage, l: &Layout, e: f64) -> Result<Self::Storage>;
-    /// ELU: `x` where positive, else `alpha (exp(x) - 1)`.
-    fn elu(&self, x: &Self::Storage, l: &Layout, alpha: f64) -> Result<Self::Storage>;
-    /// Bounds already cast to the dtype of `x`, `min <= max`.
-    fn clamp(&self, x: &Self::Storage, l: &Layout, min: Scalar, max: Scalar) -> Result<Self::Storage>;
+    /// `op` with its parameters as [`crate::spec::elementwise::scalar_map`] puts them (f64 for
+    /// the float maps, clamp's bounds in the dtype of `x`).
+    fn scalar_map(&self, x: &Self::Storage, l: &Layout, op: ScalarOp, params: &[Scalar]) -> Result<Self::Storage>;
     /// `ll` and `rl` have the same shape (broadcast already applied through strides).
     fn binary(
         &self,
@@ -197,43 +257,19 @@ pub trait IndexOps: Memory {
     ) -> Result<Self::Storage>;
 }
 
-/// Convolutions and transposed convolutions, 1-D and 2-D (`ConvGeometry` says the sizes).
+/// Convolutions and transposed convolutions, 1-D and 2-D, through one 2-D core.
 pub trait ConvOps: Memory {
-    /// 1-D cross-correlation of `x (N, C, L)` with `k (K, C / groups, R)`.
-    fn conv1d(
+    /// `op` of `x (N, C, H, W)` with `k` (`(K, C / groups, R, S)`; transposed:
+    /// `(C, K / groups, R, S)`) as `g` says; a 1-D op arrives with `H = R = 1` (see
+    /// [`crate::spec::conv::nchw`]).
+    fn conv(
         &self,
+        op: ConvOp,
         x: &Self::Storage,
         xl: &Layout,
         k: &Self::Storage,
         kl: &Layout,
-        g: &ConvGeometry<1>,
-    ) -> Result<Self::Storage>;
-    /// 2-D cross-correlation of `x (N, C, H, W)` with `k (K, C / groups, R, S)`.
-    fn conv2d(
-        &self,
-        x: &Self::Storage,
-        xl: &Layout,
-        k: &Self::Storage,
-        kl: &Layout,
-        g: &ConvGeometry<2>,
-    ) -> Result<Self::Storage>;
-    /// The transpose (gradient with respect to the input) of `conv1d`.
-    fn conv_transpose1d(
-        &self,
-        x: &Self::Storage,
-        xl: &Layout,
-        k: &Self::Storage,
-        kl: &Layout,
-        g: &ConvGeometry<1>,
-    ) -> Result<Self::Storage>;
-    /// The transpose (gradient with respect to the input) of `conv2d`.
-    fn conv_transpose2d(
-        &self,
-        x: &Self::Storage,
-        xl: &Layout,
-        k: &Self::Storage,
-        kl: &Layout,
-        g: &ConvGeometry<2>,
+        g: &Conv2,
     ) -> Result<Self::Storage>;
 }
 
@@ -278,8 +314,8 @@ pub trait MatmulOps: Memory {
 
 /// Softmax and the normalisations.
 pub trait NnOps: Memory {
-    /// softmax along `dim`; its log when `log`.
-    fn softmax(&self, x: &Self::Storage, l: &Layout, dim: usize, log: bool) -> Result<Self::Storage>;
+    /// `op` (softmax or log_softmax) along `dim`.
+    fn softmax(&self, x: &Self::Storage, l: &Layout, op: NnOp, dim: usize) -> Result<Self::Storage>;
     /// Normalised along the last dim (mean 0, variance 1, `eps` added to the variance), then `w`
     /// and `b` applied.
     fn layer_norm(

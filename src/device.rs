@@ -5,8 +5,9 @@
 //! environment variable `RWO_BACKEND=cpu|wgpu|rocm|cuda` forces one and fails with a clear
 //! error when it is absent. [`Device::describe`] says what was chosen and why.
 
-use crate::backend::{BackendStorage, Memory};
-use crate::cpu::{CpuBackend, CpuStorage};
+use crate::CpuStorage;
+use crate::backend::{BackendKind, BackendStorage, Memory, Open};
+use crate::cpu::CpuBackend;
 #[cfg(any(feature = "rocm", feature = "cuda"))]
 use crate::native::NativeStorage;
 #[cfg(feature = "cuda")]
@@ -19,97 +20,105 @@ use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
-/// The kinds of backend.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum BackendKind {
-    /// The cpu reference backend (always there).
-    Cpu,
-    /// WGSL compute shaders on wgpu (Vulkan, Metal, DX12, GL).
-    Wgpu,
-    /// The native backend on AMD GPUs (HIP, rocBLAS, MIOpen; feature `rocm`).
-    Rocm,
-    /// The native backend on NVIDIA GPUs (NVRTC, cuBLAS, cuDNN; feature `cuda`).
-    Cuda,
-}
-
-impl BackendKind {
-    /// In the order [`Device::auto`] prefers them.
-    pub const PREFERENCE: &'static [BackendKind] =
-        &[BackendKind::Rocm, BackendKind::Cuda, BackendKind::Wgpu, BackendKind::Cpu];
-
-    /// `cpu`, `wgpu`, `rocm` or `cuda`.
-    pub fn name(self) -> &'static str {
-        match self {
-            BackendKind::Cpu => "cpu",
-            BackendKind::Wgpu => "wgpu",
-            BackendKind::Rocm => "rocm",
-            BackendKind::Cuda => "cuda",
+/// The one list of backends: every enum over them, the storage conversions, [`dispatch!`] and
+/// [`probe`] are generated from it, so a backend joins in one line.
+macro_rules! backends {
+    ($d:tt $($(#[$cfg:meta])* $kind:ident => $backend:ty, $storage:ty;)*) => {
+        /// A backend that answered, whatever its kind.
+        #[derive(Clone, Debug)]
+        pub(crate) enum AnyBackend {
+            $($(#[$cfg])* $kind($backend),)*
         }
-    }
 
-    /// Parses a name as `RWO_BACKEND` and `RWO_REQUIRE` spell it.
-    pub fn parse(name: &str) -> Result<BackendKind> {
-        Self::PREFERENCE.iter().copied().find(|k| k.name() == name.trim()).ok_or_else(|| Error::BackendUnavailable {
-            kind: name.to_string(),
-            reason: "unknown backend name; expected one of cpu, wgpu, rocm, cuda".into(),
-        })
-    }
+        /// A buffer of any backend.
+        #[derive(Debug)]
+        pub(crate) enum Storage {
+            $($(#[$cfg])* $kind($storage),)*
+        }
+
+        impl Storage {
+            pub(crate) fn dtype(&self) -> crate::DType {
+                match self {
+                    $($(#[$cfg])* Storage::$kind(s) => s.dtype(),)*
+                }
+            }
+
+            fn kind(&self) -> BackendKind {
+                match self {
+                    $($(#[$cfg])* Storage::$kind(_) => BackendKind::$kind,)*
+                }
+            }
+        }
+
+        $(
+            $(#[$cfg])*
+            impl BackendOf for $backend {
+                fn get<'a>(&self, s: &'a Storage) -> Result<&'a $storage> {
+                    match s {
+                        Storage::$kind(s) => Ok(s),
+                        #[allow(unreachable_patterns)]
+                        other => Err(mismatch(BackendKind::$kind, other)),
+                    }
+                }
+                fn get_mut<'a>(&self, s: &'a mut Storage) -> Result<&'a mut $storage> {
+                    match s {
+                        Storage::$kind(s) => Ok(s),
+                        #[allow(unreachable_patterns)]
+                        other => Err(mismatch(BackendKind::$kind, other)),
+                    }
+                }
+                fn wrap(&self, s: $storage) -> Storage {
+                    Storage::$kind(s)
+                }
+            }
+        )*
+
+        /// Runs `$body` with `$b` bound to the concrete backend of a [`Device`].
+        macro_rules! dispatch {
+            ($d dev:expr, |$d b:ident| $d body:expr) => {
+                match $d dev.backend() {
+                    $($(#[$cfg])* $crate::device::AnyBackend::$kind($d b) => $d body,)*
+                }
+            };
+        }
+        pub(crate) use dispatch;
+
+        /// Asks one kind of backend whether it can run here.
+        async fn probe(kind: BackendKind) -> Probe<AnyBackend> {
+            match kind {
+                $($(#[$cfg])* BackendKind::$kind => <$backend as Open>::open_default().await.map(|b| {
+                    let label = b.describe();
+                    (AnyBackend::$kind(b), label)
+                }),)*
+                #[allow(unreachable_patterns)]
+                other => Err(format!("not compiled in (build with --features {other})")),
+            }
+        }
+
+        impl Device {
+            /// Whether tensors of the two devices can meet in one op.
+            pub fn same_device(&self, other: &Device) -> bool {
+                match (self.backend(), other.backend()) {
+                    $($(#[$cfg])* (AnyBackend::$kind(a), AnyBackend::$kind(b)) => a.same(b),)*
+                    #[allow(unreachable_patterns)]
+                    _ => false,
+                }
+            }
+        }
+    };
 }
 
-impl fmt::Display for BackendKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A backend that answered, whatever its kind.
-#[derive(Clone, Debug)]
-pub(crate) enum AnyBackend {
-    Cpu(CpuBackend),
-    Wgpu(WgpuBackend),
+backends! {$
+    Cpu => CpuBackend, CpuStorage;
+    Wgpu => WgpuBackend, WgpuStorage;
     #[cfg(feature = "rocm")]
-    Rocm(RocmBackend),
+    Rocm => RocmBackend, NativeStorage<Hip>;
     #[cfg(feature = "cuda")]
-    Cuda(CudaBackend),
+    Cuda => CudaBackend, NativeStorage<Cuda>;
 }
 
-/// A buffer of any backend.
-#[derive(Debug)]
-pub(crate) enum Storage {
-    Cpu(CpuStorage),
-    Wgpu(WgpuStorage),
-    #[cfg(feature = "rocm")]
-    Rocm(NativeStorage<Hip>),
-    #[cfg(feature = "cuda")]
-    Cuda(NativeStorage<Cuda>),
-}
-
-impl Storage {
-    pub(crate) fn dtype(&self) -> crate::DType {
-        match self {
-            Storage::Cpu(s) => s.dtype(),
-            Storage::Wgpu(s) => s.dtype(),
-            #[cfg(feature = "rocm")]
-            Storage::Rocm(s) => s.dtype(),
-            #[cfg(feature = "cuda")]
-            Storage::Cuda(s) => s.dtype(),
-        }
-    }
-
-    fn backend_name(&self) -> &'static str {
-        match self {
-            Storage::Cpu(_) => "cpu",
-            Storage::Wgpu(_) => "wgpu",
-            #[cfg(feature = "rocm")]
-            Storage::Rocm(_) => "rocm",
-            #[cfg(feature = "cuda")]
-            Storage::Cuda(_) => "cuda",
-        }
-    }
-}
-
-fn mismatch(want: &'static str, s: &Storage) -> Error {
-    Error::DeviceMismatch { op: "storage", lhs: want.into(), rhs: s.backend_name().into() }
+fn mismatch(want: BackendKind, s: &Storage) -> Error {
+    Error::DeviceMismatch { op: "storage", lhs: want.to_string(), rhs: s.kind().to_string() }
 }
 
 /// Maps between a backend's own storage and [`Storage`].
@@ -118,51 +127,6 @@ pub(crate) trait BackendOf: crate::backend::Backend {
     fn get_mut<'a>(&self, s: &'a mut Storage) -> Result<&'a mut Self::Storage>;
     fn wrap(&self, s: Self::Storage) -> Storage;
 }
-
-macro_rules! backend_of {
-    ($backend:ty, $storage:ty, $variant:ident, $name:literal) => {
-        impl BackendOf for $backend {
-            fn get<'a>(&self, s: &'a Storage) -> Result<&'a $storage> {
-                match s {
-                    Storage::$variant(s) => Ok(s),
-                    #[allow(unreachable_patterns)]
-                    other => Err(mismatch($name, other)),
-                }
-            }
-            fn get_mut<'a>(&self, s: &'a mut Storage) -> Result<&'a mut $storage> {
-                match s {
-                    Storage::$variant(s) => Ok(s),
-                    #[allow(unreachable_patterns)]
-                    other => Err(mismatch($name, other)),
-                }
-            }
-            fn wrap(&self, s: $storage) -> Storage {
-                Storage::$variant(s)
-            }
-        }
-    };
-}
-backend_of!(CpuBackend, CpuStorage, Cpu, "cpu");
-backend_of!(WgpuBackend, WgpuStorage, Wgpu, "wgpu");
-#[cfg(feature = "rocm")]
-backend_of!(RocmBackend, NativeStorage<Hip>, Rocm, "rocm");
-#[cfg(feature = "cuda")]
-backend_of!(CudaBackend, NativeStorage<Cuda>, Cuda, "cuda");
-
-/// Runs `$body` with `$b` bound to the concrete backend of a [`Device`].
-macro_rules! dispatch {
-    ($dev:expr, |$b:ident| $body:expr) => {
-        match $dev.backend() {
-            $crate::device::AnyBackend::Cpu($b) => $body,
-            $crate::device::AnyBackend::Wgpu($b) => $body,
-            #[cfg(feature = "rocm")]
-            $crate::device::AnyBackend::Rocm($b) => $body,
-            #[cfg(feature = "cuda")]
-            $crate::device::AnyBackend::Cuda($b) => $body,
-        }
-    };
-}
-pub(crate) use dispatch;
 
 /// A probe's answer: the backend and a one-line label, or why there is none.
 type Probe<T> = std::result::Result<(T, String), String>;
@@ -194,31 +158,6 @@ pub(crate) async fn choose<T, F: Future<Output = Probe<T>>>(
         }
     }
     Err(Error::BackendUnavailable { kind: "any".into(), reason: skipped.join("; ") })
-}
-
-/// Asks one kind of backend whether it can run here.
-async fn probe(kind: BackendKind) -> Probe<AnyBackend> {
-    match kind {
-        BackendKind::Cpu => Ok((AnyBackend::Cpu(CpuBackend), "cpu: reference backend".into())),
-        BackendKind::Wgpu => WgpuBackend::from_env().await.map(|b| {
-            let label = b.describe();
-            (AnyBackend::Wgpu(b), label)
-        }),
-        #[cfg(feature = "rocm")]
-        BackendKind::Rocm => RocmBackend::open(None).map(|b| {
-            let label = b.describe();
-            (AnyBackend::Rocm(b), label)
-        }),
-        #[cfg(not(feature = "rocm"))]
-        BackendKind::Rocm => Err("not compiled in (build with --features rocm)".into()),
-        #[cfg(feature = "cuda")]
-        BackendKind::Cuda => CudaBackend::open().map(|b| {
-            let label = b.describe();
-            (AnyBackend::Cuda(b), label)
-        }),
-        #[cfg(not(feature = "cuda"))]
-        BackendKind::Cuda => Err("not compiled in (build with --features cuda)".into()),
-    }
 }
 
 /// [`probe`] from sync code: where it would block (a WebGPU adapter in a browser), the reason
@@ -284,7 +223,7 @@ impl Device {
 
     /// The cpu reference backend.
     pub fn cpu() -> Device {
-        Device::from_backend(AnyBackend::Cpu(CpuBackend), "cpu: reference backend: asked for by name".into())
+        Device::from_backend(AnyBackend::Cpu(CpuBackend), format!("{}: asked for by name", CpuBackend.describe()))
     }
 
     /// The best backend here, or the one `RWO_BACKEND` names. Blocks while the device opens;
@@ -381,19 +320,6 @@ impl Device {
         }
     }
 
-    /// Whether tensors of the two devices can meet in one op.
-    pub fn same_device(&self, other: &Device) -> bool {
-        match (self.backend(), other.backend()) {
-            (AnyBackend::Cpu(_), AnyBackend::Cpu(_)) => true,
-            (AnyBackend::Wgpu(a), AnyBackend::Wgpu(b)) => a.same(b),
-            #[cfg(feature = "rocm")]
-            (AnyBackend::Rocm(a), AnyBackend::Rocm(b)) => a.same(b),
-            #[cfg(feature = "cuda")]
-            (AnyBackend::Cuda(a), AnyBackend::Cuda(b)) => a.same(b),
-            _ => false,
-        }
-    }
-
     /// A wgpu device on the adapter whose name holds `adapter` (or the preferred one), with
     /// the optional features `features` names (`"none"`, `"f16,i64"`; all by default) and the
     /// kernel tuning overrides of `RWO_WGPU_TUNE`, if set. Blocks while the device opens; in a
@@ -465,18 +391,9 @@ impl Device {
         out
     }
 
-    /// Whether ops of `family` compute on the host here (the cpu, or a family a native backend
-    /// runs on the cpu reference for now; wgpu runs every family in WGSL).
-    #[cfg_attr(not(any(feature = "rocm", feature = "cuda")), allow(unused_variables))]
+    /// Whether ops of `family` compute on the host here (see [`Memory::on_host`]).
     pub(crate) fn on_host(&self, family: crate::spec::Family) -> bool {
-        match self.backend() {
-            AnyBackend::Cpu(_) => true,
-            AnyBackend::Wgpu(_) => false,
-            #[cfg(feature = "rocm")]
-            AnyBackend::Rocm(b) => b.on_cpu().contains(&family.name()),
-            #[cfg(feature = "cuda")]
-            AnyBackend::Cuda(b) => b.on_cpu().contains(&family.name()),
-        }
+        dispatch!(self, |b| b.on_host(family))
     }
 
     /// What the GPU buffer pool holds (`None` on backends without one).

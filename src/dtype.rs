@@ -91,7 +91,7 @@ impl fmt::Display for DType {
 /// Casts follow Rust's `as`: float to integer truncates toward zero and saturates (NaN gives 0),
 /// integer to integer wraps, and every conversion into a float rounds to nearest even.
 pub trait WithDType:
-    crate::cpu::StorageElem + Copy + Send + Sync + PartialOrd + PartialEq + fmt::Debug + fmt::Display + Default + 'static
+    crate::host::StorageElem + Copy + Send + Sync + PartialOrd + PartialEq + fmt::Debug + fmt::Display + Default + 'static
 {
     /// The dtype of this element type.
     const DTYPE: DType;

@@ -1,7 +1,8 @@
 //! One error type for the whole crate. Vendor statuses (wgpu, HIP, rocBLAS, MIOpen, CUDA) are
 //! folded into [`Error::Backend`] with their own text.
 
-use crate::{BackendKind, DType, Shape};
+use crate::backend::BackendKind;
+use crate::{DType, Shape};
 
 /// Every failure the crate reports. Bad input never panics; it comes back as one of these.
 #[derive(thiserror::Error, Debug, Clone, PartialEq)]

@@ -374,6 +374,35 @@ impl Layout {
     }
 }
 
+/// The row-major walk of `shape` through each operand's `strides` in the fewest dims: size-1
+/// dims dropped, and each dim merged into the one before it where every operand allows (its
+/// stride there is this dim's stride times this dim's size). Returns the dims and each operand's
+/// strides over them; the one walk every kernel planner shares.
+pub(crate) fn coalesce(shape: &[usize], strides: &[&[usize]]) -> (Vec<usize>, Vec<Vec<usize>>) {
+    let mut dims: Vec<usize> = vec![];
+    let mut out: Vec<Vec<usize>> = vec![vec![]; strides.len()];
+    for (k, &d) in shape.iter().enumerate().filter(|&(_, &d)| d != 1) {
+        let merges =
+            !dims.is_empty() && strides.iter().zip(&out).all(|(s, o)| o.last().copied() == s[k].checked_mul(d));
+        if merges {
+            if let Some(last) = dims.last_mut() {
+                *last *= d;
+            }
+            for (s, o) in strides.iter().zip(&mut out) {
+                if let Some(last) = o.last_mut() {
+                    *last = s[k];
+                }
+            }
+        } else {
+            dims.push(d);
+            for (s, o) in strides.iter().zip(&mut out) {
+                o.push(s[k]);
+            }
+        }
+    }
+    (dims, out)
+}
+
 /// Runs of contiguous storage that make up a layout, in row-major order.
 pub enum StridedBlocks<'a> {
     /// One run: the whole layout.
@@ -437,6 +466,20 @@ impl Iterator for StridedIndex<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn coalesce_merges_only_where_every_operand_allows() {
+        // Contiguous: one dim. Size-1 dims vanish whatever their stride.
+        assert_eq!(coalesce(&[2, 1, 3, 4], &[&[12, 99, 4, 1]]), (vec![24], vec![vec![1]]));
+        // A transposed operand keeps the dims apart; a broadcast one merges with a broadcast.
+        let (d, s) = coalesce(&[2, 3, 4], &[&[12, 4, 1], &[1, 2, 6]]);
+        assert_eq!((d, s), (vec![2, 3, 4], vec![vec![12, 4, 1], vec![1, 2, 6]]));
+        let (d, s) = coalesce(&[2, 3, 4], &[&[12, 4, 1], &[0, 0, 1]]);
+        assert_eq!((d, s), (vec![6, 4], vec![vec![4, 1], vec![0, 1]]));
+        // No dims left: a scalar walk; no operands: one dim of every element.
+        assert_eq!(coalesce(&[1, 1], &[&[5, 7]]), (vec![], vec![vec![]]));
+        assert_eq!(coalesce(&[2, 1, 3], &[]), (vec![6], vec![]));
+    }
 
     #[test]
     fn strided_index_walks_a_transpose() {

@@ -27,16 +27,19 @@ pub mod cpu;
 mod device;
 mod dtype;
 mod error;
+pub mod expr;
+mod host;
 mod layout;
 pub mod native;
 pub mod spec;
 mod tensor;
 pub mod wgpu;
 
-pub use cpu::CpuStorage;
-pub use device::{BackendKind, Device};
+pub use backend::BackendKind;
+pub use device::Device;
 pub use dtype::{DType, Scalar, WithDType};
 pub use error::{Error, Result};
+pub use host::CpuStorage;
 pub use layout::{D, Dim, Layout, Shape, StridedBlocks, StridedIndex};
 pub use tensor::Tensor;
 

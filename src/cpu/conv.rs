@@ -3,8 +3,8 @@
 //! over contiguous rows; every product accumulates in f64 and rounds once to the dtype.
 
 use super::{CpuBackend, CpuStorage, dtype_mismatch, map_strided, wrong_dtype};
-use crate::backend::{BackendStorage, ConvOps};
-use crate::spec::conv::{Conv2, ConvGeometry, ConvOp};
+use crate::backend::ConvOps;
+use crate::spec::conv::{Conv2, ConvOp};
 use crate::{DType, Layout, Result, WithDType, with_storage_pair};
 use std::ops::Range;
 
@@ -81,12 +81,12 @@ fn axpy(dst: &mut [f64], dst_step: usize, src: &[f64], src_step: usize, w: f64) 
     }
 }
 
-fn run(x: &CpuStorage, xl: &Layout, k: &CpuStorage, kl: &Layout, g: Conv2, op: ConvOp) -> Result<CpuStorage> {
+fn run(x: &CpuStorage, xl: &Layout, k: &CpuStorage, kl: &Layout, g: &Conv2, op: ConvOp) -> Result<CpuStorage> {
     if !x.dtype().is_float() {
         return Err(wrong_dtype(op.name(), x, DType::FLOAT));
     }
     let mismatch = dtype_mismatch(op.name(), x, k);
-    with_storage_pair!(x, k, (xv, kv) => Ok(typed(xv, xl, kv, kl, &g, op.is_transposed())), Err(mismatch))
+    with_storage_pair!(x, k, (xv, kv) => Ok(typed(xv, xl, kv, kl, g, op.is_transposed())), Err(mismatch))
 }
 
 fn typed<T: WithDType>(x: &[T], xl: &Layout, k: &[T], kl: &Layout, g: &Conv2, transposed: bool) -> CpuStorage {
@@ -97,47 +97,15 @@ fn typed<T: WithDType>(x: &[T], xl: &Layout, k: &[T], kl: &Layout, g: &Conv2, tr
 }
 
 impl ConvOps for CpuBackend {
-    fn conv1d(
+    fn conv(
         &self,
+        op: ConvOp,
         x: &CpuStorage,
         xl: &Layout,
         k: &CpuStorage,
         kl: &Layout,
-        g: &ConvGeometry<1>,
+        g: &Conv2,
     ) -> Result<CpuStorage> {
-        run(x, xl, k, kl, g.into(), ConvOp::Conv1d)
-    }
-
-    fn conv2d(
-        &self,
-        x: &CpuStorage,
-        xl: &Layout,
-        k: &CpuStorage,
-        kl: &Layout,
-        g: &ConvGeometry<2>,
-    ) -> Result<CpuStorage> {
-        run(x, xl, k, kl, g.into(), ConvOp::Conv2d)
-    }
-
-    fn conv_transpose1d(
-        &self,
-        x: &CpuStorage,
-        xl: &Layout,
-        k: &CpuStorage,
-        kl: &Layout,
-        g: &ConvGeometry<1>,
-    ) -> Result<CpuStorage> {
-        run(x, xl, k, kl, g.into(), ConvOp::ConvTranspose1d)
-    }
-
-    fn conv_transpose2d(
-        &self,
-        x: &CpuStorage,
-        xl: &Layout,
-        k: &CpuStorage,
-        kl: &Layout,
-        g: &ConvGeometry<2>,
-    ) -> Result<CpuStorage> {
-        run(x, xl, k, kl, g.into(), ConvOp::ConvTranspose2d)
+        run(x, xl, k, kl, g, op)
     }
 }

@@ -3,7 +3,7 @@
 
 use super::{CpuBackend, CpuStorage, dtype_mismatch, map_strided, wrong_dtype, zip_strided};
 use crate::backend::ElementwiseOps;
-use crate::spec::elementwise::{BinaryOp, CmpOp, UnaryOp};
+use crate::spec::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use crate::{DType, Layout, Result, Scalar, WithDType, with_float_storage, with_storage, with_storage_pair};
 use half::{bf16, f16};
 
@@ -209,24 +209,21 @@ impl ElementwiseOps for CpuBackend {
             .ok_or_else(|| wrong_dtype(op.name(), x, op.dtypes()))
     }
 
-    fn affine(&self, x: &CpuStorage, l: &Layout, mul: f64, add: f64) -> Result<CpuStorage> {
-        with_float_storage!(x, v => Ok(float_map(v, l, |x| x * mul + add)), Err(wrong_dtype("affine", x, DType::FLOAT)))
-    }
-
-    fn powf(&self, x: &CpuStorage, l: &Layout, e: f64) -> Result<CpuStorage> {
-        with_float_storage!(x, v => Ok(float_map(v, l, |x| x.powf(e))), Err(wrong_dtype("powf", x, DType::FLOAT)))
-    }
-
-    fn elu(&self, x: &CpuStorage, l: &Layout, alpha: f64) -> Result<CpuStorage> {
-        let f = |x: f64| if x >= 0.0 { x } else { alpha * x.exp_m1() };
-        with_float_storage!(x, v => Ok(float_map(v, l, f)), Err(wrong_dtype("elu", x, DType::FLOAT)))
-    }
-
-    fn clamp(&self, x: &CpuStorage, l: &Layout, min: Scalar, max: Scalar) -> Result<CpuStorage> {
-        Ok(with_storage!(x, v => {
-            let (lo, hi) = (min.to(), max.to());
-            CpuStorage::from_vec(map_strided(v, l, |x| if x < lo { lo } else if x > hi { hi } else { x }))
-        }))
+    fn scalar_map(&self, x: &CpuStorage, l: &Layout, op: ScalarOp, params: &[Scalar]) -> Result<CpuStorage> {
+        let p = |i: usize| params[i].to_f64();
+        let wrong = || wrong_dtype(op.name(), x, op.dtypes());
+        match op {
+            ScalarOp::Affine => with_float_storage!(x, v => Ok(float_map(v, l, |x| x * p(0) + p(1))), Err(wrong())),
+            ScalarOp::Powf => with_float_storage!(x, v => Ok(float_map(v, l, |x| x.powf(p(0)))), Err(wrong())),
+            ScalarOp::Elu => {
+                let f = |x: f64| if x >= 0.0 { x } else { p(0) * x.exp_m1() };
+                with_float_storage!(x, v => Ok(float_map(v, l, f)), Err(wrong()))
+            }
+            ScalarOp::Clamp => Ok(with_storage!(x, v => {
+                let (lo, hi) = (params[0].to(), params[1].to());
+                CpuStorage::from_vec(map_strided(v, l, |x| if x < lo { lo } else if x > hi { hi } else { x }))
+            })),
+        }
     }
 
     fn binary(&self, lhs: &CpuStorage, ll: &Layout, rhs: &CpuStorage, rl: &Layout, op: BinaryOp) -> Result<CpuStorage> {

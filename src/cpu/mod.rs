@@ -14,147 +14,49 @@ mod reduce;
 mod sort;
 mod upsample;
 
-use crate::backend::{BackendStorage, Memory, Readback};
+pub use crate::host::CpuStorage;
+
+use crate::backend::{BackendKind, BackendStorage, Memory, Readback};
 use crate::layout::StridedBlocks;
-use crate::{BackendKind, DType, Layout, Result, WithDType};
-use half::{bf16, f16};
-
-/// Host memory: a vector of one dtype. Also the crate's host buffer for uploads and downloads.
-#[derive(Clone, Debug, PartialEq)]
-pub enum CpuStorage {
-    /// u8 elements.
-    U8(Vec<u8>),
-    /// u32 elements.
-    U32(Vec<u32>),
-    /// i64 elements.
-    I64(Vec<i64>),
-    /// f16 elements.
-    F16(Vec<f16>),
-    /// bf16 elements.
-    BF16(Vec<bf16>),
-    /// f32 elements.
-    F32(Vec<f32>),
-    /// f64 elements.
-    F64(Vec<f64>),
-}
-
-/// Runs `$body` with `$v` bound to the vector inside a [`CpuStorage`] (by the binding mode of
-/// `$s`), whatever its dtype; the body is generic code instantiated once per dtype.
-#[macro_export]
-#[doc(hidden)]
-macro_rules! with_storage {
-    ($s:expr, $v:ident => $body:expr) => {
-        match $s {
-            $crate::CpuStorage::U8($v) => $body,
-            $crate::CpuStorage::U32($v) => $body,
-            $crate::CpuStorage::I64($v) => $body,
-            $crate::CpuStorage::F16($v) => $body,
-            $crate::CpuStorage::BF16($v) => $body,
-            $crate::CpuStorage::F32($v) => $body,
-            $crate::CpuStorage::F64($v) => $body,
-        }
-    };
-}
-
-/// As [`with_storage!`], for the float dtypes only; other dtypes give `$err`.
-#[macro_export]
-#[doc(hidden)]
-macro_rules! with_float_storage {
-    ($s:expr, $v:ident => $body:expr, $err:expr) => {
-        match $s {
-            $crate::CpuStorage::F16($v) => $body,
-            $crate::CpuStorage::BF16($v) => $body,
-            $crate::CpuStorage::F32($v) => $body,
-            $crate::CpuStorage::F64($v) => $body,
-            _ => $err,
-        }
-    };
-}
-
-/// Runs `$body` with `$x` and `$y` bound to the vectors of two storages of one dtype;
-/// storages of different dtypes give `$err`.
-#[macro_export]
-#[doc(hidden)]
-macro_rules! with_storage_pair {
-    ($a:expr, $b:expr, ($x:ident, $y:ident) => $body:expr, $err:expr) => {
-        match ($a, $b) {
-            ($crate::CpuStorage::U8($x), $crate::CpuStorage::U8($y)) => $body,
-            ($crate::CpuStorage::U32($x), $crate::CpuStorage::U32($y)) => $body,
-            ($crate::CpuStorage::I64($x), $crate::CpuStorage::I64($y)) => $body,
-            ($crate::CpuStorage::F16($x), $crate::CpuStorage::F16($y)) => $body,
-            ($crate::CpuStorage::BF16($x), $crate::CpuStorage::BF16($y)) => $body,
-            ($crate::CpuStorage::F32($x), $crate::CpuStorage::F32($y)) => $body,
-            ($crate::CpuStorage::F64($x), $crate::CpuStorage::F64($y)) => $body,
-            _ => $err,
-        }
-    };
-}
-
-impl CpuStorage {
-    /// A buffer of `len` zeros, or [`crate::Error::OutOfMemory`] where the host cannot hold it.
-    pub fn zeros(dtype: DType, len: usize) -> Result<CpuStorage> {
-        Ok(match dtype {
-            DType::U8 => CpuStorage::U8(try_vec(len, 0)?),
-            DType::U32 => CpuStorage::U32(try_vec(len, 0)?),
-            DType::I64 => CpuStorage::I64(try_vec(len, 0)?),
-            DType::F16 => CpuStorage::F16(try_vec(len, f16::ZERO)?),
-            DType::BF16 => CpuStorage::BF16(try_vec(len, bf16::ZERO)?),
-            DType::F32 => CpuStorage::F32(try_vec(len, 0.0)?),
-            DType::F64 => CpuStorage::F64(try_vec(len, 0.0)?),
-        })
-    }
-
-    /// The storage of the variant that holds `T`.
-    pub fn from_vec<T: WithDType>(v: Vec<T>) -> CpuStorage {
-        T::into_storage(v)
-    }
-
-    /// The elements as `T`, if that is the dtype held.
-    pub fn as_slice<T: WithDType>(&self) -> Option<&[T]> {
-        T::from_storage(self)
-    }
-
-    /// Every element converted to f64 (exact for all but i64 past 2^53).
-    pub fn to_f64_vec(&self) -> Vec<f64> {
-        with_storage!(self, v => v.iter().map(|x| x.to_f64()).collect())
-    }
-
-    /// The raw bytes, little-endian as on every supported host.
-    pub fn as_bytes(&self) -> &[u8] {
-        with_storage!(self, v => bytemuck::cast_slice(v))
-    }
-
-    /// A buffer of `dtype` from raw little-endian bytes (`bytes.len()` a multiple of the size).
-    pub fn from_bytes(dtype: DType, bytes: &[u8]) -> Result<CpuStorage> {
-        let mut s = CpuStorage::zeros(dtype, bytes.len() / dtype.size_in_bytes())?;
-        with_storage!(&mut s, v => bytemuck::cast_slice_mut(v).copy_from_slice(bytes));
-        Ok(s)
-    }
-}
+use crate::{DType, Layout, Result};
 
 impl BackendStorage for CpuStorage {
     fn dtype(&self) -> DType {
-        with_storage!(self, v => elem_dtype(v))
+        CpuStorage::dtype(self)
     }
 
     fn len(&self) -> usize {
-        with_storage!(self, v => v.len())
+        CpuStorage::len(self)
     }
-}
-
-fn elem_dtype<T: WithDType>(_: &[T]) -> DType {
-    T::DTYPE
 }
 
 /// The cpu reference backend.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CpuBackend;
 
+impl crate::backend::Open for CpuBackend {
+    async fn open_default() -> std::result::Result<Self, String> {
+        Ok(CpuBackend)
+    }
+}
+
 impl Memory for CpuBackend {
     type Storage = CpuStorage;
 
     fn kind(&self) -> BackendKind {
         BackendKind::Cpu
+    }
+
+    fn describe(&self) -> String {
+        "cpu: reference backend".into()
+    }
+
+    fn same(&self, _: &Self) -> bool {
+        true
+    }
+
+    fn on_host(&self, _: crate::spec::Family) -> bool {
+        true
     }
 
     fn info(&self) -> Vec<(&'static str, String)> {
@@ -189,25 +91,6 @@ impl Memory for CpuBackend {
     fn read_flags(&self, flags: &[&CpuStorage]) -> Readback<Vec<Result<()>>> {
         Readback::done(Ok(flags.iter().map(|_| Ok(())).collect()))
     }
-}
-
-/// `len` copies of `value`; [`crate::Error::OutOfMemory`] where the host cannot hold them
-/// (a failed infallible allocation would abort the process).
-pub(crate) fn try_vec<T: Clone>(len: usize, value: T) -> Result<Vec<T>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| out_of_memory("a host buffer", len.saturating_mul(size_of::<T>())))?;
-    v.resize(len, value);
-    Ok(v)
-}
-
-/// Fails with [`crate::Error::OutOfMemory`] unless `bytes` of host memory can be reserved now:
-/// the check before a cpu reference op, whose kernels allocate their outputs as they go.
-pub(crate) fn reserve_host(what: &str, bytes: usize) -> Result<()> {
-    Vec::<u8>::new().try_reserve_exact(bytes).map_err(|_| out_of_memory(what, bytes))
-}
-
-fn out_of_memory(what: &str, bytes: usize) -> crate::Error {
-    crate::Error::OutOfMemory { what: what.to_string(), bytes: bytes as u64 }
 }
 
 /// The error for two storages whose dtypes should match and do not (the spec rules this out
@@ -255,34 +138,3 @@ pub(crate) fn zip_strided<A: Copy, B: Copy, U>(
         _ => al.strided_index().zip(bl.strided_index()).map(|(i, j)| f(a[i], b[j])).collect(),
     }
 }
-
-/// Host element types with a [`CpuStorage`] variant.
-pub trait StorageElem: Sized {
-    /// The storage of the variant that holds `Self`.
-    fn into_storage(v: Vec<Self>) -> CpuStorage;
-    /// The elements, if `s` is the variant that holds `Self`.
-    fn from_storage(s: &CpuStorage) -> Option<&[Self]>;
-}
-
-macro_rules! storage_elem {
-    ($t:ty, $v:ident) => {
-        impl StorageElem for $t {
-            fn into_storage(v: Vec<Self>) -> CpuStorage {
-                CpuStorage::$v(v)
-            }
-            fn from_storage(s: &CpuStorage) -> Option<&[Self]> {
-                match s {
-                    CpuStorage::$v(v) => Some(v),
-                    _ => None,
-                }
-            }
-        }
-    };
-}
-storage_elem!(u8, U8);
-storage_elem!(u32, U32);
-storage_elem!(i64, I64);
-storage_elem!(f16, F16);
-storage_elem!(bf16, BF16);
-storage_elem!(f32, F32);
-storage_elem!(f64, F64);

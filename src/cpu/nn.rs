@@ -133,8 +133,8 @@ fn batch_norm_typed<T: WithDType>(
 }
 
 impl NnOps for CpuBackend {
-    fn softmax(&self, x: &CpuStorage, l: &Layout, dim: usize, log: bool) -> Result<CpuStorage> {
-        let op = if log { NnOp::LogSoftmax } else { NnOp::Softmax };
+    fn softmax(&self, x: &CpuStorage, l: &Layout, op: NnOp, dim: usize) -> Result<CpuStorage> {
+        let log = op == NnOp::LogSoftmax;
         with_float_storage!(x, v => Ok(softmax_typed(v, l, dim, log)), Err(wrong_dtype(op.name(), x, DType::FLOAT)))
     }
 

@@ -3,7 +3,7 @@
 
 use super::elementwise::Arith;
 use super::{CpuBackend, CpuStorage};
-use crate::backend::{BackendStorage, ReduceOps};
+use crate::backend::ReduceOps;
 use crate::layout::StridedBlocks;
 use crate::spec::reduce::ReduceOp;
 use crate::{Error, Layout, Result, with_storage};

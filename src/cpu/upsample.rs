@@ -1,7 +1,7 @@
 //! Nearest-neighbour resizing on the cpu: each output cell copies the input cell the spec names.
 
 use super::{CpuBackend, CpuStorage};
-use crate::backend::{BackendStorage, UpsampleOps};
+use crate::backend::UpsampleOps;
 use crate::{Layout, Result, with_storage};
 
 /// Storage offsets, along one spatial dim of input size `len` and `stride`, of the input cell

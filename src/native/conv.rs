@@ -7,7 +7,7 @@ use super::kernel::{Args, MAX_ELEMS};
 use super::runtime::DevicePtr;
 use super::{NativeBackend, NativeStorage, Runtime};
 use crate::backend::ConvOps;
-use crate::spec::conv::{ConvGeometry, ConvOp};
+use crate::spec::conv::{Conv2, ConvOp};
 use crate::spec::{Family, kernel_name};
 use crate::{Layout, Result};
 use bytemuck::{Pod, Zeroable};
@@ -31,32 +31,28 @@ struct View4 {
     s: [u64; 4],
 }
 
-/// `a` for the last `D` dims (`D <= 2`), `fill` before them.
-fn lift<const D: usize>(a: [usize; D], fill: usize) -> [u64; 2] {
-    let mut r = [fill as u64; 2];
-    r.iter_mut().rev().zip(a.iter().rev()).for_each(|(r, &v)| *r = v as u64);
-    r
+/// Three (H, W) pairs as the six numbers of `ConvGeo`.
+fn six(pairs: [[usize; 2]; 3]) -> [u64; 6] {
+    std::array::from_fn(|i| pairs[i / 2][i % 2] as u64)
 }
 
-/// A `(N, C, *S)` layout as 4-D strides (a missing height gets stride 0: its index is 0).
-fn view4<const D: usize>(l: &Layout) -> View4 {
+/// A rank-4 `(N, C, H, W)` layout as the kernel's view.
+fn view4(l: &Layout) -> View4 {
     let s = l.strides();
-    let sp: [usize; D] = std::array::from_fn(|i| s[2 + i]);
-    let [h, w] = lift(sp, 0);
-    View4 { offset: l.offset() as u64, s: [s[0] as u64, s[1] as u64, h, w] }
+    View4 { offset: l.offset() as u64, s: [s[0] as u64, s[1] as u64, s[2] as u64, s[3] as u64] }
 }
 
-impl<R: Runtime> NativeBackend<R> {
-    fn conv<const D: usize>(
+impl<R: Runtime> ConvOps for NativeBackend<R> {
+    fn conv(
         &self,
         op: ConvOp,
         x: &NativeStorage<R>,
         xl: &Layout,
         k: &NativeStorage<R>,
         kl: &Layout,
-        g: &ConvGeometry<D>,
+        g: &Conv2,
     ) -> Result<NativeStorage<R>> {
-        let y = self.storage(x.dtype, g.out.shape.elem_count())?;
+        let y = self.storage(x.dtype, g.out_elems())?;
         if y.len == 0 {
             return Ok(y);
         }
@@ -82,22 +78,19 @@ impl<R: Runtime> NativeBackend<R> {
             }
         }
         self.0.library_use.count(Path::ConvKernels);
-        let p = &g.params;
-        let ([ih, iw], [kh, kw], [oh, ow]) = (lift(g.input, 1), lift(g.kernel, 1), lift(g.output, 1));
-        let ([ph, pw], [sh, sw], [dh, dw]) = (lift(p.padding, 0), lift(p.stride, 1), lift(p.dilation, 1));
         let geo = KGeo {
             c_in: g.c_in as u64,
             c_out: g.c_out as u64,
             groups: g.groups as u64,
-            size: [ih, iw, kh, kw, oh, ow],
-            params: [ph, pw, sh, sw, dh, dw],
+            size: six([g.input, g.kernel, g.output]),
+            params: six([g.padding, g.stride, g.dilation]),
         };
-        let per_n = g.out.shape.elem_count() / g.batch;
+        let per_n = g.out_elems() / g.batch;
         if per_n as u64 > MAX_ELEMS {
             return Err(self.error(format!("{op}: {per_n} outputs per batch entry are past the kernel's 2^32")));
         }
         let name = kernel_name(op.name(), x.dtype);
-        let (xv, kv) = (view4::<D>(xl), view4::<D>(kl));
+        let (xv, kv) = (view4(xl), view4(kl));
         let step = (MAX_ELEMS as usize / per_n).max(1);
         let mut n0 = 0;
         while n0 < g.batch {
@@ -112,51 +105,5 @@ impl<R: Runtime> NativeBackend<R> {
             n0 += n;
         }
         Ok(y)
-    }
-}
-
-impl<R: Runtime> ConvOps for NativeBackend<R> {
-    fn conv1d(
-        &self,
-        x: &NativeStorage<R>,
-        xl: &Layout,
-        k: &NativeStorage<R>,
-        kl: &Layout,
-        g: &ConvGeometry<1>,
-    ) -> Result<NativeStorage<R>> {
-        self.conv(ConvOp::Conv1d, x, xl, k, kl, g)
-    }
-
-    fn conv2d(
-        &self,
-        x: &NativeStorage<R>,
-        xl: &Layout,
-        k: &NativeStorage<R>,
-        kl: &Layout,
-        g: &ConvGeometry<2>,
-    ) -> Result<NativeStorage<R>> {
-        self.conv(ConvOp::Conv2d, x, xl, k, kl, g)
-    }
-
-    fn conv_transpose1d(
-        &self,
-        x: &NativeStorage<R>,
-        xl: &Layout,
-        k: &NativeStorage<R>,
-        kl: &Layout,
-        g: &ConvGeometry<1>,
-    ) -> Result<NativeStorage<R>> {
-        self.conv(ConvOp::ConvTranspose1d, x, xl, k, kl, g)
-    }
-
-    fn conv_transpose2d(
-        &self,
-        x: &NativeStorage<R>,
-        xl: &Layout,
-        k: &NativeStorage<R>,
-        kl: &Layout,
-        g: &ConvGeometry<2>,
-    ) -> Result<NativeStorage<R>> {
-        self.conv(ConvOp::ConvTranspose2d, x, xl, k, kl, g)
     }
 }

@@ -339,3 +339,9 @@ impl NativeBackend<Cuda> {
         Cuda::open().map(NativeBackend::new)
     }
 }
+
+impl crate::backend::Open for CudaBackend {
+    async fn open_default() -> std::result::Result<Self, String> {
+        Self::open()
+    }
+}

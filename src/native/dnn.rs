@@ -28,7 +28,7 @@ use super::nn::merge;
 use super::runtime::DevicePtr;
 use super::{NativeBackend, NativeStorage, Runtime};
 use crate::backend::{CopyOps, ElementwiseOps, Param};
-use crate::spec::conv::ConvGeometry;
+use crate::spec::conv::Conv2;
 use crate::{DType, Layout, Result, Scalar};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -119,33 +119,16 @@ pub struct ConvDesc {
     pub groups: usize,
 }
 
-/// `a` for the last `D` dims (`D <= 2`), `fill` before them: a 1-D conv is 2-D with height 1.
-fn lift<const D: usize>(a: [usize; D], fill: usize) -> [usize; 2] {
-    let mut r = [fill; 2];
-    r.iter_mut().rev().zip(a.iter().rev()).for_each(|(r, &v)| *r = v);
-    r
-}
-
-/// The `(N, C, H, W)` dims and strides of a `(N, C, *S)` layout with `D` spatial dims.
-fn nchw<const D: usize>(l: &Layout) -> ([usize; 4], [usize; 4]) {
-    let (d, s) = (l.dims(), l.strides());
-    let sp: [usize; D] = std::array::from_fn(|i| d[2 + i]);
-    let ss: [usize; D] = std::array::from_fn(|i| s[2 + i]);
-    let (h, w) = (lift(sp, 1), lift(ss, 0));
-    ([d[0], d[1], h[0], h[1]], [s[0], s[1], w[0], w[1]])
-}
-
 impl ConvDesc {
     /// The descriptor of conv (`BackwardData`: conv_transpose) `g` whose input has layout `xl`
     /// (read in place), or `None` when a library cannot state it: sizes or strides past its
     /// `int`, a stride-0 input, or a conv_transpose that is not the backward data of a forward
     /// conv (an output_padding at or past the stride, which the spec allows with dilation).
-    pub fn of<const D: usize>(dir: ConvDir, g: &ConvGeometry<D>, xl: &Layout, dtype: DType) -> Option<ConvDesc> {
-        let p = &g.params;
-        let (padding, stride, dilation) = (lift(p.padding, 0), lift(p.stride, 1), lift(p.dilation, 1));
-        let (input, output, kernel) = (lift(g.input, 1), lift(g.output, 1), lift(g.kernel, 1));
-        let (dims, strides) = nchw::<D>(xl);
-        let input_t = Tensor4::strided(dims, strides)?;
+    pub fn of(dir: ConvDir, g: &Conv2, xl: &Layout, dtype: DType) -> Option<ConvDesc> {
+        let (padding, stride, dilation) = (g.padding, g.stride, g.dilation);
+        let (input, output, kernel) = (g.input, g.output, g.kernel);
+        let (d, s) = (xl.dims(), xl.strides());
+        let input_t = Tensor4::strided([d[0], d[1], d[2], d[3]], [s[0], s[1], s[2], s[3]])?;
         let output_t = Tensor4::packed_checked([g.batch, g.c_out, output[0], output[1]])?;
         let (x, y, w) = match dir {
             ConvDir::Forward => (input_t, output_t, [g.c_out, g.c_in / g.groups, kernel[0], kernel[1]]),
@@ -477,11 +460,11 @@ impl<R: Runtime> NativeBackend<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::conv::{ConvOp, ConvParams, conv};
+    use crate::spec::conv::{ConvOp, ConvParams, conv, nchw};
 
-    fn geometry<const D: usize>(op: ConvOp, x: &[usize], k: &[usize], p: ConvParams<D>) -> ConvGeometry<D> {
-        conv(op, (&Layout::contiguous(x.to_vec()), DType::F32), (&Layout::contiguous(k.to_vec()), DType::F32), &p)
-            .unwrap()
+    fn geometry<const D: usize>(op: ConvOp, x: &[usize], k: &[usize], p: ConvParams<D>) -> Conv2 {
+        let l = |d: &[usize]| Layout::contiguous(d.to_vec());
+        Conv2::from(&conv(op, (&l(x), DType::F32), (&l(k), DType::F32), &p).unwrap())
     }
 
     #[test]
@@ -499,9 +482,9 @@ mod tests {
     fn conv1d_is_conv2d_with_height_one() {
         let p = ConvParams::<1>::default().padding(1).stride(2).dilation(3).groups(2);
         let g = geometry(ConvOp::Conv1d, &[2, 4, 9], &[6, 2, 3], p);
-        let d = ConvDesc::of(ConvDir::Forward, &g, &Layout::contiguous([2, 4, 9]), DType::F16).unwrap();
+        let d = ConvDesc::of(ConvDir::Forward, &g, &nchw(&Layout::contiguous([2, 4, 9])), DType::F16).unwrap();
         assert_eq!(d.x, Tensor4 { dims: [2, 4, 1, 9], strides: [36, 9, 9, 1] });
-        assert_eq!((d.w, d.y.dims), ([6, 2, 1, 3], [2, 6, 1, g.output[0]]));
+        assert_eq!((d.w, d.y.dims), ([6, 2, 1, 3], [2, 6, 1, g.output[1]]));
         assert_eq!((d.padding, d.stride, d.dilation, d.groups), ([0, 1], [1, 2], [1, 3], 2));
     }
 
@@ -518,11 +501,11 @@ mod tests {
         // output_padding past the stride (allowed with dilation 2): not a backward data.
         let p = ConvParams::<1>::default().dilation(2).output_padding(1);
         let g = geometry(ConvOp::ConvTranspose1d, &[1, 2, 5], &[2, 2, 3], p);
-        assert_eq!(ConvDesc::of(ConvDir::BackwardData, &g, &Layout::contiguous([1, 2, 5]), DType::F32), None);
+        assert_eq!(ConvDesc::of(ConvDir::BackwardData, &g, &nchw(&Layout::contiguous([1, 2, 5])), DType::F32), None);
         // A broadcast batch cannot be stated either.
         let g = geometry(ConvOp::Conv1d, &[3, 2, 5], &[2, 2, 3], ConvParams::<1>::default());
         let b = Layout::new([3, 2, 5], vec![0, 5, 1], 0);
-        assert_eq!(ConvDesc::of(ConvDir::Forward, &g, &b, DType::F32), None);
+        assert_eq!(ConvDesc::of(ConvDir::Forward, &g, &nchw(&b), DType::F32), None);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use super::kernel::{self, Arg, Args, BLOCK, Part, Path, TILE_THREADS};
 use super::runtime::DevicePtr;
 use super::{NativeBackend, NativeStorage, Runtime};
 use crate::backend::ElementwiseOps;
-use crate::spec::elementwise::{BinaryOp, CmpOp, ElementwiseOp, UnaryOp, cast_kernel_name};
+use crate::spec::elementwise::{BinaryOp, CmpOp, ElementwiseOp, ScalarOp, UnaryOp, cast_kernel_name};
 use crate::spec::{Family, kernel_name};
 use crate::{DType, Layout, Result, Scalar};
 
@@ -105,11 +105,6 @@ impl<R: Runtime> NativeBackend<R> {
         unsafe { self.walk(Family::Elementwise, name, &operands, Output::Dense(y.ptr, out), tiled, tail)? };
         Ok(y)
     }
-
-    fn scalar_map(&self, op: ElementwiseOp, x: &NativeStorage<R>, l: &Layout, v: &[f64]) -> Result<NativeStorage<R>> {
-        let args: Vec<Arg> = v.iter().map(|&p| Arg::compute(x.dtype, Scalar::F64(p))).collect();
-        self.map(&kernel_name(op.name(), x.dtype), &[(x, l)], x.dtype, &args, false)
-    }
 }
 
 impl<R: Runtime> ElementwiseOps for NativeBackend<R> {
@@ -117,21 +112,15 @@ impl<R: Runtime> ElementwiseOps for NativeBackend<R> {
         self.map(&kernel_name(op.name(), x.dtype), &[(x, l)], x.dtype, &[], false)
     }
 
-    fn affine(&self, x: &NativeStorage<R>, l: &Layout, mul: f64, add: f64) -> Result<NativeStorage<R>> {
-        self.scalar_map(ElementwiseOp::Affine, x, l, &[mul, add])
-    }
-
-    fn powf(&self, x: &NativeStorage<R>, l: &Layout, e: f64) -> Result<NativeStorage<R>> {
-        self.scalar_map(ElementwiseOp::Powf, x, l, &[e])
-    }
-
-    fn elu(&self, x: &NativeStorage<R>, l: &Layout, alpha: f64) -> Result<NativeStorage<R>> {
-        self.scalar_map(ElementwiseOp::Elu, x, l, &[alpha])
-    }
-
-    fn clamp(&self, x: &NativeStorage<R>, l: &Layout, min: Scalar, max: Scalar) -> Result<NativeStorage<R>> {
-        let args = [Arg::compute(x.dtype, min), Arg::compute(x.dtype, max)];
-        self.map(&kernel_name(ElementwiseOp::Clamp.name(), x.dtype), &[(x, l)], x.dtype, &args, false)
+    fn scalar_map(
+        &self,
+        x: &NativeStorage<R>,
+        l: &Layout,
+        op: ScalarOp,
+        params: &[Scalar],
+    ) -> Result<NativeStorage<R>> {
+        let args: Vec<Arg> = params.iter().map(|&p| Arg::compute(x.dtype, p)).collect();
+        self.map(&kernel_name(op.name(), x.dtype), &[(x, l)], x.dtype, &args, false)
     }
 
     fn binary(

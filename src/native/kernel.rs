@@ -53,40 +53,14 @@ pub(crate) fn plan(shape: &[usize], operands: &[Strided]) -> Vec<Part> {
     if shape.contains(&0) {
         return vec![];
     }
-    let (dims, strides) = merge(shape, operands);
+    let each: Vec<&[usize]> = operands.iter().map(|o| o.0).collect();
+    let (dims, strides) = crate::layout::coalesce(shape, &each);
+    let dims: Vec<u64> = dims.iter().map(|&d| d as u64).collect();
+    let strides: Vec<Vec<u64>> = strides.iter().map(|s| s.iter().map(|&v| v as u64).collect()).collect();
     let offsets: Vec<u64> = operands.iter().map(|o| o.1 as u64).collect();
     let mut parts = vec![];
     split(&dims, &strides, &offsets, 0, &mut parts);
     parts
-}
-
-/// Drops size-1 dims and merges dim `k` into `k + 1` where `s[k] == s[k + 1] * d[k + 1]` for
-/// every operand. Returns the dims and each operand's strides.
-fn merge(shape: &[usize], operands: &[Strided]) -> (Vec<u64>, Vec<Vec<u64>>) {
-    let keep: Vec<usize> = (0..shape.len()).filter(|&k| shape[k] != 1).collect();
-    let mut dims: Vec<u64> = vec![];
-    let mut strides: Vec<Vec<u64>> = vec![vec![]; operands.len()];
-    for &k in &keep {
-        let d = shape[k] as u64;
-        let mergeable = !dims.is_empty()
-            && operands.iter().enumerate().all(|(o, op)| strides[o].last() == Some(&(op.0[k] as u64 * d)));
-        if mergeable {
-            if let Some(last) = dims.last_mut() {
-                *last *= d;
-            }
-            for (o, op) in operands.iter().enumerate() {
-                if let Some(last) = strides[o].last_mut() {
-                    *last = op.0[k] as u64;
-                }
-            }
-        } else {
-            dims.push(d);
-            for (o, op) in operands.iter().enumerate() {
-                strides[o].push(op.0[k] as u64);
-            }
-        }
-    }
-    (dims, strides)
 }
 
 fn split(dims: &[u64], strides: &[Vec<u64>], offsets: &[u64], first: u64, out: &mut Vec<Part>) {

@@ -27,6 +27,7 @@ mod nn;
 mod pool;
 mod random;
 mod reduce;
+mod render;
 pub mod runtime;
 mod sort;
 mod upsample;
@@ -44,6 +45,7 @@ use alloc::Allocator;
 pub use alloc::PoolStats;
 pub use elementwise::where_kernel_name;
 use kernel::{Args, Part};
+pub use render::elementwise_ops;
 pub use runtime::{DeviceInfo, DevicePtr, Runtime};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -52,9 +54,9 @@ use std::sync::{Arc, Mutex};
 /// The header every HIP source includes.
 pub const HIP_COMMON: &str = include_str!("../../hip/common.h");
 
-/// The HIP source of each family that has native kernels (matmul and, in part, conv go through
+/// The HIP file of each family that has native kernels (matmul and, in part, conv go through
 /// the vendor libraries).
-pub const HIP_SOURCES: &[(Family, &str)] = &[
+const HIP_FILES: &[(Family, &str)] = &[
     (Family::Elementwise, include_str!("../../hip/elementwise.hip")),
     (Family::Copy, include_str!("../../hip/copy.hip")),
     (Family::Index, include_str!("../../hip/index.hip")),
@@ -67,9 +69,24 @@ pub const HIP_SOURCES: &[(Family, &str)] = &[
     (Family::Pool, include_str!("../../hip/pool.hip")),
 ];
 
-/// The HIP source of `family`, if it has one.
+/// Where `hip/elementwise.hip` includes its generated functors and instantiation lines.
+const ELEMENTWISE_OPS: &str = "#include \"elementwise_ops.h\"";
+
+/// The HIP source of `family` as the runtimes compile it, if it has one: its file, the
+/// elementwise family's with the expression table rendered in place of `elementwise_ops.h`
+/// (the copy of that rendering on disk is for ahead-of-time builds, and checked by the suite).
 pub fn hip_source(family: Family) -> Option<&'static str> {
-    HIP_SOURCES.iter().find(|(f, _)| *f == family).map(|(_, s)| *s)
+    let file = HIP_FILES.iter().find(|(f, _)| *f == family).map(|(_, s)| *s)?;
+    if family != Family::Elementwise {
+        return Some(file);
+    }
+    static RENDERED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    Some(RENDERED.get_or_init(|| file.replace(ELEMENTWISE_OPS, &render::elementwise_ops())))
+}
+
+/// Every family with native kernels and its source, as [`hip_source`] gives it.
+pub fn hip_sources() -> Vec<(Family, &'static str)> {
+    HIP_FILES.iter().filter_map(|&(f, _)| hip_source(f).map(|s| (f, s))).collect()
 }
 
 /// Loaded modules (or why a family's failed to build), one per family, and the functions found
@@ -172,17 +189,6 @@ impl<R: Runtime> NativeBackend<R> {
     /// The vendor runtime underneath.
     pub fn runtime(&self) -> &R {
         &self.0.rt
-    }
-
-    /// A one-line label: kind, device and architecture.
-    pub fn describe(&self) -> String {
-        let i = self.0.rt.info();
-        format!("{}: {} ({})", R::KIND, i.name, i.arch)
-    }
-
-    /// Whether both are the same backend (tensors of one can meet tensors of the other).
-    pub fn same(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
     }
 
     /// Device memory held by storages and by the allocator's cache.
@@ -323,8 +329,8 @@ fn flag_result(bytes: &[u8; FLAG_BYTES]) -> Result<()> {
 impl<R: Runtime> NativeBackend<R> {
     /// The families that run on the cpu reference here: matmul where the runtime has no BLAS
     /// (every other family has kernels).
-    pub(crate) fn on_cpu(&self) -> Vec<&'static str> {
-        if self.0.rt.blas().is_err() { vec!["matmul"] } else { vec![] }
+    fn on_cpu(&self) -> Option<Family> {
+        self.0.rt.blas().is_err().then_some(Family::Matmul)
     }
 
     /// The vendor libraries: each one's name and version, or why it is absent.
@@ -342,6 +348,20 @@ impl<R: Runtime> Memory for NativeBackend<R> {
         R::KIND
     }
 
+    /// Kind, device and architecture.
+    fn describe(&self) -> String {
+        let i = self.0.rt.info();
+        format!("{}: {} ({})", R::KIND, i.name, i.arch)
+    }
+
+    fn same(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    fn on_host(&self, family: Family) -> bool {
+        self.on_cpu() == Some(family)
+    }
+
     fn info(&self) -> Vec<(&'static str, String)> {
         let i = self.0.rt.info();
         let mem = self.memory_stats();
@@ -355,7 +375,7 @@ impl<R: Runtime> Memory for NativeBackend<R> {
             ("libraries", self.libraries()),
             ("calls so far", self.0.library_use.describe()),
             ("pool", format!("{} MiB live, {} MiB cached", mem.live >> 20, mem.cached >> 20)),
-            ("on the cpu reference", self.on_cpu().first().copied().unwrap_or("none").into()),
+            ("on the cpu reference", self.on_cpu().map_or("none", Family::name).into()),
         ]
     }
 
@@ -412,7 +432,7 @@ impl<R: Runtime> Memory for NativeBackend<R> {
 impl<R: Runtime> NativeBackend<R> {
     /// The whole buffer on the host (the copy waits for the work queued before it).
     pub(crate) fn to_host(&self, s: &NativeStorage<R>) -> Result<CpuStorage> {
-        let mut bytes = crate::cpu::try_vec(s.bytes(), 0u8)?;
+        let mut bytes = crate::host::try_vec(s.bytes(), 0u8)?;
         if !bytes.is_empty() {
             // SAFETY: `s` holds `s.bytes()` bytes from `s.ptr`.
             unsafe { self.0.rt.dtoh(s.ptr, &mut bytes)? };

@@ -49,16 +49,11 @@ pub(crate) struct Lines {
 /// `dims` with `strides` as one dim (count, stride), when they merge: size-1 dims dropped, each
 /// stride the next one's times its size. No dims: (1, 0).
 pub(crate) fn merge(dims: &[usize], strides: &[usize]) -> Option<(usize, usize)> {
-    let mut it = dims.iter().zip(strides).filter(|(d, _)| **d != 1).rev();
-    let Some((&d0, &s0)) = it.next() else { return Some((1, 0)) };
-    let (mut count, stride) = (d0, s0);
-    for (&d, &s) in it {
-        if s != stride * count {
-            return None;
-        }
-        count *= d;
+    match crate::layout::coalesce(dims, &[strides]) {
+        (d, _) if d.is_empty() => Some((1, 0)),
+        (d, s) if d.len() == 1 => Some((d[0], s[0][0])),
+        _ => None,
     }
-    Some((count, stride))
 }
 
 impl Lines {
@@ -225,14 +220,13 @@ impl<R: Runtime> NativeBackend<R> {
 }
 
 impl<R: Runtime> NnOps for NativeBackend<R> {
-    fn softmax(&self, x: &NativeStorage<R>, l: &Layout, dim: usize, log: bool) -> Result<NativeStorage<R>> {
+    fn softmax(&self, x: &NativeStorage<R>, l: &Layout, op: NnOp, dim: usize) -> Result<NativeStorage<R>> {
         let y = self.storage(x.dtype, l.elem_count())?;
         if y.len == 0 {
             return Ok(y);
         }
         let (copy, lines) = self.lines(x, l, dim)?;
         let src = copy.as_ref().unwrap_or(x).ptr;
-        let op = if log { NnOp::LogSoftmax } else { NnOp::Softmax };
         // SAFETY: the lines lie in `x` (validated by the spec) or in its contiguous copy; `y` is
         // new with one element per input element.
         unsafe { self.nn_lines(op, x.dtype, &lines, src, y.ptr, Default::default(), 0.0)? };

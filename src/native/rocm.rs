@@ -391,3 +391,9 @@ impl NativeBackend<Hip> {
         Hip::open(ordinal).map(NativeBackend::new)
     }
 }
+
+impl crate::backend::Open for RocmBackend {
+    async fn open_default() -> std::result::Result<Self, String> {
+        Self::open(None)
+    }
+}

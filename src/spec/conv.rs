@@ -11,10 +11,10 @@ use crate::{DType, Error, Layout, Result};
 spec_enum! {
     /// Convolutions (cross-correlations, as in PyTorch) and their transposes.
     pub enum ConvOp in Conv {
-        Conv1d = "conv1d": DType::FLOAT,
-        Conv2d = "conv2d": DType::FLOAT,
-        ConvTranspose1d = "conv_transpose1d": DType::FLOAT,
-        ConvTranspose2d = "conv_transpose2d": DType::FLOAT,
+        Conv1d = conv1d: DType::FLOAT,
+        Conv2d = conv2d: DType::FLOAT,
+        ConvTranspose1d = conv_transpose1d: DType::FLOAT,
+        ConvTranspose2d = conv_transpose2d: DType::FLOAT,
     }
 }
 
@@ -123,20 +123,37 @@ pub struct ConvGeometry<const D: usize> {
     pub out: Out,
 }
 
-/// A convolution in two spatial dims, a 1-D one with a leading dim of 1: the backends run
-/// both through one 2-D core.
+/// A validated convolution in two spatial dims, what backends receive: a 1-D one has a
+/// leading spatial dim of 1 (H = KH = 1), its operands' layouts lifted by [`nchw`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Conv2 {
+pub struct Conv2 {
+    /// Images in the batch (N).
     pub batch: usize,
+    /// Input channels.
     pub c_in: usize,
+    /// Output channels.
     pub c_out: usize,
+    /// Channel groups.
     pub groups: usize,
+    /// Input spatial sizes (H, W).
     pub input: [usize; 2],
+    /// Kernel spatial sizes.
     pub kernel: [usize; 2],
+    /// Output spatial sizes (output_padding included).
     pub output: [usize; 2],
+    /// Zero padding per spatial dim.
     pub padding: [usize; 2],
+    /// Step between windows per spatial dim.
     pub stride: [usize; 2],
+    /// Spacing between taps per spatial dim.
     pub dilation: [usize; 2],
+}
+
+/// A rank-3 `(N, C, L)` layout as the rank-4 `(N, C, 1, L)` (the new dim's stride 0); a rank-4
+/// one as it is.
+pub fn nchw(l: &Layout) -> Layout {
+    let (d, s) = (l.dims(), l.strides());
+    if d.len() == 3 { Layout::new([d[0], d[1], 1, d[2]], vec![s[0], s[1], 0, s[2]], l.offset()) } else { l.clone() }
 }
 
 /// `a` for the last `D` dims (`D <= 2`), `fill` before them.
@@ -178,6 +195,11 @@ impl Conv2 {
     /// Taps of the window.
     pub fn taps(&self) -> usize {
         self.kernel[0] * self.kernel[1]
+    }
+
+    /// Elements of the output.
+    pub fn out_elems(&self) -> usize {
+        self.batch * self.c_out * self.output[0] * self.output[1]
     }
 }
 

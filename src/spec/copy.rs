@@ -8,11 +8,11 @@ use crate::{DType, Error, Layout, Result, Scalar, Shape};
 spec_enum! {
     /// Copies and fills.
     pub enum CopyOp in Copy {
-        CopyStrided = "copy_strided": DType::ALL,
-        Copy2d = "copy2d": DType::ALL,
-        Fill = "fill": DType::ALL,
+        CopyStrided = copy_strided [MovesBytes]: DType::ALL,
+        Copy2d = copy2d [MovesBytes]: DType::ALL,
+        Fill = fill [MovesBytes]: DType::ALL,
         /// `start + i * step`: wrapping for integers; floats compute in f64 where they can.
-        Arange = "arange": DType::ALL,
+        Arange = arange: DType::ALL,
     }
 }
 

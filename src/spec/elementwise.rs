@@ -22,91 +22,108 @@
 use super::{OpInfo, Out, check_dtype, check_same_dtype, invalid, spec_enum};
 use crate::{DType, Layout, Result, Scalar, Shape};
 
-spec_enum! {
+spec_enum! {$
     /// Maps applied to each element.
-    pub enum UnaryOp in Elementwise {
+    pub enum UnaryOp in Elementwise each each_unary_op {
         /// `-x` (wraps for i64).
-        Neg = "neg": DType::SIGNED,
+        Neg = neg: DType::SIGNED,
         /// `1 / x`.
-        Recip = "recip": DType::FLOAT,
-        Exp = "exp": DType::FLOAT,
+        Recip = recip: DType::FLOAT,
+        Exp = exp: DType::FLOAT,
         /// Natural log; `log(0) = -inf`, negative gives NaN.
-        Log = "log": DType::FLOAT,
-        Sin = "sin": DType::FLOAT,
-        Cos = "cos": DType::FLOAT,
-        Tanh = "tanh": DType::FLOAT,
+        Log = log: DType::FLOAT,
+        Sin = sin: DType::FLOAT,
+        Cos = cos: DType::FLOAT,
+        Tanh = tanh: DType::FLOAT,
         /// `|x|`; identity on unsigned types, wraps on `i64::MIN`.
-        Abs = "abs": DType::ALL,
+        Abs = abs: DType::ALL,
         /// `x * x` (wraps for integers).
-        Sqr = "sqr": DType::ALL,
-        Sqrt = "sqrt": DType::FLOAT,
+        Sqr = sqr: DType::ALL,
+        Sqrt = sqrt: DType::FLOAT,
         /// The tanh approximation: `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
-        Gelu = "gelu": DType::FLOAT,
+        Gelu = gelu: DType::FLOAT,
         /// The exact form: `0.5 x (1 + erf(x / sqrt 2))`.
-        GeluErf = "gelu_erf": DType::FLOAT,
-        Erf = "erf": DType::FLOAT,
+        GeluErf = gelu_erf: DType::FLOAT,
+        Erf = erf: DType::FLOAT,
         /// `max(x, 0)`; identity on unsigned types.
-        Relu = "relu": DType::ALL,
+        Relu = relu: DType::ALL,
         /// `x * sigmoid(x)`.
-        Silu = "silu": DType::FLOAT,
+        Silu = silu: DType::FLOAT,
         /// `1 / (1 + exp(-x))`.
-        Sigmoid = "sigmoid": DType::FLOAT,
-        Ceil = "ceil": DType::FLOAT,
-        Floor = "floor": DType::FLOAT,
+        Sigmoid = sigmoid: DType::FLOAT,
+        Ceil = ceil: DType::FLOAT,
+        Floor = floor: DType::FLOAT,
         /// Round half to even.
-        Round = "round": DType::FLOAT,
+        Round = round: DType::FLOAT,
         /// -1, 0 or 1 (0 and 1 on unsigned types); NaN stays NaN.
-        Sign = "sign": DType::ALL,
+        Sign = sign: DType::ALL,
     }
 }
 
-spec_enum! {
+spec_enum! {$
     /// Binary ops; operands broadcast to a common shape.
-    pub enum BinaryOp in Elementwise {
-        Add = "add": DType::ALL,
-        Sub = "sub": DType::ALL,
-        Mul = "mul": DType::ALL,
+    pub enum BinaryOp in Elementwise each each_binary_op {
+        Add = add: DType::ALL,
+        Sub = sub: DType::ALL,
+        Mul = mul: DType::ALL,
         /// Integer division truncates toward zero; division by zero gives 0.
-        Div = "div": DType::ALL,
+        Div = div: DType::ALL,
         /// Propagates NaN.
-        Maximum = "maximum": DType::ALL,
+        Maximum = maximum: DType::ALL,
         /// Propagates NaN.
-        Minimum = "minimum": DType::ALL,
+        Minimum = minimum: DType::ALL,
+    }
+}
+
+spec_enum! {$
+    /// Comparisons; give u8 (1 true, 0 false). Any comparison with NaN is false but `ne`.
+    pub enum CmpOp in Elementwise each each_cmp_op {
+        Eq = eq: DType::ALL,
+        Ne = ne: DType::ALL,
+        Lt = lt: DType::ALL,
+        Le = le: DType::ALL,
+        Gt = gt: DType::ALL,
+        Ge = ge: DType::ALL,
     }
 }
 
 spec_enum! {
-    /// Comparisons; give u8 (1 true, 0 false). Any comparison with NaN is false but `ne`.
-    pub enum CmpOp in Elementwise {
-        Eq = "eq": DType::ALL,
-        Ne = "ne": DType::ALL,
-        Lt = "lt": DType::ALL,
-        Le = "le": DType::ALL,
-        Gt = "gt": DType::ALL,
-        Ge = "ge": DType::ALL,
+    /// Maps with scalar parameters ([`scalar_map`] says which and in what type).
+    pub enum ScalarOp in Elementwise {
+        /// `x * mul + add`, computed in the dtype's compute precision; parameters `[mul, add]`.
+        Affine = affine: DType::FLOAT,
+        /// `x ^ e`; parameters `[e]`.
+        Powf = powf: DType::FLOAT,
+        /// `x` if `x >= 0`, else `alpha (exp(x) - 1)`; parameters `[alpha]`.
+        Elu = elu: DType::FLOAT,
+        /// `min(max(x, min), max)`; parameters `[min, max]`, cast to the dtype first; NaN stays
+        /// NaN.
+        Clamp = clamp: DType::ALL,
+    }
+}
+
+impl ScalarOp {
+    /// How many scalar parameters the map takes.
+    pub fn arity(self) -> usize {
+        match self {
+            ScalarOp::Affine | ScalarOp::Clamp => 2,
+            ScalarOp::Powf | ScalarOp::Elu => 1,
+        }
     }
 }
 
 spec_enum! {
     /// The elementwise ops that are not a family of variants.
     pub enum ElementwiseOp in Elementwise {
-        /// `x * mul + add`, computed in the dtype's compute precision.
-        Affine = "affine": DType::FLOAT,
-        /// `x ^ e`.
-        Powf = "powf": DType::FLOAT,
-        /// `x` if `x >= 0`, else `alpha (exp(x) - 1)`.
-        Elu = "elu": DType::FLOAT,
-        /// `min(max(x, min), max)`; bounds are cast to the dtype first; NaN stays NaN.
-        Clamp = "clamp": DType::ALL,
         /// `cond != 0 ? on_true : on_false`, all three broadcast.
-        WhereCond = "where_cond": DType::ALL,
+        WhereCond = where_cond [MovesBytes]: DType::ALL,
         /// Conversion with the casts of [`crate::WithDType`].
-        Cast = "cast": DType::ALL,
+        Cast = cast: DType::ALL,
     }
 }
 
 pub(crate) fn ops() -> Vec<OpInfo> {
-    [UnaryOp::infos(), BinaryOp::infos(), CmpOp::infos(), ElementwiseOp::infos()].concat()
+    [UnaryOp::infos(), BinaryOp::infos(), CmpOp::infos(), ScalarOp::infos(), ElementwiseOp::infos()].concat()
 }
 
 /// The kernel entry name of a cast: `cast_f32_f16`.
@@ -120,25 +137,30 @@ pub fn unary(op: UnaryOp, x: &Layout, dtype: DType) -> Result<Out> {
     Ok(Out::new(x.shape().clone(), dtype))
 }
 
-/// affine, powf and elu: float maps with float parameters.
-pub fn float_map(op: ElementwiseOp, x: &Layout, dtype: DType, params: &[f64]) -> Result<Out> {
-    check_dtype(op.name(), dtype, op.dtypes())?;
-    if params.iter().any(|p| p.is_nan()) {
-        return Err(invalid(op.name(), format!("NaN parameter in {params:?}")));
+/// Checks a scalar map and puts its parameters in the form backends take: the float maps'
+/// as f64 (never NaN), clamp's bounds cast to `dtype` (not NaN, `min <= max`).
+pub fn scalar_map(op: ScalarOp, x: &Layout, dtype: DType, params: &mut [Scalar]) -> Result<Out> {
+    let name = op.name();
+    check_dtype(name, dtype, op.dtypes())?;
+    if params.len() != op.arity() {
+        return Err(invalid(name, format!("{} parameters, expected {}", params.len(), op.arity())));
+    }
+    if op == ScalarOp::Clamp {
+        let (min, max) = (params[0].to_dtype(dtype), params[1].to_dtype(dtype));
+        match min.partial_cmp_value(max) {
+            Some(std::cmp::Ordering::Greater) => return Err(invalid(name, format!("min {min} > max {max}"))),
+            None => return Err(invalid(name, format!("NaN bound: min {min}, max {max}"))),
+            _ => (params[0], params[1]) = (min, max),
+        }
+    } else {
+        for p in params.iter_mut() {
+            *p = Scalar::F64(p.to_f64());
+        }
+        if params.iter().any(|p| p.to_f64().is_nan()) {
+            return Err(invalid(name, format!("NaN parameter in {params:?}")));
+        }
     }
     Ok(Out::new(x.shape().clone(), dtype))
-}
-
-/// Casts both bounds to `dtype`; fails if either is NaN or `min > max`.
-pub fn clamp(x: &Layout, dtype: DType, min: Scalar, max: Scalar) -> Result<(Out, Scalar, Scalar)> {
-    let op = ElementwiseOp::Clamp.name();
-    check_dtype(op, dtype, ElementwiseOp::Clamp.dtypes())?;
-    let (min, max) = (min.to_dtype(dtype), max.to_dtype(dtype));
-    match min.partial_cmp_value(max) {
-        Some(std::cmp::Ordering::Greater) => Err(invalid(op, format!("min {min} > max {max}"))),
-        None => Err(invalid(op, format!("NaN bound: min {min}, max {max}"))),
-        _ => Ok((Out::new(x.shape().clone(), dtype), min, max)),
-    }
 }
 
 /// Same dtype, shapes broadcastable; the output has the broadcast shape.

@@ -13,15 +13,15 @@ spec_enum! {
     /// Ops that read or write at ids found in a tensor.
     pub enum IndexOp in Index {
         /// `out[.., i, ..] = x[.., ids[i], ..]` along `dim`; ids are 1-D.
-        IndexSelect = "index_select": DType::ALL,
+        IndexSelect = index_select [MovesBytes]: DType::ALL,
         /// `out[i][j][k] = x[i][ids[i][j][k]][k]` for dim 1; out has the shape of ids.
-        Gather = "gather": DType::ALL,
+        Gather = gather [MovesBytes]: DType::ALL,
         /// `out = dst; out[i][ids[i][j][k]][k] = src[i][j][k]` for dim 1.
-        Scatter = "scatter": DType::ALL,
+        Scatter = scatter [MovesBytes]: DType::ALL,
         /// As scatter, adding into `dst`.
-        ScatterAdd = "scatter_add": DType::ALL,
+        ScatterAdd = scatter_add: DType::ALL,
         /// `out = dst; out[.., ids[i], ..] += src[.., i, ..]` along `dim`; ids are 1-D.
-        IndexAdd = "index_add": DType::ALL,
+        IndexAdd = index_add: DType::ALL,
     }
 }
 

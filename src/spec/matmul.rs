@@ -9,7 +9,7 @@ use crate::{DType, Error, Layout, Result, Shape};
 spec_enum! {
     /// Matrix products.
     pub enum MatmulOp in Matmul {
-        Matmul = "matmul": DType::FLOAT,
+        Matmul = matmul: DType::FLOAT,
     }
 }
 

@@ -95,17 +95,50 @@ pub struct OpInfo {
     pub name: &'static str,
     /// The dtypes it takes.
     pub dtypes: &'static [DType],
+    /// What else is true of it (see [`Prop`]).
+    pub props: &'static [Prop],
 }
 
-/// Declares an op enum once: variants with their names and dtypes, plus `ALL`, `name()`,
-/// `dtypes()` and `infos()`.
+impl OpInfo {
+    /// Whether the op has property `p`.
+    pub fn has(&self, p: Prop) -> bool {
+        self.props.contains(&p)
+    }
+}
+
+/// Properties of an op that backends and tests act on, declared with the op (`spec_enum!`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prop {
+    /// Its kernels only move elements (select, copy, fill, sort by key bits), so a backend can
+    /// run it on the bits of any dtype (wgpu: f64 as the 8 bytes of an i64, without SHADER_F64).
+    MovesBytes,
+}
+
+/// Declares an op enum once: variants with their names (which are also their Tensor methods'
+/// names), properties (`[MovesBytes]`, see [`Prop`]) and dtypes, plus `ALL`, `name()`,
+/// `dtypes()`, `props()` and `infos()`. Written `spec_enum! { $ pub enum E in F each each_e {..} }`
+/// it also makes the macro `each_e!(m)`, which calls `m!(name => Variant, ..)` with every op: how
+/// the tensor layer writes one method per op without a list of its own.
 macro_rules! spec_enum {
+    ($d:tt $(#[$m:meta])* pub enum $ty:ident in $family:ident each $each:ident {
+        $($(#[$vm:meta])* $v:ident = $name:ident $([$($prop:ident),*])? : $dt:expr),* $(,)?
+    }) => {
+        spec_enum! { $(#[$m])* pub enum $ty in $family { $($(#[$vm])* $v = $name $([$($prop),*])? : $dt),* } }
+
+        #[doc = concat!("Calls macro `m!(name => Variant, ..)` with every op of [`", stringify!($ty), "`].")]
+        macro_rules! $each {
+            ($d m:ident) => {
+                $d m!($($name => $v),*);
+            };
+        }
+        pub(crate) use $each;
+    };
     ($(#[$m:meta])* pub enum $ty:ident in $family:ident {
-        $($(#[$vm:meta])* $v:ident = $name:literal : $dt:expr),* $(,)?
+        $($(#[$vm:meta])* $v:ident = $name:ident $([$($prop:ident),*])? : $dt:expr),* $(,)?
     }) => {
         $(#[$m])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum $ty { $(#[doc = concat!("`", $name, "`.")] $(#[$vm])* $v),* }
+        pub enum $ty { $(#[doc = concat!("`", stringify!($name), "`.")] $(#[$vm])* $v),* }
 
         impl $ty {
             /// Every op of the enum, in declaration order.
@@ -113,12 +146,17 @@ macro_rules! spec_enum {
 
             /// The op's name: unique across the spec, the stem of its kernel entry names.
             pub fn name(self) -> &'static str {
-                match self { $($ty::$v => $name),* }
+                match self { $($ty::$v => stringify!($name)),* }
             }
 
             /// The dtypes the op takes.
             pub fn dtypes(self) -> &'static [crate::DType] {
                 match self { $($ty::$v => $dt),* }
+            }
+
+            /// The op's properties.
+            pub fn props(self) -> &'static [crate::spec::Prop] {
+                match self { $($ty::$v => &[$($(crate::spec::Prop::$prop),*)?]),* }
             }
 
             /// Every op of the enum with its family, name and dtypes.
@@ -129,6 +167,7 @@ macro_rules! spec_enum {
                         family: crate::spec::Family::$family,
                         name: op.name(),
                         dtypes: op.dtypes(),
+                        props: op.props(),
                     })
                     .collect()
             }

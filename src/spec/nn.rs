@@ -15,11 +15,11 @@ use crate::{DType, Error, Layout, Result, Shape};
 spec_enum! {
     /// Softmax and the normalisations.
     pub enum NnOp in Nn {
-        Softmax = "softmax": DType::FLOAT,
-        LogSoftmax = "log_softmax": DType::FLOAT,
-        LayerNorm = "layer_norm": DType::FLOAT,
-        RmsNorm = "rms_norm": DType::FLOAT,
-        BatchNorm = "batch_norm": DType::FLOAT,
+        Softmax = softmax: DType::FLOAT,
+        LogSoftmax = log_softmax: DType::FLOAT,
+        LayerNorm = layer_norm: DType::FLOAT,
+        RmsNorm = rms_norm: DType::FLOAT,
+        BatchNorm = batch_norm: DType::FLOAT,
     }
 }
 

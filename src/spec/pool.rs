@@ -23,8 +23,8 @@ use crate::{DType, Layout, Result};
 spec_enum! {
     /// 2-D pooling over windows.
     pub enum PoolOp in Pool {
-        AvgPool2d = "avg_pool2d": DType::FLOAT,
-        MaxPool2d = "max_pool2d": DType::FLOAT,
+        AvgPool2d = avg_pool2d: DType::FLOAT,
+        MaxPool2d = max_pool2d: DType::FLOAT,
     }
 }
 

@@ -30,8 +30,8 @@ use crate::{DType, Result, Shape};
 spec_enum! {
     /// Random draws.
     pub enum RandomOp in Random {
-        RandUniform = "rand_uniform": DType::FLOAT,
-        RandNormal = "rand_normal": DType::FLOAT,
+        RandUniform = rand_uniform: DType::FLOAT,
+        RandNormal = rand_normal: DType::FLOAT,
     }
 }
 

@@ -11,13 +11,13 @@ spec_enum! {
     /// Reductions over a set of dims.
     pub enum ReduceOp in Reduce {
         /// Sum; 0 over an empty extent.
-        Sum = "sum": DType::ALL,
-        Min = "min": DType::ALL,
-        Max = "max": DType::ALL,
+        Sum = sum: DType::ALL,
+        Min = min: DType::ALL,
+        Max = max: DType::ALL,
         /// Flat index (u32) of the first minimum within the reduced dims.
-        ArgMin = "argmin": DType::ALL,
+        ArgMin = argmin: DType::ALL,
         /// Flat index (u32) of the first maximum within the reduced dims.
-        ArgMax = "argmax": DType::ALL,
+        ArgMax = argmax: DType::ALL,
     }
 }
 

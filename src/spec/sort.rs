@@ -9,7 +9,7 @@ use crate::{DType, Layout, Result};
 spec_enum! {
     /// Sorting.
     pub enum SortOp in Sort {
-        ArgSort = "argsort": DType::ALL,
+        ArgSort = argsort [MovesBytes]: DType::ALL,
     }
 }
 

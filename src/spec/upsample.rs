@@ -10,9 +10,9 @@ spec_enum! {
     /// Nearest-neighbour upsampling.
     pub enum UpsampleOp in Upsample {
         /// `(N, C, L) -> (N, C, L_out)`.
-        UpsampleNearest1d = "upsample_nearest1d": DType::ALL,
+        UpsampleNearest1d = upsample_nearest1d [MovesBytes]: DType::ALL,
         /// `(N, C, H, W) -> (N, C, H_out, W_out)`.
-        UpsampleNearest2d = "upsample_nearest2d": DType::ALL,
+        UpsampleNearest2d = upsample_nearest2d [MovesBytes]: DType::ALL,
     }
 }
 

@@ -2,6 +2,7 @@
 //! Views (transpose, narrow, broadcast...) share storage and never copy.
 
 mod ops;
+mod run;
 mod status;
 
 use crate::backend::{CopyOps, Memory, RandomOps};
@@ -101,9 +102,8 @@ impl Tensor {
 
     /// Host data of any dtype in `shape` on `device`.
     pub fn from_cpu(data: CpuStorage, shape: impl Into<Shape>, device: &Device) -> Result<Tensor> {
-        use crate::backend::BackendStorage;
         let shape = shape.into();
-        ops::admit(device, Family::Copy, "from_vec", &Out::new(shape.clone(), data.dtype()))?;
+        run::admit(device, Family::Copy, "from_vec", &Out::new(shape.clone(), data.dtype()))?;
         if shape.elem_count() != data.len() {
             return Err(Error::ElementCount { op: "from_vec", expected: shape.elem_count(), got: data.len(), shape });
         }
@@ -114,7 +114,7 @@ impl Tensor {
     /// A tensor with every element `value` (cast to `dtype`).
     pub fn full(value: impl Into<Scalar>, shape: impl Into<Shape>, dtype: DType, device: &Device) -> Result<Tensor> {
         let shape = shape.into();
-        ops::admit(device, Family::Copy, "full", &Out::new(shape.clone(), dtype))?;
+        run::admit(device, Family::Copy, "full", &Out::new(shape.clone(), dtype))?;
         let layout = Layout::contiguous(shape.clone());
         let value = value.into().to_dtype(dtype);
         let storage = dispatch!(device, |b| {
@@ -147,7 +147,7 @@ impl Tensor {
     {
         let (start, end, step) = (Scalar::from(start), Scalar::from(end), Scalar::from(step));
         let len = spec::copy::arange(start, end, step)?;
-        ops::admit(device, Family::Copy, "arange", &Out::new([len], start.dtype()))?;
+        run::admit(device, Family::Copy, "arange", &Out::new([len], start.dtype()))?;
         let storage = dispatch!(device, |b| b.wrap(b.arange(start.dtype(), start, step, len)?));
         Ok(Self::from_storage(storage, [len], device))
     }
@@ -171,7 +171,7 @@ impl Tensor {
     ) -> Result<Tensor> {
         let shape = shape.into();
         spec::random::random(&shape, dtype, dist)?;
-        ops::admit(device, Family::Random, "random", &Out::new(shape.clone(), dtype))?;
+        run::admit(device, Family::Random, "random", &Out::new(shape.clone(), dtype))?;
         let len = shape.elem_count();
         let storage = dispatch!(device, |b| b.wrap(b.random(dtype, len, dist, seed, offset)?));
         Ok(Self::from_storage(storage, shape, device))

@@ -1,140 +1,17 @@
 //! Every op of the spec as a tensor method: validate once with the spec, run on the device.
 
 use super::Tensor;
-use super::status::{Flag, Status};
 use crate::backend::*;
-use crate::device::{BackendOf, Storage, dispatch};
-use crate::spec::conv::{ConvGeometry, ConvOp, ConvParams};
-use crate::spec::elementwise::{self as ew, BinaryOp, CmpOp, ElementwiseOp, UnaryOp};
+use crate::device::{BackendOf, dispatch};
+use crate::spec::conv::{Conv2, ConvOp, ConvParams, nchw};
+use crate::spec::elementwise::{self as ew, BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use crate::spec::index::{self, ScatterMode};
 use crate::spec::nn::{self, NnOp};
 use crate::spec::pool::{Pool2dParams, PoolOp};
 use crate::spec::reduce::{self, ReduceOp};
 use crate::spec::upsample::UpsampleOp;
 use crate::spec::{self, Family, Out};
-use crate::{DType, Dim, Layout, Result, Scalar, Shape};
-use std::sync::{Arc, RwLockReadGuard};
-
-/// An op in flight: its output shape checked, the distinct storages of its inputs read-locked
-/// once each (a storage shared by two operands is locked once). Its output inherits the status
-/// of every input ([`super::status`]) in [`Run::finish`], the one way an op makes a tensor.
-pub(super) struct Run<'a> {
-    owners: Vec<&'a Tensor>,
-    guards: Vec<RwLockReadGuard<'a, Storage>>,
-    shape: Shape,
-}
-
-impl<'a> Run<'a> {
-    pub(super) fn get(&self, t: &Tensor) -> &Storage {
-        let i = self.owners.iter().position(|o| o.shares_storage(t)).unwrap_or(0);
-        &self.guards[i]
-    }
-
-    /// The output tensor: `storage` in the checked shape, with its inputs' flags.
-    pub(super) fn finish(self, storage: Storage) -> Tensor {
-        self.finish_flagged(storage, None)
-    }
-
-    /// As [`Run::finish`], plus the op's own flag (unless it can record nothing: the cpu
-    /// reports failures at once).
-    fn finish_flagged(self, storage: Storage, own: Option<Arc<Flag>>) -> Tensor {
-        let mut flags: Vec<Arc<Flag>> = self.owners.iter().flat_map(|t| t.status().flags()).collect();
-        flags.extend(own.filter(|f| f.records()));
-        let dev = self.owners[0].device.clone();
-        Tensor::from_parts(storage, self.shape, Status::of(flags, &dev), &dev)
-    }
-}
-
-/// Whether a new tensor `out` made by `op` of `family` on `dev` can exist: its shape, and where
-/// the family computes on the host, whether the host can hold it (the cpu reference allocates
-/// as it goes: a failure there would abort). Outputs, creations and `Tensor::run` all pass here.
-pub(super) fn admit(dev: &crate::Device, family: Family, op: &'static str, out: &Out) -> Result<()> {
-    out.shape.check(op, out.dtype)?;
-    // The output and the f64 working copy some reference ops compute in; below a MiB the
-    // check would cost more than it could save.
-    let bytes = out.shape.elem_count().saturating_mul(out.dtype.size_in_bytes() + 8);
-    if bytes > 1 << 20 && dev.on_host(family) {
-        crate::cpu::reserve_host(op, bytes)?;
-    }
-    Ok(())
-}
-
-impl Tensor {
-    /// Starts op `op` of `family` on `self` and `others` with output `out`: checks that the
-    /// output shape can exist and, where the family computes on the host, that the host can
-    /// hold a large output (the cpu reference allocates as it goes: a failure there would abort).
-    pub(super) fn run<'a>(
-        &'a self,
-        family: Family,
-        op: &'static str,
-        others: &[&'a Tensor],
-        out: &Out,
-    ) -> Result<Run<'a>> {
-        admit(&self.device, family, op, out)?;
-        let max = dispatch!(self.device, |b| b.max_elements());
-        let mut r = Run { owners: vec![], guards: vec![], shape: out.shape.clone() };
-        for t in std::iter::once(self).chain(others.iter().copied()) {
-            if t.elem_count() > max {
-                let size = t.dtype.size_in_bytes() as u64;
-                return Err(crate::Error::LimitExceeded {
-                    backend: self.device.kind(),
-                    what: format!("{op}: an operand of {} elements (at most {max} here)", t.elem_count()),
-                    needed: (t.elem_count() as u64).saturating_mul(size),
-                    limit: max as u64 * size,
-                });
-            }
-            if !r.owners.iter().any(|o| o.shares_storage(t)) {
-                r.owners.push(t);
-                r.guards.push(t.read());
-            }
-        }
-        Ok(r)
-    }
-
-    /// A new, zeroed flag on this tensor's device, for a kernel to record a failure in.
-    fn new_flag(&self) -> Result<Arc<Flag>> {
-        dispatch!(self.device, |b| {
-            let f = b.new_flag()?;
-            let records = !f.is_empty();
-            Ok(Flag::new(b.wrap(f), records))
-        })
-    }
-}
-
-/// Routes a convolution to the backend method of its rank.
-trait ConvRank {
-    fn run<B: ConvOps>(
-        &self,
-        b: &B,
-        transposed: bool,
-        x: (&B::Storage, &Layout),
-        k: (&B::Storage, &Layout),
-    ) -> Result<B::Storage>;
-}
-
-impl ConvRank for ConvGeometry<1> {
-    fn run<B: ConvOps>(
-        &self,
-        b: &B,
-        transposed: bool,
-        x: (&B::Storage, &Layout),
-        k: (&B::Storage, &Layout),
-    ) -> Result<B::Storage> {
-        if transposed { b.conv_transpose1d(x.0, x.1, k.0, k.1, self) } else { b.conv1d(x.0, x.1, k.0, k.1, self) }
-    }
-}
-
-impl ConvRank for ConvGeometry<2> {
-    fn run<B: ConvOps>(
-        &self,
-        b: &B,
-        transposed: bool,
-        x: (&B::Storage, &Layout),
-        k: (&B::Storage, &Layout),
-    ) -> Result<B::Storage> {
-        if transposed { b.conv_transpose2d(x.0, x.1, k.0, k.1, self) } else { b.conv2d(x.0, x.1, k.0, k.1, self) }
-    }
-}
+use crate::{DType, Dim, Layout, Result, Scalar};
 
 macro_rules! unary_methods {
     ($($name:ident => $op:ident),* $(,)?) => {
@@ -148,32 +25,32 @@ macro_rules! unary_methods {
         }
     };
 }
-unary_methods!(
-    neg => Neg, recip => Recip, exp => Exp, log => Log, sin => Sin, cos => Cos, tanh => Tanh,
-    abs => Abs, sqr => Sqr, sqrt => Sqrt, gelu => Gelu, gelu_erf => GeluErf, erf => Erf,
-    relu => Relu, silu => Silu, sigmoid => Sigmoid, ceil => Ceil, floor => Floor,
-    round => Round, sign => Sign,
-);
+ew::each_unary_op!(unary_methods);
 
 macro_rules! binary_methods {
-    ($($name:ident => $ty:ident :: $op:ident via $method:ident),* $(,)?) => {
+    ($via:ident $ty:ident: $($name:ident => $op:ident),* $(,)?) => {
         impl Tensor {
             $(
-                #[doc = concat!("Elementwise `", stringify!($name), "` with broadcasting.")]
+                #[doc = concat!("Elementwise `", stringify!($name), "` with broadcasting (see [`", stringify!($ty), "`]).")]
                 pub fn $name(&self, rhs: &Tensor) -> Result<Tensor> {
-                    self.$method(rhs, $ty::$op)
+                    self.$via(rhs, $ty::$op)
                 }
             )*
         }
     };
 }
-binary_methods!(
-    add => BinaryOp::Add via binary, sub => BinaryOp::Sub via binary,
-    mul => BinaryOp::Mul via binary, div => BinaryOp::Div via binary,
-    maximum => BinaryOp::Maximum via binary, minimum => BinaryOp::Minimum via binary,
-    eq => CmpOp::Eq via cmp, ne => CmpOp::Ne via cmp, lt => CmpOp::Lt via cmp,
-    le => CmpOp::Le via cmp, gt => CmpOp::Gt via cmp, ge => CmpOp::Ge via cmp,
-);
+macro_rules! binary_op_methods {
+    ($($t:tt)*) => {
+        binary_methods!(binary BinaryOp: $($t)*);
+    };
+}
+macro_rules! cmp_op_methods {
+    ($($t:tt)*) => {
+        binary_methods!(cmp CmpOp: $($t)*);
+    };
+}
+ew::each_binary_op!(binary_op_methods);
+ew::each_cmp_op!(cmp_op_methods);
 
 macro_rules! reduce_methods {
     ($($name:ident, $keep:ident => $op:ident),* $(,)?) => {
@@ -209,39 +86,35 @@ impl Tensor {
     pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
         let out = ew::unary(op, &self.layout, self.dtype)?;
         let r = self.run(Family::Elementwise, op.name(), &[], &out)?;
-        let s = dispatch!(self.device, |b| b.wrap(b.unary(b.get(r.get(self))?, &self.layout, op)?));
+        let s = dispatch!(self.device, |b| b.wrap(b.unary(r.arg(b, self)?, &self.layout, op)?));
         Ok(r.finish(s))
     }
 
     /// `self * mul + add` (floats).
     pub fn affine(&self, mul: f64, add: f64) -> Result<Tensor> {
-        let out = ew::float_map(ElementwiseOp::Affine, &self.layout, self.dtype, &[mul, add])?;
-        let r = self.run(Family::Elementwise, "affine", &[], &out)?;
-        let s = dispatch!(self.device, |b| b.wrap(b.affine(b.get(r.get(self))?, &self.layout, mul, add)?));
-        Ok(r.finish(s))
+        self.scalar_map(ScalarOp::Affine, &mut [mul.into(), add.into()])
     }
 
     /// `self ^ e` (floats).
     pub fn powf(&self, e: f64) -> Result<Tensor> {
-        let out = ew::float_map(ElementwiseOp::Powf, &self.layout, self.dtype, &[e])?;
-        let r = self.run(Family::Elementwise, "powf", &[], &out)?;
-        let s = dispatch!(self.device, |b| b.wrap(b.powf(b.get(r.get(self))?, &self.layout, e)?));
-        Ok(r.finish(s))
+        self.scalar_map(ScalarOp::Powf, &mut [e.into()])
     }
 
     /// `x >= 0 ? x : alpha (exp(x) - 1)` (floats).
     pub fn elu(&self, alpha: f64) -> Result<Tensor> {
-        let out = ew::float_map(ElementwiseOp::Elu, &self.layout, self.dtype, &[alpha])?;
-        let r = self.run(Family::Elementwise, "elu", &[], &out)?;
-        let s = dispatch!(self.device, |b| b.wrap(b.elu(b.get(r.get(self))?, &self.layout, alpha)?));
-        Ok(r.finish(s))
+        self.scalar_map(ScalarOp::Elu, &mut [alpha.into()])
     }
 
     /// Clamps into `[min, max]` (bounds cast to the tensor's dtype).
     pub fn clamp(&self, min: impl Into<Scalar>, max: impl Into<Scalar>) -> Result<Tensor> {
-        let (out, min, max) = ew::clamp(&self.layout, self.dtype, min.into(), max.into())?;
-        let r = self.run(Family::Elementwise, "clamp", &[], &out)?;
-        let s = dispatch!(self.device, |b| b.wrap(b.clamp(b.get(r.get(self))?, &self.layout, min, max)?));
+        self.scalar_map(ScalarOp::Clamp, &mut [min.into(), max.into()])
+    }
+
+    /// The map `op` with its scalar parameters (see [`ScalarOp`]).
+    pub fn scalar_map(&self, op: ScalarOp, params: &mut [Scalar]) -> Result<Tensor> {
+        let out = ew::scalar_map(op, &self.layout, self.dtype, params)?;
+        let r = self.run(Family::Elementwise, op.name(), &[], &out)?;
+        let s = dispatch!(self.device, |b| b.wrap(b.scalar_map(r.arg(b, self)?, &self.layout, op, params)?));
         Ok(r.finish(s))
     }
 
@@ -251,7 +124,7 @@ impl Tensor {
         let out = ew::binary_op(op, (&self.layout, self.dtype), (&rhs.layout, rhs.dtype))?;
         let (ll, rl) = (self.layout.broadcast_as(&out.shape)?, rhs.layout.broadcast_as(&out.shape)?);
         let r = self.run(Family::Elementwise, op.name(), &[rhs], &out)?;
-        let s = dispatch!(self.device, |b| b.wrap(b.binary(b.get(r.get(self))?, &ll, b.get(r.get(rhs))?, &rl, op)?));
+        let s = dispatch!(self.device, |b| b.wrap(b.binary(r.arg(b, self)?, &ll, r.arg(b, rhs)?, &rl, op)?));
         Ok(r.finish(s))
     }
 
@@ -261,7 +134,7 @@ impl Tensor {
         let out = ew::cmp(op, (&self.layout, self.dtype), (&rhs.layout, rhs.dtype))?;
         let (ll, rl) = (self.layout.broadcast_as(&out.shape)?, rhs.layout.broadcast_as(&out.shape)?);
         let r = self.run(Family::Elementwise, op.name(), &[rhs], &out)?;
-        let s = dispatch!(self.device, |b| b.wrap(b.cmp(b.get(r.get(self))?, &ll, b.get(r.get(rhs))?, &rl, op)?));
+        let s = dispatch!(self.device, |b| b.wrap(b.cmp(r.arg(b, self)?, &ll, r.arg(b, rhs)?, &rl, op)?));
         Ok(r.finish(s))
     }
 
@@ -278,11 +151,11 @@ impl Tensor {
         let fl = on_false.layout.broadcast_as(&out.shape)?;
         let r = self.run(Family::Elementwise, "where_cond", &[on_true, on_false], &out)?;
         let s = dispatch!(self.device, |b| b.wrap(b.where_cond(
-            b.get(r.get(self))?,
+            r.arg(b, self)?,
             &cl,
-            b.get(r.get(on_true))?,
+            r.arg(b, on_true)?,
             &tl,
-            b.get(r.get(on_false))?,
+            r.arg(b, on_false)?,
             &fl
         )?));
         Ok(r.finish(s))
@@ -295,7 +168,7 @@ impl Tensor {
         }
         let out = ew::cast(&self.layout, dtype)?;
         let r = self.run(Family::Elementwise, "cast", &[], &out)?;
-        let s = dispatch!(self.device, |b| b.wrap(b.cast(b.get(r.get(self))?, &self.layout, dtype)?));
+        let s = dispatch!(self.device, |b| b.wrap(b.cast(r.arg(b, self)?, &self.layout, dtype)?));
         Ok(r.finish(s))
     }
 
@@ -303,7 +176,7 @@ impl Tensor {
     pub fn reduce(&self, op: ReduceOp, dims: &[usize], keepdim: bool) -> Result<Tensor> {
         let red = reduce::reduce(op, &self.layout, self.dtype, dims)?;
         let r = self.run(Family::Reduce, op.name(), &[], &red.out)?;
-        let s = dispatch!(self.device, |b| b.wrap(b.reduce(b.get(r.get(self))?, &self.layout, op, &red.dims)?));
+        let s = dispatch!(self.device, |b| b.wrap(b.reduce(r.arg(b, self)?, &self.layout, op, &red.dims)?));
         let t = r.finish(s);
         if keepdim {
             return Ok(t);
@@ -328,9 +201,9 @@ impl Tensor {
         let r = self.run(Family::Index, "index_select", &[ids], &out)?;
         let flag = self.new_flag()?;
         let s = dispatch!(self.device, |b| b.wrap(b.index_select(
-            b.get(r.get(self))?,
+            r.arg(b, self)?,
             &self.layout,
-            b.get(r.get(ids))?,
+            r.arg(b, ids)?,
             &ids.layout,
             dim,
             b.get(flag.storage())?
@@ -346,9 +219,9 @@ impl Tensor {
         let r = self.run(Family::Index, "gather", &[ids], &out)?;
         let flag = self.new_flag()?;
         let s = dispatch!(self.device, |b| b.wrap(b.gather(
-            b.get(r.get(self))?,
+            r.arg(b, self)?,
             &self.layout,
-            b.get(r.get(ids))?,
+            r.arg(b, ids)?,
             &ids.layout,
             dim,
             b.get(flag.storage())?
@@ -363,11 +236,11 @@ impl Tensor {
         let r = self.run(Family::Index, mode.op().name(), &[ids, src], &out)?;
         let flag = self.new_flag()?;
         let s = dispatch!(self.device, |b| b.wrap(b.scatter(
-            b.get(r.get(self))?,
+            r.arg(b, self)?,
             &self.layout,
-            b.get(r.get(ids))?,
+            r.arg(b, ids)?,
             &ids.layout,
-            b.get(r.get(src))?,
+            r.arg(b, src)?,
             &src.layout,
             dim,
             mode,
@@ -395,11 +268,11 @@ impl Tensor {
         let r = self.run(Family::Index, "index_add", &[ids, src], &out)?;
         let flag = self.new_flag()?;
         let s = dispatch!(self.device, |b| b.wrap(b.index_add(
-            b.get(r.get(self))?,
+            r.arg(b, self)?,
             &self.layout,
-            b.get(r.get(ids))?,
+            r.arg(b, ids)?,
             &ids.layout,
-            b.get(r.get(src))?,
+            r.arg(b, src)?,
             &src.layout,
             dim,
             b.get(flag.storage())?
@@ -427,19 +300,12 @@ impl Tensor {
         self.conv(kernel, ConvOp::ConvTranspose2d, p)
     }
 
-    fn conv<const N: usize>(&self, k: &Tensor, op: ConvOp, p: &ConvParams<N>) -> Result<Tensor>
-    where
-        ConvGeometry<N>: ConvRank,
-    {
+    fn conv<const N: usize>(&self, k: &Tensor, op: ConvOp, p: &ConvParams<N>) -> Result<Tensor> {
         self.same_device(op.name(), &[k])?;
         let g = spec::conv::conv(op, (&self.layout, self.dtype), (&k.layout, k.dtype), p)?;
         let r = self.run(Family::Conv, op.name(), &[k], &g.out)?;
-        let s = dispatch!(self.device, |b| b.wrap(g.run(
-            b,
-            op.is_transposed(),
-            (b.get(r.get(self))?, &self.layout),
-            (b.get(r.get(k))?, &k.layout)
-        )?));
+        let (c, xl, kl) = (Conv2::from(&g), nchw(&self.layout), nchw(&k.layout));
+        let s = dispatch!(self.device, |b| b.wrap(b.conv(op, r.arg(b, self)?, &xl, r.arg(b, k)?, &kl, &c)?));
         Ok(r.finish(s))
     }
 
@@ -456,7 +322,7 @@ impl Tensor {
     fn pool2d(&self, op: PoolOp, p: &Pool2dParams) -> Result<Tensor> {
         let out = spec::pool::pool2d(op, &self.layout, self.dtype, p)?;
         let r = self.run(Family::Pool, op.name(), &[], &out)?;
-        let s = dispatch!(self.device, |b| b.wrap(b.pool2d(b.get(r.get(self))?, &self.layout, op, p)?));
+        let s = dispatch!(self.device, |b| b.wrap(b.pool2d(r.arg(b, self)?, &self.layout, op, p)?));
         Ok(r.finish(s))
     }
 
@@ -464,7 +330,7 @@ impl Tensor {
     pub fn upsample_nearest1d(&self, size: usize) -> Result<Tensor> {
         let out = spec::upsample::upsample(UpsampleOp::UpsampleNearest1d, &self.layout, self.dtype, &[size])?;
         let r = self.run(Family::Upsample, "upsample_nearest1d", &[], &out)?;
-        let s = dispatch!(self.device, |b| b.wrap(b.upsample_nearest1d(b.get(r.get(self))?, &self.layout, size)?));
+        let s = dispatch!(self.device, |b| b.wrap(b.upsample_nearest1d(r.arg(b, self)?, &self.layout, size)?));
         Ok(r.finish(s))
     }
 
@@ -472,7 +338,7 @@ impl Tensor {
     pub fn upsample_nearest2d(&self, h: usize, w: usize) -> Result<Tensor> {
         let out = spec::upsample::upsample(UpsampleOp::UpsampleNearest2d, &self.layout, self.dtype, &[h, w])?;
         let r = self.run(Family::Upsample, "upsample_nearest2d", &[], &out)?;
-        let s = dispatch!(self.device, |b| b.wrap(b.upsample_nearest2d(b.get(r.get(self))?, &self.layout, [h, w])?));
+        let s = dispatch!(self.device, |b| b.wrap(b.upsample_nearest2d(r.arg(b, self)?, &self.layout, [h, w])?));
         Ok(r.finish(s))
     }
 
@@ -481,7 +347,7 @@ impl Tensor {
         let r = self.run(Family::Copy, "copy", &[], &Out::new(self.shape().clone(), self.dtype))?;
         let s = dispatch!(self.device, |b| {
             let mut dst = b.alloc(self.dtype, self.elem_count())?;
-            b.copy_strided(b.get(r.get(self))?, &self.layout, &mut dst, 0)?;
+            b.copy_strided(r.arg(b, self)?, &self.layout, &mut dst, 0)?;
             b.wrap(dst)
         });
         Ok(r.finish(s))
@@ -539,7 +405,7 @@ impl Tensor {
         let g = spec::matmul::matmul((&self.layout, self.dtype), (&rhs.layout, rhs.dtype))?;
         let (ll, rl) = (self.layout.broadcast_as(&g.lhs_shape())?, rhs.layout.broadcast_as(&g.rhs_shape())?);
         let r = self.run(Family::Matmul, "matmul", &[rhs], &g.out)?;
-        let s = dispatch!(self.device, |b| b.wrap(b.matmul(b.get(r.get(self))?, &ll, b.get(r.get(rhs))?, &rl, &g)?));
+        let s = dispatch!(self.device, |b| b.wrap(b.matmul(r.arg(b, self)?, &ll, r.arg(b, rhs)?, &rl, &g)?));
         Ok(r.finish(s))
     }
 
@@ -556,9 +422,8 @@ impl Tensor {
     fn softmax_op(&self, op: NnOp, dim: impl Dim) -> Result<Tensor> {
         let dim = dim.to_index(self.rank(), op.name())?;
         let out = nn::softmax(op, &self.layout, self.dtype, dim)?;
-        let log = op == NnOp::LogSoftmax;
         let r = self.run(Family::Nn, op.name(), &[], &out)?;
-        let s = dispatch!(self.device, |b| b.wrap(b.softmax(b.get(r.get(self))?, &self.layout, dim, log)?));
+        let s = dispatch!(self.device, |b| b.wrap(b.softmax(r.arg(b, self)?, &self.layout, op, dim)?));
         Ok(r.finish(s))
     }
 
@@ -569,9 +434,9 @@ impl Tensor {
         let out = nn::norm(NnOp::LayerNorm, self.lay(), weight.map(Tensor::lay), bias.map(Tensor::lay), eps)?;
         let r = self.run(Family::Nn, "layer_norm", &params, &out)?;
         let s = dispatch!(self.device, |b| {
-            let w = weight.map(|t| Ok::<_, crate::Error>((b.get(r.get(t))?, &t.layout))).transpose()?;
-            let bi = bias.map(|t| Ok::<_, crate::Error>((b.get(r.get(t))?, &t.layout))).transpose()?;
-            b.wrap(b.layer_norm(b.get(r.get(self))?, &self.layout, w, bi, eps)?)
+            let w = weight.map(|t| Ok::<_, crate::Error>((r.arg(b, t)?, &t.layout))).transpose()?;
+            let bi = bias.map(|t| Ok::<_, crate::Error>((r.arg(b, t)?, &t.layout))).transpose()?;
+            b.wrap(b.layer_norm(r.arg(b, self)?, &self.layout, w, bi, eps)?)
         });
         Ok(r.finish(s))
     }
@@ -583,8 +448,8 @@ impl Tensor {
         let out = nn::norm(NnOp::RmsNorm, (&self.layout, self.dtype), weight.map(|t| (&t.layout, t.dtype)), None, eps)?;
         let r = self.run(Family::Nn, "rms_norm", &params, &out)?;
         let s = dispatch!(self.device, |b| {
-            let w = weight.map(|t| Ok::<_, crate::Error>((b.get(r.get(t))?, &t.layout))).transpose()?;
-            b.wrap(b.rms_norm(b.get(r.get(self))?, &self.layout, w, eps)?)
+            let w = weight.map(|t| Ok::<_, crate::Error>((r.arg(b, t)?, &t.layout))).transpose()?;
+            b.wrap(b.rms_norm(r.arg(b, self)?, &self.layout, w, eps)?)
         });
         Ok(r.finish(s))
     }
@@ -604,11 +469,11 @@ impl Tensor {
             nn::batch_norm(self.lay(), mean.lay(), var.lay(), weight.map(Tensor::lay), bias.map(Tensor::lay), eps)?;
         let r = self.run(Family::Nn, "batch_norm", &params, &out)?;
         let s = dispatch!(self.device, |b| {
-            let w = weight.map(|t| Ok::<_, crate::Error>((b.get(r.get(t))?, &t.layout))).transpose()?;
-            let bi = bias.map(|t| Ok::<_, crate::Error>((b.get(r.get(t))?, &t.layout))).transpose()?;
-            let m = (b.get(r.get(mean))?, &mean.layout);
-            let v = (b.get(r.get(var))?, &var.layout);
-            b.wrap(b.batch_norm(b.get(r.get(self))?, &self.layout, m, v, w, bi, eps)?)
+            let w = weight.map(|t| Ok::<_, crate::Error>((r.arg(b, t)?, &t.layout))).transpose()?;
+            let bi = bias.map(|t| Ok::<_, crate::Error>((r.arg(b, t)?, &t.layout))).transpose()?;
+            let m = (r.arg(b, mean)?, &mean.layout);
+            let v = (r.arg(b, var)?, &var.layout);
+            b.wrap(b.batch_norm(r.arg(b, self)?, &self.layout, m, v, w, bi, eps)?)
         });
         Ok(r.finish(s))
     }
@@ -617,7 +482,7 @@ impl Tensor {
     pub fn argsort(&self, descending: bool) -> Result<Tensor> {
         let out = spec::sort::argsort(&self.layout, self.dtype)?;
         let r = self.run(Family::Sort, "argsort", &[], &out)?;
-        let s = dispatch!(self.device, |b| b.wrap(b.argsort(b.get(r.get(self))?, &self.layout, descending)?));
+        let s = dispatch!(self.device, |b| b.wrap(b.argsort(r.arg(b, self)?, &self.layout, descending)?));
         Ok(r.finish(s))
     }
 

@@ -227,7 +227,7 @@ impl Mapping {
         .await
         .map_err(err)?;
         let (buffer, len) = (&self.staging, self.len);
-        let bytes = crate::cpu::try_vec(len as usize, 0u8).and_then(|mut out| {
+        let bytes = crate::host::try_vec(len as usize, 0u8).and_then(|mut out| {
             let view = buffer.get_mapped_range(..len.max(4).next_multiple_of(4)).map_err(|e| err(e.to_string()))?;
             out.copy_from_slice(&view[..len as usize]);
             Ok(out)

@@ -13,7 +13,7 @@ use super::repr::{Caps, Repr};
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::{ConvOps, CopyOps};
 use crate::spec::Family;
-use crate::spec::conv::{Conv2, ConvGeometry, ConvOp};
+use crate::spec::conv::{Conv2, ConvOp};
 use crate::{DType, Layout, Result};
 
 /// The kernel choices of the convolutions: one tile size (their GEMMs have short K and many
@@ -38,10 +38,10 @@ const CONV: Table = Table {
 };
 const CONV_TILES: Tiles = Tiles { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, pad: 0 };
 
-/// The strides `(N, C, H, W)` of a rank-`D + 2` layout (a 1-D one's H stride is 0).
+/// The strides `(N, C, H, W)` of a rank-4 layout.
 fn strides4(l: &Layout) -> [usize; 4] {
     let s = l.strides();
-    if s.len() == 3 { [s[0], s[1], 0, s[2]] } else { [s[0], s[1], s[2], s[3]] }
+    [s[0], s[1], s[2], s[3]]
 }
 
 impl Conv2 {
@@ -126,23 +126,22 @@ fn gather_code(transposed: bool, kernel: [usize; 2], stride: [usize; 2], dilatio
     s + section(family_source(Family::Conv), "gather")
 }
 
-impl WgpuBackend {
-    fn conv<const D: usize>(
+impl ConvOps for WgpuBackend {
+    fn conv(
         &self,
+        op: ConvOp,
         x: &WgpuStorage,
         xl: &Layout,
         w: &WgpuStorage,
         wl: &Layout,
-        g: &ConvGeometry<D>,
-        op: ConvOp,
+        c: &Conv2,
     ) -> Result<WgpuStorage> {
         // Refused under the op's own name, not the GEMM's.
         Repr::of(x.dtype, self.caps(), op.name())?;
-        let out = g.out.shape.elem_count();
+        let out = c.out_elems();
         if out as u64 > u32::MAX as u64 {
             return Err(too_large(format!("{} output of {out} elements", op.name()), out as u64, x.dtype));
         }
-        let c = Conv2::from(g);
         let transposed = op.is_transposed();
         let order = c.weight_layout(wl, transposed);
         // The weight is small: where its layout is not the GEMM's A, a copy puts it in order.
@@ -162,52 +161,6 @@ impl WgpuBackend {
         let gather =
             (!gemm.gather.is_empty()).then(|| (Family::Conv, gather_code(transposed, c.kernel, c.stride, c.dilation)));
         self.gemm(&kernel, 1, &gemm, gather, w, x)
-    }
-}
-
-impl ConvOps for WgpuBackend {
-    fn conv1d(
-        &self,
-        x: &WgpuStorage,
-        xl: &Layout,
-        k: &WgpuStorage,
-        kl: &Layout,
-        g: &ConvGeometry<1>,
-    ) -> Result<WgpuStorage> {
-        self.conv(x, xl, k, kl, g, ConvOp::Conv1d)
-    }
-
-    fn conv2d(
-        &self,
-        x: &WgpuStorage,
-        xl: &Layout,
-        k: &WgpuStorage,
-        kl: &Layout,
-        g: &ConvGeometry<2>,
-    ) -> Result<WgpuStorage> {
-        self.conv(x, xl, k, kl, g, ConvOp::Conv2d)
-    }
-
-    fn conv_transpose1d(
-        &self,
-        x: &WgpuStorage,
-        xl: &Layout,
-        k: &WgpuStorage,
-        kl: &Layout,
-        g: &ConvGeometry<1>,
-    ) -> Result<WgpuStorage> {
-        self.conv(x, xl, k, kl, g, ConvOp::ConvTranspose1d)
-    }
-
-    fn conv_transpose2d(
-        &self,
-        x: &WgpuStorage,
-        xl: &Layout,
-        k: &WgpuStorage,
-        kl: &Layout,
-        g: &ConvGeometry<2>,
-    ) -> Result<WgpuStorage> {
-        self.conv(x, xl, k, kl, g, ConvOp::ConvTranspose2d)
     }
 }
 

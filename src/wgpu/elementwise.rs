@@ -2,140 +2,15 @@
 //! is generated here per op and compute type.
 
 use super::kernel::{Index, Spec, lane_threads, simplify, vec_ok};
-use super::repr::{Access, Caps, Compute, Repr, convert, params};
+use super::render::Wgsl;
+use super::repr::{Access, Caps, Compute, Repr, params};
 use super::support::bits_of;
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::ElementwiseOps;
+use crate::expr::{Expr, Ty, table};
 use crate::spec::Family;
-use crate::spec::elementwise::{BinaryOp, CmpOp, ElementwiseOp, UnaryOp};
+use crate::spec::elementwise::{BinaryOp, CmpOp, ElementwiseOp, ScalarOp, UnaryOp};
 use crate::{DType, Layout, Result, Scalar};
-
-/// WGSL for `op(v)` in compute type `c`; `None` if the spec does not give `op` that type.
-fn unary_expr(op: UnaryOp, c: Compute) -> Option<String> {
-    use UnaryOp::*;
-    let e = match c {
-        // What must hold for subnormals (bit-exact, or within the op's range) is computed on
-        // the bits (`neg32`, `lt32`...): drivers may flush subnormals in float arithmetic.
-        Compute::F32 => match op {
-            Neg => "neg32(v)",
-            Recip => "1.0 / v",
-            Exp => "exp(v)",
-            Log => "log32(v)",
-            Sin => "sin32(v)",
-            Cos => "cos32(v)",
-            Tanh => "tanh32(v)",
-            Abs => "abs32(v)",
-            Sqr => "v * v",
-            Sqrt => "sqrt32(v)",
-            Gelu => "0.5 * v * (1.0 + tanh32(0.7978845608028654 * (v + 0.044715 * v * v * v)))",
-            GeluErf => "0.5 * v * (1.0 + erf32(v * 0.7071067811865476))",
-            Erf => "erf32(v)",
-            Relu => "select(v, 0.0, lt32(v, 0.0))",
-            Silu => "v / (1.0 + exp(-v))",
-            Sigmoid => "1.0 / (1.0 + exp(-v))",
-            Ceil => "ceil32(v)",
-            Floor => "floor32(v)",
-            Round => "round32(v)",
-            Sign => "sign32(v)",
-        },
-        Compute::F64 => match op {
-            Neg => "-v",
-            Recip => "1.0lf / v",
-            Exp => "f64_exp(v)",
-            Log => "f64_log(v)",
-            Sin => "f64_sin(v)",
-            Cos => "f64_cos(v)",
-            Tanh => "f64_tanh(v)",
-            Abs => "abs(v)",
-            Sqr => "v * v",
-            Sqrt => "sqrt(v)",
-            Gelu => "0.5lf * v * (1.0lf + f64_tanh(0.7978845608028654lf * (v + 0.044715lf * v * v * v)))",
-            GeluErf => "0.5lf * v * (1.0lf + f64_erf(v * 0.7071067811865476lf))",
-            Erf => "f64_erf(v)",
-            Relu => "select(select(v, 0.0lf, v < 0.0lf), v, is_nan64(v))",
-            Silu => "v / (1.0lf + f64_exp(-v))",
-            Sigmoid => "1.0lf / (1.0lf + f64_exp(-v))",
-            Ceil => "ceil(v)",
-            Floor => "floor(v)",
-            Round => "round(v)",
-            Sign => "select(sign(v), v, is_nan64(v) || v == 0.0lf)",
-        },
-        Compute::U32 => match op {
-            Abs | Relu => "v",
-            Sqr => "v * v",
-            Sign => "min(v, 1u)",
-            _ => return None,
-        },
-        Compute::I64 => match op {
-            Neg => "-v",
-            Abs => "select(v, -v, v < 0li)",
-            Sqr => "v * v",
-            Relu => "select(v, 0li, v < 0li)",
-            Sign => "select(select(0li, 1li, v > 0li), -1li, v < 0li)",
-            _ => return None,
-        },
-        Compute::I64e => match op {
-            Neg => "i64e_neg(v)",
-            Abs => "i64e_abs(v)",
-            Sqr => "i64e_mul(v, v)",
-            Relu => "select(v, vec2<u32>(0u, 0u), i64e_is_neg(v))",
-            Sign => "i64e_sign(v)",
-            _ => return None,
-        },
-    };
-    Some(e.to_string())
-}
-
-/// WGSL for `op(a, b)` in compute type `c`.
-fn binary_expr(op: BinaryOp, c: Compute) -> &'static str {
-    use BinaryOp::*;
-    match (c, op) {
-        (Compute::I64e, Add) => "i64e_add(a, b)",
-        (Compute::I64e, Sub) => "i64e_sub(a, b)",
-        (Compute::I64e, Mul) => "i64e_mul(a, b)",
-        (Compute::I64e, Div) => "i64e_div(a, b)",
-        (Compute::I64e, Maximum) => "i64e_max(a, b)",
-        (Compute::I64e, Minimum) => "i64e_min(a, b)",
-        (_, Add) => "a + b",
-        (_, Sub) => "a - b",
-        (_, Mul) => "a * b",
-        (Compute::U32, Div) => "select(a / b, 0u, b == 0u)",
-        (Compute::I64, Div) => "i64_div(a, b)",
-        (_, Div) => "a / b",
-        (Compute::F32, Maximum) => "max32(a, b)",
-        (Compute::F32, Minimum) => "min32(a, b)",
-        (Compute::F64, Maximum) => "max_nan64(a, b)",
-        (Compute::F64, Minimum) => "min_nan64(a, b)",
-        (_, Maximum) => "max(a, b)",
-        (_, Minimum) => "min(a, b)",
-    }
-}
-
-/// WGSL for the comparison `a op b` as a bool.
-fn cmp_expr(op: CmpOp, c: Compute) -> &'static str {
-    use CmpOp::*;
-    match (c, op) {
-        (Compute::I64e, Eq) => "i64e_eq(a, b)",
-        (Compute::I64e, Ne) => "!i64e_eq(a, b)",
-        (Compute::I64e, Lt) => "i64e_lt(a, b)",
-        (Compute::I64e, Le) => "i64e_le(a, b)",
-        (Compute::I64e, Gt) => "i64e_lt(b, a)",
-        (Compute::I64e, Ge) => "i64e_le(b, a)",
-        (Compute::F32, Eq) => "eq32(a, b)",
-        (Compute::F32, Ne) => "!eq32(a, b)",
-        (Compute::F32, Lt) => "lt32(a, b)",
-        (Compute::F32, Le) => "le32(a, b)",
-        (Compute::F32, Gt) => "lt32(b, a)",
-        (Compute::F32, Ge) => "le32(b, a)",
-        (_, Eq) => "a == b",
-        // `!(a == b)`: drivers may lower `!=` as an ordered compare, false for NaN.
-        (_, Ne) => "!(a == b)",
-        (_, Lt) => "a < b",
-        (_, Le) => "a <= b",
-        (_, Gt) => "a > b",
-        (_, Ge) => "a >= b",
-    }
-}
 
 /// The spec of an elementwise kernel: inputs (named `x`, or `a`/`b`, or `c`/`a`/`b`) with
 /// their reprs and index maps, output `y`, and the generated `op` (with `param` if it takes
@@ -159,95 +34,50 @@ fn spec(
     spec
 }
 
-fn wrong(op: &'static str, dtype: DType, allowed: &[DType]) -> crate::Error {
-    crate::Error::WrongDType { op, dtype, expected: allowed.iter().map(|d| d.name()).collect::<Vec<_>>().join(", ") }
-}
-
-/// The float ops return a NaN input as it is, before any builtin sees it: drivers' builtins
-/// are not bound to propagate NaN (lavapipe's tanh gives -1). neg and abs are bit operations.
-fn nan_guard(c: Compute, keeps_nan: bool) -> &'static str {
-    match c {
-        Compute::F32 if !keeps_nan => "if (is_nan(v)) { return v; } ",
-        Compute::F64 if !keeps_nan => "if (is_nan64(v)) { return v; } ",
-        _ => "",
-    }
+/// The table's expression `e` over operands of compute types `args`, rendered for `caps`.
+fn op_code(caps: Caps, e: &Expr, names: &[&str], args: &[Ty]) -> String {
+    Wgsl { caps, names }.function(e, args)
 }
 
 pub(crate) fn unary_spec(caps: Caps, op: UnaryOp, dtype: DType, x: Index) -> Result<Spec> {
     let r = Repr::of(dtype, caps, op.name())?;
-    let expr = unary_expr(op, r.compute()).ok_or_else(|| wrong(op.name(), dtype, op.dtypes()))?;
-    let guard = nan_guard(r.compute(), matches!(op, UnaryOp::Neg | UnaryOp::Abs));
-    let c = r.compute().wgsl();
-    let code = format!("fn op(v: {c}) -> {c} {{ {guard}return {expr}; }}");
-    Ok(spec(caps, "map1", &[("x", r, x)], r, code, false))
+    let t = Ty::of(dtype);
+    Ok(spec(caps, "map1", &[("x", r, x)], r, op_code(caps, &table::unary(op, t), &["v"], &[t]), false))
 }
 
 /// affine, powf, elu and clamp: maps with scalars `param(0)`, `param(1)`.
-pub(crate) fn scalar_map_spec(caps: Caps, op: ElementwiseOp, dtype: DType, x: Index) -> Result<Spec> {
+pub(crate) fn scalar_map_spec(caps: Caps, op: ScalarOp, dtype: DType, x: Index) -> Result<Spec> {
     let r = Repr::of(dtype, caps, op.name())?;
-    let c = r.compute();
-    let f64 = c == Compute::F64;
-    let expr = match op {
-        ElementwiseOp::Affine => "v * param(0u) + param(1u)",
-        ElementwiseOp::Powf if f64 => "f64_pow(v, param(0u))",
-        ElementwiseOp::Powf => "pow32(v, param(0u))",
-        ElementwiseOp::Elu if f64 => "select(param(0u) * f64_expm1(v), v, v >= 0.0lf)",
-        ElementwiseOp::Elu => "select(param(0u) * (exp(v) - 1.0), v, v >= 0.0)",
-        ElementwiseOp::Clamp if c == Compute::I64e => {
-            "select(select(v, param(0u), i64e_lt(v, param(0u))), param(1u), i64e_lt(param(1u), v))"
-        }
-        ElementwiseOp::Clamp if c == Compute::F32 => {
-            "select(select(select(v, param(0u), lt32(v, param(0u))), param(1u), lt32(param(1u), v)), v, is_nan(v))"
-        }
-        ElementwiseOp::Clamp if f64 => {
-            "select(select(select(v, param(0u), v < param(0u)), param(1u), v > param(1u)), v, is_nan64(v))"
-        }
-        ElementwiseOp::Clamp => "select(select(v, param(0u), v < param(0u)), param(1u), v > param(1u))",
-        ElementwiseOp::WhereCond | ElementwiseOp::Cast => return Err(wrong(op.name(), dtype, &[])),
-    };
-    if !op.dtypes().contains(&dtype) {
-        return Err(wrong(op.name(), dtype, op.dtypes()));
-    }
-    // elu picks its branch by a compare; affine and clamp keep NaN already, and powf has its
-    // own rules (NaN^0 = 1).
-    let guard = nan_guard(c, op != ElementwiseOp::Elu);
-    let c = c.wgsl();
-    Ok(spec(caps, "map1", &[("x", r, x)], r, format!("fn op(v: {c}) -> {c} {{ {guard}return {expr}; }}"), true))
+    let t = Ty::of(dtype);
+    Ok(spec(caps, "map1", &[("x", r, x)], r, op_code(caps, &table::scalar(op, t), &["v"], &[t]), true))
 }
 
 pub(crate) fn binary_spec(caps: Caps, op: BinaryOp, dtype: DType, a: Index, b: Index) -> Result<Spec> {
     let r = Repr::of(dtype, caps, op.name())?;
-    let c = r.compute().wgsl();
-    let code = format!("fn op(a: {c}, b: {c}) -> {c} {{ return {}; }}", binary_expr(op, r.compute()));
+    let t = Ty::of(dtype);
+    let code = op_code(caps, &table::binary(op, t), &["a", "b"], &[t, t]);
     Ok(spec(caps, "map2", &[("a", r, a), ("b", r, b)], r, code, false))
 }
 
 pub(crate) fn cmp_spec(caps: Caps, op: CmpOp, dtype: DType, a: Index, b: Index) -> Result<Spec> {
     let r = Repr::of(dtype, caps, op.name())?;
-    let c = r.compute().wgsl();
-    let code = format!("fn op(a: {c}, b: {c}) -> u32 {{ return select(0u, 1u, {}); }}", cmp_expr(op, r.compute()));
+    let t = Ty::of(dtype);
+    let code = op_code(caps, &table::cmp(op, t), &["a", "b"], &[t, t]);
     Ok(spec(caps, "map2", &[("a", r, a), ("b", r, b)], Repr::U8, code, false))
 }
 
 pub(crate) fn where_spec(caps: Caps, cond: DType, dtype: DType, idx: [Index; 3]) -> Result<Spec> {
     let op = ElementwiseOp::WhereCond.name();
     let (cr, vr) = (Repr::of(cond, caps, op)?, Repr::of(dtype, caps, op)?);
-    let test = match cr.compute() {
-        Compute::I64e => "c.x != 0u || c.y != 0u",
-        Compute::I64 => "c != 0li",
-        _ => "c != 0u",
-    };
-    let v = vr.compute().wgsl();
-    let code = format!("fn op(c: {}, a: {v}, b: {v}) -> {v} {{ return select(b, a, {test}); }}", cr.compute().wgsl());
+    let (ct, t) = (Ty::of(cond), Ty::of(dtype));
+    let code = op_code(caps, &table::where_cond(ct, t), &["c", "a", "b"], &[ct, t, t]);
     Ok(spec(caps, "map3", &[("c", cr, idx[0]), ("a", vr, idx[1]), ("b", vr, idx[2])], vr, code, false))
 }
 
 pub(crate) fn cast_spec(caps: Caps, from: DType, to: DType, x: Index) -> Result<Spec> {
     let op = ElementwiseOp::Cast.name();
     let (fr, tr) = (Repr::of(from, caps, op)?, Repr::of(to, caps, op)?);
-    let expr = convert(from, to, fr, tr, "v");
-    let code = format!("fn op(v: {}) -> {} {{ return {expr}; }}", fr.compute().wgsl(), tr.compute().wgsl());
-    Ok(spec(caps, "map1", &[("x", fr, x)], tr, code, false))
+    Ok(spec(caps, "map1", &[("x", fr, x)], tr, op_code(caps, &table::cast(from, to), &["v"], &[Ty::of(from)]), false))
 }
 
 /// The four-lane form of a map spec where its output allows vector stores: each input loads
@@ -369,11 +199,6 @@ impl WgpuBackend {
         self.run(&spec, &buffers, &meta, threads)?;
         Ok(y)
     }
-
-    fn scalar_map(&self, op: ElementwiseOp, x: &WgpuStorage, l: &Layout, scalars: &[Scalar]) -> Result<WgpuStorage> {
-        let spec = scalar_map_spec(self.caps(), op, x.dtype, Index::of(l))?;
-        self.launch(spec, &[(x, l)], x.dtype, scalars)
-    }
 }
 
 impl ElementwiseOps for WgpuBackend {
@@ -381,20 +206,9 @@ impl ElementwiseOps for WgpuBackend {
         self.launch(unary_spec(self.caps(), op, x.dtype, Index::of(l))?, &[(x, l)], x.dtype, &[])
     }
 
-    fn affine(&self, x: &WgpuStorage, l: &Layout, mul: f64, add: f64) -> Result<WgpuStorage> {
-        self.scalar_map(ElementwiseOp::Affine, x, l, &[Scalar::F64(mul), Scalar::F64(add)])
-    }
-
-    fn powf(&self, x: &WgpuStorage, l: &Layout, e: f64) -> Result<WgpuStorage> {
-        self.scalar_map(ElementwiseOp::Powf, x, l, &[Scalar::F64(e)])
-    }
-
-    fn elu(&self, x: &WgpuStorage, l: &Layout, alpha: f64) -> Result<WgpuStorage> {
-        self.scalar_map(ElementwiseOp::Elu, x, l, &[Scalar::F64(alpha)])
-    }
-
-    fn clamp(&self, x: &WgpuStorage, l: &Layout, min: Scalar, max: Scalar) -> Result<WgpuStorage> {
-        self.scalar_map(ElementwiseOp::Clamp, x, l, &[min, max])
+    fn scalar_map(&self, x: &WgpuStorage, l: &Layout, op: ScalarOp, params: &[Scalar]) -> Result<WgpuStorage> {
+        let spec = scalar_map_spec(self.caps(), op, x.dtype, Index::of(l))?;
+        self.launch(spec, &[(x, l)], x.dtype, params)
     }
 
     fn binary(
@@ -445,7 +259,7 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         for &op in UnaryOp::ALL.iter().filter(|o| o.dtypes().contains(&dt)) {
             v.push((kernel_name(op.name(), dt), unary_spec(caps, op, dt, s)));
         }
-        for op in [ElementwiseOp::Affine, ElementwiseOp::Powf, ElementwiseOp::Elu, ElementwiseOp::Clamp] {
+        for &op in ScalarOp::ALL {
             if op.dtypes().contains(&dt) {
                 v.push((kernel_name(op.name(), dt), scalar_map_spec(caps, op, dt, Index::Contiguous)));
             }

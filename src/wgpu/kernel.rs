@@ -58,27 +58,11 @@ impl Index {
 /// `l` as (dims, strides) with size-1 dims dropped and adjacent dims merged where the strides
 /// allow; a contiguous layout becomes empty lists.
 pub fn simplify(l: &Layout) -> (Vec<u32>, Vec<u32>) {
-    let mut dims: Vec<u32> = vec![];
-    let mut strides: Vec<u32> = vec![];
-    for (&d, &s) in l.dims().iter().zip(l.strides()) {
-        if d == 1 {
-            continue;
-        }
-        match (dims.last_mut(), strides.last_mut()) {
-            (Some(pd), Some(ps)) if *ps as usize == s * d => {
-                *pd *= d as u32;
-                *ps = s as u32;
-            }
-            _ => {
-                dims.push(d as u32);
-                strides.push(s as u32);
-            }
-        }
-    }
-    if dims.len() == 1 && strides[0] == 1 {
+    let (dims, strides) = crate::layout::coalesce(l.dims(), &[l.strides()]);
+    if dims.len() == 1 && strides[0][0] == 1 {
         return (vec![], vec![]);
     }
-    (dims, strides)
+    (dims.iter().map(|&d| d as u32).collect(), strides[0].iter().map(|&s| s as u32).collect())
 }
 
 /// One buffer of a kernel.

@@ -17,6 +17,7 @@ mod pool;
 mod profile;
 mod random;
 mod reduce;
+mod render;
 pub mod repr;
 mod sort;
 mod support;
@@ -29,8 +30,7 @@ use crate::spec::index::IndexOp;
 use crate::{BackendKind, CpuStorage, DType, Error, Result};
 pub use alloc::{MemoryStats, SLACK as POOL_SLACK};
 use alloc::{Pool, PooledBuffer};
-pub(crate) use batch::Mapping;
-use batch::Recorder;
+use batch::{Mapping, Recorder};
 use context::Gpu;
 #[doc(hidden)]
 pub use coop::CoopTiles;
@@ -176,10 +176,10 @@ fn wgpu_err(msg: impl std::fmt::Display) -> Error {
     Error::Backend { backend: BackendKind::Wgpu, msg: msg.to_string() }
 }
 
-impl WgpuBackend {
+impl crate::backend::Open for WgpuBackend {
     /// Opens the adapter `RWO_ADAPTER` names (or the preferred one) with the features
     /// `RWO_WGPU_FEATURES` allows (all wanted ones by default).
-    pub(crate) async fn from_env() -> std::result::Result<WgpuBackend, String> {
+    async fn open_default() -> std::result::Result<WgpuBackend, String> {
         let adapter = std::env::var("RWO_ADAPTER").ok();
         let features = std::env::var("RWO_WGPU_FEATURES").ok();
         Self::open(adapter.as_deref(), features.as_deref()).await.map_err(|e| match e {
@@ -187,7 +187,9 @@ impl WgpuBackend {
             e => e.to_string(),
         })
     }
+}
 
+impl WgpuBackend {
     /// Opens an adapter by name substring with the named features (`"none"`, `"f16,i64"`...)
     /// and the tuning overrides of `RWO_WGPU_TUNE`.
     pub(crate) async fn open(adapter: Option<&str>, features: Option<&str>) -> Result<WgpuBackend> {
@@ -230,10 +232,6 @@ impl WgpuBackend {
         })))
     }
 
-    pub(crate) fn describe(&self) -> String {
-        self.0.gpu.describe()
-    }
-
     /// The adapter features that decide how dtypes are represented in kernels.
     pub fn caps(&self) -> Caps {
         self.0.caps
@@ -258,10 +256,6 @@ impl WgpuBackend {
     /// What the tensor buffer pool holds.
     pub fn memory_stats(&self) -> MemoryStats {
         self.0.pool.stats()
-    }
-
-    pub(crate) fn same(&self, other: &WgpuBackend) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
     }
 
     fn rec(&self) -> MutexGuard<'_, Recorder> {
@@ -454,6 +448,14 @@ impl Memory for WgpuBackend {
         BackendKind::Wgpu
     }
 
+    fn describe(&self) -> String {
+        self.0.gpu.describe()
+    }
+
+    fn same(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
     fn info(&self) -> Vec<(&'static str, String)> {
         let gpu = &self.0.gpu;
         let on: Vec<&str> = context::WANTED.iter().filter(|(_, f)| gpu.has(*f)).map(|(n, _)| *n).collect();
@@ -522,14 +524,14 @@ impl Memory for WgpuBackend {
     fn download(&self, s: &WgpuStorage) -> Readback<CpuStorage> {
         let (bytes, dtype) = (s.len as u64 * s.dtype.size_in_bytes() as u64, s.dtype);
         match self.read(&[(s.buffer(), bytes)]) {
-            Ok(m) => Readback::mapping(m, move |data| CpuStorage::from_bytes(dtype, &data[..bytes as usize])),
+            Ok(m) => Readback::later(async move { CpuStorage::from_bytes(dtype, &m.bytes().await?[..bytes as usize]) }),
             Err(e) => Readback::done(Err(e)),
         }
     }
 
     fn synchronize(&self) -> Readback<()> {
         match self.read(&[]) {
-            Ok(m) => Readback::mapping(m, |_| Ok(())),
+            Ok(m) => Readback::later(async move { m.bytes().await.map(|_| ()) }),
             Err(e) => Readback::done(Err(e)),
         }
     }
@@ -545,8 +547,8 @@ impl Memory for WgpuBackend {
         let bytes = 4 * FLAG_WORDS as u64;
         let parts: Vec<(&wgpu::Buffer, u64)> = flags.iter().map(|f| (f.buffer(), bytes)).collect();
         match self.read(&parts) {
-            Ok(m) => Readback::mapping(m, |data| {
-                let words: Vec<u32> = bytemuck::pod_collect_to_vec(&data);
+            Ok(m) => Readback::later(async move {
+                let words: Vec<u32> = bytemuck::pod_collect_to_vec(&m.bytes().await?);
                 Ok(words.chunks(FLAG_WORDS).map(flag_result).collect())
             }),
             Err(e) => Readback::done(Err(e)),

@@ -7,31 +7,17 @@
 //!   need no SHADER_F64;
 //! - every other op in f64 returns `UnsupportedDType`.
 //!
-//! A new WGSL family that only moves bytes lists its ops in [`MOVES_BYTES`] and computes in
-//! `bits_of(dtype)`; one that does arithmetic needs nothing here (its `Repr::of` refuses f64).
+//! A new WGSL family that only moves bytes declares its ops `[MovesBytes]` in the spec
+//! ([`Prop::MovesBytes`]) and computes in `bits_of(dtype)`; one that does arithmetic needs
+//! nothing here (its `Repr::of` refuses f64).
 
 use super::repr::Caps;
 use crate::DType;
-use crate::spec::OpInfo;
-
-/// Ops whose kernels only move elements (select, copy, fill, sort by key bits).
-pub(crate) const MOVES_BYTES: &[&str] = &[
-    "copy_strided",
-    "copy2d",
-    "fill",
-    "index_select",
-    "gather",
-    "scatter",
-    "where_cond",
-    "argsort",
-    "upsample_nearest1d",
-    "upsample_nearest2d",
-];
+use crate::spec::{OpInfo, Prop};
 
 /// Why `op` cannot run in `dtype` with `caps`, or `None` when it can.
 pub(crate) fn unsupported(caps: Caps, op: &OpInfo, dtype: DType) -> Option<String> {
-    let bytes_only = MOVES_BYTES.contains(&op.name);
-    (dtype == DType::F64 && !caps.f64 && !bytes_only).then(|| "the adapter lacks SHADER_F64".to_string())
+    (dtype == DType::F64 && !caps.f64 && !op.has(Prop::MovesBytes)).then(|| "the adapter lacks SHADER_F64".to_string())
 }
 
 /// The dtype a byte-moving op computes in: f64 as i64 where the adapter has no f64 (the same 8

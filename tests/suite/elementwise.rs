@@ -1,5 +1,5 @@
 use crate::{Tol, View, assert_values, rand_tensor, same_as_cpu, suite, view_tensor};
-use rocm_wgpu_ops::spec::elementwise::{BinaryOp, CmpOp, ElementwiseOp, UnaryOp};
+use rocm_wgpu_ops::spec::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use rocm_wgpu_ops::{DType, Device, Result, Tensor};
 
 suite!(
@@ -162,16 +162,16 @@ async fn float_maps_match_reference(dev: &Device) -> Result<()> {
         for view in View::ALL {
             let shape = [4, 6];
             let tol = Tol::of(dtype).times(4.0);
-            let what = |op: ElementwiseOp| format!("{op} {dtype} {view:?}");
-            same_as_cpu(dev, tol, &what(ElementwiseOp::Affine), |d| {
+            let what = |op: ScalarOp| format!("{op} {dtype} {view:?}");
+            same_as_cpu(dev, tol, &what(ScalarOp::Affine), |d| {
                 view_tensor(d, view, dtype, &shape, 2, -3.0, 3.0)?.affine(1.5, -0.25)
             })
             .await?;
-            same_as_cpu(dev, tol, &what(ElementwiseOp::Powf), |d| {
+            same_as_cpu(dev, tol, &what(ScalarOp::Powf), |d| {
                 view_tensor(d, view, dtype, &shape, 3, 0.1, 3.0)?.powf(2.5)
             })
             .await?;
-            same_as_cpu(dev, tol, &what(ElementwiseOp::Elu), |d| {
+            same_as_cpu(dev, tol, &what(ScalarOp::Elu), |d| {
                 view_tensor(d, view, dtype, &shape, 4, -3.0, 3.0)?.elu(0.7)
             })
             .await?;

@@ -8,7 +8,6 @@
 use crate::Tol;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use rocm_wgpu_ops::backend::BackendStorage;
 use rocm_wgpu_ops::spec::conv::ConvParams;
 use rocm_wgpu_ops::spec::elementwise::{BinaryOp, CmpOp, UnaryOp};
 use rocm_wgpu_ops::spec::pool::Pool2dParams;
@@ -16,7 +15,7 @@ use rocm_wgpu_ops::spec::reduce::ReduceOp;
 use rocm_wgpu_ops::{BackendKind, CpuStorage, DType, Device, Error, Result, Tensor};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-crate::tests!(random_calls_never_panic_and_agree_with_the_cpu);
+crate::tests!(random_calls_never_panic_and_agree_with_the_cpu, host_bytes_of_any_length_never_panic);
 
 /// A dim: small mostly, sometimes 0, rarely one no memory holds.
 fn dim() -> impl Strategy<Value = usize> {
@@ -308,4 +307,29 @@ fn random_calls_never_panic_and_agree_with_the_cpu() {
     let calls = CALLS.load(Ordering::Relaxed);
     let on: Vec<String> = std::iter::once("cpu".into()).chain(devs.iter().map(|d| d.kind().to_string())).collect();
     eprintln!("fuzz: {cases} cases, {calls} calls on {}, {:.1?}", on.join(" and "), start.elapsed());
+}
+
+/// Host data from raw bytes of any length and dtype: the elements back bit for bit where the
+/// length is whole elements, else an `InvalidParam` naming the length (it once panicked).
+fn host_bytes_of_any_length_never_panic() {
+    let config = Config { cases: 512, failure_persistence: None, ..Config::default() };
+    let bytes = (0usize..7, prop::collection::vec(any::<u8>(), 0..40));
+    let result = TestRunner::new(config).run(&bytes, |(dtype, bytes)| {
+        let dtype = DTYPES[dtype];
+        match CpuStorage::from_bytes(dtype, &bytes) {
+            Ok(s) => {
+                prop_assert_eq!(s.as_bytes(), &bytes[..]);
+                prop_assert_eq!(s.len() * dtype.size_in_bytes(), bytes.len());
+            }
+            Err(Error::InvalidParam { op: "from_bytes", msg }) => {
+                prop_assert!(!bytes.len().is_multiple_of(dtype.size_in_bytes()), "{msg}");
+                prop_assert!(msg.contains(&bytes.len().to_string()), "{msg}");
+            }
+            Err(e) => return Err(TestCaseError::fail(format!("{dtype}, {} bytes: {e}", bytes.len()))),
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
 }

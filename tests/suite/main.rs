@@ -10,6 +10,34 @@
 
 #![cfg_attr(target_family = "wasm", no_main)]
 
+/// Calls macro `$m` with the case modules a browser runs: `web.rs` makes a `cpu` and a `webgpu`
+/// test of each, and [`every_case_module_runs_in_a_browser_or_is_native_only`] checks the list.
+macro_rules! with_browser_families {
+    ($m:ident) => {
+        $m! {
+            conv,
+            copy,
+            elementwise,
+            errors,
+            index,
+            matmul,
+            nn,
+            numerics,
+            pool,
+            random,
+            reduce,
+            sort,
+            status,
+            support,
+            upsample
+        }
+    };
+}
+
+/// The modules compiled out on wasm32 (each `mod` line below says why).
+#[cfg(not(target_family = "wasm"))]
+const NATIVE_ONLY: &[&str] = &["fuzz", "native", "readback", "runtime", "shaders"];
+
 mod conv;
 mod copy;
 mod elementwise;
@@ -106,9 +134,33 @@ fn required_backends_are_present() {
     }
 }
 
+/// Every module that registers cases is run by the browser suite, or is compiled out there: a
+/// new family's file cannot silently miss the browsers.
+#[cfg(not(target_family = "wasm"))]
+fn every_case_module_runs_in_a_browser_or_is_native_only() {
+    macro_rules! names {
+        ($($f:ident),*) => {
+            &[$(stringify!($f)),*]
+        };
+    }
+    let browser: &[&str] = with_browser_families!(names);
+    for case in inventory::iter::<harness::Case> {
+        let module = case.module.rsplit("::").next().unwrap_or_default();
+        assert!(
+            browser.contains(&module) || NATIVE_ONLY.contains(&module),
+            "{module} registers cases but is neither in with_browser_families! nor NATIVE_ONLY"
+        );
+    }
+    for module in NATIVE_ONLY {
+        assert!(!browser.contains(module), "{module} is both native-only and run in a browser");
+    }
+}
+
 crate::tests!(
     #[cfg(not(target_family = "wasm"))]
-    required_backends_are_present
+    required_backends_are_present,
+    #[cfg(not(target_family = "wasm"))]
+    every_case_module_runs_in_a_browser_or_is_native_only
 );
 
 pub fn cpu() -> Device {

@@ -3,7 +3,7 @@
 //! HIP library loads) and NVRTC (feature `cuda`, where NVRTC loads) exactly as the runtimes
 //! compile them; and an absent rocm backend says why, while `Device::auto()` falls through.
 
-use rocm_wgpu_ops::native::{HIP_SOURCES, where_kernel_name};
+use rocm_wgpu_ops::native::{hip_sources, where_kernel_name};
 use rocm_wgpu_ops::spec::elementwise::cast_kernel_name;
 use rocm_wgpu_ops::spec::{self, Family};
 use rocm_wgpu_ops::{BackendKind, DType, Device, Error};
@@ -14,6 +14,7 @@ crate::tests!(
     elementwise_and_copy_kernels_have_their_fast_variants,
     reduce_and_sort_define_their_extra_kernels,
     instantiation_lines_parse_as_the_macros_expand,
+    the_generated_elementwise_header_is_current,
     #[cfg(feature = "cuda")]
     every_hip_source_compiles_with_nvrtc,
     #[cfg(feature = "rocm")]
@@ -81,11 +82,11 @@ fn entry_points(source: &str) -> Vec<String> {
 }
 
 fn every_op_and_dtype_of_the_native_families_has_a_hip_entry_point() {
-    let families: Vec<Family> = HIP_SOURCES.iter().map(|(f, _)| *f).collect();
+    let families: Vec<Family> = hip_sources().iter().map(|(f, _)| *f).collect();
     for f in [Family::Elementwise, Family::Copy, Family::Reduce, Family::Index, Family::Random, Family::Sort] {
         assert!(families.contains(&f), "{f} has no HIP source");
     }
-    let names: HashSet<String> = HIP_SOURCES.iter().flat_map(|(_, s)| entry_points(s)).collect();
+    let names: HashSet<String> = hip_sources().iter().flat_map(|(_, s)| entry_points(s)).collect();
     let mut missing = vec![];
     let mut count = 0;
     for op in spec::ops().into_iter().filter(|o| families.contains(&o.family)) {
@@ -111,7 +112,7 @@ fn every_op_and_dtype_of_the_native_families_has_a_hip_entry_point() {
 /// `Path`): every elementwise op x dtype and copy_strided and fill have `_vec` (16-byte chunks);
 /// binary ops and copy_strided have `_tiled` (transposed operands).
 fn elementwise_and_copy_kernels_have_their_fast_variants() {
-    let names: HashSet<String> = HIP_SOURCES.iter().flat_map(|(_, s)| entry_points(s)).collect();
+    let names: HashSet<String> = hip_sources().iter().flat_map(|(_, s)| entry_points(s)).collect();
     let binary: Vec<&str> = spec::elementwise::BinaryOp::ALL.iter().map(|o| o.name()).collect();
     let mut missing = vec![];
     let mut count = 0;
@@ -145,7 +146,7 @@ fn elementwise_and_copy_kernels_have_their_fast_variants() {
 /// column and partial-state variants (made by the same instantiation macro), and the merge
 /// passes of argsort exist for both key widths.
 fn reduce_and_sort_define_their_extra_kernels() {
-    let source = |f: Family| HIP_SOURCES.iter().find(|(g, _)| *g == f).map(|(_, s)| *s).unwrap_or_default();
+    let source = |f: Family| rocm_wgpu_ops::native::hip_source(f).unwrap_or_default();
     let reduce = source(Family::Reduce);
     for entry in ["op##_##T(", "op##_##T##_cols(", "op##_##T##_partials("] {
         assert!(reduce.contains(&format!("RWO_KERNEL {entry}")), "reduce: no kernel {entry}..)");
@@ -166,6 +167,21 @@ fn instantiation_lines_parse_as_the_macros_expand() {
     assert_eq!(entry_points(src), ["add_f32", "add_f32_vec", "add_u8", "add_u8_vec", "cast_u8_f16_vec"]);
 }
 
+/// `hip/elementwise_ops.h` (what hipcc builds ahead of time) is the expression table's rendering
+/// the runtimes compile; `RWO_BLESS=1` rewrites it after a change to the table or the spec.
+fn the_generated_elementwise_header_is_current() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/hip/elementwise_ops.h");
+    let rendered = rocm_wgpu_ops::native::elementwise_ops();
+    if std::env::var("RWO_BLESS").is_ok_and(|v| v == "1") {
+        std::fs::write(path, &rendered).unwrap_or_else(|e| panic!("writing {path}: {e}"));
+    }
+    let on_disk = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        on_disk == rendered,
+        "{path} is not the table's rendering: run RWO_BLESS=1 cargo test --test suite -- native"
+    );
+}
+
 /// NVRTC needs no GPU: where its library loads (`LD_LIBRARY_PATH`), compile every source for
 /// the H100/H200 architecture. Absent NVRTC skips, unless `RWO_REQUIRE` names cuda.
 #[cfg(feature = "cuda")]
@@ -178,8 +194,8 @@ fn every_hip_source_compiles_with_nvrtc() {
         );
         crate::harness::skip("NVRTC does not load here");
     }
-    for (family, _) in HIP_SOURCES {
-        let image = cuda::nvrtc_compile(*family, "sm_90").unwrap_or_else(|e| panic!("{e}"));
+    for (family, _) in hip_sources() {
+        let image = cuda::nvrtc_compile(family, "sm_90").unwrap_or_else(|e| panic!("{e}"));
         assert!(image.starts_with(b"\x7fELF"), "{family}: NVRTC gave no sm_90 machine code");
     }
 }
@@ -204,8 +220,8 @@ fn rocm_hiprtc_compiles_every_hip_source() {
     let word =
         |b: &[u8], at: usize, n: usize| b.get(at..at + n).map(|w| w.iter().rev().fold(0u32, |a, &x| a << 8 | x as u32));
     for &(arch, mach) in HIPRTC_TARGETS {
-        for (family, source) in HIP_SOURCES {
-            let image = rocm::hiprtc_compile(*family, arch).unwrap_or_else(|e| panic!("{e}"));
+        for (family, source) in hip_sources() {
+            let image = rocm::hiprtc_compile(family, arch).unwrap_or_else(|e| panic!("{e}"));
             assert!(image.starts_with(b"\x7fELF"), "{family} for {arch}: not an ELF code object");
             assert_eq!(word(&image, 18, 2), Some(0xe0), "{family} for {arch}: not EM_AMDGPU");
             assert_eq!(word(&image, 48, 4).map(|f| f & 0xff), Some(mach), "{family}: not built for {arch}");

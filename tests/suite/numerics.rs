@@ -4,7 +4,6 @@
 
 use crate::{cpu, suite, unless_unsupported};
 use half::{bf16, f16};
-use rocm_wgpu_ops::backend::BackendStorage;
 use rocm_wgpu_ops::spec::elementwise::{BinaryOp, CmpOp, UnaryOp};
 use rocm_wgpu_ops::{DType, Device, Result, Tensor, WithDType};
 

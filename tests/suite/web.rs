@@ -75,20 +75,4 @@ macro_rules! families {
     };
 }
 
-families!(
-    conv,
-    copy,
-    elementwise,
-    errors,
-    index,
-    matmul,
-    nn,
-    numerics,
-    pool,
-    random,
-    reduce,
-    sort,
-    status,
-    support,
-    upsample
-);
+with_browser_families!(families);
