@@ -146,7 +146,7 @@ pub fn c_text(chars: &[c_char]) -> String {
 }
 
 /// The text of a static C string a library returns (empty for null).
-fn static_text(p: *const c_char) -> String {
+pub(crate) fn static_text(p: *const c_char) -> String {
     if p.is_null() {
         return String::new();
     }
