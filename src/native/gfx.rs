@@ -35,6 +35,22 @@ pub fn unsupported(v: i32) -> Option<String> {
     }
 }
 
+/// The processors LLVM lists as APUs (the dGPU/APU column of AMDGPUUsage.rst's processor table,
+/// llvm-project 001388cf): `gfx942` is listed as a dGPU, though the MI300A is one of its APUs.
+const APU_PROCESSORS: &[&str] = &[
+    "gfx700", "gfx703", "gfx705", "gfx801", "gfx810", "gfx902", "gfx909", "gfx90c", "gfx1013", "gfx1033", "gfx1035",
+    "gfx1036", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1210",
+];
+
+/// Whether a device of target id `arch` is an APU's GPU: the runtime says so (`host_unified`,
+/// the properties' `pageableMemoryAccessUsesHostPageTables`, which holds ROCclr's
+/// `hostUnifiedMemory_`: set for agents ROCr reports as APUs from clr rocm-6.2.0's
+/// rocclr/device/rocm/rocdevice.cpp on, and before that only for full-profile agents, which
+/// today's APUs are not), or its processor is an APU one (what decides before ROCm 6.2).
+pub fn integrated(arch: &str, host_unified: bool) -> bool {
+    host_unified || arch.split(':').next().is_some_and(|p| APU_PROCESSORS.contains(&p))
+}
+
 /// Whether code built for target id `target` runs on a device whose `gcnArchName` is `device`:
 /// the same processor, and every feature the target fixes (`xnack+`) set the same way on the
 /// device (a feature the target leaves out runs either way). Returns how many features the
@@ -125,6 +141,21 @@ mod tests {
         assert_eq!(best_target(targets, dev), Some("gfx90a:xnack-"));
         assert_eq!(best_target(targets, "gfx90a:sramecc-:xnack+"), Some("gfx90a:xnack+"));
         assert_eq!(best_target(targets, "gfx1100"), None);
+    }
+
+    #[test]
+    fn apus_are_known_by_the_runtime_or_by_their_processor() {
+        // ROCm 5 leaves an APU's flag unset: its processor decides.
+        assert!(integrated("gfx90c:xnack-", false));
+        assert!(integrated("gfx1036", false));
+        assert!(integrated("gfx1103", false));
+        // The MI300A's processor is the MI300X's: only the runtime can tell them apart.
+        assert!(integrated("gfx942:sramecc+:xnack-", true));
+        assert!(!integrated("gfx942:sramecc+:xnack-", false));
+        assert!(!integrated("gfx1100", false));
+        assert!(!integrated("gfx90a:sramecc+:xnack-", false));
+        // A processor is matched whole, not by prefix.
+        assert!(!integrated("gfx9", false) && !integrated("gfx11030", false));
     }
 
     fn cand(ordinal: usize, integrated: bool, usable: bool) -> Candidate {

@@ -32,10 +32,17 @@ pub const MEMCPY_DEVICE_TO_DEVICE: c_int = 3;
 /// `hipStreamNonBlocking`: no implicit synchronisation with the null stream (as cudarc's).
 pub const STREAM_NON_BLOCKING: c_uint = 1;
 
-/// The head of `hipDeviceProp_t` as ROCm 5 lays it out, which the exported
-/// `hipGetDeviceProperties` keeps in ROCm 6 and 7 (`hipDeviceProp_tR0000`; the new layout has
-/// its own entry point, `hipGetDevicePropertiesR0600`, absent from ROCm 5). Fields after
-/// `integrated` are unread, kept as bytes. Sizes and offsets: Debian's ROCm 5.2 header.
+/// `hipDeviceProp_t` as ROCm 5 lays it out, which the exported `hipGetDeviceProperties` keeps
+/// in ROCm 6 and 7 (`hipDeviceProp_tR0000` of hip_deprecated.h: the same fields in rocm-5.2.3's
+/// hip_runtime_api.h, rocm-6.2.2's and rocm-systems 49678325's hip_deprecated.h, and ROCm 7's
+/// clr still exports it under that name: hipamd/src/hip_deprecated_abi.cpp at rocm-systems
+/// 260667d5; the new layout has its own entry point, `hipGetDevicePropertiesR0600`, absent from
+/// ROCm 5). Unread fields between read ones are kept as bytes.
+///
+/// `integrated` is never filled through this entry point (hipamd rocm-5.2.3 src/hip_device.cpp,
+/// clr rocm-6.2.2 and rocm-systems 0808ea29 hipamd/src/hip_device.cpp: it stays 0), while
+/// `pageableMemoryAccessUsesHostPageTables` is filled from the device's `hostUnifiedMemory_`,
+/// the very value R0600's `integrated` is filled from where that exists (ROCm 6.2 on).
 #[repr(C)]
 #[allow(non_snake_case)]
 pub struct DeviceProps {
@@ -68,8 +75,9 @@ pub struct DeviceProps {
     canMapHostMemory: c_int,
     gcnArch: c_int,
     pub gcnArchName: [c_char; 256],
-    pub integrated: c_int,
-    rest: [u8; 136],
+    integrated: c_int,
+    unread: [u8; 132],
+    pub pageableMemoryAccessUsesHostPageTables: c_int,
 }
 
 const _: () = assert!(std::mem::size_of::<DeviceProps>() == 792);
@@ -79,6 +87,7 @@ const _: () = assert!(std::mem::offset_of!(DeviceProps, multiProcessorCount) == 
 const _: () = assert!(std::mem::offset_of!(DeviceProps, maxSharedMemoryPerMultiProcessor) == 376);
 const _: () = assert!(std::mem::offset_of!(DeviceProps, gcnArchName) == 396);
 const _: () = assert!(std::mem::offset_of!(DeviceProps, integrated) == 652);
+const _: () = assert!(std::mem::offset_of!(DeviceProps, pageableMemoryAccessUsesHostPageTables) == 788);
 
 dylib! {
     /// The HIP runtime entry points the rocm backend calls.

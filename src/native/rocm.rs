@@ -179,7 +179,8 @@ impl Hip {
         for i in 0..count {
             let p = lib.properties(i as c_int).map_err(at)?;
             let arch = c_text(&p.gcnArchName);
-            candidates.push(Candidate { ordinal: i, usable: usable(lib, &arch), arch, integrated: p.integrated != 0 });
+            let integrated = gfx::integrated(&arch, p.pageableMemoryAccessUsesHostPageTables != 0);
+            candidates.push(Candidate { ordinal: i, usable: usable(lib, &arch), arch, integrated });
             props.push(p);
         }
         let ordinal = match ordinal.map_or_else(requested_ordinal, |n| Ok(Some(n)))? {
