@@ -1,6 +1,7 @@
 //! What the rocm runtime decides without a GPU, kept apart from the vendor calls so that it is
-//! tested on every machine: which HIP versions it opens, which code object fits a device's
-//! target id (`gfx90a:sramecc+:xnack-`), and which device is the default.
+//! tested on every machine: which HIP versions it opens, which vendor library sonames go with
+//! one, which code object fits a device's target id (`gfx90a:sramecc+:xnack-`), and which device
+//! is the default.
 
 /// The oldest HIP runtime the rocm backend opens, as (major, minor): 5.2 is the oldest whose
 /// hiprtc CI runs (Debian 12's ROCm 5.2.3 compiles every `hip/*.hip` for gfx90a and gfx1030).
@@ -34,6 +35,28 @@ pub fn unsupported(v: i32) -> Option<String> {
         None
     }
 }
+
+/// rocBLAS's sonames for a HIP runtime of version `v`, best first: the one its ROCm ships, then
+/// older ones built for the same HIP major (a later minor of a runtime still runs them; another
+/// major would be a second runtime). `rocblas_SOVERSION` (library/CMakeLists.txt) is 0.1 at
+/// ROCm/rocBLAS rocm-5.0.0 to rocm-5.5.1, 3.0 at rocm-5.6.0, 3.1.0 at rocm-5.7.1, 4.0 at
+/// rocm-6.0.0, 4.2 at rocm-6.2.2, and 5.8 at ROCm/rocm-libraries 08f7f8c2 (projects/rocblas, the
+/// rocBLAS 5 of ROCm 7); the soname keeps the first number.
+pub fn rocblas_sonames(v: i32) -> Vec<String> {
+    let so = |n: u32| format!("librocblas.so.{n}");
+    match version_parts(v) {
+        (5, minor, _) if minor >= 6 => vec![so(3), so(0)],
+        (5, _, _) => vec![so(0)],
+        (6, _, _) => vec![so(4)],
+        (7, _, _) => vec![so(5)],
+        _ => vec![],
+    }
+}
+
+/// MIOpen's soname in every ROCm from 5.0 to 7 (`MIOpen_SOVERSION` 1.0 in src/CMakeLists.txt at
+/// ROCm/MIOpen rocm-5.0.0, rocm-5.2.3, rocm-5.7.1, rocm-6.0.0 and rocm-6.2.2, and at
+/// ROCm/rocm-libraries 0011accc, projects/miopen): it names no ROCm, so where it is found decides.
+pub const MIOPEN_SONAMES: &[&str] = &["libMIOpen.so.1"];
 
 /// The processors LLVM lists as APUs (the dGPU/APU column of AMDGPUUsage.rst's processor table,
 /// llvm-project 001388cf): `gfx942` is listed as a dGPU, though the MI300A is one of its APUs.
@@ -141,6 +164,20 @@ mod tests {
         assert_eq!(best_target(targets, dev), Some("gfx90a:xnack-"));
         assert_eq!(best_target(targets, "gfx90a:sramecc-:xnack+"), Some("gfx90a:xnack+"));
         assert_eq!(best_target(targets, "gfx1100"), None);
+    }
+
+    #[test]
+    fn rocblas_is_the_one_built_for_the_hip_runtime_then_older_of_its_major() {
+        let names = |v| rocblas_sonames(v).join(" ");
+        assert_eq!(names(50_221_153), "librocblas.so.0");
+        assert_eq!(names(50_530_000), "librocblas.so.0");
+        assert_eq!(names(50_631_061), "librocblas.so.3 librocblas.so.0");
+        assert_eq!(names(50_731_921), "librocblas.so.3 librocblas.so.0");
+        assert_eq!(names(60_032_830), "librocblas.so.4");
+        assert_eq!(names(60_443_483), "librocblas.so.4");
+        assert_eq!(names(70_051_831), "librocblas.so.5");
+        assert_eq!(names(80_000_000), "");
+        assert_eq!(MIOPEN_SONAMES, ["libMIOpen.so.1"]);
     }
 
     #[test]

@@ -2,13 +2,16 @@
 //! loaded at run time like the HIP runtime (`dylib.rs`), so a `rocm` build starts where rocBLAS
 //! is absent (matmul then runs on the cpu reference: see `src/native/matmul.rs`).
 //!
-//! `librocblas` is found as `RWO_ROCBLAS_LIB` names it, else by the sonames of ROCm 5 to 7,
-//! else under `$ROCM_PATH/lib` and `/opt/rocm/lib`. The entry points are declared here from
-//! `rocblas/rocblas-functions.h` (rocBLAS 2 to 5: `rocblas_int` is 32 bits, `rocblas_stride` 64);
-//! each mirrors the cuBLAS call of `blas/cuda.rs`.
+//! `librocblas` is found as `RWO_ROCBLAS_LIB` names it, else by the soname built for the HIP
+//! runtime loaded (`gfx::rocblas_sonames`), beside it first, then through the loader and under
+//! `$ROCM_PATH/lib` and `/opt/rocm/lib` ([`hip_api::HipLib::open_library`]). The entry points
+//! are declared here from `rocblas/rocblas-functions.h` and `rocblas-auxiliary.h` (rocBLAS 2 to
+//! 5: `rocblas_int` is 32 bits, `rocblas_stride` 64); each mirrors the cuBLAS call of
+//! `blas/cuda.rs`.
 
 use super::{Blas, Gemm};
-use crate::native::dylib::{self, dylib};
+use crate::native::dylib::dylib;
+use crate::native::gfx;
 use crate::native::hip_api::{self, Stream};
 use crate::native::rocm::Bound;
 use crate::{BackendKind, DType, Error, Result};
@@ -100,6 +103,14 @@ unsafe impl Send for RocBlas {}
 unsafe impl Sync for RocBlas {}
 
 impl RocBlas {
+    /// The library built for `hip` with every entry point used here, and where it was found;
+    /// or why not. Needs no GPU.
+    pub(crate) fn load(hip: &hip_api::HipLib) -> std::result::Result<(Fns, String), String> {
+        let opened = hip.open_library("rocBLAS", "RWO_ROCBLAS_LIB", &gfx::rocblas_sonames(hip.version))?;
+        let fns = Fns::resolve(&opened.lib).map_err(|e| format!("{}: {e}", opened.name))?;
+        Ok((fns, opened.name))
+    }
+
     /// A handle on `stream` of device `ordinal`, or why rocBLAS cannot be used: no library, a
     /// missing entry point, or a failing call.
     pub(crate) fn open(
@@ -107,9 +118,7 @@ impl RocBlas {
         ordinal: c_int,
         stream: Stream,
     ) -> std::result::Result<RocBlas, String> {
-        let names = ["librocblas.so.5", "librocblas.so.4", "librocblas.so.3", "librocblas.so.0"].map(String::from);
-        let opened = dylib::open("rocBLAS", "RWO_ROCBLAS_LIB", &hip_api::candidates(&names, "librocblas.so"))?;
-        let fns = Fns::resolve(&opened.lib).map_err(|e| format!("{}: {e}", opened.name))?;
+        let (fns, _) = Self::load(hip)?;
         let _bound = Bound::new(hip, ordinal)?;
         let mut handle: Handle = std::ptr::null_mut();
         // SAFETY: writes one handle; the device is current.
