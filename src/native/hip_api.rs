@@ -9,6 +9,11 @@
 //! in `libhiprtc.so.N` from ROCm 6 (and in some 5.x), and inside `libamdhip64` in ROCm 5: the
 //! separate library is tried first (`RWO_HIPRTC_LIB` names another), then the runtime's own
 //! exports.
+//!
+//! Every size, offset and value declared here by hand is compared with the headers of the ROCm
+//! installed where the suite runs (`tests/suite/rocm.rs`; Debian's ROCm 5.2 in CI), and each
+//! says below where else it was read: ROCm/HIP include/hip at the tags rocm-5.2.3 and
+//! rocm-6.2.2, and ROCm/rocm-systems projects/hip/include/hip at 003a5d10 (ROCm 7).
 
 use super::dylib::{self, Opened, dylib};
 use super::gfx;
@@ -96,6 +101,38 @@ const _: () = assert!(std::mem::offset_of!(DeviceProps, maxSharedMemoryPerMultiP
 const _: () = assert!(std::mem::offset_of!(DeviceProps, gcnArchName) == 396);
 const _: () = assert!(std::mem::offset_of!(DeviceProps, integrated) == 652);
 const _: () = assert!(std::mem::offset_of!(DeviceProps, pageableMemoryAccessUsesHostPageTables) == 788);
+
+/// Every size, offset and value declared here by hand, named as the C headers name them, for
+/// the suite to compare with what a C compiler makes of those headers (`tests/suite/rocm.rs`).
+pub(crate) fn declared_abi() -> Vec<(&'static str, i64)> {
+    use std::mem::{align_of, offset_of, size_of};
+    let n = |v: usize| v as i64;
+    vec![
+        ("sizeof(hipDeviceProp_tR0000)", n(size_of::<DeviceProps>())),
+        ("alignof(hipDeviceProp_tR0000)", n(align_of::<DeviceProps>())),
+        ("offsetof(name)", n(offset_of!(DeviceProps, name))),
+        ("offsetof(totalGlobalMem)", n(offset_of!(DeviceProps, totalGlobalMem))),
+        ("offsetof(warpSize)", n(offset_of!(DeviceProps, warpSize))),
+        ("offsetof(multiProcessorCount)", n(offset_of!(DeviceProps, multiProcessorCount))),
+        ("offsetof(maxSharedMemoryPerMultiProcessor)", n(offset_of!(DeviceProps, maxSharedMemoryPerMultiProcessor))),
+        ("offsetof(gcnArchName)", n(offset_of!(DeviceProps, gcnArchName))),
+        ("offsetof(integrated)", n(offset_of!(DeviceProps, integrated))),
+        (
+            "offsetof(pageableMemoryAccessUsesHostPageTables)",
+            n(offset_of!(DeviceProps, pageableMemoryAccessUsesHostPageTables)),
+        ),
+        ("sizeof(hipError_t)", n(size_of::<HipError>())),
+        ("hipSuccess", HIP_SUCCESS.into()),
+        ("hipErrorNoDevice", HIP_ERROR_NO_DEVICE.into()),
+        ("sizeof(hipMemcpyKind)", n(size_of::<c_int>())),
+        ("hipMemcpyHostToDevice", MEMCPY_HOST_TO_DEVICE.into()),
+        ("hipMemcpyDeviceToHost", MEMCPY_DEVICE_TO_HOST.into()),
+        ("hipMemcpyDeviceToDevice", MEMCPY_DEVICE_TO_DEVICE.into()),
+        ("hipStreamNonBlocking", STREAM_NON_BLOCKING.into()),
+        ("sizeof(hiprtcResult)", n(size_of::<RtcResult>())),
+        ("HIPRTC_SUCCESS", HIPRTC_SUCCESS.into()),
+    ]
+}
 
 dylib! {
     /// The HIP runtime entry points the rocm backend calls.

@@ -167,6 +167,13 @@ pub fn libraries() -> Vec<(&'static str, std::result::Result<String, String>)> {
     ]
 }
 
+/// Every size, offset and value `hip_api.rs` declares by hand, named as ROCm's C headers name
+/// them (`sizeof(hipDeviceProp_tR0000)`, `hipErrorNoDevice`), for a test to compare with what a
+/// C compiler makes of the installed headers.
+pub fn declared_abi() -> Vec<(&'static str, i64)> {
+    hip_api::declared_abi()
+}
+
 /// Compiles `hip/<family>.hip` (with `hip/common.h`) with hiprtc for target id `arch`
 /// (`gfx90a`, `gfx90a:xnack+`) exactly as the rocm runtime does, without the cache. Needs the
 /// HIP library (any version it loads), no GPU.

@@ -1,13 +1,18 @@
-//! The rocm backend's ties to the ROCm installed here, without a GPU: where the vendor libraries
-//! are looked for. CI runs it in its rocm modes (`RWO_EXPECT_ROCM` set: the C compiler and, for
-//! `no-gpu`, the HIP library must be there); elsewhere what is missing skips it.
+//! The rocm backend's ties to the ROCm installed here, without a GPU: the ABI `hip_api.rs`
+//! declares by hand against what the C compiler makes of the installed HIP headers, and where the
+//! vendor libraries are looked for. CI runs both in its rocm modes (`RWO_EXPECT_ROCM` set: the
+//! compiler, Debian's headers and, for `no-gpu`, the HIP library must be there); elsewhere what
+//! is missing skips them.
 
 use rocm_wgpu_ops::native::rocm;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-crate::tests!(libraries_are_found_beside_the_hip_runtime);
+crate::tests!(hip_abi_matches_the_installed_headers, libraries_are_found_beside_the_hip_runtime);
+
+/// The C program printing what the headers make of each declared name.
+const PROBE: &str = include_str!("rocm_abi.c");
 
 /// Set in the process the library test starts: the directory it prepared.
 const CHILD_DIR: &str = "RWO_TEST_ROCM_LIB_DIR";
@@ -45,6 +50,47 @@ fn cc(dir: &Path, args: &[&str]) -> Result<(), String> {
         return Ok(());
     }
     Err(format!("{compiler} {}:\n{}", args.join(" "), String::from_utf8_lossy(&out.stderr)))
+}
+
+/// The probe compiled against the installed HIP headers (`$ROCM_PATH/include` where set, else
+/// the compiler's own path: Debian's /usr/include) and run: each line's name and value.
+fn header_values(dir: &Path) -> Result<BTreeMap<String, i64>, String> {
+    std::fs::write(dir.join("probe.c"), PROBE).map_err(|e| e.to_string())?;
+    let include = std::env::var("ROCM_PATH").ok().filter(|p| !p.trim().is_empty()).map(|p| format!("-I{p}/include"));
+    let mut args = vec!["-std=c11", "-Wall", "-Werror", "-D__HIP_PLATFORM_AMD__"];
+    args.extend(include.as_deref());
+    args.extend(["probe.c", "-o", "probe"]);
+    cc(dir, &args)?;
+    let out = Command::new(dir.join("probe")).output().map_err(|e| format!("the probe does not run: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let parse = |line: &str| {
+        let (name, value) = line.rsplit_once(' ')?;
+        Some((name.to_string(), value.parse().ok()?))
+    };
+    text.lines().map(|l| parse(l).ok_or_else(|| format!("the probe printed {l:?}"))).collect()
+}
+
+/// Every size, offset and value `hip_api.rs` declares by hand equals what the installed HIP
+/// headers define (the exported `hipGetDeviceProperties`' layout, hipMemcpyKind, the error and
+/// hiprtc codes used, the stream flag), and the probe prints no name the crate does not declare.
+fn hip_abi_matches_the_installed_headers() {
+    let dir = scratch("rocm-abi");
+    let values = header_values(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    let headers = match values {
+        Ok(v) => v,
+        Err(why) if why.contains("hip/hip_runtime_api.h") || why.contains("does not run") => lacking(why),
+        Err(why) => panic!("{why}"),
+    };
+    let declared: BTreeMap<String, i64> = rocm::declared_abi().into_iter().map(|(n, v)| (n.to_string(), v)).collect();
+    let wrong: Vec<String> = declared
+        .iter()
+        .filter(|(n, v)| headers.get(*n) != Some(v))
+        .map(|(n, v)| format!("{n}: declared {v}, the headers {:?}", headers.get(n)))
+        .collect();
+    assert!(wrong.is_empty(), "hip_api.rs disagrees with the installed headers: {wrong:#?}");
+    assert_eq!(headers.keys().collect::<Vec<_>>(), declared.keys().collect::<Vec<_>>());
+    assert!(declared.len() >= 20, "only {} declared values", declared.len());
 }
 
 /// The HIP runtime's description: `HIP 5.2.21153[, driver N] (path)`; its path.
