@@ -50,6 +50,58 @@ pub(crate) fn open(what: &str, env_var: &str, candidates: &[String]) -> Result<O
     Err(format!("{what} not found (tried {}; {hint})", names.join(", ")))
 }
 
+/// The names to try for a library of `sonames` (best first): each in `first` (the directory of
+/// the HIP runtime this process loaded), then by soname through the loader's search path, then
+/// in each of `dirs` (where ROCm installs), every name once. Versioned names only where the
+/// caller gives no other: a ROCm 7 wheel ships `libamdhip64.so.7` without `libamdhip64.so`.
+pub(crate) fn candidates(first: Option<&str>, sonames: &[String], dirs: &[String]) -> Vec<String> {
+    let mut all: Vec<String> = vec![];
+    let mut add = |name: String| {
+        if !all.contains(&name) {
+            all.push(name);
+        }
+    };
+    let in_dir = |dir: &str, name: &str| format!("{}/{name}", dir.trim_end_matches('/'));
+    first.iter().flat_map(|d| sonames.iter().map(|n| in_dir(d, n))).for_each(&mut add);
+    sonames.iter().cloned().for_each(&mut add);
+    dirs.iter().flat_map(|d| sonames.iter().map(|n| in_dir(d, n))).for_each(&mut add);
+    all
+}
+
+/// The path of the loaded object that holds `addr` (a resolved symbol), as the loader recorded
+/// it when opening it: where a library found by soname came from.
+#[cfg(unix)]
+pub(crate) fn path_of(addr: *const std::ffi::c_void) -> Option<String> {
+    // SAFETY: all-zero bytes are a valid `Dl_info` (null pointers).
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads `addr` as an address and writes `info`.
+    if unsafe { libc::dladdr(addr, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: on success dli_fname is the loader's NUL-terminated name of the object.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }.to_string_lossy().into_owned();
+    (!name.is_empty()).then_some(name)
+}
+
+/// Elsewhere the loader records no path to ask for.
+#[cfg(not(unix))]
+pub(crate) fn path_of(_addr: *const std::ffi::c_void) -> Option<String> {
+    None
+}
+
+/// Whether an object of soname (or path) `name` is loaded in this process now; loads nothing.
+#[cfg(unix)]
+pub(crate) fn loaded(name: &str) -> bool {
+    // SAFETY: with RTLD_NOLOAD dlopen only looks among the loaded objects: no initialiser runs.
+    unsafe { libloading::os::unix::Library::open(Some(name), libc::RTLD_LAZY | libc::RTLD_NOLOAD) }.is_ok()
+}
+
+/// Elsewhere nothing is asked: no object is reported loaded.
+#[cfg(not(unix))]
+pub(crate) fn loaded(_name: &str) -> bool {
+    false
+}
+
 /// Declares a table of C entry points resolved from one library:
 ///
 /// ```ignore
@@ -144,6 +196,43 @@ mod tests {
             err,
             "libfoo not found (tried librwo-absent.so.1, /nonexistent/librwo.so; set RWO_TEST_NO_SUCH_VAR to its path)"
         );
+    }
+
+    #[test]
+    fn libraries_are_searched_beside_the_runtime_then_by_soname_then_in_rocm_dirs() {
+        let sonames = names(&["librocblas.so.3", "librocblas.so.0"]);
+        let dirs = names(&["/opt/rocm-5.7.1/lib/", "/opt/rocm/lib"]);
+        assert_eq!(
+            candidates(Some("/home/u/venv/rocm/lib"), &sonames, &dirs),
+            [
+                "/home/u/venv/rocm/lib/librocblas.so.3",
+                "/home/u/venv/rocm/lib/librocblas.so.0",
+                "librocblas.so.3",
+                "librocblas.so.0",
+                "/opt/rocm-5.7.1/lib/librocblas.so.3",
+                "/opt/rocm-5.7.1/lib/librocblas.so.0",
+                "/opt/rocm/lib/librocblas.so.3",
+                "/opt/rocm/lib/librocblas.so.0",
+            ]
+        );
+        // The runtime's own directory is one of ROCm's: each path once, in the first place.
+        let one = names(&["libMIOpen.so.1"]);
+        assert_eq!(
+            candidates(Some("/opt/rocm/lib"), &one, &dirs),
+            ["/opt/rocm/lib/libMIOpen.so.1", "libMIOpen.so.1", "/opt/rocm-5.7.1/lib/libMIOpen.so.1"]
+        );
+        assert_eq!(candidates(None, &one, &[]), ["libMIOpen.so.1"]);
+    }
+
+    #[test]
+    fn a_loaded_library_is_found_with_its_path_and_an_absent_one_is_not_loaded() {
+        let opened = open("libc", "RWO_TEST_NO_SUCH_VAR", &names(&["libc.so.6"])).unwrap_or_else(|e| panic!("{e}"));
+        let libc = LibC::resolve(&opened.lib).unwrap_or_else(|e| panic!("{e}"));
+        let path = path_of(libc.strlen as *const std::ffi::c_void).unwrap_or_default();
+        assert!(path.starts_with('/') && path.ends_with("/libc.so.6"), "{path:?}");
+        assert!(loaded("libc.so.6"));
+        assert!(!loaded("librwo-absent.so.1"));
+        assert_eq!(path_of(std::ptr::null()), None);
     }
 
     #[test]

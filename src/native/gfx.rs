@@ -1,6 +1,7 @@
 //! What the rocm runtime decides without a GPU, kept apart from the vendor calls so that it is
-//! tested on every machine: which HIP versions it opens, which code object fits a device's
-//! target id (`gfx90a:sramecc+:xnack-`), and which device is the default.
+//! tested on every machine: which HIP versions it opens, which vendor library sonames go with
+//! one, which code object fits a device's target id (`gfx90a:sramecc+:xnack-`), and which device
+//! is the default.
 
 /// The oldest HIP runtime the rocm backend opens, as (major, minor): 5.2 is the oldest whose
 /// hiprtc CI runs (Debian 12's ROCm 5.2.3 compiles every `hip/*.hip` for gfx90a and gfx1030).
@@ -33,6 +34,44 @@ pub fn unsupported(v: i32) -> Option<String> {
     } else {
         None
     }
+}
+
+/// rocBLAS's sonames for a HIP runtime of version `v`, best first: the one its ROCm ships, then
+/// older ones built for the same HIP major (a later minor of a runtime still runs them; another
+/// major would be a second runtime). `rocblas_SOVERSION` (library/CMakeLists.txt) is 0.1 at
+/// ROCm/rocBLAS rocm-5.0.0 to rocm-5.5.1, 3.0 at rocm-5.6.0, 3.1.0 at rocm-5.7.1, 4.0 at
+/// rocm-6.0.0, 4.2 at rocm-6.2.2, and 5.8 at ROCm/rocm-libraries 08f7f8c2 (projects/rocblas, the
+/// rocBLAS 5 of ROCm 7); the soname keeps the first number.
+pub fn rocblas_sonames(v: i32) -> Vec<String> {
+    let so = |n: u32| format!("librocblas.so.{n}");
+    match version_parts(v) {
+        (5, minor, _) if minor >= 6 => vec![so(3), so(0)],
+        (5, _, _) => vec![so(0)],
+        (6, _, _) => vec![so(4)],
+        (7, _, _) => vec![so(5)],
+        _ => vec![],
+    }
+}
+
+/// MIOpen's soname in every ROCm from 5.0 to 7 (`MIOpen_SOVERSION` 1.0 in src/CMakeLists.txt at
+/// ROCm/MIOpen rocm-5.0.0, rocm-5.2.3, rocm-5.7.1, rocm-6.0.0 and rocm-6.2.2, and at
+/// ROCm/rocm-libraries 0011accc, projects/miopen): it names no ROCm, so where it is found decides.
+pub const MIOPEN_SONAMES: &[&str] = &["libMIOpen.so.1"];
+
+/// The processors LLVM lists as APUs (the dGPU/APU column of AMDGPUUsage.rst's processor table,
+/// llvm-project 001388cf): `gfx942` is listed as a dGPU, though the MI300A is one of its APUs.
+const APU_PROCESSORS: &[&str] = &[
+    "gfx700", "gfx703", "gfx705", "gfx801", "gfx810", "gfx902", "gfx909", "gfx90c", "gfx1013", "gfx1033", "gfx1035",
+    "gfx1036", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1210",
+];
+
+/// Whether a device of target id `arch` is an APU's GPU: the runtime says so (`host_unified`,
+/// the properties' `pageableMemoryAccessUsesHostPageTables`, which holds ROCclr's
+/// `hostUnifiedMemory_`: set for agents ROCr reports as APUs from clr rocm-6.2.0's
+/// rocclr/device/rocm/rocdevice.cpp on, and before that only for full-profile agents, which
+/// today's APUs are not), or its processor is an APU one (what decides before ROCm 6.2).
+pub fn integrated(arch: &str, host_unified: bool) -> bool {
+    host_unified || arch.split(':').next().is_some_and(|p| APU_PROCESSORS.contains(&p))
 }
 
 /// Whether code built for target id `target` runs on a device whose `gcnArchName` is `device`:
@@ -125,6 +164,35 @@ mod tests {
         assert_eq!(best_target(targets, dev), Some("gfx90a:xnack-"));
         assert_eq!(best_target(targets, "gfx90a:sramecc-:xnack+"), Some("gfx90a:xnack+"));
         assert_eq!(best_target(targets, "gfx1100"), None);
+    }
+
+    #[test]
+    fn rocblas_is_the_one_built_for_the_hip_runtime_then_older_of_its_major() {
+        let names = |v| rocblas_sonames(v).join(" ");
+        assert_eq!(names(50_221_153), "librocblas.so.0");
+        assert_eq!(names(50_530_000), "librocblas.so.0");
+        assert_eq!(names(50_631_061), "librocblas.so.3 librocblas.so.0");
+        assert_eq!(names(50_731_921), "librocblas.so.3 librocblas.so.0");
+        assert_eq!(names(60_032_830), "librocblas.so.4");
+        assert_eq!(names(60_443_483), "librocblas.so.4");
+        assert_eq!(names(70_051_831), "librocblas.so.5");
+        assert_eq!(names(80_000_000), "");
+        assert_eq!(MIOPEN_SONAMES, ["libMIOpen.so.1"]);
+    }
+
+    #[test]
+    fn apus_are_known_by_the_runtime_or_by_their_processor() {
+        // ROCm 5 leaves an APU's flag unset: its processor decides.
+        assert!(integrated("gfx90c:xnack-", false));
+        assert!(integrated("gfx1036", false));
+        assert!(integrated("gfx1103", false));
+        // The MI300A's processor is the MI300X's: only the runtime can tell them apart.
+        assert!(integrated("gfx942:sramecc+:xnack-", true));
+        assert!(!integrated("gfx942:sramecc+:xnack-", false));
+        assert!(!integrated("gfx1100", false));
+        assert!(!integrated("gfx90a:sramecc+:xnack-", false));
+        // A processor is matched whole, not by prefix.
+        assert!(!integrated("gfx9", false) && !integrated("gfx11030", false));
     }
 
     fn cand(ordinal: usize, integrated: bool, usable: bool) -> Candidate {

@@ -3,9 +3,17 @@
 //! 7.x: see `gfx::OLDEST`), the libraries found by soname, and compiling with hiprtc.
 //!
 //! `libamdhip64` is found as `RWO_ROCM_LIB` names it, else by the sonames of the supported
-//! majors, else under `$ROCM_PATH/lib` and `/opt/rocm/lib`. hiprtc lives in `libhiprtc.so.N`
-//! from ROCm 6 (and in some 5.x), and inside `libamdhip64` in ROCm 5: the separate library is
-//! tried first (`RWO_HIPRTC_LIB` names another), then the runtime's own exports.
+//! majors, else under `$ROCM_PATH/lib` and `/opt/rocm/lib` (versioned names first there too).
+//! Every other ROCm library is looked for beside the runtime that loaded first
+//! ([`HipLib::open_library`]), so that one process never mixes two ROCm installs. hiprtc lives
+//! in `libhiprtc.so.N` from ROCm 6 (and in some 5.x), and inside `libamdhip64` in ROCm 5: the
+//! separate library is tried first (`RWO_HIPRTC_LIB` names another), then the runtime's own
+//! exports.
+//!
+//! Every size, offset and value declared here by hand is compared with the headers of the ROCm
+//! installed where the suite runs (`tests/suite/rocm.rs`; Debian's ROCm 5.2 in CI), and each
+//! says below where else it was read: ROCm/HIP include/hip at the tags rocm-5.2.3 and
+//! rocm-6.2.2, and ROCm/rocm-systems projects/hip/include/hip at 003a5d10 (ROCm 7).
 
 use super::dylib::{self, Opened, dylib};
 use super::gfx;
@@ -22,20 +30,32 @@ pub type Function = *mut c_void;
 type Program = *mut c_void;
 type RtcResult = c_int;
 
+/// `hipSuccess` (`hipError_t`, hip_runtime_api.h at rocm-5.2.3, rocm-6.2.2 and 003a5d10).
 pub const HIP_SUCCESS: HipError = 0;
-/// `hipErrorNoDevice`: what `hipGetDeviceCount` returns where there is no AMD GPU.
+/// `hipErrorNoDevice`: what `hipGetDeviceCount` returns where there is no AMD GPU (as above).
 pub const HIP_ERROR_NO_DEVICE: HipError = 100;
-/// `hipMemcpyKind`.
+/// `hipMemcpyKind`: `hipMemcpyHostToDevice`, `hipMemcpyDeviceToHost`, `hipMemcpyDeviceToDevice`
+/// (driver_types.h at rocm-5.2.3 and rocm-6.2.2).
 pub const MEMCPY_HOST_TO_DEVICE: c_int = 1;
 pub const MEMCPY_DEVICE_TO_HOST: c_int = 2;
 pub const MEMCPY_DEVICE_TO_DEVICE: c_int = 3;
-/// `hipStreamNonBlocking`: no implicit synchronisation with the null stream (as cudarc's).
+/// `hipStreamNonBlocking`: no implicit synchronisation with the null stream, as cudarc's
+/// (hip_runtime_api.h at rocm-5.2.3, rocm-6.2.2 and 003a5d10).
 pub const STREAM_NON_BLOCKING: c_uint = 1;
+/// `HIPRTC_SUCCESS` (`hiprtcResult`, hiprtc.h at rocm-5.2.3 and rocm-6.2.2).
+const HIPRTC_SUCCESS: RtcResult = 0;
 
-/// The head of `hipDeviceProp_t` as ROCm 5 lays it out, which the exported
-/// `hipGetDeviceProperties` keeps in ROCm 6 and 7 (`hipDeviceProp_tR0000`; the new layout has
-/// its own entry point, `hipGetDevicePropertiesR0600`, absent from ROCm 5). Fields after
-/// `integrated` are unread, kept as bytes. Sizes and offsets: Debian's ROCm 5.2 header.
+/// `hipDeviceProp_t` as ROCm 5 lays it out, which the exported `hipGetDeviceProperties` keeps
+/// in ROCm 6 and 7 (`hipDeviceProp_tR0000` of hip_deprecated.h: the same fields in rocm-5.2.3's
+/// hip_runtime_api.h, rocm-6.2.2's and rocm-systems 49678325's hip_deprecated.h, and ROCm 7's
+/// clr still exports it under that name: hipamd/src/hip_deprecated_abi.cpp at rocm-systems
+/// 260667d5; the new layout has its own entry point, `hipGetDevicePropertiesR0600`, absent from
+/// ROCm 5). Unread fields between read ones are kept as bytes.
+///
+/// `integrated` is never filled through this entry point (hipamd rocm-5.2.3 src/hip_device.cpp,
+/// clr rocm-6.2.2 and rocm-systems 0808ea29 hipamd/src/hip_device.cpp: it stays 0), while
+/// `pageableMemoryAccessUsesHostPageTables` is filled from the device's `hostUnifiedMemory_`,
+/// the very value R0600's `integrated` is filled from where that exists (ROCm 6.2 on).
 #[repr(C)]
 #[allow(non_snake_case)]
 pub struct DeviceProps {
@@ -68,8 +88,9 @@ pub struct DeviceProps {
     canMapHostMemory: c_int,
     gcnArch: c_int,
     pub gcnArchName: [c_char; 256],
-    pub integrated: c_int,
-    rest: [u8; 136],
+    integrated: c_int,
+    unread: [u8; 132],
+    pub pageableMemoryAccessUsesHostPageTables: c_int,
 }
 
 const _: () = assert!(std::mem::size_of::<DeviceProps>() == 792);
@@ -79,6 +100,39 @@ const _: () = assert!(std::mem::offset_of!(DeviceProps, multiProcessorCount) == 
 const _: () = assert!(std::mem::offset_of!(DeviceProps, maxSharedMemoryPerMultiProcessor) == 376);
 const _: () = assert!(std::mem::offset_of!(DeviceProps, gcnArchName) == 396);
 const _: () = assert!(std::mem::offset_of!(DeviceProps, integrated) == 652);
+const _: () = assert!(std::mem::offset_of!(DeviceProps, pageableMemoryAccessUsesHostPageTables) == 788);
+
+/// Every size, offset and value declared here by hand, named as the C headers name them, for
+/// the suite to compare with what a C compiler makes of those headers (`tests/suite/rocm.rs`).
+pub(crate) fn declared_abi() -> Vec<(&'static str, i64)> {
+    use std::mem::{align_of, offset_of, size_of};
+    let n = |v: usize| v as i64;
+    vec![
+        ("sizeof(hipDeviceProp_tR0000)", n(size_of::<DeviceProps>())),
+        ("alignof(hipDeviceProp_tR0000)", n(align_of::<DeviceProps>())),
+        ("offsetof(name)", n(offset_of!(DeviceProps, name))),
+        ("offsetof(totalGlobalMem)", n(offset_of!(DeviceProps, totalGlobalMem))),
+        ("offsetof(warpSize)", n(offset_of!(DeviceProps, warpSize))),
+        ("offsetof(multiProcessorCount)", n(offset_of!(DeviceProps, multiProcessorCount))),
+        ("offsetof(maxSharedMemoryPerMultiProcessor)", n(offset_of!(DeviceProps, maxSharedMemoryPerMultiProcessor))),
+        ("offsetof(gcnArchName)", n(offset_of!(DeviceProps, gcnArchName))),
+        ("offsetof(integrated)", n(offset_of!(DeviceProps, integrated))),
+        (
+            "offsetof(pageableMemoryAccessUsesHostPageTables)",
+            n(offset_of!(DeviceProps, pageableMemoryAccessUsesHostPageTables)),
+        ),
+        ("sizeof(hipError_t)", n(size_of::<HipError>())),
+        ("hipSuccess", HIP_SUCCESS.into()),
+        ("hipErrorNoDevice", HIP_ERROR_NO_DEVICE.into()),
+        ("sizeof(hipMemcpyKind)", n(size_of::<c_int>())),
+        ("hipMemcpyHostToDevice", MEMCPY_HOST_TO_DEVICE.into()),
+        ("hipMemcpyDeviceToHost", MEMCPY_DEVICE_TO_HOST.into()),
+        ("hipMemcpyDeviceToDevice", MEMCPY_DEVICE_TO_DEVICE.into()),
+        ("hipStreamNonBlocking", STREAM_NON_BLOCKING.into()),
+        ("sizeof(hiprtcResult)", n(size_of::<RtcResult>())),
+        ("HIPRTC_SUCCESS", HIPRTC_SUCCESS.into()),
+    ]
+}
 
 dylib! {
     /// The HIP runtime entry points the rocm backend calls.
@@ -146,7 +200,7 @@ pub fn c_text(chars: &[c_char]) -> String {
 }
 
 /// The text of a static C string a library returns (empty for null).
-fn static_text(p: *const c_char) -> String {
+pub(crate) fn static_text(p: *const c_char) -> String {
     if p.is_null() {
         return String::new();
     }
@@ -159,6 +213,8 @@ pub struct HipLib {
     pub fns: HipFns,
     /// The name the library was found by.
     pub name: String,
+    /// Where it was loaded from, as the loader recorded it (the name, where it cannot say).
+    pub path: String,
     /// `hipRuntimeGetVersion`.
     pub version: i32,
     pub rtc: Result<Hiprtc, String>,
@@ -177,45 +233,46 @@ pub fn library() -> Result<&'static HipLib, String> {
     LIB.get_or_init(load).as_ref().map_err(Clone::clone)
 }
 
-/// The sonames `names`, then the unversioned library under `$ROCM_PATH/lib` and `/opt/rocm/lib`
-/// (where ROCm installs it, in case the loader's path lacks them).
-pub(crate) fn candidates(names: &[String], unversioned: &str) -> Vec<String> {
-    let rocm_path = std::env::var("ROCM_PATH").ok().filter(|p| !p.is_empty());
-    let mut all = names.to_vec();
-    for dir in rocm_path.iter().map(String::as_str).chain(["/opt/rocm"]) {
-        let path = format!("{}/lib/{unversioned}", dir.trim_end_matches('/'));
-        if !all.contains(&path) {
-            all.push(path);
-        }
-    }
-    all
+/// Where ROCm installs its libraries: `$ROCM_PATH/lib`, then `/opt/rocm/lib`.
+fn rocm_dirs() -> Vec<String> {
+    let env = std::env::var("ROCM_PATH").ok().filter(|p| !p.trim().is_empty());
+    let from_env = env.map(|p| format!("{}/lib", p.trim().trim_end_matches('/')));
+    from_env.into_iter().chain(["/opt/rocm/lib".to_string()]).collect()
+}
+
+/// The directory of a library path, if the path has one.
+fn dir_of(path: &str) -> Option<&str> {
+    path.rsplit_once('/').map(|(dir, _)| dir).filter(|d| !d.is_empty())
 }
 
 fn load() -> Result<HipLib, String> {
     let majors = (gfx::OLDEST.0..=gfx::NEWEST_MAJOR).rev();
+    // The unversioned name last in each place: a development link, which may be of any major.
     let names: Vec<String> =
         majors.map(|m| format!("libamdhip64.so.{m}")).chain(["libamdhip64.so".to_string()]).collect();
-    let hip = dylib::open("libamdhip64 (the HIP runtime)", "RWO_ROCM_LIB", &candidates(&names, "libamdhip64.so"))?;
+    let candidates = dylib::candidates(None, &names, &rocm_dirs());
+    let hip = dylib::open("libamdhip64 (the HIP runtime)", "RWO_ROCM_LIB", &candidates)?;
     let fns = HipFns::resolve(&hip.lib).map_err(|e| format!("{}: {e}", hip.name))?;
+    let path = dylib::path_of(fns.hipRuntimeGetVersion as *const c_void).unwrap_or_else(|| hip.name.clone());
     let mut version = 0;
     // SAFETY: writes one int.
     let code = unsafe { (fns.hipRuntimeGetVersion)(&mut version) };
     if code != HIP_SUCCESS {
         return Err(format!("{}: hipRuntimeGetVersion failed ({code})", hip.name));
     }
-    let rtc = load_hiprtc(&hip, gfx::version_parts(version).0);
-    Ok(HipLib { fns, name: hip.name, version, rtc })
+    let rtc = load_hiprtc(&hip, dir_of(&path), gfx::version_parts(version).0);
+    Ok(HipLib { fns, name: hip.name, path, version, rtc })
 }
 
-fn load_hiprtc(hip: &Opened, major: u32) -> Result<Hiprtc, String> {
-    let soname = format!("libhiprtc.so.{major}");
-    let mut names = vec![];
-    if let Some((dir, _)) = hip.name.rsplit_once('/') {
-        names.push(format!("{dir}/{soname}"));
-    }
-    names.push(soname);
+/// hiprtc of HIP major `major`: `RWO_HIPRTC_LIB`, else `libhiprtc.so.{major}` beside the
+/// runtime (`dir`), by soname or in ROCm's directories, else the runtime's own exports (ROCm 5).
+fn load_hiprtc(hip: &Opened, dir: Option<&str>, major: u32) -> Result<Hiprtc, String> {
+    let names = dylib::candidates(dir, &[format!("libhiprtc.so.{major}")], &rocm_dirs());
+    let forced = std::env::var("RWO_HIPRTC_LIB").is_ok_and(|v| !v.trim().is_empty());
     let (fns, name) = match dylib::open("libhiprtc", "RWO_HIPRTC_LIB", &names) {
         Ok(o) => (RtcFns::resolve(&o.lib).map_err(|e| format!("{}: {e}", o.name))?, o.name),
+        // The library the variable names is the one wanted: no other stands in for it.
+        Err(alone) if forced => return Err(alone),
         Err(alone) => {
             let own = RtcFns::resolve(&hip.lib).map_err(|e| format!("no hiprtc: {alone}, and {}: {e}", hip.name))?;
             (own, hip.name.clone())
@@ -224,7 +281,7 @@ fn load_hiprtc(hip: &Opened, major: u32) -> Result<Hiprtc, String> {
     let (mut major, mut minor) = (0, 0);
     // SAFETY: writes two ints.
     let code = unsafe { (fns.hiprtcVersion)(&mut major, &mut minor) };
-    if code != 0 {
+    if code != HIPRTC_SUCCESS {
         return Err(format!("{name}: hiprtcVersion failed ({code})"));
     }
     Ok(Hiprtc { fns, describe: format!("hiprtc {major}.{minor} ({name})") })
@@ -249,7 +306,34 @@ impl HipLib {
             HIP_SUCCESS => format!(", driver {driver}"),
             _ => String::new(),
         };
-        format!("HIP {}{driver} ({})", gfx::version_text(self.version), self.name)
+        format!("HIP {}{driver} ({})", gfx::version_text(self.version), self.path)
+    }
+
+    /// The HIP majors other than this runtime's whose `libamdhip64.so.N` is loaded now.
+    fn other_runtimes(&self) -> Vec<u32> {
+        let own = gfx::version_parts(self.version).0;
+        let majors = gfx::OLDEST.0..=gfx::NEWEST_MAJOR;
+        majors.filter(|&m| m != own && dylib::loaded(&format!("libamdhip64.so.{m}"))).collect()
+    }
+
+    /// Opens a ROCm library of `sonames` (best first; the ones built for this runtime's major) as
+    /// `env_var` names it, else beside this runtime, then by soname, then in ROCm's directories.
+    /// Refused when it brings a second HIP runtime into the process (a library built for another
+    /// ROCm major: the two would not share devices, memory or streams).
+    pub(crate) fn open_library(&self, what: &str, env_var: &str, sonames: &[String]) -> Result<Opened, String> {
+        let before = self.other_runtimes();
+        let candidates = dylib::candidates(dir_of(&self.path), sonames, &rocm_dirs());
+        let opened = dylib::open(what, env_var, &candidates)?;
+        if let Some(m) = self.other_runtimes().into_iter().find(|m| !before.contains(m)) {
+            return Err(format!(
+                "{} loads libamdhip64.so.{m}, a second HIP runtime beside {} (HIP {}): set {env_var} to the {what} of \
+                 that ROCm",
+                opened.name,
+                self.path,
+                gfx::version_text(self.version)
+            ));
+        }
+        Ok(opened)
     }
 
     /// The number of devices; `hipErrorNoDevice` counts none.
@@ -310,7 +394,7 @@ impl Hiprtc {
         self.check(&format!("hiprtcCreateProgram({name})"), created)?;
         // SAFETY: `prog` is live; the options are NUL-terminated strings.
         let compiled = unsafe { (self.fns.hiprtcCompileProgram)(prog, opts.len() as c_int, opts.as_ptr()) };
-        let out = if compiled == 0 {
+        let out = if compiled == HIPRTC_SUCCESS {
             self.code(prog)
         } else {
             let msg = self.check(&format!("hiprtc compiling {name} for {arch}"), compiled).err().unwrap_or_default();
@@ -322,7 +406,7 @@ impl Hiprtc {
     }
 
     fn check(&self, what: &str, code: RtcResult) -> Result<(), String> {
-        if code == 0 {
+        if code == HIPRTC_SUCCESS {
             return Ok(());
         }
         // SAFETY: a plain call taking a status code.
@@ -334,11 +418,11 @@ impl Hiprtc {
         let mut size = 0usize;
         // SAFETY: `prog` is live (the caller's); `log` has room for the `size` bytes hiprtc writes.
         unsafe {
-            if (self.fns.hiprtcGetProgramLogSize)(prog, &mut size) != 0 || size == 0 {
+            if (self.fns.hiprtcGetProgramLogSize)(prog, &mut size) != HIPRTC_SUCCESS || size == 0 {
                 return String::new();
             }
             let mut log = vec![0 as c_char; size];
-            if (self.fns.hiprtcGetProgramLog)(prog, log.as_mut_ptr()) != 0 {
+            if (self.fns.hiprtcGetProgramLog)(prog, log.as_mut_ptr()) != HIPRTC_SUCCESS {
                 return String::new();
             }
             c_text(&log).trim_end().to_string()

@@ -194,12 +194,41 @@ impl Args {
     }
 }
 
+/// The most blocks of `block` threads one launch takes on every vendor: CUDA's `gridDim.x` is at
+/// most 2^31 - 1, and HIP also refuses `gridDim.x * blockDim.x` past `u32::MAX`
+/// (`hipErrorInvalidConfiguration`: `hipModuleLaunchKernel`, src/hip_module.cpp at hipamd
+/// rocm-5.2.3 and hipamd/src/hip_module.cpp at clr rocm-6.2.2).
+pub(crate) fn max_blocks(block: u32) -> u64 {
+    (u64::from(u32::MAX) / u64::from(block.max(1))).min(i32::MAX as u64)
+}
+
+/// Why a launch of `grid` blocks of `block` threads would be refused (see [`max_blocks`]; CUDA
+/// takes at most 65535 blocks along y and z), or `None`.
+pub(crate) fn grid_limit(grid: [u32; 3], block: u32) -> Option<String> {
+    let [x, y, z] = grid;
+    let fits = u64::from(x) <= max_blocks(block) && y <= u16::MAX.into() && z <= u16::MAX.into();
+    (!fits).then(|| format!("a grid of {x}x{y}x{z} blocks of {block} threads is past the launch limits"))
+}
+
 /// Grid and block for `n` threads' worth of work over a grid-stride loop: enough blocks to
 /// fill `multiprocessors` many times over, never more than the work needs.
 pub(crate) fn grid(n: u64, multiprocessors: u32) -> ([u32; 3], [u32; 3]) {
     let cap = u64::from(multiprocessors.max(1)) * 32;
-    let blocks = n.div_ceil(u64::from(BLOCK)).clamp(1, cap.min(u64::from(u32::MAX)));
+    let blocks = n.div_ceil(u64::from(BLOCK)).clamp(1, cap.min(max_blocks(BLOCK)));
     ([blocks as u32, 1, 1], [BLOCK, 1, 1])
+}
+
+/// The launches of a kernel whose blocks of `block` threads each take `per_block` items, from
+/// item `first` of the launch on, with no grid-stride loop: (first, items, blocks) covering
+/// `count` items once, each launch within [`max_blocks`].
+pub(crate) fn launches(count: u64, per_block: u64, block: u32) -> impl Iterator<Item = (u64, u64, u32)> {
+    let per_block = per_block.max(1);
+    let step = max_blocks(block) * per_block;
+    let starts = std::iter::successors((count > 0).then_some(0), move |&at: &u64| Some(at + step));
+    starts.take_while(move |&at| at < count).map(move |at| {
+        let n = step.min(count - at);
+        (at, n, n.div_ceil(per_block) as u32)
+    })
 }
 
 /// Bytes of the widest operand in one chunk of a `_vec` kernel (`RWO_VEC_BYTES`).
@@ -269,7 +298,8 @@ pub(crate) fn vec_path(part: &Part, views: &[(u64, usize)], dense: Option<(u64, 
     }
     let chunks = part.dims.n / w;
     let blocks = chunks.div_ceil(u64::from(BLOCK) * VEC_UNROLL).max(1);
-    Some(Path::Vec { blocks: u32::try_from(blocks).ok()? })
+    // Each block takes its own chunks (no grid-stride loop): a part too large stays strided.
+    (blocks <= max_blocks(BLOCK)).then_some(Path::Vec { blocks: blocks as u32 })
 }
 
 /// Whether a `_tiled` kernel stages a view of row stride `sr` and column stride `sc` through
@@ -291,7 +321,8 @@ pub(crate) fn tiled_path(part: &Part) -> Option<Path> {
     }
     let batch = if rank == 3 { part.dims.d[0] } else { 1 };
     let blocks = batch * rows.div_ceil(TILE) * cols.div_ceil(TILE);
-    Some(Path::Tiled { blocks: u32::try_from(blocks).ok()? })
+    // One block per tile (no grid-stride loop): a part of too many tiles stays strided.
+    (blocks <= max_blocks(TILE_THREADS)).then_some(Path::Tiled { blocks: blocks as u32 })
 }
 
 #[cfg(test)]
@@ -434,5 +465,57 @@ mod tests {
         }
         assert_eq!(grid(10, 132), ([1, 1, 1], [BLOCK, 1, 1]));
         assert_eq!(grid(1 << 40, 2).0[0], 64);
+    }
+
+    #[test]
+    fn grids_stay_within_hips_limit_of_threads_along_x() {
+        // HIP refuses gridDim.x * blockDim.x past u32::MAX, CUDA gridDim.x past 2^31 - 1.
+        assert_eq!(max_blocks(512), 8_388_607);
+        assert_eq!(max_blocks(256), 16_777_215);
+        assert_eq!(max_blocks(1), i32::MAX as u64);
+        assert_eq!(grid_limit([8_388_607, 1, 1], 512), None);
+        assert!(grid_limit([8_388_608, 1, 1], 512).is_some());
+        assert!(grid_limit([1, 65_536, 1], 256).is_some());
+        assert_eq!(grid_limit([16, 65_535, 1], 256), None);
+        // A grid-stride launch on a device of 2^20 multiprocessors is capped by the limit.
+        let (g, b) = grid(1 << 40, 1 << 20);
+        assert_eq!(grid_limit(g, b[0]), None);
+        assert_eq!(u64::from(g[0]), max_blocks(BLOCK));
+    }
+
+    #[test]
+    fn launches_split_so_that_every_grid_is_accepted_and_items_are_covered_once() {
+        // softmax across memory over 2^28 lines: 32 lines per block of 512 threads. One launch
+        // of 2^23 blocks would be 2^32 threads, one past what HIP takes.
+        let all: Vec<(u64, u64, u32)> = launches(1 << 28, 32, 512).collect();
+        assert_eq!(all.len(), 2);
+        for (i, &(first, n, blocks)) in all.iter().enumerate() {
+            assert_eq!(grid_limit([blocks, 1, 1], 512), None, "launch {i}");
+            assert_eq!(u64::from(blocks), n.div_ceil(32));
+            let next = all.get(i + 1).map_or(1 << 28, |l| l.0);
+            assert_eq!(first + n, next, "launch {i} ends where the next starts");
+        }
+        assert_eq!(all[0], (0, 8_388_607 * 32, 8_388_607));
+        assert_eq!(launches(100, 8, 256).collect::<Vec<_>>(), [(0, 100, 13)]);
+        assert_eq!(launches(0, 8, 256).count(), 0);
+        // Launches of tiny blocks hit CUDA's 2^31 - 1 instead.
+        let big: Vec<_> = launches(1 << 32, 1, 1).collect();
+        assert_eq!(big.iter().map(|l| l.2 as u64).max(), Some(i32::MAX as u64));
+        assert_eq!(big.iter().map(|l| l.1).sum::<u64>(), 1 << 32);
+    }
+
+    #[test]
+    fn fast_paths_too_large_for_one_grid_stay_strided() {
+        // Parts are at most MAX_ELEMS elements, so neither fast path reaches the limit today;
+        // the check keeps it so if the block sizes change.
+        let (c, at) = ([1usize], 0x1000u64);
+        let most = one(&[MAX_ELEMS as usize], &[(&c, 0)]);
+        let Some(Path::Vec { blocks }) = vec_path(&most, &[(at, 1)], Some((at, 1))) else {
+            panic!("a contiguous u8 walk of 2^32 - 1 elements moves in chunks")
+        };
+        assert_eq!(grid_limit([blocks, 1, 1], BLOCK), None);
+        let t = one(&[1 << 16, (1 << 16) - 1], &[(&[1, 1 << 16], 0)]);
+        let Some(Path::Tiled { blocks }) = tiled_path(&t) else { panic!("a transposed walk is tiled") };
+        assert_eq!(grid_limit([blocks, 1, 1], TILE_THREADS), None);
     }
 }

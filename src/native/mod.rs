@@ -259,7 +259,8 @@ impl<R: Runtime> NativeBackend<R> {
     }
 
     /// Queues kernel `name` of `family` over `grid` blocks of `block` threads, for kernels that
-    /// size their own grid (block-uniform loops, shared memory per block).
+    /// size their own grid (block-uniform loops, shared memory per block). A grid past the
+    /// launch limits (`kernel::grid_limit`) is an error here, on every runtime, not only on HIP.
     ///
     /// # Safety
     /// As [`NativeBackend::launch`], for every block of the grid.
@@ -271,6 +272,9 @@ impl<R: Runtime> NativeBackend<R> {
         block: u32,
         args: &mut Args,
     ) -> Result<()> {
+        if let Some(why) = kernel::grid_limit(grid, block) {
+            return Err(self.error(format!("kernel {name} of {family}: {why}")));
+        }
         let f = self.function(family, name)?;
         let mut ptrs = args.pointers();
         // SAFETY: the caller's contract; `ptrs` point into `args`, alive for the call.

@@ -5,7 +5,7 @@
 //! where it fits (see [`ROWS`]), or blocks of 32 lines for lines across memory.
 
 use super::dnn::Path;
-use super::kernel::{Args, BLOCK};
+use super::kernel::{Args, BLOCK, launches};
 use super::runtime::DevicePtr;
 use super::{NativeBackend, NativeStorage, Runtime};
 use crate::backend::{NnOps, Param};
@@ -163,35 +163,28 @@ impl<R: Runtime> NativeBackend<R> {
             return Err(self.error(format!("{op}: lines of {} elements are past the kernels' 2^32", lines.size)));
         }
         let name = kernel_name(op.name(), dtype);
-        // Launches of at most 2^31 - 1 blocks (the grid's limit on every vendor).
-        let max_blocks = i32::MAX as u64;
+        // Each block takes its own lines (no grid-stride loop): `kernel::launches` splits them
+        // into grids every vendor accepts.
         if lines.inner > 1 && matches!(op, NnOp::Softmax | NnOp::LogSoftmax) {
-            let mut l0 = 0;
-            while l0 < lines.count {
-                let n = (max_blocks * COLS).min(lines.count - l0);
+            for (l0, _, blocks) in launches(lines.count, COLS, NN_MAX_BLOCK) {
                 let mut args = Args::default();
                 args.u64(l0).pod(lines).ptr(x).ptr(y);
-                let blocks = [n.div_ceil(COLS) as u32, 1, 1];
                 // SAFETY: op_T_cols(l0, Lines, x, y) in order; each block takes COLS lines from
                 // `l0` (the kernel skips those past `count`); the caller's contract.
-                unsafe { self.launch_grid(Family::Nn, &format!("{name}_cols"), blocks, NN_MAX_BLOCK, &mut args)? };
-                l0 += n;
+                unsafe {
+                    self.launch_grid(Family::Nn, &format!("{name}_cols"), [blocks, 1, 1], NN_MAX_BLOCK, &mut args)?
+                };
             }
             return Ok(());
         }
         let (suffix, group, block) = rows_variant(lines, x, dtype);
-        let per_block = u64::from(block / group);
-        let mut l0 = 0;
-        while l0 < lines.count {
-            let n = (max_blocks * per_block).min(lines.count - l0);
+        for (l0, _, blocks) in launches(lines.count, u64::from(block / group), block) {
             let mut args = Args::default();
             args.u64(l0).pod(&group).pod(lines).ptr(x).ptr(y).pod(&w).pod(&b).pod(&eps);
-            let blocks = n.div_ceil(per_block) as u32;
             // SAFETY: op_T{suffix}(l0, group, Lines, x, y, w, b, eps) in order; each block takes
-            // `per_block` lines from `l0` (the kernel skips those past `count`); `_vec` variants
-            // only where `chunked` holds; the caller's contract for the ranges.
+            // `block / group` lines from `l0` (the kernel skips those past `count`); `_vec`
+            // variants only where `chunked` holds; the caller's contract for the ranges.
             unsafe { self.launch_grid(Family::Nn, &format!("{name}{suffix}"), [blocks, 1, 1], block, &mut args)? };
-            l0 += n;
         }
         Ok(())
     }

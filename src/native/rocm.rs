@@ -150,6 +150,30 @@ pub fn hiprtc_available() -> std::result::Result<String, String> {
     lib.rtc.as_ref().map(|rtc| compiler_id(lib, rtc)).map_err(Clone::clone)
 }
 
+/// Where each ROCm library of this backend comes from here, or why it does not load: the HIP
+/// runtime (its version and path), hiprtc, rocBLAS and MIOpen, in that order (the HIP runtime
+/// alone when it is absent). Needs no GPU: the libraries are opened and their entry points
+/// resolved, no handle is made.
+pub fn libraries() -> Vec<(&'static str, std::result::Result<String, String>)> {
+    let lib = match hip_api::library() {
+        Ok(lib) => lib,
+        Err(why) => return vec![("HIP runtime", Err(why))],
+    };
+    vec![
+        ("HIP runtime", Ok(lib.describe())),
+        ("hiprtc", lib.rtc.as_ref().map(|rtc| rtc.describe.clone()).map_err(Clone::clone)),
+        ("rocBLAS", RocBlas::load(lib).map(|(_, name)| name)),
+        ("MIOpen", MiOpen::load(lib).map(|(_, name)| name)),
+    ]
+}
+
+/// Every size, offset and value `hip_api.rs` declares by hand, named as ROCm's C headers name
+/// them (`sizeof(hipDeviceProp_tR0000)`, `hipErrorNoDevice`), for a test to compare with what a
+/// C compiler makes of the installed headers.
+pub fn declared_abi() -> Vec<(&'static str, i64)> {
+    hip_api::declared_abi()
+}
+
 /// Compiles `hip/<family>.hip` (with `hip/common.h`) with hiprtc for target id `arch`
 /// (`gfx90a`, `gfx90a:xnack+`) exactly as the rocm runtime does, without the cache. Needs the
 /// HIP library (any version it loads), no GPU.
@@ -179,7 +203,8 @@ impl Hip {
         for i in 0..count {
             let p = lib.properties(i as c_int).map_err(at)?;
             let arch = c_text(&p.gcnArchName);
-            candidates.push(Candidate { ordinal: i, usable: usable(lib, &arch), arch, integrated: p.integrated != 0 });
+            let integrated = gfx::integrated(&arch, p.pageableMemoryAccessUsesHostPageTables != 0);
+            candidates.push(Candidate { ordinal: i, usable: usable(lib, &arch), arch, integrated });
             props.push(p);
         }
         let ordinal = match ordinal.map_or_else(requested_ordinal, |n| Ok(Some(n)))? {

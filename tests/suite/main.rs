@@ -56,6 +56,8 @@ mod random;
 #[cfg(not(target_family = "wasm"))] // compares with the blocking forms, which a browser cannot run
 mod readback;
 mod reduce;
+#[cfg(all(feature = "rocm", unix))] // the ROCm installed here, a C compiler, symlinks
+mod rocm;
 #[cfg(not(target_family = "wasm"))] // wgpu devices of its own, opened and read back blocking
 mod runtime;
 // The main job's self-check (src/app/), which `runtime` and `support` run.

@@ -18,6 +18,9 @@ suite!(
     matmul_f16_takes_cooperative_matrices,
     matmul_library_shapes_match_reference,
     matmul_small_shapes_match_reference,
+    #[cfg(not(target_family = "wasm"))] // threads: a browser's module has one
+    matmul_from_threads_at_once_matches_reference,
+    matmul_repeats_bit_for_bit,
 );
 
 /// A k-term sum of products accumulated in precision u errs by at most ~k·u·Σ|a_i b_i| (the
@@ -398,6 +401,83 @@ async fn matmul_small_shapes_match_reference(dev: &Device) -> Result<()> {
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// The dtypes of [`matmul_from_threads_at_once_matches_reference`]: f32 and f16 take different
+/// BLAS calls (`sgemm`, `gemm_ex`), where `dev` runs f16.
+#[cfg(not(target_family = "wasm"))]
+fn thread_dtypes(dev: &Device) -> Vec<DType> {
+    [DType::F32, DType::F16].into_iter().filter(|&d| dev.supports("matmul", d).is_ok()).collect()
+}
+
+/// Threads multiplying on one device at once, each with operands of its own, get the cpu
+/// reference's products: a native device has one BLAS handle, which two calls must never use
+/// at the same time (the handle's lock), and one stream all of them queue on.
+#[cfg(not(target_family = "wasm"))]
+async fn matmul_from_threads_at_once_matches_reference(dev: &Device) -> Result<()> {
+    const THREADS: u64 = 4;
+    const ROUNDS: u64 = 6;
+    let (m, k, n) = (48, 96, 40);
+    let dtypes = thread_dtypes(dev);
+    let seed = |t: u64, r: u64| 1000 + 100 * t + 2 * r;
+    let operands = |d: &Device, t: u64, r: u64| -> Result<(Tensor, Tensor)> {
+        let dtype = dtypes[r as usize % dtypes.len()];
+        Ok((
+            rand_tensor(d, dtype, &[m, k], seed(t, r), -1.0, 1.0)?,
+            rand_tensor(d, dtype, &[k, n], seed(t, r) + 1, -1.0, 1.0)?,
+        ))
+    };
+    let start = std::sync::Barrier::new(THREADS as usize);
+    let products: Vec<Vec<Tensor>> = std::thread::scope(|s| {
+        let threads: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (start, operands) = (&start, &operands);
+                s.spawn(move || -> Result<Vec<Tensor>> {
+                    start.wait();
+                    let mut made = vec![];
+                    for r in 0..ROUNDS {
+                        let (a, b) = operands(dev, t, r)?;
+                        let c = a.matmul(&b)?;
+                        // Read back in the thread that queued it, while the others queue theirs.
+                        c.to_cpu_storage()?;
+                        made.push(c);
+                    }
+                    Ok(made)
+                })
+            })
+            .collect();
+        threads.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect::<Vec<_>>()
+    })
+    .into_iter()
+    .collect::<Result<_>>()?;
+    let cpu = crate::cpu();
+    for (t, made) in products.iter().enumerate() {
+        for (r, got) in made.iter().enumerate() {
+            let (a, b) = operands(&cpu, t as u64, r as u64)?;
+            let what = format!("matmul {} from thread {t}, round {r}", got.dtype());
+            assert_close(got, &a.matmul(&b)?, tol(got.dtype(), k), &what).await?;
+        }
+    }
+    Ok(())
+}
+
+/// The same product twice gives the same bits: a GEMM whose sums the library may split across
+/// workgroups and finish with atomics (rocBLAS's default: `rocblas_atomics_allowed`) would not.
+async fn matmul_repeats_bit_for_bit(dev: &Device) -> Result<()> {
+    if crate::sample::skip() {
+        return Ok(());
+    }
+    // Few outputs and a long k: the shape libraries split along k.
+    let (m, k, n) = (32, 16384, 32);
+    let a = rand_tensor(dev, DType::F32, &[m, k], 41, -1.0, 1.0)?;
+    let b = rand_tensor(dev, DType::F32, &[k, n], 42, -1.0, 1.0)?;
+    let first = a.matmul(&b)?.to_vec_async::<f32>().await?;
+    for run in 1..4 {
+        let again = a.matmul(&b)?.to_vec_async::<f32>().await?;
+        let differ = first.iter().zip(&again).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
+        assert_eq!(differ, 0, "run {run}: {differ} of {} outputs differ from the first run's bits", first.len());
     }
     Ok(())
 }

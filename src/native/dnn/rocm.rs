@@ -3,8 +3,10 @@
 //! is absent (its ops then run in our kernels). Each call mirrors the cuDNN one of
 //! `dnn/cuda.rs`; the entry points are declared here from `miopen/miopen.h` (MIOpen 2 and 3).
 //!
-//! `libMIOpen` is found as `RWO_MIOPEN_LIB` names it, else by its soname, else under
-//! `$ROCM_PATH/lib` and `/opt/rocm/lib`.
+//! `libMIOpen` is found as `RWO_MIOPEN_LIB` names it, else by its soname beside the HIP runtime
+//! loaded, then through the loader and under `$ROCM_PATH/lib` and `/opt/rocm/lib`; its soname is
+//! the same in every ROCm, so one that brings a second HIP runtime along is refused
+//! ([`hip_api::HipLib::open_library`]).
 //!
 //! Invariants kept here: descriptors live only for the call that made them (destroyed on drop);
 //! the handle is used under its mutex with the device bound; alpha and beta are f32 for every
@@ -15,18 +17,24 @@
 //! `dnn.rs`), which MIOpen also requires before the call that runs one.
 
 use super::{Algo, BnParams, ConvBuffers, ConvDesc, ConvDir, Dnn, Tensor4, Workspace};
-use crate::native::dylib::{self, dylib};
+use crate::native::dylib::dylib;
+use crate::native::gfx;
 use crate::native::hip_api::{self, Stream};
 use crate::native::rocm::Bound;
 use crate::{BackendKind, DType, Error, Result};
-use std::ffi::{CStr, c_char, c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
 use std::sync::{Mutex, MutexGuard};
+
+// The values below are include/miopen/miopen.h's at ROCm/MIOpen rocm-5.2.3 and rocm-6.2.2 (and,
+// for the convolution and batch-norm modes, at ROCm/rocm-libraries 01d724c5, projects/miopen of
+// ROCm 7): the same everywhere they were read.
 
 type Handle = *mut c_void;
 type Desc = *mut c_void;
-/// `miopenStatus_t` (0 is success).
+/// `miopenStatus_t`: `miopenStatusSuccess` is 0.
 type Status = u32;
-/// `miopenDataType_t`: Half, Float.
+const STATUS_SUCCESS: Status = 0;
+/// `miopenDataType_t`: `miopenHalf`, `miopenFloat`.
 const HALF: u32 = 0;
 const FLOAT: u32 = 1;
 /// `miopenConvolution` (cross-correlation, as cuDNN's `CUDNN_CROSS_CORRELATION`).
@@ -36,7 +44,8 @@ const BN_SPATIAL: u32 = 1;
 /// How many algorithms one Find returns at most (MIOpen has five per direction).
 const FIND_MAX: usize = 8;
 
-/// `miopenConvAlgoPerf_t`: the algorithm (a union of 4-byte enums), its time and workspace.
+/// `miopenConvAlgoPerf_t`: the algorithm (a union of 4-byte enums), its time and workspace (the
+/// same three fields at rocm-5.2.3 and rocm-6.2.2).
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Perf {
@@ -115,24 +124,31 @@ fn err(msg: String) -> Error {
 
 /// A MIOpen status as a reason, with the library's own text.
 fn check(fns: &Fns, what: &str, s: Status) -> std::result::Result<(), String> {
-    if s == 0 {
+    if s == STATUS_SUCCESS {
         return Ok(());
     }
-    // SAFETY: MIOpen returns a static NUL-terminated string for every status.
-    let text = unsafe { CStr::from_ptr((fns.miopenGetErrorString)(s)) }.to_string_lossy();
+    // SAFETY: a plain call taking a status code.
+    let text = hip_api::static_text(unsafe { (fns.miopenGetErrorString)(s) });
     Err(format!("{what}: status {s} ({text})"))
 }
 
 impl MiOpen {
+    /// The library built for `hip` with every entry point used here, and where it was found;
+    /// or why not. Needs no GPU.
+    pub(crate) fn load(hip: &hip_api::HipLib) -> std::result::Result<(Fns, String), String> {
+        let sonames: Vec<String> = gfx::MIOPEN_SONAMES.iter().map(|s| s.to_string()).collect();
+        let opened = hip.open_library("MIOpen", "RWO_MIOPEN_LIB", &sonames)?;
+        let fns = Fns::resolve(&opened.lib).map_err(|e| format!("{}: {e}", opened.name))?;
+        Ok((fns, opened.name))
+    }
+
     /// A handle on `stream` of device `ordinal`, or why MIOpen cannot be used.
     pub(crate) fn open(
         hip: &'static hip_api::HipLib,
         ordinal: c_int,
         stream: Stream,
     ) -> std::result::Result<MiOpen, String> {
-        let names = ["libMIOpen.so.1".to_string()];
-        let opened = dylib::open("MIOpen", "RWO_MIOPEN_LIB", &hip_api::candidates(&names, "libMIOpen.so"))?;
-        let fns = Fns::resolve(&opened.lib).map_err(|e| format!("{}: {e}", opened.name))?;
+        let (fns, _) = Self::load(hip)?;
         let (mut major, mut minor, mut patch) = (0, 0, 0);
         // SAFETY: writes three numbers.
         check(&fns, "miopenGetVersion", unsafe { (fns.miopenGetVersion)(&mut major, &mut minor, &mut patch) })?;
@@ -284,7 +300,7 @@ impl Dnn for MiOpen {
             }
         };
         // A case MIOpen cannot size is one it will not find an algorithm for: no workspace.
-        Ok(if st == 0 { size } else { 0 })
+        Ok(if st == STATUS_SUCCESS { size } else { 0 })
     }
 
     unsafe fn conv_algorithms(
@@ -313,7 +329,7 @@ impl Dnn for MiOpen {
             }
         };
         // A failing search is MIOpen declining the case (it has no solver for it).
-        if st != 0 {
+        if st != STATUS_SUCCESS {
             return Ok(vec![]);
         }
         let found = &perf[..(n.max(0) as usize).min(FIND_MAX)];
