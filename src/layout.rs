@@ -403,6 +403,16 @@ pub(crate) fn coalesce(shape: &[usize], strides: &[&[usize]]) -> (Vec<usize>, Ve
     (dims, out)
 }
 
+/// `dims` with `strides` as one dim `(count, stride)` when they merge into one ([`coalesce`]);
+/// no dims left is `(1, 0)`.
+pub(crate) fn one_dim(dims: &[usize], strides: &[usize]) -> Option<(usize, usize)> {
+    match coalesce(dims, &[strides]) {
+        (d, _) if d.is_empty() => Some((1, 0)),
+        (d, s) if d.len() == 1 => Some((d[0], s[0][0])),
+        _ => None,
+    }
+}
+
 /// Runs of contiguous storage that make up a layout, in row-major order.
 pub enum StridedBlocks<'a> {
     /// One run: the whole layout.

@@ -4,7 +4,8 @@
 //! retried) or when the backend goes away. All work runs on one in-order stream, so a block
 //! released while queued kernels still read it is safe to reuse: later writers queue behind.
 
-use super::runtime::{DevicePtr, Runtime};
+use super::ptr::DevicePtr;
+use super::runtime::Runtime;
 use crate::Result;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};

@@ -21,7 +21,7 @@ pub mod cuda;
 #[cfg(feature = "rocm")]
 pub mod rocm;
 
-use super::runtime::DevicePtr;
+use super::ptr::DevicePtr;
 use crate::{DType, Result};
 
 /// How the BLAS reads one operand of a strided-batched GEMM, in column-major terms.

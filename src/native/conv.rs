@@ -2,9 +2,10 @@
 //! (`dnn.rs`: forward for conv, backward data for conv_transpose), else `hip/conv.hip` (one
 //! thread per output, any strides, every float dtype). 1-D runs as 2-D with a height of 1.
 
-use super::dnn::{ConvBuffers, ConvDesc, ConvDir, Path};
+use super::dnn::{ConvBuffers, ConvDesc, ConvDir};
 use super::kernel::{Args, MAX_ELEMS};
-use super::runtime::DevicePtr;
+use super::ptr::DevicePtr;
+use super::usage::Path;
 use super::{NativeBackend, NativeStorage, Runtime};
 use crate::backend::ConvOps;
 use crate::spec::conv::{Conv2, ConvOp};

@@ -5,7 +5,8 @@
 use super::blas::{Blas, cuda::CuBlas};
 use super::cache::{Cache, Key};
 use super::dnn::{Dnn, cuda::CuDnn};
-use super::runtime::{DeviceInfo, DevicePtr, Runtime};
+use super::ptr::DevicePtr;
+use super::runtime::{DeviceInfo, Runtime};
 use super::{HIP_COMMON, NativeBackend, hip_source};
 use crate::spec::Family;
 use crate::{BackendKind, Error, Result};

@@ -24,15 +24,13 @@ pub mod cuda;
 #[cfg(feature = "rocm")]
 pub mod rocm;
 
-use super::nn::merge;
-use super::runtime::DevicePtr;
+use super::ptr::DevicePtr;
+use super::usage::Path;
 use super::{NativeBackend, NativeStorage, Runtime};
-use crate::backend::{CopyOps, ElementwiseOps, Param};
 use crate::spec::conv::Conv2;
-use crate::{DType, Layout, Result, Scalar};
+use crate::{DType, Layout, Result};
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The most workspace one convolution takes from the allocator: past it, the best algorithm
 /// that fits runs instead (cuDNN's FFT algorithms can ask for gigabytes). A policy, not a
@@ -274,39 +272,6 @@ pub trait Dnn: Send + Sync {
     ) -> Result<bool>;
 }
 
-/// How many calls of each op family went to the vendor libraries and how many to our kernels
-/// (shown by `info()`, so a run can tell which path it measured).
-#[derive(Default)]
-pub(crate) struct LibraryUse {
-    counts: [AtomicU64; 6],
-}
-
-/// What [`LibraryUse`] counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Path {
-    GemmLibrary,
-    MatmulOnCpu,
-    ConvLibrary,
-    ConvKernels,
-    BatchNormLibrary,
-    BatchNormKernels,
-}
-
-impl LibraryUse {
-    const NAMES: [&str; 6] =
-        ["matmul BLAS", "matmul cpu", "conv DNN", "conv kernels", "batch_norm DNN", "batch_norm kernels"];
-
-    pub(crate) fn count(&self, p: Path) {
-        self.counts[p as usize].fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn describe(&self) -> String {
-        let v: Vec<String> =
-            Self::NAMES.iter().zip(&self.counts).map(|(n, c)| format!("{n} {}", c.load(Ordering::Relaxed))).collect();
-        v.join(", ")
-    }
-}
-
 /// The backend's algorithm cache: the choice per convolution, or `None` for one the library
 /// refused.
 pub(crate) type AlgoCache = Mutex<HashMap<(ConvDir, ConvDesc), Option<Choice>>>;
@@ -368,92 +333,6 @@ impl<R: Runtime> NativeBackend<R> {
         unsafe { dnn.conv(dir, desc, algo, &io, ws_arg)? };
         self.0.library_use.count(Path::ConvLibrary);
         Ok(true)
-    }
-}
-
-impl<R: Runtime> NativeBackend<R> {
-    /// A batch-norm parameter as the library reads it: packed, of `dtype` (the layout's own
-    /// storage when it already is, else a converted copy kept in `keep`).
-    fn bn_param(
-        &self,
-        (s, l): (&NativeStorage<R>, &Layout),
-        dtype: DType,
-        keep: &mut Vec<NativeStorage<R>>,
-    ) -> Result<DevicePtr> {
-        if s.dtype == dtype && l.is_contiguous() {
-            return Ok(s.at(l.offset()));
-        }
-        let c = if s.dtype == dtype { self.contiguous(s, l)? } else { self.cast(s, l, dtype)? };
-        keep.push(c);
-        Ok(keep[keep.len() - 1].ptr)
-    }
-
-    /// `channels` ones (`one`) or zeros of `dtype`, kept in `keep`.
-    fn bn_constant(
-        &self,
-        dtype: DType,
-        channels: usize,
-        one: bool,
-        keep: &mut Vec<NativeStorage<R>>,
-    ) -> Result<DevicePtr> {
-        let mut s = self.storage(dtype, channels)?;
-        let v = match (dtype, one) {
-            (_, false) => Scalar::U8(0).to_dtype(dtype),
-            (DType::F64, true) => Scalar::F64(1.0),
-            (_, true) => Scalar::F32(1.0).to_dtype(dtype),
-        };
-        self.fill(&mut s, &Layout::contiguous([channels]), v)?;
-        let p = s.ptr;
-        keep.push(s);
-        Ok(p)
-    }
-
-    /// Batch norm inference of `(x, l)` into `y` on the DNN library, if it takes it: `x` as
-    /// `(N, C, inner, 1)` (its dims after the channel merged into one stride), parameters packed
-    /// in the library's parameter dtype (f32 for halves), absent ones as ones and zeros.
-    ///
-    /// # Safety
-    /// Every layout lies inside its storage (validated by the spec); `y` is new, contiguous.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) unsafe fn dnn_batch_norm(
-        &self,
-        dnn: &dyn Dnn,
-        (x, l): (&NativeStorage<R>, &Layout),
-        mean: (&NativeStorage<R>, &Layout),
-        var: (&NativeStorage<R>, &Layout),
-        (w, b): (Param<NativeStorage<R>>, Param<NativeStorage<R>>),
-        eps: f64,
-        y: &NativeStorage<R>,
-    ) -> Result<bool> {
-        let (d, s) = (l.dims(), l.strides());
-        let Some((inner, si)) = merge(&d[2..], &s[2..]) else { return Ok(false) };
-        let dims = [d[0], d[1], inner, 1];
-        let (Some(xt), Some(yt)) = (Tensor4::strided(dims, [s[0], s[1], si, 1]), Tensor4::packed_checked(dims)) else {
-            return Ok(false);
-        };
-        let pdtype = if matches!(x.dtype, DType::F16 | DType::BF16) { DType::F32 } else { x.dtype };
-        let mut keep = vec![];
-        let p = BnParams {
-            dtype: pdtype,
-            mean: self.bn_param(mean, pdtype, &mut keep)?,
-            var: self.bn_param(var, pdtype, &mut keep)?,
-            scale: match w {
-                Some(w) => self.bn_param(w, pdtype, &mut keep)?,
-                None => self.bn_constant(pdtype, d[1], true, &mut keep)?,
-            },
-            bias: match b {
-                Some(b) => self.bn_param(b, pdtype, &mut keep)?,
-                None => self.bn_constant(pdtype, d[1], false, &mut keep)?,
-            },
-            eps,
-        };
-        // SAFETY: the descriptors state `x` through its layout and the new `y`; the parameters
-        // hold `C` packed elements each, alive (in `keep`) until the call is queued.
-        let taken = unsafe { dnn.batch_norm(x.dtype, (&xt, x.at(l.offset())), (&yt, y.ptr), &p)? };
-        if taken {
-            self.0.library_use.count(Path::BatchNormLibrary);
-        }
-        Ok(taken)
     }
 }
 

@@ -4,7 +4,7 @@
 //! Each launch takes the op's fastest kernel its layouts allow (see [`NativeBackend::walk`]).
 
 use super::kernel::{self, Arg, Args, BLOCK, Part, Path, TILE_THREADS};
-use super::runtime::DevicePtr;
+use super::ptr::DevicePtr;
 use super::{NativeBackend, NativeStorage, Runtime};
 use crate::backend::ElementwiseOps;
 use crate::spec::elementwise::{BinaryOp, CmpOp, ElementwiseOp, ScalarOp, UnaryOp, cast_kernel_name};

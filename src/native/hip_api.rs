@@ -287,6 +287,36 @@ fn load_hiprtc(hip: &Opened, dir: Option<&str>, major: u32) -> Result<Hiprtc, St
     Ok(Hiprtc { fns, describe: format!("hiprtc {major}.{minor} ({name})") })
 }
 
+/// Device `ordinal` current on the calling thread while the guard lives; the thread's previous
+/// device is current again after it.
+pub(crate) struct Bound {
+    lib: &'static HipLib,
+    previous: Option<c_int>,
+}
+
+impl Bound {
+    pub(crate) fn new(lib: &'static HipLib, ordinal: c_int) -> std::result::Result<Bound, String> {
+        let mut current: c_int = 0;
+        // SAFETY: writes one int.
+        lib.check("hipGetDevice", unsafe { (lib.fns.hipGetDevice)(&mut current) })?;
+        if current == ordinal {
+            return Ok(Bound { lib, previous: None });
+        }
+        // SAFETY: a plain call; `ordinal` is a device the runtime counted.
+        lib.check("hipSetDevice", unsafe { (lib.fns.hipSetDevice)(ordinal) })?;
+        Ok(Bound { lib, previous: Some(current) })
+    }
+}
+
+impl Drop for Bound {
+    fn drop(&mut self) {
+        if let Some(previous) = self.previous {
+            // SAFETY: a plain call back to the device the thread had.
+            let _ = unsafe { (self.lib.fns.hipSetDevice)(previous) };
+        }
+    }
+}
+
 impl HipLib {
     /// A HIP status as a result whose error says what failed, with HIP's name and text for it.
     pub fn check(&self, what: &str, code: HipError) -> Result<(), String> {

@@ -13,7 +13,7 @@
 //! ([`crate::backend::Memory::new_flag`]), which travels with the output to its readbacks.
 
 use super::kernel::{Arg, Args, BLOCK};
-use super::runtime::DevicePtr;
+use super::ptr::DevicePtr;
 use super::{NativeBackend, NativeStorage, Runtime, kernel};
 use crate::backend::{CopyOps, IndexOps};
 use crate::spec::index::{IndexOp, Rows, ScatterMode, along, rows_of, spread_ids};

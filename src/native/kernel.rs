@@ -2,7 +2,7 @@
 //! read (`Dims`, `View` in `hip/common.h`), the plan that splits a walk into launches the
 //! kernels can index, kernel argument packing, and grid sizing.
 
-use super::runtime::DevicePtr;
+use super::ptr::DevicePtr;
 use crate::{DType, Scalar};
 use bytemuck::{Pod, Zeroable};
 use std::ffi::c_void;

@@ -4,8 +4,8 @@
 //! reference (`info()` says so).
 
 use super::blas::{self, LIMIT, MatrixView, Reach};
-use super::dnn::Path;
-use super::runtime::DevicePtr;
+use super::ptr::DevicePtr;
+use super::usage::Path;
 use super::{NativeBackend, NativeStorage, Runtime};
 use crate::backend::{MatmulOps, Memory};
 use crate::cpu::CpuBackend;

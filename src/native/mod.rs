@@ -25,12 +25,14 @@ pub(crate) mod kernel;
 mod matmul;
 mod nn;
 mod pool;
+mod ptr;
 mod random;
 mod reduce;
 mod render;
 pub mod runtime;
 mod sort;
 mod upsample;
+mod usage;
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
@@ -45,8 +47,9 @@ use alloc::Allocator;
 pub use alloc::PoolStats;
 pub use elementwise::where_kernel_name;
 use kernel::{Args, Part};
+pub use ptr::DevicePtr;
 pub use render::elementwise_ops;
-pub use runtime::{DeviceInfo, DevicePtr, Runtime};
+pub use runtime::{DeviceInfo, Runtime};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::sync::{Arc, Mutex};
@@ -102,7 +105,7 @@ struct Inner<R: Runtime> {
     /// The DNN library's algorithm per convolution (see `dnn.rs`).
     dnn_cache: dnn::AlgoCache,
     /// Calls per path (library or our kernels), for `info()`.
-    library_use: dnn::LibraryUse,
+    library_use: usage::LibraryUse,
     /// Last: dropped after the modules and the cached blocks that need it.
     rt: R,
 }

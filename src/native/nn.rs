@@ -4,14 +4,16 @@
 //! `hip/nn.hip`: lines along a dim, one group of threads per line holding the line in registers
 //! where it fits (see [`ROWS`]), or blocks of 32 lines for lines across memory.
 
-use super::dnn::Path;
+use super::dnn::{BnParams, Dnn, Tensor4};
 use super::kernel::{Args, BLOCK, launches};
-use super::runtime::DevicePtr;
+use super::ptr::DevicePtr;
+use super::usage::Path;
 use super::{NativeBackend, NativeStorage, Runtime};
-use crate::backend::{NnOps, Param};
+use crate::backend::{CopyOps, ElementwiseOps, NnOps, Param};
+use crate::layout::one_dim;
 use crate::spec::nn::NnOp;
 use crate::spec::{Family, kernel_name};
-use crate::{Layout, Result};
+use crate::{DType, Layout, Result, Scalar};
 use bytemuck::{Pod, Zeroable};
 
 /// The rows kernels, by line length: lines of at most `max_len` elements take
@@ -46,23 +48,13 @@ pub(crate) struct Lines {
     pub si: u64,
 }
 
-/// `dims` with `strides` as one dim (count, stride), when they merge: size-1 dims dropped, each
-/// stride the next one's times its size. No dims: (1, 0).
-pub(crate) fn merge(dims: &[usize], strides: &[usize]) -> Option<(usize, usize)> {
-    match crate::layout::coalesce(dims, &[strides]) {
-        (d, _) if d.is_empty() => Some((1, 0)),
-        (d, s) if d.len() == 1 => Some((d[0], s[0][0])),
-        _ => None,
-    }
-}
-
 impl Lines {
     /// The lines along `dim` of `l`, or `None` when the dims before `dim` (or after it) do not
     /// merge into one stride.
     pub(crate) fn of(l: &Layout, dim: usize) -> Option<Lines> {
         let (d, s) = (l.dims(), l.strides());
-        let (outer, so) = merge(&d[..dim], &s[..dim])?;
-        let (inner, si) = merge(&d[dim + 1..], &s[dim + 1..])?;
+        let (outer, so) = one_dim(&d[..dim], &s[..dim])?;
+        let (inner, si) = one_dim(&d[dim + 1..], &s[dim + 1..])?;
         let u = |v: usize| v as u64;
         Some(Lines {
             count: u(outer * inner),
@@ -283,6 +275,92 @@ impl<R: Runtime> NnOps for NativeBackend<R> {
             })?
         };
         Ok(y)
+    }
+}
+
+impl<R: Runtime> NativeBackend<R> {
+    /// A batch-norm parameter as the library reads it: packed, of `dtype` (the layout's own
+    /// storage when it already is, else a converted copy kept in `keep`).
+    fn bn_param(
+        &self,
+        (s, l): (&NativeStorage<R>, &Layout),
+        dtype: DType,
+        keep: &mut Vec<NativeStorage<R>>,
+    ) -> Result<DevicePtr> {
+        if s.dtype == dtype && l.is_contiguous() {
+            return Ok(s.at(l.offset()));
+        }
+        let c = if s.dtype == dtype { self.contiguous(s, l)? } else { self.cast(s, l, dtype)? };
+        keep.push(c);
+        Ok(keep[keep.len() - 1].ptr)
+    }
+
+    /// `channels` ones (`one`) or zeros of `dtype`, kept in `keep`.
+    fn bn_constant(
+        &self,
+        dtype: DType,
+        channels: usize,
+        one: bool,
+        keep: &mut Vec<NativeStorage<R>>,
+    ) -> Result<DevicePtr> {
+        let mut s = self.storage(dtype, channels)?;
+        let v = match (dtype, one) {
+            (_, false) => Scalar::U8(0).to_dtype(dtype),
+            (DType::F64, true) => Scalar::F64(1.0),
+            (_, true) => Scalar::F32(1.0).to_dtype(dtype),
+        };
+        self.fill(&mut s, &Layout::contiguous([channels]), v)?;
+        let p = s.ptr;
+        keep.push(s);
+        Ok(p)
+    }
+
+    /// Batch norm inference of `(x, l)` into `y` on the DNN library, if it takes it: `x` as
+    /// `(N, C, inner, 1)` (its dims after the channel merged into one stride), parameters packed
+    /// in the library's parameter dtype (f32 for halves), absent ones as ones and zeros.
+    ///
+    /// # Safety
+    /// Every layout lies inside its storage (validated by the spec); `y` is new, contiguous.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn dnn_batch_norm(
+        &self,
+        dnn: &dyn Dnn,
+        (x, l): (&NativeStorage<R>, &Layout),
+        mean: (&NativeStorage<R>, &Layout),
+        var: (&NativeStorage<R>, &Layout),
+        (w, b): (Param<NativeStorage<R>>, Param<NativeStorage<R>>),
+        eps: f64,
+        y: &NativeStorage<R>,
+    ) -> Result<bool> {
+        let (d, s) = (l.dims(), l.strides());
+        let Some((inner, si)) = one_dim(&d[2..], &s[2..]) else { return Ok(false) };
+        let dims = [d[0], d[1], inner, 1];
+        let (Some(xt), Some(yt)) = (Tensor4::strided(dims, [s[0], s[1], si, 1]), Tensor4::packed_checked(dims)) else {
+            return Ok(false);
+        };
+        let pdtype = if matches!(x.dtype, DType::F16 | DType::BF16) { DType::F32 } else { x.dtype };
+        let mut keep = vec![];
+        let p = BnParams {
+            dtype: pdtype,
+            mean: self.bn_param(mean, pdtype, &mut keep)?,
+            var: self.bn_param(var, pdtype, &mut keep)?,
+            scale: match w {
+                Some(w) => self.bn_param(w, pdtype, &mut keep)?,
+                None => self.bn_constant(pdtype, d[1], true, &mut keep)?,
+            },
+            bias: match b {
+                Some(b) => self.bn_param(b, pdtype, &mut keep)?,
+                None => self.bn_constant(pdtype, d[1], false, &mut keep)?,
+            },
+            eps,
+        };
+        // SAFETY: the descriptors state `x` through its layout and the new `y`; the parameters
+        // hold `C` packed elements each, alive (in `keep`) until the call is queued.
+        let taken = unsafe { dnn.batch_norm(x.dtype, (&xt, x.at(l.offset())), (&yt, y.ptr), &p)? };
+        if taken {
+            self.0.library_use.count(Path::BatchNormLibrary);
+        }
+        Ok(taken)
     }
 }
 

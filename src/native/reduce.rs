@@ -11,7 +11,7 @@
 //! once as the cpu reference's do.
 
 use super::kernel::{self, Args, BLOCK, Part};
-use super::runtime::DevicePtr;
+use super::ptr::DevicePtr;
 use super::{NativeBackend, NativeStorage, Runtime};
 use crate::backend::ReduceOps;
 use crate::spec::reduce::ReduceOp;

@@ -12,8 +12,9 @@ use super::blas::{Blas, rocm::RocBlas};
 use super::cache::{Cache, Key};
 use super::dnn::{Dnn, rocm::MiOpen};
 use super::gfx::{self, Candidate};
-use super::hip_api::{self, HipLib, c_text};
-use super::runtime::{DeviceInfo, DevicePtr, Runtime, library_allowed};
+use super::hip_api::{self, Bound, HipLib, c_text};
+use super::ptr::DevicePtr;
+use super::runtime::{DeviceInfo, Runtime, library_allowed};
 use super::{HIP_COMMON, NativeBackend, hip_source};
 use crate::spec::Family;
 use crate::{BackendKind, Error, Result};
@@ -83,36 +84,6 @@ pub struct HipFunction(hip_api::Function);
 unsafe impl Send for HipFunction {}
 // SAFETY: as for Send.
 unsafe impl Sync for HipFunction {}
-
-/// Device `ordinal` current on the calling thread while the guard lives; the thread's previous
-/// device is current again after it.
-pub(crate) struct Bound {
-    lib: &'static HipLib,
-    previous: Option<c_int>,
-}
-
-impl Bound {
-    pub(crate) fn new(lib: &'static HipLib, ordinal: c_int) -> std::result::Result<Bound, String> {
-        let mut current: c_int = 0;
-        // SAFETY: writes one int.
-        lib.check("hipGetDevice", unsafe { (lib.fns.hipGetDevice)(&mut current) })?;
-        if current == ordinal {
-            return Ok(Bound { lib, previous: None });
-        }
-        // SAFETY: a plain call; `ordinal` is a device the runtime counted.
-        lib.check("hipSetDevice", unsafe { (lib.fns.hipSetDevice)(ordinal) })?;
-        Ok(Bound { lib, previous: Some(current) })
-    }
-}
-
-impl Drop for Bound {
-    fn drop(&mut self) {
-        if let Some(previous) = self.previous {
-            // SAFETY: a plain call back to the device the thread had.
-            let _ = unsafe { (self.lib.fns.hipSetDevice)(previous) };
-        }
-    }
-}
 
 /// The device ordinal `RWO_ROCM_DEVICE` names, if set.
 fn requested_ordinal() -> std::result::Result<Option<usize>, String> {

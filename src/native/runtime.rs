@@ -4,6 +4,7 @@
 
 use super::blas::Blas;
 use super::dnn::Dnn;
+use super::ptr::DevicePtr;
 use crate::spec::Family;
 use crate::{BackendKind, Result};
 use std::borrow::Cow;
@@ -19,17 +20,6 @@ pub fn library_allowed(name: &str) -> std::result::Result<(), String> {
         Ok(())
     } else {
         Err(format!("left out by RWO_NATIVE_LIBS={list}"))
-    }
-}
-
-/// An address in device memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct DevicePtr(pub u64);
-
-impl DevicePtr {
-    /// The address `bytes` further on.
-    pub fn offset(self, bytes: usize) -> DevicePtr {
-        DevicePtr(self.0 + bytes as u64)
     }
 }
 

@@ -3,7 +3,7 @@
 //! blocks of long rows merged by merge path in ping-pong buffers.
 
 use super::kernel::{self, Args, Part};
-use super::runtime::DevicePtr;
+use super::ptr::DevicePtr;
 use super::{NativeBackend, NativeStorage, Runtime};
 use crate::backend::SortOps;
 use crate::spec::sort::SortOp;

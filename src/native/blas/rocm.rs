@@ -12,8 +12,7 @@
 use super::{Blas, Gemm};
 use crate::native::dylib::dylib;
 use crate::native::gfx;
-use crate::native::hip_api::{self, Stream};
-use crate::native::rocm::Bound;
+use crate::native::hip_api::{self, Bound, Stream};
 use crate::{BackendKind, DType, Error, Result};
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::sync::Mutex;

@@ -19,8 +19,7 @@
 use super::{Algo, BnParams, ConvBuffers, ConvDesc, ConvDir, Dnn, Tensor4, Workspace};
 use crate::native::dylib::dylib;
 use crate::native::gfx;
-use crate::native::hip_api::{self, Stream};
-use crate::native::rocm::Bound;
+use crate::native::hip_api::{self, Bound, Stream};
 use crate::{BackendKind, DType, Error, Result};
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::{Mutex, MutexGuard};

@@ -1,0 +1,36 @@
+//! Which path each native call took (a vendor library or our kernels), counted for `info()`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// How many calls of each op family went to the vendor libraries and how many to our kernels
+/// (shown by `info()`, so a run can tell which path it measured).
+#[derive(Default)]
+pub(crate) struct LibraryUse {
+    counts: [AtomicU64; 6],
+}
+
+/// What [`LibraryUse`] counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Path {
+    GemmLibrary,
+    MatmulOnCpu,
+    ConvLibrary,
+    ConvKernels,
+    BatchNormLibrary,
+    BatchNormKernels,
+}
+
+impl LibraryUse {
+    const NAMES: [&str; 6] =
+        ["matmul BLAS", "matmul cpu", "conv DNN", "conv kernels", "batch_norm DNN", "batch_norm kernels"];
+
+    pub(crate) fn count(&self, p: Path) {
+        self.counts[p as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        let v: Vec<String> =
+            Self::NAMES.iter().zip(&self.counts).map(|(n, c)| format!("{n} {}", c.load(Ordering::Relaxed))).collect();
+        v.join(", ")
+    }
+}
