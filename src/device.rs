@@ -18,7 +18,8 @@ use crate::wgpu::{WgpuBackend, WgpuStorage};
 use crate::{Error, Result};
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, Weak};
 
 /// The one list of backends: every enum over them, the storage conversions, [`dispatch!`] and
 /// [`probe`] are generated from it, so a backend joins in one line.
@@ -181,12 +182,31 @@ struct RngState {
     offset: u64,
 }
 
-#[derive(Debug)]
+/// A deferred result (a fused program not run yet) the device runs before an in-place write or
+/// a synchronize.
+pub(crate) trait Pending: Send + Sync {
+    /// Runs it (nothing if it already ran).
+    fn run(&self) -> Result<()>;
+}
+
 struct DeviceInner {
     backend: AnyBackend,
     description: String,
     rng: Mutex<RngState>,
+    /// Whether elementwise ops defer their results into fused programs (`RWO_FUSION`).
+    fusion: AtomicBool,
+    /// The deferred results not run yet (dropped ones are skipped).
+    pending: Mutex<Vec<Weak<dyn Pending>>>,
 }
+
+impl fmt::Debug for DeviceInner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceInner").field("backend", &self.backend).field("description", &self.description).finish()
+    }
+}
+
+/// Deferred results a device keeps before it drops the ones already gone.
+const PENDING_PRUNE: usize = 256;
 
 /// A backend chosen at run time, with its random stream. Cheap to clone.
 ///
@@ -218,7 +238,47 @@ pub struct Device(Arc<DeviceInner>);
 
 impl Device {
     fn from_backend(backend: AnyBackend, description: String) -> Device {
-        Device(Arc::new(DeviceInner { backend, description, rng: Mutex::new(RngState { seed: 0, offset: 0 }) }))
+        let fusion = AtomicBool::new(std::env::var("RWO_FUSION").map_or(true, |v| v.trim() != "0"));
+        let rng = Mutex::new(RngState { seed: 0, offset: 0 });
+        Device(Arc::new(DeviceInner { backend, description, rng, fusion, pending: Mutex::default() }))
+    }
+
+    /// Whether elementwise ops on this device defer their results into fused programs, which
+    /// run as one kernel when the data is needed (on by default on GPU backends; `RWO_FUSION=0`
+    /// turns it off). Fused and unfused results are the same bits.
+    pub fn fusion(&self) -> bool {
+        self.0.fusion.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Turns fusion on or off for later ops (results already deferred still run fused).
+    pub fn set_fusion(&self, on: bool) {
+        self.0.fusion.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Registers a deferred result, to run before the next in-place write or synchronize.
+    pub(crate) fn defer(&self, p: &Arc<impl Pending + 'static>) {
+        let weak: Weak<dyn Pending> = Arc::downgrade(p) as Weak<dyn Pending>;
+        let mut list = self.0.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if list.len() >= PENDING_PRUNE {
+            list.retain(|w| w.strong_count() > 0);
+        }
+        list.push(weak);
+    }
+
+    /// Runs every deferred result of this device still held by a tensor.
+    pub(crate) fn run_deferred(&self) -> Result<()> {
+        let list = std::mem::take(&mut *self.0.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut first = Ok(());
+        for w in list {
+            if let Some(p) = w.upgrade()
+                && let Err(e) = p.run()
+            {
+                // It stays deferred: its own readback reports the failure again.
+                self.0.pending.lock().unwrap_or_else(|e| e.into_inner()).push(w);
+                first = first.and(Err(e));
+            }
+        }
+        first
     }
 
     /// The cpu reference backend.
@@ -303,7 +363,15 @@ impl Device {
 
     /// The device's name, features and limits, as `(key, value)` pairs.
     pub fn info(&self) -> Vec<(&'static str, String)> {
-        dispatch!(self, |b| b.info())
+        let mut info = dispatch!(self, |b| b.info());
+        let fuses = dispatch!(self, |b| b.fuses(&[]));
+        let fusion = match (fuses, self.fusion()) {
+            (false, _) => "off (ops run one at a time on this backend)",
+            (true, true) => "on: elementwise chains run as one kernel (RWO_FUSION=0 turns it off)",
+            (true, false) => "off (RWO_FUSION=0 or Device::set_fusion)",
+        };
+        info.push(("fusion", fusion.into()));
+        info
     }
 
     /// Which backend this is, and why it was chosen.
@@ -411,8 +479,10 @@ impl Device {
         crate::block::block_on_result("Device::synchronize", self.synchronize_async())
     }
 
-    /// [`Device::synchronize`] without blocking: the form that works in a browser.
+    /// [`Device::synchronize`] without blocking: the form that works in a browser. Deferred
+    /// elementwise results (see [`Device::fusion`]) run first.
     pub async fn synchronize_async(&self) -> Result<()> {
+        self.run_deferred()?;
         dispatch!(self, |b| b.synchronize()).wait().await
     }
 

@@ -7,6 +7,7 @@ use super::kernel::{self, Arg, Args, BLOCK, Part, Path, TILE_THREADS};
 use super::ptr::DevicePtr;
 use super::{NativeBackend, NativeStorage, Runtime};
 use crate::backend::ElementwiseOps;
+use crate::expr::program::Program;
 use crate::spec::elementwise::{BinaryOp, CmpOp, ElementwiseOp, ScalarOp, UnaryOp, cast_kernel_name};
 use crate::spec::{Family, kernel_name};
 use crate::{DType, Layout, Result, Scalar};
@@ -108,6 +109,15 @@ impl<R: Runtime> NativeBackend<R> {
 }
 
 impl<R: Runtime> ElementwiseOps for NativeBackend<R> {
+    fn fused(
+        &self,
+        p: &Program,
+        inputs: &[(&NativeStorage<R>, &Layout)],
+        params: &[Scalar],
+    ) -> Result<NativeStorage<R>> {
+        self.run_fused(p, inputs, params)
+    }
+
     fn unary(&self, x: &NativeStorage<R>, l: &Layout, op: UnaryOp) -> Result<NativeStorage<R>> {
         self.map(&kernel_name(op.name(), x.dtype), &[(x, l)], x.dtype, &[], false)
     }

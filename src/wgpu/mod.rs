@@ -8,6 +8,7 @@ mod conv;
 mod coop;
 mod copy;
 mod elementwise;
+mod fused;
 mod gemm;
 mod index;
 pub mod kernel;
@@ -87,6 +88,8 @@ pub(crate) struct Context {
     /// The GEMM kernels by what decides their source, with their pipelines: generating a
     /// GEMM's WGSL (and hashing it to find its pipeline) costs more CPU than recording an op.
     gemms: Mutex<HashMap<(gemm::Stage, gemm::Variant), GemmPipeline>>,
+    /// Fused elementwise kernels, by what their program is.
+    fused: Mutex<HashMap<fused::FusedKey, GemmPipeline>>,
     /// wgpu's injected bounds checks (and loop bounding): which kernels get them
     /// (`RWO_WGPU_BOUNDS_CHECKS`, see [`BoundsChecks`]).
     bounds_checks: BoundsChecks,
@@ -223,6 +226,7 @@ impl WgpuBackend {
             rec: Mutex::default(),
             pipelines: Mutex::default(),
             gemms: Mutex::default(),
+            fused: Mutex::default(),
             bounds_checks: match std::env::var("RWO_WGPU_BOUNDS_CHECKS").as_deref() {
                 Ok("0") => BoundsChecks::Off,
                 Ok("1") => BoundsChecks::All,
@@ -454,6 +458,11 @@ impl Memory for WgpuBackend {
 
     fn same(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// Every dtype but f64 where the adapter has no f64 arithmetic (those ops refuse it).
+    fn fuses(&self, dtypes: &[DType]) -> bool {
+        self.0.caps.f64 || !dtypes.contains(&DType::F64)
     }
 
     fn info(&self) -> Vec<(&'static str, String)> {

@@ -56,8 +56,8 @@ impl Dialect for Wgsl<'_> {
         self.names[i as usize].to_string()
     }
 
-    fn param(&self, i: u8, _: Ty) -> String {
-        format!("param({i}u)")
+    fn param(&self, i: u8, ty: Ty) -> String {
+        format!("param_{}({i}u)", self.compute(ty).short())
     }
 
     fn prim(&self, p: Prim, a: &[String], tys: &[Ty]) -> String {
@@ -134,6 +134,23 @@ impl Dialect for Wgsl<'_> {
             // The spec's support statement keeps unsupported dtypes away from kernels.
             _ => format!("/* no {from} to {to} on this adapter */"),
         }
+    }
+
+    fn stored(&self, x: String, dtype: DType) -> String {
+        match Repr::of(dtype, self.caps, "fused") {
+            // The very conversions a store and a load of the dtype make.
+            Ok(Repr::F16) => format!("f32(f16({x}))"),
+            Ok(r @ (Repr::F16Packed | Repr::BF16 | Repr::U8)) => r.unpack(&r.pack(&x)),
+            // Opaque selects: drivers may contract a product and a sum of two steps into one
+            // fused multiply-add (naga marks nothing NoContraction), which two kernels cannot.
+            Ok(Repr::F32) => format!("keep32({x})"),
+            Ok(Repr::F64) => format!("keep64({x})"),
+            _ => x,
+        }
+    }
+
+    fn bind(&self, name: &str, value: &str, _: Ty) -> String {
+        format!("let {name} = {value};")
     }
 }
 
