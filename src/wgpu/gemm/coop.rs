@@ -5,116 +5,24 @@
 //! ([`CoopTiles::pipe`]). The entry is generated here so that every accumulator is its own
 //! variable.
 
-use super::gemm::{Load, Variant};
-use super::kernel::{Spec, section};
-use super::repr::{Caps, Repr};
+use super::codegen::{Variant, operand};
+use super::tiles::{CoopTiles, Load, SUBGROUP, TILE};
+use crate::spec::matmul::MatmulOp;
+use crate::wgpu::kernel::{Spec, section};
+use crate::wgpu::repr::{Caps, Repr};
 use crate::{BackendKind, Error, Result};
 use std::fmt::Write;
 
-/// Invocations of a subgroup the kernel is laid out for (the coop path is taken only where
-/// the adapter's subgroups are exactly this wide).
-pub const SUBGROUP: u32 = 32;
-
-/// One configuration: a `bm x bn` tile of C per workgroup, `wm x wn` matrices of 16 x 16 per
-/// subgroup, K in steps of `bk`; workgroup rows padded by `pad` halves. `pipe`: 0, each step
-/// loaded then multiplied (the probe); 1, the next step fetched into registers while
-/// this one multiplies, one workgroup buffer (two barriers a step); 2, the same into two
-/// workgroup buffers (one barrier a step, twice the workgroup memory).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct CoopTiles {
-    /// Rows of C per workgroup.
-    pub bm: u32,
-    /// Columns of C per workgroup.
-    pub bn: u32,
-    /// K per step.
-    pub bk: u32,
-    /// 16x16 tiles of C per subgroup, down.
-    pub wm: u32,
-    /// 16x16 tiles of C per subgroup, across.
-    pub wn: u32,
-    /// Halves added to each workgroup row (fewer bank conflicts).
-    pub pad: u32,
-    /// The fetch mode: 0, 1 or 2, as above.
-    pub pipe: u32,
-}
-
-/// Rows (or columns) of a cooperative matrix.
-const TILE: u32 = 16;
-
-impl CoopTiles {
-    /// Halves per vector load (16 bytes).
-    pub const VEC: usize = 8;
-
-    fn subgroups(&self) -> (u32, u32) {
-        (self.bm / (TILE * self.wm), self.bn / (TILE * self.wn))
-    }
-
-    /// Invocations per workgroup (subgroups of the tile times the subgroup size).
-    pub fn workgroup(&self) -> u32 {
-        let (sm, sn) = self.subgroups();
-        sm * sn * SUBGROUP
-    }
-
-    /// The row stride and size (halves) of one buffer of an operand of `ot` outer rows
-    /// loaded as `load` (along K: outer rows of K; otherwise K rows of outer).
-    fn layout(&self, ot: u32, load: Load) -> (u32, u32) {
-        if load == Load::KVec {
-            (self.bk + self.pad, ot * (self.bk + self.pad))
-        } else {
-            (ot + self.pad, self.bk * (ot + self.pad))
-        }
-    }
-
-    /// Workgroup buffers of each operand.
-    fn buffers(&self) -> u32 {
-        if self.pipe == 2 { 2 } else { 1 }
-    }
-
-    /// Workgroup bytes at most, whichever way the operands are loaded.
-    pub fn workgroup_bytes(&self) -> u32 {
-        let most = |ot: u32| [Load::KVec, Load::OVec].map(|l| self.layout(ot, l).1).into_iter().max().unwrap_or(0);
-        2 * self.buffers() * (most(self.bm) + most(self.bn)) + 4 * TILE * TILE * self.workgroup() / SUBGROUP
-    }
-
-    /// Whether the loaders divide the tile evenly and the subgroups cover it.
-    pub fn is_valid(&self) -> bool {
-        let wg = self.workgroup();
-        // Vectors of eight and gathered groups of four both divide among the invocations.
-        let even = |ot: u32| ot.is_multiple_of(8) && wg.is_multiple_of(ot / 4) && (ot * self.bk).is_multiple_of(8 * wg);
-        self.wm > 0
-            && self.wn > 0
-            && self.bm.is_multiple_of(TILE * self.wm)
-            && self.bn.is_multiple_of(TILE * self.wn)
-            && self.bk.is_multiple_of(TILE)
-            && self.pad.is_multiple_of(8)
-            && self.pipe <= 2
-            && wg > 0
-            && wg <= 1024
-            && even(self.bm)
-            && even(self.bn)
-    }
-}
-
-impl std::fmt::Display for CoopTiles {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let CoopTiles { bm, bn, bk, wm, wn, pad, pipe } = self;
-        write!(f, "{bm}x{bn}x{bk}/{wm}x{wn}/p{pad}/f{pipe}")
-    }
-}
-
-/// The instance of an operand section for A or B.
-fn operand(src: &str, name: &str, a: bool) -> String {
-    let (p, c) = if a { ("a_", "A_") } else { ("b_", "B_") };
-    section(src, name).replace("opnd_", p).replace("OPND_", c)
-}
-
 /// `spec` (bindings and element code in place) completed as the coop kernel `t`.
-pub(crate) fn specialise(mut spec: Spec, caps: Caps, t: &CoopTiles, v: &Variant, src: &str) -> Result<Spec> {
+pub(super) fn specialise(mut spec: Spec, caps: Caps, t: &CoopTiles, v: &Variant, src: &str) -> Result<Spec> {
     let bad = |msg: String| Error::Backend { backend: BackendKind::Wgpu, msg };
     if !t.is_valid() {
-        return Err(Error::InvalidParam { op: "matmul", msg: format!("cooperative tile configuration {t}") });
+        return Err(Error::InvalidParam {
+            op: MatmulOp::Matmul.name(),
+            msg: format!("cooperative tile configuration {t}"),
+        });
     }
-    if Repr::of(v.dtype, caps, "matmul")? != Repr::F16 {
+    if Repr::of(v.dtype, caps, MatmulOp::Matmul.name())? != Repr::F16 {
         return Err(bad(format!("the cooperative-matrix kernel takes f16 with SHADER_F16, not {}", v.dtype)));
     }
     spec.workgroup = t.workgroup();
