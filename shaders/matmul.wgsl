@@ -3,7 +3,7 @@
 // contiguous after the batches before it) = A[b] (M x K) B[b] (K x N), each operand read in
 // place through its strides.
 //
-// Metadata at EXTRA (written by `Gemm::meta` in src/wgpu/matmul.rs):
+// Metadata at EXTRA (written by `Gemm::meta` in src/wgpu/gemm/problem.rs):
 //   0 M, 1 N, 2 K, 3 tile rows, 4 tile columns, 5 tiles per batch, 6 batches,
 //   7 A offset, 8 A stride along M, 9 A stride along K,
 //   10 B offset, 11 B stride along N, 12 B stride along K,
@@ -14,9 +14,10 @@
 //
 // An operand is A (outer dim M) or B (outer dim N); its code is written once with the prefix
 // `opnd_` (constants `OPND_`) and instantiated for each with `a_` / `b_`. The generated part
-// (matmul.rs) defines the element type T, the tile constants, the operands' bindings with
+// (src/wgpu/gemm/) defines the element type T, the tile constants, the operands' bindings with
 // `opnd_ld(i) -> T` (element i) and `opnd_ld4(i) -> vec4<T>` (elements i..i+4, i a multiple
-// of 4), the output's stores, and the unrolled inner products.
+// of 4), the output's stores, the tiled and cooperative entries with their unrolled inner
+// products, and the K loop they share.
 //
 // Bounds (these kernels run without wgpu's injected checks: `UNCHECKED` in src/wgpu/mod.rs):
 // every operand load is guarded by `o < total && k < kn` (row and depth inside the operand);
@@ -249,63 +250,6 @@ fn opnd_stage(buf: u32, lid: u32) {
         let r = lid / (OPND_OT / 4u) + j * (WG / (OPND_OT / 4u));
         opnd_s4[buf * OPND_SZ4 + r * OPND_S4 + lid % (OPND_OT / 4u)] = opnd_dec4g(opnd_r[j], opnd_p[j]);
     }
-}
-
-// The tiled GEMM: a BM x BN tile of C per workgroup, TM x TN of it per invocation (rows
-// `(g TY + ty) 4 + q`, columns `(h TX + tx) 4 + c`), K in steps of BK through two workgroup
-// buffers: the next step's tiles are fetched into registers while this one's are multiplied,
-// and one barrier per step separates the buffers' reuse. `micro` and `epilogue` are generated
-// (matmul.rs) for the way each operand is held.
-// @kernel tiled
-var<workgroup> a_s4: array<vec4<T>, 2u * A_SZ4>;
-var<workgroup> b_s4: array<vec4<T>, 2u * B_SZ4>;
-var<private> acc: array<vec4<T>, TM * TN / 4u>;
-
-@compute @workgroup_size(WG)
-fn tiled(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let g = group_index(wid, nwg);
-    let per = gmeta(5u) * gmeta(6u);
-    if (g >= per * gmeta(29u)) {
-        return;
-    }
-    let part = g / per;
-    let tile = tile_of(g % per);
-    let off = batch_offsets(tile.x);
-    let m0 = tile.y * BM;
-    let n0 = tile.z * BN;
-    let tx = lid % TX;
-    let ty = lid / TX;
-    let k0 = part * gmeta(30u);
-    k_hi = k_end(k0);
-    a_setup(m0, off.x, lid);
-    b_setup(n0, off.y, lid);
-    let steps = (k_end(k0) - k0 + BK - 1u) / BK;
-    if (steps > 0u) {
-        a_fetch(k0, lid);
-        b_fetch(k0, lid);
-        a_stage(0u, lid);
-        b_stage(0u, lid);
-    }
-    workgroupBarrier();
-    for (var s = 0u; s < steps; s++) {
-        let cur = s & 1u;
-        let more = s + 1u < steps;
-        if (more) {
-            a_fetch(k0 + (s + 1u) * BK, lid);
-            b_fetch(k0 + (s + 1u) * BK, lid);
-        }
-        micro(cur * A_SZ4, cur * B_SZ4, tx, ty);
-        if (more) {
-            a_stage(cur ^ 1u, lid);
-            b_stage(cur ^ 1u, lid);
-        }
-        workgroupBarrier();
-    }
-    epilogue(part * gmeta(6u) + tile.x, m0, n0, tx, ty);
 }
 
 // Skinny products (M small, a spec constant MV_M): each workgroup takes CW groups of four

@@ -1,6 +1,6 @@
 //! The pieces of WGSL every GEMM kernel is assembled from: what a kernel needs to know of a
 //! problem besides its sizes ([`Variant`]), the element type, the operands' and C's access
-//! functions, and the A and B instances of an operand section.
+//! functions, the A and B instances of an operand section, and the K loop.
 
 use super::tiles::{Kernel, Load};
 use crate::DType;
@@ -162,4 +162,75 @@ pub(super) fn element(r: Repr) -> (Compute, String) {
     let c = r.compute();
     let raw = if r == Repr::F64 { "f64" } else { "u32" };
     (c, format!("alias T = {};\nalias RAW = {raw};\n", c.wgsl()))
+}
+
+/// The K loop of an entry: K from `k0` (the workgroup's part) in steps of BK, each step's tiles
+/// of A and B fetched and staged by the loaders (`a_fetch`, `a_stage`...), then `step` (WGSL at
+/// the loop body's indent) on the step's workgroup buffers, which start at entries `ab` and `bb`.
+/// `pipe` as `CoopTiles::pipe`: 0, each step fetched then used; 1, the next step fetched into
+/// registers while this one is used, one buffer; 2, the same into two buffers of `sizes` (A's
+/// and B's) entries each, one barrier a step (the tiled kernel's).
+pub(super) fn k_loop(pipe: u32, sizes: [&str; 2], step: &str) -> String {
+    let [a, b] = sizes;
+    let head = match pipe {
+        0 => "    for (var s = 0u; s < steps; s++) {
+        a_fetch(k0 + s * BK, lid);
+        b_fetch(k0 + s * BK, lid);
+        workgroupBarrier();
+        a_stage(0u, lid);
+        b_stage(0u, lid);
+        workgroupBarrier();
+        let ab = 0u;
+        let bb = 0u;
+"
+        .to_string(),
+        1 => "    if (steps > 0u) {
+        a_fetch(k0, lid);
+        b_fetch(k0, lid);
+    }
+    for (var s = 0u; s < steps; s++) {
+        workgroupBarrier();
+        a_stage(0u, lid);
+        b_stage(0u, lid);
+        workgroupBarrier();
+        if (s + 1u < steps) {
+            a_fetch(k0 + (s + 1u) * BK, lid);
+            b_fetch(k0 + (s + 1u) * BK, lid);
+        }
+        let ab = 0u;
+        let bb = 0u;
+"
+        .to_string(),
+        _ => format!(
+            "    if (steps > 0u) {{
+        a_fetch(k0, lid);
+        b_fetch(k0, lid);
+        a_stage(0u, lid);
+        b_stage(0u, lid);
+    }}
+    workgroupBarrier();
+    for (var s = 0u; s < steps; s++) {{
+        let cur = s & 1u;
+        let more = s + 1u < steps;
+        if (more) {{
+            a_fetch(k0 + (s + 1u) * BK, lid);
+            b_fetch(k0 + (s + 1u) * BK, lid);
+        }}
+        let ab = cur * {a};
+        let bb = cur * {b};
+"
+        ),
+    };
+    let tail = if pipe == 2 {
+        "        if (more) {
+            a_stage(cur ^ 1u, lid);
+            b_stage(cur ^ 1u, lid);
+        }
+        workgroupBarrier();
+    }
+"
+    } else {
+        "    }\n"
+    };
+    format!("    let steps = (k_end(k0) - k0 + BK - 1u) / BK;\n{head}{step}{tail}")
 }

@@ -5,7 +5,7 @@
 //! ([`CoopTiles::pipe`]). The entry is generated here so that every accumulator is its own
 //! variable.
 
-use super::codegen::{Variant, operand};
+use super::codegen::{Variant, k_loop, operand};
 use super::tiles::{CoopTiles, Load, SUBGROUP, TILE};
 use crate::spec::matmul::MatmulOp;
 use crate::wgpu::kernel::{Spec, section};
@@ -96,59 +96,7 @@ fn coop(
             let _ = writeln!(s, "    var acc{i}_{j}: coop_mat16x16<f32, C>;");
         }
     }
-    s += "    let steps = (k_end(k0) - k0 + BK - 1u) / BK;\n";
-    s += match t.pipe {
-        0 => {
-            "    for (var s = 0u; s < steps; s++) {
-        a_fetch(k0 + s * BK, lid);
-        b_fetch(k0 + s * BK, lid);
-        workgroupBarrier();
-        a_stage(0u, lid);
-        b_stage(0u, lid);
-        workgroupBarrier();
-        let ab = 0u;
-        let bb = 0u;
-"
-        }
-        1 => {
-            "    if (steps > 0u) {
-        a_fetch(k0, lid);
-        b_fetch(k0, lid);
-    }
-    for (var s = 0u; s < steps; s++) {
-        workgroupBarrier();
-        a_stage(0u, lid);
-        b_stage(0u, lid);
-        workgroupBarrier();
-        if (s + 1u < steps) {
-            a_fetch(k0 + (s + 1u) * BK, lid);
-            b_fetch(k0 + (s + 1u) * BK, lid);
-        }
-        let ab = 0u;
-        let bb = 0u;
-"
-        }
-        _ => {
-            "    if (steps > 0u) {
-        a_fetch(k0, lid);
-        b_fetch(k0, lid);
-        a_stage(0u, lid);
-        b_stage(0u, lid);
-    }
-    workgroupBarrier();
-    for (var s = 0u; s < steps; s++) {
-        let cur = s & 1u;
-        let more = s + 1u < steps;
-        if (more) {
-            a_fetch(k0 + (s + 1u) * BK, lid);
-            b_fetch(k0 + (s + 1u) * BK, lid);
-        }
-        let ab = cur * A_SZ;
-        let bb = cur * B_SZ;
-"
-        }
-    };
-    s += "        for (var kk = 0u; kk < BK; kk += 16u) {\n";
+    let mut step = String::from("        for (var kk = 0u; kk < BK; kk += 16u) {\n");
     // A held along K is row-major (coopLoadT), B held along K column-major (coopLoad), and
     // the other way round held along the outer dim.
     for (x, p, w0, n, load) in [("a", "A", "wm0", t.wm, a), ("b", "B", "wn0", t.wn, b)] {
@@ -160,26 +108,18 @@ fn coop(
                 format!("{x}b + kk * {p}_SS + {w0} + {}u", 16 * i)
             };
             // naga's SPIR-V writer wants every pointer index bound by `let` first.
-            let _ = writeln!(s, "            let {x}i{i} = {at};");
-            let _ = writeln!(s, "            let {x}{i} = {f}<coop_mat16x16<f16, {p}>>(&{x}_sh[{x}i{i}], {p}_SS);");
+            let _ = writeln!(step, "            let {x}i{i} = {at};");
+            let _ = writeln!(step, "            let {x}{i} = {f}<coop_mat16x16<f16, {p}>>(&{x}_sh[{x}i{i}], {p}_SS);");
         }
     }
     for i in 0..t.wm {
         for j in 0..t.wn {
-            let _ = writeln!(s, "            acc{i}_{j} = coopMultiplyAdd(a{i}, b{j}, acc{i}_{j});");
+            let _ = writeln!(step, "            acc{i}_{j} = coopMultiplyAdd(a{i}, b{j}, acc{i}_{j});");
         }
     }
-    s += "        }\n";
-    if t.pipe == 2 {
-        s += "        if (more) {
-            a_stage(cur ^ 1u, lid);
-            b_stage(cur ^ 1u, lid);
-        }
-        workgroupBarrier();
-";
-    }
-    s += "    }
-    let base = (part * gmeta(6u) + tile.x) * gmeta(0u) * gmeta(1u);
+    step += "        }\n";
+    s += &k_loop(t.pipe, ["A_SZ", "B_SZ"], &step);
+    s += "    let base = (part * gmeta(6u) + tile.x) * gmeta(0u) * gmeta(1u);
     let at = sg * 256u;
 ";
     for i in 0..t.wm {

@@ -1,8 +1,8 @@
 //! The tiled GEMM and the matrix-vector kernels (`shaders/matmul.wgsl`) specialised for a
-//! configuration: constants, the operands' loader sections, and the generated inner products
-//! and epilogue of the tiled kernel (every register index a constant).
+//! configuration: constants, the operands' loader sections, and the generated inner products,
+//! epilogue and entry of the tiled kernel (every register index a constant).
 
-use super::codegen::{Variant, operand, run4_code};
+use super::codegen::{Variant, k_loop, operand, run4_code};
 use super::tiles::{Load, MatVec, MvTiles, Tiles};
 use crate::spec::matmul::MatmulOp;
 use crate::wgpu::kernel::Spec;
@@ -38,7 +38,7 @@ pub(super) fn specialise(mut spec: Spec, t: &Tiles, shape: &Variant, src: &str) 
         spec = spec.code(operand(src, common, a));
         spec = spec.code(operand(src, &load.section("tiled"), a));
     }
-    Ok(spec.code(micro(t, shape.a == Load::KVec, shape.b == Load::KVec)))
+    Ok(spec.code(micro(t, shape.a == Load::KVec, shape.b == Load::KVec)).code(entry()))
 }
 
 /// `spec` completed as the matrix-vector kernel `v` for problems of `shape`.
@@ -57,6 +57,41 @@ pub(super) fn specialise_matvec(mut spec: Spec, v: &MatVec, shape: &Variant) -> 
     let vec_a = shape.a == Load::KVec;
     let vec_b = if v.rows { shape.b == Load::KVec } else { shape.b == Load::OVec };
     Ok(spec.code(run4_code("a", vec_a)).code(run4_code("b", vec_b)))
+}
+
+/// The tiled kernel's entry: a BM x BN tile of C per workgroup (tiles swept by `tile_of`), K in
+/// steps of BK through two workgroup buffers ([`k_loop`]'s double buffering), `micro` on each
+/// step's buffers and `epilogue` at the end (both generated for the way each operand is held).
+fn entry() -> String {
+    let head = "var<workgroup> a_s4: array<vec4<T>, 2u * A_SZ4>;
+var<workgroup> b_s4: array<vec4<T>, 2u * B_SZ4>;
+var<private> acc: array<vec4<T>, TM * TN / 4u>;
+
+@compute @workgroup_size(WG)
+fn tiled(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let g = group_index(wid, nwg);
+    let per = gmeta(5u) * gmeta(6u);
+    if (g >= per * gmeta(29u)) {
+        return;
+    }
+    let part = g / per;
+    let tile = tile_of(g % per);
+    let off = batch_offsets(tile.x);
+    let m0 = tile.y * BM;
+    let n0 = tile.z * BN;
+    let tx = lid % TX;
+    let ty = lid / TX;
+    let k0 = part * gmeta(30u);
+    k_hi = k_end(k0);
+    a_setup(m0, off.x, lid);
+    b_setup(n0, off.y, lid);
+";
+    let steps = k_loop(2, ["A_SZ4", "B_SZ4"], "        micro(ab, bb, tx, ty);\n");
+    format!("{head}{steps}    epilogue(part * gmeta(6u) + tile.x, m0, n0, tx, ty);\n}}\n")
 }
 
 /// The inner products of the tiled kernel over one buffer (`ab`, `bb`: its first vector in
