@@ -4,6 +4,7 @@
 //! layout is not already it) and the image's windows as B, gathered while the tiles load. A
 //! 1x1 convolution of stride 1 without padding is a plain GEMM on the image as it lies.
 
+use super::gemm::slots as md;
 use super::gemm::{CONV, Gemm, Operand, too_large, variants};
 use super::kernel::{Spec, family_source, section};
 use super::repr::{Caps, Repr};
@@ -57,16 +58,26 @@ impl Conv2 {
         let gather = if pointwise {
             vec![]
         } else {
-            let [ih, iw] = self.input;
-            let [kh, kw] = self.kernel;
-            [ih, iw, self.output[1], kh, kw]
-                .into_iter()
-                .chain(self.stride)
-                .chain(self.padding)
-                .chain(self.dilation)
-                .chain([xs[1], xs[2], xs[3]])
-                .map(|w| w as u32)
-                .collect()
+            let ([ih, iw], [kh, kw], ow) = (self.input, self.kernel, self.output[1]);
+            let ([sh, sw], [ph, pw], [dh, dw]) = (self.stride, self.padding, self.dilation);
+            [
+                (md::CONV_IH, ih),
+                (md::CONV_IW, iw),
+                (md::CONV_OW, ow),
+                (md::CONV_KH, kh),
+                (md::CONV_KW, kw),
+                (md::CONV_SH, sh),
+                (md::CONV_SW, sw),
+                (md::CONV_PH, ph),
+                (md::CONV_PW, pw),
+                (md::CONV_DH, dh),
+                (md::CONV_DW, dw),
+                (md::CONV_CS, xs[1]),
+                (md::CONV_HS, xs[2]),
+                (md::CONV_WS, xs[3]),
+            ]
+            .map(|(s, w)| (s, w as u32))
+            .to_vec()
         };
         Gemm {
             batch: vec![self.batch, self.groups],

@@ -37,8 +37,7 @@ pub(super) fn specialise(mut spec: Spec, caps: Caps, t: &CoopTiles, v: &Variant,
         let (ss, sz) = t.layout(ot, load);
         // Vectors of eight halves per invocation, or groups of four gathered.
         let nv = ot * t.bk / if load == Load::Gather { 4 } else { CoopTiles::VEC as u32 } / t.workgroup();
-        let md = if a { 7 } else { 10 };
-        for (name, val) in [("OT", ot), ("SS", ss), ("SZ", sz), ("MD", md), ("NV", nv)] {
+        for (name, val) in [("OT", ot), ("SS", ss), ("SZ", sz), ("NV", nv)] {
             spec = spec.code(format!("const {p}_{name}: u32 = {val}u;"));
         }
         let x = if a { "a" } else { "b" };
@@ -75,13 +74,13 @@ fn coop(
     @builtin(subgroup_invocation_id) lane: u32,
 ) {
     let flat = group_index(wid, nwg);
-    let per = gmeta(5u) * gmeta(6u);
-    let live = flat < per * gmeta(29u);
-    let last = min(flat, per * gmeta(29u) - 1u);
+    let per = gmeta(MD_TILES) * gmeta(MD_BATCHES);
+    let live = flat < per * gmeta(MD_PARTS);
+    let last = min(flat, per * gmeta(MD_PARTS) - 1u);
     let part = last / per;
     let tile = tile_of(last % per);
     let off = batch_offsets(tile.x);
-    let k0 = part * gmeta(30u);
+    let k0 = part * gmeta(MD_PART_K);
     k_hi = k_end(k0);
     let m0 = tile.y * BM;
     let n0 = tile.z * BN;
@@ -119,7 +118,7 @@ fn coop(
     }
     step += "        }\n";
     s += &k_loop(t.pipe, ["A_SZ", "B_SZ"], &step);
-    s += "    let base = (part * gmeta(6u) + tile.x) * gmeta(0u) * gmeta(1u);
+    s += "    let base = (part * gmeta(MD_BATCHES) + tile.x) * gmeta(MD_M) * gmeta(MD_N);
     let at = sg * 256u;
 ";
     for i in 0..t.wm {

@@ -3,7 +3,7 @@
 
 use super::codegen::{Stage, Variant};
 use super::hooks;
-use super::problem::Gemm;
+use super::problem::{Gemm, sum_meta};
 use super::source::spec;
 use super::table::{Plan, Room, Table};
 use super::tiles::{CoopTiles, Kernel, Load, MATVEC_MAX_M, tile_elem_size};
@@ -121,7 +121,7 @@ impl WgpuBackend {
         // The sum's source depends on C alone.
         let sum = Variant { dtype, a: Load::Gather, b: Load::Gather, c_vec, gather: None, split: false };
         let (spec, pipeline) = self.gemm_pipeline(Stage::Sum, sum)?;
-        let meta = spec.meta(0, &[], &[total as u32, split.0 as u32]);
+        let meta = spec.meta(0, &[], &sum_meta(total, split.0));
         self.run_pipeline(&spec, &pipeline, &[p.buffer(), c.buffer()], &meta, total.div_ceil(4) as u64)?;
         Ok(c)
     }

@@ -1,8 +1,9 @@
-//! A GEMM-family kernel's [`Spec`]: the bindings and element code every kernel shares, completed by the kernel's own specialisation (tiled, matrix-vector, cooperative).
+//! A GEMM-family kernel's [`Spec`]: the bindings, element code and metadata slots every kernel
+//! shares, completed by the kernel's own specialisation (tiled, matrix-vector, cooperative).
 
 use super::codegen::{Stage, Variant, element, input_code, output_binding, output_code, run4_code};
 use super::tiles::Kernel;
-use super::{coop, tiled};
+use super::{coop, slots, tiled};
 use crate::spec::Family;
 use crate::spec::matmul::MatmulOp;
 use crate::wgpu::kernel::{Index, Spec, family_source, header, section};
@@ -31,6 +32,7 @@ fn sum_spec(caps: Caps, shape: &Variant) -> Result<Spec> {
     let (_, alias) = element(r);
     Ok(spec
         .code(alias)
+        .code(slots::wgsl())
         .code(input_code("p", Repr::F32))
         .code(run4_code("p", shape.c_vec))
         .code(output_code(r, shape.c_vec)))
@@ -62,7 +64,8 @@ fn gemm_spec(caps: Caps, k: &Kernel, shape: &Variant) -> Result<Spec> {
     spec = spec.bind("c", out, c_access, Index::None);
     spec.bindings[2].vec = c_vector;
     let (_, alias) = element(r);
-    spec = spec.code(alias).code(input_code("a", r)).code(input_code("b", r)).code(output_code(out, shape.c_vec));
+    spec = spec.code(alias).code(slots::wgsl());
+    spec = spec.code(input_code("a", r)).code(input_code("b", r)).code(output_code(out, shape.c_vec));
     if family != Family::Matmul {
         // The GEMM body lives in matmul.wgsl; the spec's own file adds the gather.
         spec = spec.code(header(src)).code(section(src, entry));

@@ -9,10 +9,6 @@ use crate::wgpu::kernel::Spec;
 use crate::{Error, Result};
 use std::fmt::Write;
 
-/// Metadata word of A's offset; B's follows three words later.
-const A_MD: u32 = 7;
-const B_MD: u32 = 10;
-
 /// `spec` (bindings and element code in place) completed as the tiled kernel `t` for problems
 /// of `shape`, the operand sections taken from `src`.
 pub(super) fn specialise(mut spec: Spec, t: &Tiles, shape: &Variant, src: &str) -> Result<Spec> {
@@ -24,11 +20,11 @@ pub(super) fn specialise(mut spec: Spec, t: &Tiles, shape: &Variant, src: &str) 
     for (name, v) in consts.into_iter().chain([("TX", t.bn / t.tn), ("TY", t.bm / t.tm)]) {
         spec = spec.constant(name, format!("{v}u"));
     }
-    for (a, ot, md, load) in [(true, t.bm, A_MD, shape.a), (false, t.bn, B_MD, shape.b)] {
+    for (a, ot, load) in [(true, t.bm, shape.a), (false, t.bn, shape.b)] {
         let p = if a { "A" } else { "B" };
         let (sz4, s4) = t.layout(ot, load == Load::KVec);
         let nv = ot * t.bk / (4 * t.workgroup());
-        for (name, v) in [("OT", ot), ("S4", s4), ("SZ4", sz4), ("MD", md), ("NV", nv)] {
+        for (name, v) in [("OT", ot), ("S4", s4), ("SZ4", sz4), ("NV", nv)] {
             spec = spec.code(format!("const {p}_{name}: u32 = {v}u;"));
         }
         if load == Load::Gather && (a || shape.gather.is_none()) {
@@ -74,8 +70,8 @@ fn tiled(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let g = group_index(wid, nwg);
-    let per = gmeta(5u) * gmeta(6u);
-    if (g >= per * gmeta(29u)) {
+    let per = gmeta(MD_TILES) * gmeta(MD_BATCHES);
+    if (g >= per * gmeta(MD_PARTS)) {
         return;
     }
     let part = g / per;
@@ -85,13 +81,13 @@ fn tiled(
     let n0 = tile.z * BN;
     let tx = lid % TX;
     let ty = lid / TX;
-    let k0 = part * gmeta(30u);
+    let k0 = part * gmeta(MD_PART_K);
     k_hi = k_end(k0);
     a_setup(m0, off.x, lid);
     b_setup(n0, off.y, lid);
 ";
     let steps = k_loop(2, ["A_SZ4", "B_SZ4"], "        micro(ab, bb, tx, ty);\n");
-    format!("{head}{steps}    epilogue(part * gmeta(6u) + tile.x, m0, n0, tx, ty);\n}}\n")
+    format!("{head}{steps}    epilogue(part * gmeta(MD_BATCHES) + tile.x, m0, n0, tx, ty);\n}}\n")
 }
 
 /// The inner products of the tiled kernel over one buffer (`ab`, `bb`: its first vector in
@@ -150,7 +146,7 @@ fn micro(t: &Tiles, a_k: bool, b_k: bool) -> String {
     }
     s += "    }\n}\n";
     s += "fn epilogue(b: u32, m0: u32, n0: u32, tx: u32, ty: u32) {\n";
-    s += "    let mn = gmeta(0u);\n    let nn = gmeta(1u);\n    let base = b * mn * nn;\n";
+    s += "    let mn = gmeta(MD_M);\n    let nn = gmeta(MD_N);\n    let base = b * mn * nn;\n";
     for r in 0..t.tm {
         let _ = writeln!(s, "    let row{r} = m0 + {};", row(r));
         let _ = writeln!(s, "    if (row{r} < mn) {{");
