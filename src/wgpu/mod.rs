@@ -5,7 +5,6 @@ mod alloc;
 mod batch;
 mod context;
 mod conv;
-mod coop;
 mod copy;
 mod elementwise;
 mod fused;
@@ -34,12 +33,8 @@ use alloc::{Pool, PooledBuffer};
 use batch::{Mapping, Recorder};
 use context::Gpu;
 #[doc(hidden)]
-pub use coop::CoopTiles;
-#[doc(hidden)]
-pub use gemm::{Kernel as GemmKernel, MatVec, MvTiles, Tiles};
+pub use gemm::hooks as gemm_hooks;
 use kernel::Spec;
-#[doc(hidden)]
-pub use matmul::{gemm_coop_tiles, gemm_tiles, last_gemm_kernel, last_gemm_parts, with_gemm_kernel, with_gemm_parts};
 pub use random::Mul;
 pub use repr::Caps;
 use std::collections::HashMap;
@@ -67,9 +62,6 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
     .concat()
 }
 
-/// A GEMM kernel's spec (for its metadata and workgroup size) and its pipeline.
-type GemmPipeline = (Arc<Spec>, Arc<Pipeline>);
-
 /// A compiled kernel and the layout of its bind group.
 pub(crate) struct Pipeline {
     pipeline: wgpu::ComputePipeline,
@@ -85,11 +77,10 @@ pub(crate) struct Context {
     meta_pool: Arc<Pool>,
     rec: Mutex<Recorder>,
     pipelines: Mutex<HashMap<Spec, Arc<Pipeline>>>,
-    /// The GEMM kernels by what decides their source, with their pipelines: generating a
-    /// GEMM's WGSL (and hashing it to find its pipeline) costs more CPU than recording an op.
-    gemms: Mutex<HashMap<(gemm::Stage, gemm::Variant), GemmPipeline>>,
+    /// The GEMM kernels' pipelines by what decides their source (`gemm::Pipelines`).
+    gemms: gemm::Pipelines,
     /// Fused elementwise kernels, by what their program is.
-    fused: Mutex<HashMap<fused::FusedKey, GemmPipeline>>,
+    fused: Mutex<HashMap<fused::FusedKey, (Arc<Spec>, Arc<Pipeline>)>>,
     /// wgpu's injected bounds checks (and loop bounding): which kernels get them
     /// (`RWO_WGPU_BOUNDS_CHECKS`, see [`BoundsChecks`]).
     bounds_checks: BoundsChecks,
@@ -371,22 +362,6 @@ impl WgpuBackend {
         }
         let pipeline = self.pipeline(spec)?;
         self.run_pipeline(spec, &pipeline, buffers, meta, threads)
-    }
-
-    /// The GEMM-family kernel `stage` for problems of `shape`, and its pipeline: generated and
-    /// built at first use, then found by `(stage, shape)` alone.
-    pub(crate) fn gemm_pipeline(&self, stage: gemm::Stage, shape: gemm::Variant) -> Result<GemmPipeline> {
-        let key = (stage, shape);
-        if let Some(hit) = self.0.gemms.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-            return Ok(hit.clone());
-        }
-        let spec = Arc::new(match stage {
-            gemm::Stage::Gemm(k) => gemm::gemm_spec(self.caps(), &k, &key.1)?,
-            gemm::Stage::Sum => gemm::sum_spec(self.caps(), &key.1)?,
-        });
-        let pipeline = self.pipeline(&spec)?;
-        self.0.gemms.lock().unwrap_or_else(|e| e.into_inner()).insert(key, (spec.clone(), pipeline.clone()));
-        Ok((spec, pipeline))
     }
 
     /// [`WgpuBackend::run`] with the pipeline of `spec` in hand.
