@@ -96,11 +96,14 @@ pub fn hip_sources() -> Vec<(Family, &'static str)> {
 
 /// Loaded modules (or why a family's failed to build), one per family, and the functions found
 /// in them.
+/// A module built for one kernel, and that kernel.
+type Built<R> = (<R as Runtime>::Module, <R as Runtime>::Function);
+
 struct Kernels<R: Runtime> {
     functions: HashMap<String, R::Function>,
     modules: HashMap<Family, Result<R::Module>>,
     /// Fused elementwise programs: each one's module and kernel, or why it failed to build.
-    programs: HashMap<Program, Result<(R::Module, R::Function)>>,
+    programs: HashMap<Program, Result<Built<R>>>,
 }
 
 struct Inner<R: Runtime> {

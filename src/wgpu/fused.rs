@@ -21,6 +21,9 @@ const INPUTS: [&str; MAX_INPUTS] = ["x0", "x1", "x2", "x3", "x4", "x5"];
 /// per stage, and the metadata and the output take two.
 pub const MAX_INPUTS: usize = 6;
 
+/// The fused kernels built so far, with their specs, by what decides them.
+pub(crate) type Pipelines = std::sync::Mutex<std::collections::HashMap<FusedKey, (Arc<Spec>, Arc<Pipeline>)>>;
+
 /// What decides a fused kernel: the program, each input's index map, and which inputs load whole
 /// vectors (`None`: one element per invocation step).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -80,7 +80,7 @@ pub(crate) struct Context {
     /// The GEMM kernels' pipelines by what decides their source (`gemm::Pipelines`).
     gemms: gemm::Pipelines,
     /// Fused elementwise kernels, by what their program is.
-    fused: Mutex<HashMap<fused::FusedKey, (Arc<Spec>, Arc<Pipeline>)>>,
+    fused: fused::Pipelines,
     /// wgpu's injected bounds checks (and loop bounding): which kernels get them
     /// (`RWO_WGPU_BOUNDS_CHECKS`, see [`BoundsChecks`]).
     bounds_checks: BoundsChecks,
