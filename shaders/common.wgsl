@@ -14,7 +14,7 @@ fn f32_of_bits(b: u32) -> f32 {
 
 // x, through a select on md[1] (never 0, unknown to a compiler): a fused program's step value,
 // which a driver then cannot contract with the next step's arithmetic.
-fn keep32(x: f32) -> f32 {
+fn fence32(x: f32) -> f32 {
     return select(x, 0.0, md[1] == 0u);
 }
 

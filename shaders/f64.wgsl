@@ -17,8 +17,8 @@
 // and every compensation term into 0.
 
 // NaN test through the f32 conversion (which keeps NaN), immune to folding of `v != v`.
-// keep32 of an f64 (common.wgsl).
-fn keep64(x: f64) -> f64 {
+// fence32 of an f64 (common.wgsl).
+fn fence64(x: f64) -> f64 {
     return select(x, 0.0lf, md[1] == 0u);
 }
 

@@ -99,6 +99,11 @@ pub trait Memory: Clone + Send + Sync + 'static {
     fn on_host(&self, _family: Family) -> bool {
         false
     }
+    /// Kernels this backend has launched so far (wgpu dispatches; native launches and vendor
+    /// library calls); 0 on the cpu.
+    fn launches(&self) -> u64 {
+        0
+    }
     /// Whether this backend runs elementwise programs over these dtypes as one kernel
     /// ([`ElementwiseOps::fused`]), so that results are worth deferring (not the cpu).
     fn fuses(&self, _dtypes: &[DType]) -> bool {

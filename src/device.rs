@@ -18,7 +18,6 @@ use crate::wgpu::{WgpuBackend, WgpuStorage};
 use crate::{Error, Result};
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, Weak};
 
 /// The one list of backends: every enum over them, the storage conversions, [`dispatch!`] and
@@ -194,9 +193,10 @@ struct DeviceInner {
     description: String,
     rng: Mutex<RngState>,
     /// Whether elementwise ops defer their results into fused programs (`RWO_FUSION`).
-    fusion: AtomicBool,
-    /// The deferred results not run yet (dropped ones are skipped).
-    pending: Mutex<Vec<Weak<dyn Pending>>>,
+    fusion: bool,
+    /// The deferred results not run yet (dropped ones are skipped), shared by every handle on
+    /// this backend (`Device::with_fusion`): a write through one must run what the others defer.
+    pending: Arc<Mutex<Vec<Weak<dyn Pending>>>>,
 }
 
 impl fmt::Debug for DeviceInner {
@@ -238,21 +238,42 @@ pub struct Device(Arc<DeviceInner>);
 
 impl Device {
     fn from_backend(backend: AnyBackend, description: String) -> Device {
-        let fusion = AtomicBool::new(std::env::var("RWO_FUSION").map_or(true, |v| v.trim() != "0"));
+        let fusion = std::env::var("RWO_FUSION").map_or(true, |v| v.trim() != "0");
         let rng = Mutex::new(RngState { seed: 0, offset: 0 });
-        Device(Arc::new(DeviceInner { backend, description, rng, fusion, pending: Mutex::default() }))
+        Device(Arc::new(DeviceInner { backend, description, rng, fusion, pending: Arc::default() }))
     }
 
     /// Whether elementwise ops on this device defer their results into fused programs, which
-    /// run as one kernel when the data is needed (on by default on GPU backends; `RWO_FUSION=0`
-    /// turns it off). Fused and unfused results are the same bits.
+    /// run as one kernel when the data is needed (on by default where the backend fuses: the
+    /// GPU backends; `RWO_FUSION=0` turns it off). Fused and unfused results are the same bits.
     pub fn fusion(&self) -> bool {
-        self.0.fusion.load(std::sync::atomic::Ordering::Relaxed)
+        self.0.fusion
     }
 
-    /// Turns fusion on or off for later ops (results already deferred still run fused).
-    pub fn set_fusion(&self, on: bool) {
-        self.0.fusion.store(on, std::sync::atomic::Ordering::Relaxed);
+    /// A handle on this same device (its tensors meet this one's in ops) whose elementwise ops
+    /// fuse (`on`) or run one at a time, for comparing the two; it has a random stream of its
+    /// own, at seed 0.
+    ///
+    /// ```
+    /// use rocm_wgpu_ops::{Device, Tensor};
+    /// let dev = Device::auto()?;
+    /// let x = Tensor::from_vec(vec![0.5f32, 1.5], [2], &dev)?;
+    /// let one_at_a_time = dev.with_fusion(false);
+    /// let y = x.exp()?.affine(2.0, 1.0)?;
+    /// let z = Tensor::from_vec(vec![0.5f32, 1.5], [2], &one_at_a_time)?.exp()?.affine(2.0, 1.0)?;
+    /// assert_eq!(y.to_vec::<f32>()?, z.to_vec::<f32>()?);
+    /// # Ok::<(), rocm_wgpu_ops::Error>(())
+    /// ```
+    pub fn with_fusion(&self, on: bool) -> Device {
+        let inner = &self.0;
+        let rng = Mutex::new(RngState { seed: 0, offset: 0 });
+        Device(Arc::new(DeviceInner {
+            backend: inner.backend.clone(),
+            description: inner.description.clone(),
+            rng,
+            fusion: on,
+            pending: inner.pending.clone(),
+        }))
     }
 
     /// Registers a deferred result, to run before the next in-place write or synchronize.
@@ -372,6 +393,13 @@ impl Device {
         };
         info.push(("fusion", fusion.into()));
         info
+    }
+
+    /// Kernels launched on this device so far: wgpu dispatches, native kernel launches and
+    /// vendor library calls (0 on the cpu). The difference around a model's forward is its
+    /// kernels per forward.
+    pub fn launches(&self) -> u64 {
+        dispatch!(self, |b| b.launches())
     }
 
     /// Which backend this is, and why it was chosen.

@@ -293,6 +293,7 @@ impl<R: Runtime> NativeBackend<R> {
         }
         let (grid, block) = kernel::grid(threads, self.0.rt.info().multiprocessors);
         let mut ptrs = args.pointers();
+        self.0.library_use.launched();
         // SAFETY: the caller's contract; `ptrs` point into `args`, alive for the call.
         unsafe { self.0.rt.launch(f, grid, block, 0, &mut ptrs) }
     }
@@ -316,6 +317,7 @@ impl<R: Runtime> NativeBackend<R> {
         }
         let f = self.function(family, name)?;
         let mut ptrs = args.pointers();
+        self.0.library_use.launched();
         // SAFETY: the caller's contract; `ptrs` point into `args`, alive for the call.
         unsafe { self.0.rt.launch(f, grid, [block, 1, 1], 0, &mut ptrs) }
     }
@@ -407,6 +409,10 @@ impl<R: Runtime> Memory for NativeBackend<R> {
 
     fn fuses(&self, _: &[DType]) -> bool {
         true
+    }
+
+    fn launches(&self) -> u64 {
+        self.0.library_use.launches()
     }
 
     fn info(&self) -> Vec<(&'static str, String)> {

@@ -81,6 +81,8 @@ pub(crate) struct Context {
     gemms: gemm::Pipelines,
     /// Fused elementwise kernels, by what their program is.
     fused: fused::Pipelines,
+    /// Dispatches recorded so far.
+    launches: std::sync::atomic::AtomicU64,
     /// wgpu's injected bounds checks (and loop bounding): which kernels get them
     /// (`RWO_WGPU_BOUNDS_CHECKS`, see [`BoundsChecks`]).
     bounds_checks: BoundsChecks,
@@ -218,6 +220,7 @@ impl WgpuBackend {
             pipelines: Mutex::default(),
             gemms: Mutex::default(),
             fused: Mutex::default(),
+            launches: Default::default(),
             bounds_checks: match std::env::var("RWO_WGPU_BOUNDS_CHECKS").as_deref() {
                 Ok("0") => BoundsChecks::Off,
                 Ok("1") => BoundsChecks::All,
@@ -379,6 +382,7 @@ impl WgpuBackend {
         if grid.1 as u64 > max {
             return Err(wgpu_err(format!("{threads} invocations exceed the dispatch limit")));
         }
+        self.0.launches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.rec().dispatch(&self.0.gpu, &self.0.meta_pool, pipeline, buffers, meta, grid)
     }
 
@@ -433,6 +437,10 @@ impl Memory for WgpuBackend {
 
     fn same(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    fn launches(&self) -> u64 {
+        self.0.launches.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Every dtype but f64 where the adapter has no f64 arithmetic (those ops refuse it).

@@ -143,8 +143,8 @@ impl Dialect for Wgsl<'_> {
             Ok(r @ (Repr::F16Packed | Repr::BF16 | Repr::U8)) => r.unpack(&r.pack(&x)),
             // Opaque selects: drivers may contract a product and a sum of two steps into one
             // fused multiply-add (naga marks nothing NoContraction), which two kernels cannot.
-            Ok(Repr::F32) => format!("keep32({x})"),
-            Ok(Repr::F64) => format!("keep64({x})"),
+            Ok(Repr::F32) => format!("fence32({x})"),
+            Ok(Repr::F64) => format!("fence64({x})"),
             _ => x,
         }
     }

@@ -19,6 +19,7 @@ macro_rules! with_browser_families {
             copy,
             elementwise,
             errors,
+            fusion,
             index,
             matmul,
             nn,
@@ -42,6 +43,7 @@ mod conv;
 mod copy;
 mod elementwise;
 mod errors;
+mod fusion;
 #[cfg(not(target_family = "wasm"))] // proptest drives the blocking API, which a browser cannot run
 mod fuzz;
 mod harness;
