@@ -212,29 +212,41 @@ pub trait ElementwiseOps: Memory {
     /// bits the steps give one op at a time, in one pass where the backend can. By default, one
     /// op at a time (the cpu reference; the oracle of the fused kernels).
     fn fused(&self, p: &Program, inputs: &[(&Self::Storage, &Layout)], params: &[Scalar]) -> Result<Self::Storage> {
-        let shape = inputs.first().map_or_else(|| crate::Shape::from(()), |(_, l)| l.shape().clone());
-        let dense = Layout::contiguous(shape);
-        let mut steps: Vec<Self::Storage> = Vec::with_capacity(p.steps.len());
-        for step in &p.steps {
-            let arg = |i: usize| match step.args[i].0 {
-                Value::Input(k) => (inputs[k as usize].0, inputs[k as usize].1),
-                Value::Step(k) => (&steps[k as usize], &dense),
-            };
-            let out = match step.op {
-                Op::Unary(op) => self.unary(arg(0).0, arg(0).1, op)?,
-                Op::Binary(op) => self.binary(arg(0).0, arg(0).1, arg(1).0, arg(1).1, op)?,
-                Op::Cmp(op) => self.cmp(arg(0).0, arg(0).1, arg(1).0, arg(1).1, op)?,
-                Op::Scalar(op, first) => {
-                    let at = first as usize;
-                    self.scalar_map(arg(0).0, arg(0).1, op, &params[at..at + op.arity()])?
-                }
-                Op::Where => self.where_cond(arg(0).0, arg(0).1, arg(1).0, arg(1).1, arg(2).0, arg(2).1)?,
-                Op::Cast => self.cast(arg(0).0, arg(0).1, step.dtype)?,
-            };
-            steps.push(out);
-        }
-        steps.pop().ok_or_else(|| Error::InvalidParam { op: "fused", msg: "a program of no step".into() })
+        one_at_a_time(self, p, inputs, params)
     }
+}
+
+/// Program `p` run one op at a time through `b`'s own elementwise ops: the default
+/// [`ElementwiseOps::fused`], and what a backend runs for a program of one step (its op's own
+/// kernel, with every fast form it has).
+pub fn one_at_a_time<B: ElementwiseOps>(
+    b: &B,
+    p: &Program,
+    inputs: &[(&B::Storage, &Layout)],
+    params: &[Scalar],
+) -> Result<B::Storage> {
+    let shape = inputs.first().map_or_else(|| crate::Shape::from(()), |(_, l)| l.shape().clone());
+    let dense = Layout::contiguous(shape);
+    let mut steps: Vec<B::Storage> = Vec::with_capacity(p.steps.len());
+    for step in &p.steps {
+        let arg = |i: usize| match step.args[i].0 {
+            Value::Input(k) => (inputs[k as usize].0, inputs[k as usize].1),
+            Value::Step(k) => (&steps[k as usize], &dense),
+        };
+        let out = match step.op {
+            Op::Unary(op) => b.unary(arg(0).0, arg(0).1, op)?,
+            Op::Binary(op) => b.binary(arg(0).0, arg(0).1, arg(1).0, arg(1).1, op)?,
+            Op::Cmp(op) => b.cmp(arg(0).0, arg(0).1, arg(1).0, arg(1).1, op)?,
+            Op::Scalar(op, first) => {
+                let at = first as usize;
+                b.scalar_map(arg(0).0, arg(0).1, op, &params[at..at + op.arity()])?
+            }
+            Op::Where => b.where_cond(arg(0).0, arg(0).1, arg(1).0, arg(1).1, arg(2).0, arg(2).1)?,
+            Op::Cast => b.cast(arg(0).0, arg(0).1, step.dtype)?,
+        };
+        steps.push(out);
+    }
+    steps.pop().ok_or_else(|| Error::InvalidParam { op: "fused", msg: "a program of no step".into() })
 }
 
 /// Reductions over a set of dims.

@@ -246,9 +246,12 @@ fn run_bench(args: &[String]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Each case times one op's kernel: ops run one at a time (a fused result dropped unread
+    // would run nothing).
     let devices: Vec<Device> = Device::probe_all()
         .into_iter()
         .filter_map(|(kind, d)| d.ok().filter(|_| kind != BackendKind::Cpu || with_cpu))
+        .map(|d| d.with_fusion(false))
         .collect();
     if devices.is_empty() {
         eprintln!("no GPU backend found (add --cpu to time the cpu reference)");

@@ -6,7 +6,7 @@
 use super::kernel::{self, Arg, Args, BLOCK, Part, Path, TILE_THREADS};
 use super::ptr::DevicePtr;
 use super::{NativeBackend, NativeStorage, Runtime};
-use crate::backend::ElementwiseOps;
+use crate::backend::{ElementwiseOps, one_at_a_time};
 use crate::expr::program::Program;
 use crate::spec::elementwise::{BinaryOp, CmpOp, ElementwiseOp, ScalarOp, UnaryOp, cast_kernel_name};
 use crate::spec::{Family, kernel_name};
@@ -115,6 +115,10 @@ impl<R: Runtime> ElementwiseOps for NativeBackend<R> {
         inputs: &[(&NativeStorage<R>, &Layout)],
         params: &[Scalar],
     ) -> Result<NativeStorage<R>> {
+        // A program of one step is its op's own kernel (with its vector and tiled forms).
+        if p.steps.len() == 1 {
+            return one_at_a_time(self, p, inputs, params);
+        }
         self.run_fused(p, inputs, params)
     }
 

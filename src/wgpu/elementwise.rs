@@ -6,7 +6,7 @@ use super::render::Wgsl;
 use super::repr::{Access, Caps, Compute, Repr, params};
 use super::support::bits_of;
 use super::{WgpuBackend, WgpuStorage};
-use crate::backend::ElementwiseOps;
+use crate::backend::{ElementwiseOps, one_at_a_time};
 use crate::expr::program::Program;
 use crate::expr::{Expr, Ty, table};
 use crate::spec::Family;
@@ -203,7 +203,12 @@ impl WgpuBackend {
 }
 
 impl ElementwiseOps for WgpuBackend {
+    /// One kernel per program; a program of one step is its op's own kernel (with the tiled and
+    /// vector forms that op has).
     fn fused(&self, p: &Program, inputs: &[(&WgpuStorage, &Layout)], params: &[Scalar]) -> Result<WgpuStorage> {
+        if p.steps.len() == 1 {
+            return one_at_a_time(self, p, inputs, params);
+        }
         self.run_fused(p, inputs, params)
     }
 
