@@ -119,6 +119,10 @@ pub trait Memory: Clone + Send + Sync + 'static {
     fn max_elements(&self) -> usize {
         usize::MAX
     }
+    /// The most bytes one buffer may hold here (a device's memory, or its largest buffer).
+    fn max_bytes(&self) -> u64 {
+        u64::MAX
+    }
     /// A buffer of `len` elements; its contents are unspecified until written.
     fn alloc(&self, dtype: DType, len: usize) -> Result<Self::Storage>;
     /// A new buffer holding a copy of `data`.

@@ -415,6 +415,10 @@ impl<R: Runtime> Memory for NativeBackend<R> {
         self.0.library_use.launches()
     }
 
+    fn max_bytes(&self) -> u64 {
+        self.0.rt.info().total_memory
+    }
+
     fn info(&self) -> Vec<(&'static str, String)> {
         let i = self.0.rt.info();
         let mem = self.memory_stats();

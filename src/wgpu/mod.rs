@@ -484,6 +484,10 @@ impl Memory for WgpuBackend {
         u32::MAX as usize
     }
 
+    fn max_bytes(&self) -> u64 {
+        self.0.gpu.max_binding()
+    }
+
     fn alloc(&self, dtype: DType, len: usize) -> Result<WgpuStorage> {
         self.storage(dtype, len)
     }

@@ -138,8 +138,11 @@ impl Dialect for Wgsl<'_> {
 
     fn stored(&self, x: String, dtype: DType) -> String {
         match Repr::of(dtype, self.caps, "fused") {
+            // Rounded to f16 in integer code: a driver may fold `f32(f16(x))` into x (NVIDIA's
+            // does), where a store and a load round. The same bits as the hardware's round to
+            // nearest even, overflow to infinity.
+            Ok(Repr::F16) => format!("f16_to_f32(f32_to_f16({x}))"),
             // The very conversions a store and a load of the dtype make.
-            Ok(Repr::F16) => format!("f32(f16({x}))"),
             Ok(r @ (Repr::F16Packed | Repr::BF16 | Repr::U8)) => r.unpack(&r.pack(&x)),
             // Opaque selects: drivers may contract a product and a sum of two steps into one
             // fused multiply-add (naga marks nothing NoContraction), which two kernels cannot.
