@@ -114,21 +114,8 @@ impl Gemm {
 /// dims of size 1 dropped and each dim merged into the one before it where both operands'
 /// strides allow (the outer stride is the inner one times the inner size).
 pub(crate) fn merge_batch_dims(batch: &[usize], a: &[usize], b: &[usize]) -> Vec<(usize, usize, usize)> {
-    let mut dims: Vec<(usize, usize, usize)> = vec![];
-    for ((&d, &sa), &sb) in batch.iter().zip(a).zip(b) {
-        if d == 1 {
-            continue;
-        }
-        match dims.last_mut() {
-            Some((pd, pa, pb)) if *pa == sa * d && *pb == sb * d => {
-                *pd *= d;
-                *pa = sa;
-                *pb = sb;
-            }
-            _ => dims.push((d, sa, sb)),
-        }
-    }
-    dims
+    let (dims, strides) = crate::layout::coalesce(batch, &[a, b]);
+    dims.iter().enumerate().map(|(i, &d)| (d, strides[0][i], strides[1][i])).collect()
 }
 
 /// Split-K's sum's metadata words after `EXTRA`: `n` elements of C from `parts` parts.
