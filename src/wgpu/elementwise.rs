@@ -170,36 +170,161 @@ impl WgpuBackend {
         Some(self.run(&spec, &buffers, &meta, tiles * 256))
     }
 
-    /// Runs an elementwise spec over inputs of one shape into a new `out` tensor.
+    /// Runs `map` over inputs of one shape into a new `out` tensor: its kernel found by what it
+    /// is (the map, the inputs' index maps, the tiled or vector form), its WGSL generated once.
     fn launch(
         &self,
-        spec: Spec,
+        map: Map,
         inputs: &[(&WgpuStorage, &Layout)],
         out: DType,
         scalars: &[Scalar],
     ) -> Result<WgpuStorage> {
         let n = inputs[0].1.elem_count();
         let y = self.storage(out, n)?;
-        let compute = spec.bindings[0].repr.compute();
-        if scalars.is_empty()
-            && let Some(done) = self.launch_tiled(&spec, inputs, &y, &[])
-        {
-            done?;
-            return Ok(y);
+        let caps = self.caps();
+        let mut index = [Index::None; 3];
+        for (slot, (_, l)) in index.iter_mut().zip(inputs) {
+            *slot = Index::of(l);
         }
+        let reprs: Vec<Repr> = map
+            .input_dtypes()
+            .iter()
+            .take(inputs.len())
+            .map(|&d| Repr::of(d, caps, map.name()))
+            .collect::<Result<_>>()?;
+        let out_repr = Repr::of(map.output(out), caps, map.name())?;
         let layouts: Vec<&Layout> = inputs.iter().map(|i| i.1).collect();
-        let vec: Vec<bool> = layouts.iter().zip(&spec.bindings).map(|(l, b)| vec_ok(b.repr, l)).collect();
-        let per_word = spec.bindings.last().map_or(1, |b| b.repr.per_word()) as u64;
-        let (spec, threads) = match four_lanes(spec.clone(), &vec) {
-            Some(lanes) => (lanes, lane_threads(n)),
-            None => (spec, (n as u64).div_ceil(per_word)),
-        };
-        let meta = spec.meta(n as u32, &layouts, &params::encode(compute, scalars));
         let mut buffers: Vec<&wgpu::Buffer> = inputs.iter().map(|i| i.0.buffer()).collect();
         buffers.push(y.buffer());
-        self.run(&spec, &buffers, &meta, threads)?;
+        // An input stored transposed to the output: through workgroup tiles.
+        // (The tiled kernels take one or two inputs and no scalars.)
+        let tiles = scalars.is_empty() && inputs.len() <= 2 && out_repr.per_word() == 1;
+        let transposed = if tiles { column_majors(&layouts) } else { None };
+        if let Some((rc, flags)) = transposed {
+            let key = MapKey { map, index, form: Form::Tiled(flags) };
+            let (spec, pipeline) = self.map_pipeline(key, |base| tiled(base, &flags[..inputs.len()]))?;
+            let meta = spec.meta(n as u32, &layouts, &rc);
+            let tiles = (rc[0].div_ceil(32) as u64) * (rc[1].div_ceil(32) as u64);
+            self.run_pipeline(&spec, &pipeline, &buffers, &meta, tiles * 256)?;
+            return Ok(y);
+        }
+        let lanes = out_repr.vectorizes() && reprs.iter().chain([&out_repr]).all(|r| r.compute() != Compute::I64e);
+        let (form, threads) = if lanes {
+            let mut vec = [false; 3];
+            for (v, (r, l)) in vec.iter_mut().zip(reprs.iter().zip(&layouts)) {
+                *v = vec_ok(*r, l);
+            }
+            (Form::Lanes(vec), lane_threads(n))
+        } else {
+            (Form::Plain, (n as u64).div_ceil(out_repr.per_word() as u64))
+        };
+        let key = MapKey { map, index, form };
+        let (spec, pipeline) = self.map_pipeline(key, |base| match form {
+            Form::Lanes(vec) => four_lanes(base, &vec[..inputs.len()]),
+            _ => Some(base),
+        })?;
+        let meta = spec.meta(n as u32, &layouts, &params::encode(reprs[0].compute(), scalars));
+        self.run_pipeline(&spec, &pipeline, &buffers, &meta, threads)?;
         Ok(y)
     }
+
+    /// The kernel of `key`, its spec made from the map's base spec by `form` at first use.
+    fn map_pipeline(&self, key: MapKey, form: impl FnOnce(Spec) -> Option<Spec>) -> Result<super::Kernel> {
+        let caps = self.caps();
+        self.keyed(super::KernelKey::Map(key), || {
+            let base = key.map.spec(caps, key.index)?;
+            let what = format!("no {:?} form of {}", key.form, key.map.name());
+            form(base).ok_or(crate::Error::Backend { backend: crate::BackendKind::Wgpu, msg: what })
+        })
+    }
+}
+
+/// An elementwise map and the dtypes that decide its kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Map {
+    Unary(UnaryOp, DType),
+    Scalar(ScalarOp, DType),
+    Binary(BinaryOp, DType),
+    Cmp(CmpOp, DType),
+    /// Condition dtype, value dtype (as its bits).
+    Where(DType, DType),
+    /// From, to.
+    Cast(DType, DType),
+}
+
+impl Map {
+    fn name(self) -> &'static str {
+        match self {
+            Map::Unary(op, _) => op.name(),
+            Map::Scalar(op, _) => op.name(),
+            Map::Binary(op, _) => op.name(),
+            Map::Cmp(op, _) => op.name(),
+            Map::Where(..) => ElementwiseOp::WhereCond.name(),
+            Map::Cast(..) => ElementwiseOp::Cast.name(),
+        }
+    }
+
+    /// The dtypes of its inputs, in order.
+    fn input_dtypes(self) -> [DType; 3] {
+        match self {
+            Map::Unary(_, d) | Map::Scalar(_, d) | Map::Binary(_, d) | Map::Cmp(_, d) | Map::Cast(d, _) => [d; 3],
+            Map::Where(c, d) => [c, d, d],
+        }
+    }
+
+    /// The dtype its kernel writes (a select writes the values' bits).
+    fn output(self, out: DType) -> DType {
+        match self {
+            Map::Where(_, d) => d,
+            _ => out,
+        }
+    }
+
+    /// Its kernel's spec for inputs indexed as `index`.
+    fn spec(self, caps: Caps, index: [Index; 3]) -> Result<Spec> {
+        match self {
+            Map::Unary(op, d) => unary_spec(caps, op, d, index[0]),
+            Map::Scalar(op, d) => scalar_map_spec(caps, op, d, index[0]),
+            Map::Binary(op, d) => binary_spec(caps, op, d, index[0], index[1]),
+            Map::Cmp(op, d) => cmp_spec(caps, op, d, index[0], index[1]),
+            Map::Where(c, d) => where_spec(caps, c, d, index),
+            Map::Cast(from, to) => cast_spec(caps, from, to, index[0]),
+        }
+    }
+}
+
+/// How a map's kernel walks its elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Form {
+    /// One element (or output word) per invocation step.
+    Plain,
+    /// Four per invocation; the inputs that load whole vectors.
+    Lanes([bool; 3]),
+    /// Through 32x32 workgroup tiles; the inputs staged there.
+    Tiled([bool; 3]),
+}
+
+/// What decides a map's kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct MapKey {
+    map: Map,
+    index: [Index; 3],
+    form: Form,
+}
+
+/// `[rows, cols]` and which inputs are column-major matrices of that one shape, when any is
+/// (and none is larger than a u32 walk); `None` otherwise.
+fn column_majors(layouts: &[&Layout]) -> Option<([u32; 2], [bool; 3])> {
+    let shapes: Vec<Option<[u32; 2]>> = layouts.iter().map(|l| column_major(l)).collect();
+    let rc = shapes.iter().flatten().next().copied()?;
+    if shapes.iter().flatten().any(|s| *s != rc) || layouts.iter().any(|l| l.elem_count() >= u32::MAX as usize) {
+        return None;
+    }
+    let mut flags = [false; 3];
+    for (f, s) in flags.iter_mut().zip(&shapes) {
+        *f = s.is_some();
+    }
+    Some((rc, flags))
 }
 
 impl ElementwiseOps for WgpuBackend {
@@ -213,12 +338,11 @@ impl ElementwiseOps for WgpuBackend {
     }
 
     fn unary(&self, x: &WgpuStorage, l: &Layout, op: UnaryOp) -> Result<WgpuStorage> {
-        self.launch(unary_spec(self.caps(), op, x.dtype, Index::of(l))?, &[(x, l)], x.dtype, &[])
+        self.launch(Map::Unary(op, x.dtype), &[(x, l)], x.dtype, &[])
     }
 
     fn scalar_map(&self, x: &WgpuStorage, l: &Layout, op: ScalarOp, params: &[Scalar]) -> Result<WgpuStorage> {
-        let spec = scalar_map_spec(self.caps(), op, x.dtype, Index::of(l))?;
-        self.launch(spec, &[(x, l)], x.dtype, params)
+        self.launch(Map::Scalar(op, x.dtype), &[(x, l)], x.dtype, params)
     }
 
     fn binary(
@@ -229,13 +353,11 @@ impl ElementwiseOps for WgpuBackend {
         rl: &Layout,
         op: BinaryOp,
     ) -> Result<WgpuStorage> {
-        let spec = binary_spec(self.caps(), op, lhs.dtype, Index::of(ll), Index::of(rl))?;
-        self.launch(spec, &[(lhs, ll), (rhs, rl)], lhs.dtype, &[])
+        self.launch(Map::Binary(op, lhs.dtype), &[(lhs, ll), (rhs, rl)], lhs.dtype, &[])
     }
 
     fn cmp(&self, lhs: &WgpuStorage, ll: &Layout, rhs: &WgpuStorage, rl: &Layout, op: CmpOp) -> Result<WgpuStorage> {
-        let spec = cmp_spec(self.caps(), op, lhs.dtype, Index::of(ll), Index::of(rl))?;
-        self.launch(spec, &[(lhs, ll), (rhs, rl)], DType::U8, &[])
+        self.launch(Map::Cmp(op, lhs.dtype), &[(lhs, ll), (rhs, rl)], DType::U8, &[])
     }
 
     fn where_cond(
@@ -247,14 +369,13 @@ impl ElementwiseOps for WgpuBackend {
         on_false: &WgpuStorage,
         fl: &Layout,
     ) -> Result<WgpuStorage> {
-        let idx = [Index::of(cl), Index::of(tl), Index::of(fl)];
         // A select only moves bytes: f64 needs no SHADER_F64 (see `support.rs`).
-        let spec = where_spec(self.caps(), cond.dtype, bits_of(on_true.dtype, self.caps()), idx)?;
-        self.launch(spec, &[(cond, cl), (on_true, tl), (on_false, fl)], on_true.dtype, &[])
+        let map = Map::Where(cond.dtype, bits_of(on_true.dtype, self.caps()));
+        self.launch(map, &[(cond, cl), (on_true, tl), (on_false, fl)], on_true.dtype, &[])
     }
 
     fn cast(&self, x: &WgpuStorage, l: &Layout, to: DType) -> Result<WgpuStorage> {
-        self.launch(cast_spec(self.caps(), x.dtype, to, Index::of(l))?, &[(x, l)], to, &[])
+        self.launch(Map::Cast(x.dtype, to), &[(x, l)], to, &[])
     }
 }
 

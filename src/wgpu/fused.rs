@@ -7,12 +7,11 @@
 use super::kernel::{Index, Spec, lane_threads, vec_ok};
 use super::render::Wgsl;
 use super::repr::{Access, Caps, Compute, Repr, params};
-use super::{Pipeline, WgpuBackend, WgpuStorage};
+use super::{WgpuBackend, WgpuStorage};
 use crate::expr::Ty;
 use crate::expr::program::{Op, Program};
 use crate::spec::Family;
 use crate::{Layout, Result, Scalar};
-use std::sync::Arc;
 
 /// The binding names of a fused kernel's inputs, in order.
 const INPUTS: [&str; MAX_INPUTS] = ["x0", "x1", "x2", "x3", "x4", "x5"];
@@ -20,9 +19,6 @@ const INPUTS: [&str; MAX_INPUTS] = ["x0", "x1", "x2", "x3", "x4", "x5"];
 /// Inputs a fused kernel binds at most: every adapter the backend takes has 8 storage buffers
 /// per stage, and the metadata and the output take two.
 pub const MAX_INPUTS: usize = 6;
-
-/// The fused kernels built so far, with their specs, by what decides them.
-pub(crate) type Pipelines = std::sync::Mutex<std::collections::HashMap<FusedKey, (Arc<Spec>, Arc<Pipeline>)>>;
 
 /// What decides a fused kernel: the program, each input's index map, and which inputs load whole
 /// vectors (`None`: one element per invocation step).
@@ -79,16 +75,6 @@ pub(crate) fn fused_spec(caps: Caps, key: &FusedKey) -> Result<Spec> {
 }
 
 impl WgpuBackend {
-    fn fused_pipeline(&self, key: FusedKey) -> Result<(Arc<Spec>, Arc<Pipeline>)> {
-        if let Some(hit) = self.0.fused.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-            return Ok(hit.clone());
-        }
-        let spec = Arc::new(fused_spec(self.caps(), &key)?);
-        let pipeline = self.pipeline(&spec)?;
-        self.0.fused.lock().unwrap_or_else(|e| e.into_inner()).insert(key, (spec.clone(), pipeline.clone()));
-        Ok((spec, pipeline))
-    }
-
     /// Runs program `p` over `inputs` (one shape) into a new storage (see
     /// [`crate::backend::ElementwiseOps::fused`]).
     pub(crate) fn run_fused(
@@ -110,7 +96,7 @@ impl WgpuBackend {
         let index = inputs.iter().map(|(_, l)| Index::of(l)).collect();
         let threads = if lanes { lane_threads(n) } else { (n as u64).div_ceil(out.per_word() as u64) };
         let key = FusedKey { program: p.clone(), index, vec };
-        let (spec, pipeline) = self.fused_pipeline(key)?;
+        let (spec, pipeline) = self.keyed(super::KernelKey::Fused(key.clone()), || fused_spec(caps, &key))?;
         let w = Wgsl { caps, names: &[] };
         let mut types = vec![Compute::F32; values.len()];
         for s in &p.steps {

@@ -70,6 +70,20 @@ pub(crate) struct Pipeline {
     name: String,
 }
 
+/// A kernel's spec and its pipeline.
+pub(crate) type Kernel = (Arc<Spec>, Arc<Pipeline>);
+
+/// What decides a kernel, for the kernels found without building their source.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum KernelKey {
+    /// An elementwise map.
+    Map(elementwise::MapKey),
+    /// A fused elementwise program.
+    Fused(fused::FusedKey),
+    /// An nn lines kernel (softmax, the norms) of a dtype.
+    Lines(DType, nn::Variant),
+}
+
 pub(crate) struct Context {
     gpu: Gpu,
     caps: Caps,
@@ -79,8 +93,9 @@ pub(crate) struct Context {
     pipelines: Mutex<HashMap<Spec, Arc<Pipeline>>>,
     /// The GEMM kernels' pipelines by what decides their source (`gemm::Pipelines`).
     gemms: gemm::Pipelines,
-    /// Fused elementwise kernels, by what their program is.
-    fused: fused::Pipelines,
+    /// Kernels found by what they are rather than by their generated text (which costs more
+    /// CPU to build and hash than the rest of recording an op), with their specs.
+    kernels: Mutex<HashMap<KernelKey, Kernel>>,
     /// Dispatches recorded so far.
     launches: std::sync::atomic::AtomicU64,
     /// wgpu's injected bounds checks (and loop bounding): which kernels get them
@@ -219,7 +234,7 @@ impl WgpuBackend {
             rec: Mutex::default(),
             pipelines: Mutex::default(),
             gemms: Mutex::default(),
-            fused: Mutex::default(),
+            kernels: Mutex::default(),
             launches: Default::default(),
             bounds_checks: match std::env::var("RWO_WGPU_BOUNDS_CHECKS").as_deref() {
                 Ok("0") => BoundsChecks::Off,
@@ -359,6 +374,17 @@ impl WgpuBackend {
 
     /// Records `spec` over `threads` invocations. `buffers` follow `spec.bindings`, then the
     /// op's flag when the spec binds one.
+    /// The kernel `key` names and its spec: built by `build` at first use, then found by `key`.
+    pub(crate) fn keyed(&self, key: KernelKey, build: impl FnOnce() -> Result<Spec>) -> Result<Kernel> {
+        if let Some(hit) = self.0.kernels.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(hit.clone());
+        }
+        let spec = Arc::new(build()?);
+        let pipeline = self.pipeline(&spec)?;
+        self.0.kernels.lock().unwrap_or_else(|e| e.into_inner()).insert(key, (spec.clone(), pipeline.clone()));
+        Ok((spec, pipeline))
+    }
+
     pub(crate) fn run(&self, spec: &Spec, buffers: &[&wgpu::Buffer], meta: &[u32], threads: u64) -> Result<()> {
         if threads == 0 {
             return Ok(());

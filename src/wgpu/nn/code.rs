@@ -21,8 +21,8 @@ pub(super) const LINES_WG: u32 = 256;
 pub(super) const COLS_LINES: u64 = 32;
 
 /// How a lines kernel stores a unit of four outputs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Store {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Store {
     /// One vector store (contiguous lines whose length is a multiple of 4).
     Vec,
     /// Element by element, whole words at a time (4-byte types; or 16-bit ones in contiguous
@@ -33,8 +33,8 @@ pub(super) enum Store {
 }
 
 /// Everything that decides a lines kernel's source besides the dtype.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Variant {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Variant {
     pub op: NnOp,
     pub subgroup: bool,
     pub wg: u32,

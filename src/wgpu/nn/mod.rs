@@ -19,8 +19,9 @@ use super::{WgpuBackend, WgpuStorage};
 use crate::backend::{NnOps, Param};
 use crate::spec::nn::NnOp;
 use crate::{Layout, Result, Scalar};
+pub(crate) use code::Variant;
 pub use code::shader_variants;
-use code::{COLS_LINES, LINES_WG, LONG_UNITS, MAX_LANES, SHORT_UNITS, Store, Variant, batch_norm_spec, lines_spec};
+use code::{COLS_LINES, LINES_WG, LONG_UNITS, MAX_LANES, SHORT_UNITS, Store, batch_norm_spec, lines_spec};
 
 /// The lines of `l` along `dim`: kept dims (size 1 dropped, neighbours merged, in order) as
 /// (size, stride), the line length and stride, and the output stride of a line's elements.
@@ -186,7 +187,7 @@ impl WgpuBackend {
             weight: w.is_some(),
             bias: b.is_some(),
         };
-        let spec = lines_spec(caps, x.dtype, v)?;
+        let (spec, pipeline) = self.keyed(super::KernelKey::Lines(x.dtype, v), || lines_spec(caps, x.dtype, v))?;
         let param = |p: Param<WgpuStorage>| p.map_or([0, 0], |(_, pl)| [pl.offset(), pl.strides()[0]]);
         let mut extra = params::encode(c, &[Scalar::from(eps)]);
         let words = [count, n, lines.sr, lines.inner, plan.lanes as usize, plan.cols as usize, plan.per as usize];
@@ -197,7 +198,7 @@ impl WgpuBackend {
         let meta = spec.meta(l.elem_count() as u32, &[], &extra);
         let bufs: Vec<&wgpu::Buffer> =
             [Some(x), w.map(|p| p.0), b.map(|p| p.0), Some(&y)].into_iter().flatten().map(|s| s.buffer()).collect();
-        self.run(&spec, &bufs, &meta, plan.groups * plan.wg as u64)?;
+        self.run_pipeline(&spec, &pipeline, &bufs, &meta, plan.groups * plan.wg as u64)?;
         Ok(y)
     }
 }
