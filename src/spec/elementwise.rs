@@ -197,7 +197,7 @@ pub fn cmp(op: CmpOp, lhs: (&Layout, DType), rhs: (&Layout, DType)) -> Result<Ou
 /// `cond` is an integer tensor; `on_true` and `on_false` share a dtype; all three broadcast.
 pub fn where_cond(cond: (&Layout, DType), on_true: (&Layout, DType), on_false: (&Layout, DType)) -> Result<Out> {
     let op = ElementwiseOp::WhereCond.name();
-    check_dtype(op, cond.1, DType::INT)?;
+    super::check_int_operand(op, "condition", cond.1)?;
     let values = binary(op, DType::ALL, on_true, on_false)?;
     Ok(Out::new(Shape::broadcast(op, cond.0.shape(), &values)?, on_true.1))
 }
