@@ -14,9 +14,12 @@ use std::time::{Duration, Instant};
 pub fn run(family: Family) {
     let scale = std::env::var("RWO_BENCH_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
     let with_cpu = std::env::var("RWO_BENCH_CPU").is_ok_and(|v| v == "1");
+    // Each case times one op's kernel: ops run one at a time (a fused result dropped unread
+    // would run nothing).
     let devices: Vec<Device> = Device::probe_all()
         .into_iter()
         .filter_map(|(kind, d)| d.ok().filter(|_| kind != BackendKind::Cpu || with_cpu))
+        .map(|d| d.with_fusion(false))
         .collect();
     let mut c = Criterion::default()
         .configure_from_args()

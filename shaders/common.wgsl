@@ -12,6 +12,12 @@ fn f32_of_bits(b: u32) -> f32 {
     return bitcast<f32>(b ^ md[1] ^ 0xff800000u);
 }
 
+// x, through a select on md[1] (never 0, unknown to a compiler): a fused program's step value,
+// which a driver then cannot contract with the next step's arithmetic.
+fn fence32(x: f32) -> f32 {
+    return select(x, 0.0, md[1] == 0u);
+}
+
 // NaN test on the bits, immune to fast-math folding of `v != v`.
 fn is_nan(v: f32) -> bool {
     return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;

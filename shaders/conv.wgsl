@@ -3,13 +3,13 @@
 // image unrolled into its windows, which is never stored: B's elements are gathered here as
 // the GEMM loads its tiles. A 1-D convolution is a 2-D one of height 1.
 //
-// Metadata words after the GEMM's (see matmul.wgsl; `gmeta`): 10 the image's offset,
-//   13 IH, 14 IW, 15 OW, 16 KH, 17 KW, 18 stride h, 19 stride w, 20 pad h, 21 pad w,
-//   22 dilation h, 23 dilation w, 24 image stride along C, 25 along H, 26 along W.
+// Metadata (see matmul.wgsl; `gmeta`): the image's offset is B's (MD_B_OFFSET), its sizes,
+// the window, stride, padding and dilation and its strides are the MD_CONV_* words.
 // CONV_T (generated): the transposed convolution, whose output pixel o meets input pixel
 // (o + pad - tap * dilation) / stride where that divides evenly. CONV_KW, CONV_TAPS (KH KW),
 // CONV_SH, CONV_SW, CONV_DH, CONV_DW (generated, i32): the window, stride and dilation, as
-// constants so that the divisions below compile to multiplies (words 16..23 hold them too).
+// constants so that the divisions below compile to multiplies (their MD_CONV_* words hold them
+// too).
 //
 // Bounds (no injected checks, as matmul.wgsl): a gathered element is read only where its
 // depth k < K and its pixel (y, x) lies in 0..IH x 0..IW (`ok`), else it is zero; addresses
@@ -31,16 +31,16 @@ var<private> b_ws: u32;
 
 fn b_setup4(o: u32, base: u32) {
     b_kn = k_hi;
-    b_ihw = vec2<i32>(i32(gmeta(13u)), i32(gmeta(14u)));
-    b_cs = gmeta(24u);
-    b_hs = gmeta(25u);
-    b_ws = gmeta(26u);
+    b_ihw = vec2<i32>(i32(gmeta(MD_CONV_IH)), i32(gmeta(MD_CONV_IW)));
+    b_cs = gmeta(MD_CONV_CS);
+    b_hs = gmeta(MD_CONV_HS);
+    b_ws = gmeta(MD_CONV_WS);
     let os = vec4<u32>(o) + vec4<u32>(0u, 1u, 2u, 3u);
     b_in = os < vec4<u32>(b_total());
-    let ow = vec4<u32>(gmeta(15u));
+    let ow = vec4<u32>(gmeta(MD_CONV_OW));
     let oy = vec4<i32>(os / ow);
     let ox = vec4<i32>(os % ow);
-    let pad = vec2<i32>(i32(gmeta(20u)), i32(gmeta(21u)));
+    let pad = vec2<i32>(i32(gmeta(MD_CONV_PH)), i32(gmeta(MD_CONV_PW)));
     if (CONV_T) {
         b_y = oy + vec4<i32>(pad.x);
         b_x = ox + vec4<i32>(pad.y);
@@ -48,7 +48,7 @@ fn b_setup4(o: u32, base: u32) {
         b_y = oy * vec4<i32>(CONV_SH) - vec4<i32>(pad.x);
         b_x = ox * vec4<i32>(CONV_SW) - vec4<i32>(pad.y);
     }
-    b_base = base + gmeta(10u);
+    b_base = base + gmeta(MD_B_OFFSET);
 }
 
 fn b_ktile(k0: u32) {}

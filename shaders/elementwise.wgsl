@@ -352,6 +352,26 @@ fn map3(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     y_flush(w);
 }
 
+// A fused program over any number of inputs (src/wgpu/fused.rs): `op_at(i)` loads element i of
+// each input and runs the program's steps.
+// @kernel mapn
+@compute @workgroup_size(WG)
+fn mapn(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let w = flat_id(gid, nwg);
+    let n = md[0];
+    let first = w * Y_EPW;
+    if (first >= n) {
+        return;
+    }
+    for (var k = 0u; k < Y_EPW; k++) {
+        let i = first + k;
+        if (i < n) {
+            y_set(i, op_at(i));
+        }
+    }
+    y_flush(w);
+}
+
 // Four elements per invocation, UNROLL times (grid-strided, so each load stays coalesced):
 // vector loads and stores where the layouts allow.
 // @kernel map1_v4
@@ -445,6 +465,18 @@ fn map2_t(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l
         if (r < rows && c < cols) {
             let i = r * cols + c;
             y_set(i, op(a_tget(i, lid.x, j), b_tget(i, lid.x, j)));
+        }
+    }
+}
+
+// @kernel mapn_v4
+@compute @workgroup_size(WG)
+fn mapn_v4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let stride = nwg.x * nwg.y * WG * 4u;
+    for (var u = 0u; u < UNROLL; u++) {
+        let i = flat_id(gid, nwg) * 4u + u * stride;
+        if (i < md[0]) {
+            y_set4(i, op_at4(i));
         }
     }
 }

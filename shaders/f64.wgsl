@@ -17,6 +17,11 @@
 // and every compensation term into 0.
 
 // NaN test through the f32 conversion (which keeps NaN), immune to folding of `v != v`.
+// fence32 of an f64 (common.wgsl).
+fn fence64(x: f64) -> f64 {
+    return select(x, 0.0lf, md[1] == 0u);
+}
+
 fn is_nan64(v: f64) -> bool {
     return is_nan(f32(v));
 }

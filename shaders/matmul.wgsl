@@ -3,20 +3,15 @@
 // contiguous after the batches before it) = A[b] (M x K) B[b] (K x N), each operand read in
 // place through its strides.
 //
-// Metadata at EXTRA (written by `Gemm::meta` in src/wgpu/matmul.rs):
-//   0 M, 1 N, 2 K, 3 tile rows, 4 tile columns, 5 tiles per batch, 6 batches,
-//   7 A offset, 8 A stride along M, 9 A stride along K,
-//   10 B offset, 11 B stride along N, 12 B stride along K,
-//   13..29 the words of a gathered operand (a convolution's image),
-//   29 parts of K, 30 K per part (split-K: each part's products go to its own f32 slice of
-//   the output, which `split_sum` adds; one part: the whole of K, into C),
-//   31 R, then R batch sizes, R A batch strides, R B batch strides.
+// Metadata at EXTRA: each word by its name, `gmeta(MD_K)`; the `MD_*` constants are generated
+// into every kernel from the one table the host writes them by (src/wgpu/gemm/slots.rs).
 //
 // An operand is A (outer dim M) or B (outer dim N); its code is written once with the prefix
-// `opnd_` (constants `OPND_`) and instantiated for each with `a_` / `b_`. The generated part
-// (matmul.rs) defines the element type T, the tile constants, the operands' bindings with
-// `opnd_ld(i) -> T` (element i) and `opnd_ld4(i) -> vec4<T>` (elements i..i+4, i a multiple
-// of 4), the output's stores, and the unrolled inner products.
+// `opnd_` (constants `OPND_`, metadata words `MD_OPND_`) and instantiated for each with `a_` /
+// `b_`. The generated part (src/wgpu/gemm/) defines the element type T, the tile constants, the
+// operands' bindings with `opnd_ld(i) -> T` (element i) and `opnd_ld4(i) -> vec4<T>` (elements
+// i..i+4, i a multiple of 4), the output's stores, the tiled and cooperative entries with their
+// unrolled inner products, and the K loop they share.
 //
 // Bounds (these kernels run without wgpu's injected checks: `UNCHECKED` in src/wgpu/mod.rs):
 // every operand load is guarded by `o < total && k < kn` (row and depth inside the operand);
@@ -27,7 +22,6 @@
 // tile returns (or, in the cooperative kernel, stores nothing). The suite's matmul edge cases
 // (1, 17, 131, 1023, k = 1, transposed operands) run every tile configuration.
 
-const META_R: u32 = 31u;
 // Tile rows swept together, so that workgroups running at once share their A and B panels.
 const GROUP_M: u32 = 8u;
 
@@ -38,21 +32,21 @@ fn gmeta(i: u32) -> u32 {
 // The end of the workgroup's part of K (the loaders read nothing past it), set by the entry.
 var<private> k_hi: u32;
 
-// The end of the part of K starting at k0 (part p starts at p * word 30). The K loops that
+// The end of the part of K starting at k0 (part p starts at p * MD_PART_K). The K loops that
 // hold barriers count their steps from this, not from `k_hi`: a private variable is not
 // uniform to WebGPU's uniformity analysis (Tint rejects the barrier; naga does not).
 fn k_end(k0: u32) -> u32 {
-    return min(gmeta(2u), k0 + gmeta(30u));
+    return min(gmeta(MD_K), k0 + gmeta(MD_PART_K));
 }
 
 // The batch and the first row and column of flat tile g, tiles ordered in groups of GROUP_M
 // tile rows, column by column within a group.
 fn tile_of(g: u32) -> vec3<u32> {
-    let per_batch = gmeta(5u);
+    let per_batch = gmeta(MD_TILES);
     let b = g / per_batch;
     let t = g % per_batch;
-    let rows = gmeta(3u);
-    let cols = gmeta(4u);
+    let rows = gmeta(MD_TILE_ROWS);
+    let cols = gmeta(MD_TILE_COLS);
     let first = (t / (GROUP_M * cols)) * GROUP_M;
     let height = min(rows - first, GROUP_M);
     let inside = t % (GROUP_M * cols);
@@ -61,25 +55,25 @@ fn tile_of(g: u32) -> vec3<u32> {
 
 // The offsets of batch b in A and B.
 fn batch_offsets(b: u32) -> vec2<u32> {
-    let r = gmeta(META_R);
+    let r = gmeta(MD_RANK);
     var rem = b;
     var off = vec2<u32>(0u, 0u);
     for (var d = r; d > 0u; d--) {
-        let size = gmeta(META_R + d);
+        let size = gmeta(MD_RANK + d);
         let i = rem % size;
         rem /= size;
-        off += i * vec2<u32>(gmeta(META_R + r + d), gmeta(META_R + 2u * r + d));
+        off += i * vec2<u32>(gmeta(MD_RANK + r + d), gmeta(MD_RANK + 2u * r + d));
     }
     return off;
 }
 
 // How many rows A has (M) and columns B has (N): the extent of each operand's outer dim.
 fn a_total() -> u32 {
-    return gmeta(0u);
+    return gmeta(MD_M);
 }
 
 fn b_total() -> u32 {
-    return gmeta(1u);
+    return gmeta(MD_N);
 }
 
 // The flat workgroup index of a 1-D or 2-D grid.
@@ -98,10 +92,10 @@ var<private> opnd_ks: u32;
 
 fn opnd_setup4(o: u32, base: u32) {
     opnd_kn = k_hi;
-    opnd_ks = gmeta(OPND_MD + 2u);
+    opnd_ks = gmeta(MD_OPND_K);
     let os = vec4<u32>(o) + vec4<u32>(0u, 1u, 2u, 3u);
     opnd_in = os < vec4<u32>(opnd_total());
-    opnd_col = vec4<u32>(base + gmeta(OPND_MD)) + os * gmeta(OPND_MD + 1u);
+    opnd_col = vec4<u32>(base + gmeta(MD_OPND_OFFSET)) + os * gmeta(MD_OPND_OUTER);
 }
 
 fn opnd_ktile(k0: u32) {}
@@ -136,9 +130,9 @@ var<private> opnd_tot: u32;
 
 fn opnd_setup(o0: u32, base: u32, lid: u32) {
     opnd_o0 = o0;
-    opnd_base = base + gmeta(OPND_MD);
-    opnd_os = gmeta(OPND_MD + 1u);
-    opnd_ks = gmeta(OPND_MD + 2u);
+    opnd_base = base + gmeta(MD_OPND_OFFSET);
+    opnd_os = gmeta(MD_OPND_OUTER);
+    opnd_ks = gmeta(MD_OPND_K);
     opnd_kn = k_hi;
     opnd_tot = opnd_total();
 }
@@ -251,63 +245,6 @@ fn opnd_stage(buf: u32, lid: u32) {
     }
 }
 
-// The tiled GEMM: a BM x BN tile of C per workgroup, TM x TN of it per invocation (rows
-// `(g TY + ty) 4 + q`, columns `(h TX + tx) 4 + c`), K in steps of BK through two workgroup
-// buffers: the next step's tiles are fetched into registers while this one's are multiplied,
-// and one barrier per step separates the buffers' reuse. `micro` and `epilogue` are generated
-// (matmul.rs) for the way each operand is held.
-// @kernel tiled
-var<workgroup> a_s4: array<vec4<T>, 2u * A_SZ4>;
-var<workgroup> b_s4: array<vec4<T>, 2u * B_SZ4>;
-var<private> acc: array<vec4<T>, TM * TN / 4u>;
-
-@compute @workgroup_size(WG)
-fn tiled(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    let g = group_index(wid, nwg);
-    let per = gmeta(5u) * gmeta(6u);
-    if (g >= per * gmeta(29u)) {
-        return;
-    }
-    let part = g / per;
-    let tile = tile_of(g % per);
-    let off = batch_offsets(tile.x);
-    let m0 = tile.y * BM;
-    let n0 = tile.z * BN;
-    let tx = lid % TX;
-    let ty = lid / TX;
-    let k0 = part * gmeta(30u);
-    k_hi = k_end(k0);
-    a_setup(m0, off.x, lid);
-    b_setup(n0, off.y, lid);
-    let steps = (k_end(k0) - k0 + BK - 1u) / BK;
-    if (steps > 0u) {
-        a_fetch(k0, lid);
-        b_fetch(k0, lid);
-        a_stage(0u, lid);
-        b_stage(0u, lid);
-    }
-    workgroupBarrier();
-    for (var s = 0u; s < steps; s++) {
-        let cur = s & 1u;
-        let more = s + 1u < steps;
-        if (more) {
-            a_fetch(k0 + (s + 1u) * BK, lid);
-            b_fetch(k0 + (s + 1u) * BK, lid);
-        }
-        micro(cur * A_SZ4, cur * B_SZ4, tx, ty);
-        if (more) {
-            a_stage(cur ^ 1u, lid);
-            b_stage(cur ^ 1u, lid);
-        }
-        workgroupBarrier();
-    }
-    epilogue(part * gmeta(6u) + tile.x, m0, n0, tx, ty);
-}
-
 // Skinny products (M small, a spec constant MV_M): each workgroup takes CW groups of four
 // columns of C and splits K among KS invocations per group (columns fastest, so that loads of
 // B coalesce along N); each invocation keeps MV_M rows of sums of its four columns and the
@@ -335,8 +272,8 @@ fn matvec(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let g = group_index(wid, nwg);
-    let blocks = gmeta(4u);
-    if (g >= blocks * gmeta(6u)) {
+    let blocks = gmeta(MD_TILE_COLS);
+    if (g >= blocks * gmeta(MD_BATCHES)) {
         return;
     }
     let b = g / blocks;
@@ -344,15 +281,15 @@ fn matvec(
     let c = lid % CW;
     let s = lid / CW;
     let n = (g % blocks * CW + c) * 4u;
-    let nn = gmeta(1u);
-    let kn = gmeta(2u);
-    let ab = off.x + gmeta(7u);
-    let am = gmeta(8u);
-    let ak = gmeta(9u);
-    let row = off.y + gmeta(10u);
-    mv_bk = gmeta(12u);
+    let nn = gmeta(MD_N);
+    let kn = gmeta(MD_K);
+    let ab = off.x + gmeta(MD_A_OFFSET);
+    let am = gmeta(MD_A_OUTER);
+    let ak = gmeta(MD_A_K);
+    let row = off.y + gmeta(MD_B_OFFSET);
+    mv_bk = gmeta(MD_B_K);
     mv_nn = nn;
-    mv_bn = gmeta(11u);
+    mv_bn = gmeta(MD_B_OUTER);
     if (n < nn) {
         var k = s;
         // MV_U steps per pass keep MV_U loads of B in flight.
@@ -381,7 +318,7 @@ fn matvec(
     }
     if (s == 0u && n < nn) {
         for (var i = 0u; i < MV_M; i++) {
-            c_row4(b * gmeta(0u) * nn + i * gmeta(13u), n, nn, gmeta(14u), part[i * WG + lid]);
+            c_row4(b * gmeta(MD_M) * nn + i * gmeta(MD_C_M), n, nn, gmeta(MD_C_N), part[i * WG + lid]);
         }
     }
 }
@@ -410,8 +347,8 @@ fn matvec_rows(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let g = group_index(wid, nwg);
-    let blocks = gmeta(4u);
-    if (g >= blocks * gmeta(6u)) {
+    let blocks = gmeta(MD_TILE_COLS);
+    if (g >= blocks * gmeta(MD_BATCHES)) {
         return;
     }
     let b = g / blocks;
@@ -419,14 +356,14 @@ fn matvec_rows(
     let c = lid / KS;
     let s = lid % KS;
     let n = g % blocks * RW + c;
-    let nn = gmeta(1u);
-    let kn = gmeta(2u);
+    let nn = gmeta(MD_N);
+    let kn = gmeta(MD_K);
     mv_kn = kn;
-    let ab = off.x + gmeta(7u);
-    let am = gmeta(8u);
-    let ak = gmeta(9u);
+    let ab = off.x + gmeta(MD_A_OFFSET);
+    let am = gmeta(MD_A_OUTER);
+    let ak = gmeta(MD_A_K);
     if (n < nn) {
-        let col = off.y + gmeta(10u) + n * gmeta(11u);
+        let col = off.y + gmeta(MD_B_OFFSET) + n * gmeta(MD_B_OUTER);
         var k = s * 4u;
         while (k + 4u * (MV_U - 1u) * KS < kn) {
             for (var u = 0u; u < MV_U; u++) {
@@ -453,14 +390,14 @@ fn matvec_rows(
     }
     if (s == 0u && n < nn) {
         for (var i = 0u; i < MV_M; i++) {
-            c_put(b * gmeta(0u) * nn + i * gmeta(13u) + n * gmeta(14u), part[i * WG + lid]);
+            c_put(b * gmeta(MD_M) * nn + i * gmeta(MD_C_M) + n * gmeta(MD_C_N), part[i * WG + lid]);
         }
     }
 }
 
 // Split-K's sum: each element of C the sum of the parts' f32 products at its index (the
 // parts' slices of n elements one after another), added in order of part and rounded once.
-// Metadata: 0 n (the elements of C), 1 the parts. Four elements per invocation.
+// Metadata: MD_SUM_N (the elements of C) and MD_SUM_PARTS. Four elements per invocation.
 // @kernel split_sum
 @compute @workgroup_size(WG)
 fn split_sum(
@@ -468,13 +405,13 @@ fn split_sum(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let n = gmeta(0u);
+    let n = gmeta(MD_SUM_N);
     let i = (group_index(wid, nwg) * WG + lid) * 4u;
     if (i >= n) {
         return;
     }
     var sum = vec4<T>(T(0));
-    let parts = gmeta(1u);
+    let parts = gmeta(MD_SUM_PARTS);
     for (var p = 0u; p < parts; p++) {
         sum += p_run4(p * n, i, n, 1u);
     }
@@ -582,8 +519,8 @@ fn opnd_stage(buf: u32, lid: u32) {
 fn c_tile(base: u32, r0: u32, c0: u32, at: u32, lane: u32, live: bool) {
     let row = lane / 2u;
     let col = (lane % 2u) * 8u;
-    let nn = gmeta(1u);
-    if (live && r0 + row < gmeta(0u)) {
+    let nn = gmeta(MD_N);
+    if (live && r0 + row < gmeta(MD_M)) {
         let i = at + row * 16u + col;
         let lo = vec4<T>(c_sh[i], c_sh[i + 1u], c_sh[i + 2u], c_sh[i + 3u]);
         let hi = vec4<T>(c_sh[i + 4u], c_sh[i + 5u], c_sh[i + 6u], c_sh[i + 7u]);

@@ -4,6 +4,7 @@
 //! layouts already broadcast to one shape. A backend only checks what lives in device data
 //! (index ids). Outputs are new contiguous storages unless the method writes into `dst`.
 
+use crate::expr::program::{Op, Program, Value};
 use crate::spec::Family;
 use crate::spec::conv::{Conv2, ConvOp};
 use crate::spec::copy::Copy2d;
@@ -98,6 +99,16 @@ pub trait Memory: Clone + Send + Sync + 'static {
     fn on_host(&self, _family: Family) -> bool {
         false
     }
+    /// Kernels this backend has launched so far (wgpu dispatches; native launches and vendor
+    /// library calls); 0 on the cpu.
+    fn launches(&self) -> u64 {
+        0
+    }
+    /// Whether this backend runs elementwise programs over these dtypes as one kernel
+    /// ([`ElementwiseOps::fused`]), so that results are worth deferring (not the cpu).
+    fn fuses(&self, _dtypes: &[DType]) -> bool {
+        false
+    }
     /// The device's name, features and limits worth printing, as `(key, value)` pairs.
     fn info(&self) -> Vec<(&'static str, String)>;
     /// Why this backend cannot run `op` in `dtype` (a dtype the spec allows for it), or `None`
@@ -107,6 +118,10 @@ pub trait Memory: Clone + Send + Sync + 'static {
     /// The most elements an operand (a view included) or an output of one op may have here.
     fn max_elements(&self) -> usize {
         usize::MAX
+    }
+    /// The most bytes one buffer may hold here (a device's memory, or its largest buffer).
+    fn max_bytes(&self) -> u64 {
+        u64::MAX
     }
     /// A buffer of `len` elements; its contents are unspecified until written.
     fn alloc(&self, dtype: DType, len: usize) -> Result<Self::Storage>;
@@ -196,6 +211,46 @@ pub trait ElementwiseOps: Memory {
     ) -> Result<Self::Storage>;
     /// Each element converted to `to` (Rust `as` semantics; see [`crate::spec::elementwise`]).
     fn cast(&self, x: &Self::Storage, l: &Layout, to: DType) -> Result<Self::Storage>;
+    /// Program `p` over `inputs` (one shape, broadcast already; of `p.inputs`' dtypes), with
+    /// scalar parameters `params` (each in its step's form, as `scalar_map` takes them): the
+    /// bits the steps give one op at a time, in one pass where the backend can. By default, one
+    /// op at a time (the cpu reference; the oracle of the fused kernels).
+    fn fused(&self, p: &Program, inputs: &[(&Self::Storage, &Layout)], params: &[Scalar]) -> Result<Self::Storage> {
+        one_at_a_time(self, p, inputs, params)
+    }
+}
+
+/// Program `p` run one op at a time through `b`'s own elementwise ops: the default
+/// [`ElementwiseOps::fused`], and what a backend runs for a program of one step (its op's own
+/// kernel, with every fast form it has).
+pub fn one_at_a_time<B: ElementwiseOps>(
+    b: &B,
+    p: &Program,
+    inputs: &[(&B::Storage, &Layout)],
+    params: &[Scalar],
+) -> Result<B::Storage> {
+    let shape = inputs.first().map_or_else(|| crate::Shape::from(()), |(_, l)| l.shape().clone());
+    let dense = Layout::contiguous(shape);
+    let mut steps: Vec<B::Storage> = Vec::with_capacity(p.steps.len());
+    for step in &p.steps {
+        let arg = |i: usize| match step.args[i].0 {
+            Value::Input(k) => (inputs[k as usize].0, inputs[k as usize].1),
+            Value::Step(k) => (&steps[k as usize], &dense),
+        };
+        let out = match step.op {
+            Op::Unary(op) => b.unary(arg(0).0, arg(0).1, op)?,
+            Op::Binary(op) => b.binary(arg(0).0, arg(0).1, arg(1).0, arg(1).1, op)?,
+            Op::Cmp(op) => b.cmp(arg(0).0, arg(0).1, arg(1).0, arg(1).1, op)?,
+            Op::Scalar(op, first) => {
+                let at = first as usize;
+                b.scalar_map(arg(0).0, arg(0).1, op, &params[at..at + op.arity()])?
+            }
+            Op::Where => b.where_cond(arg(0).0, arg(0).1, arg(1).0, arg(1).1, arg(2).0, arg(2).1)?,
+            Op::Cast => b.cast(arg(0).0, arg(0).1, step.dtype)?,
+        };
+        steps.push(out);
+    }
+    steps.pop().ok_or_else(|| Error::InvalidParam { op: "fused", msg: "a program of no step".into() })
 }
 
 /// Reductions over a set of dims.

@@ -18,7 +18,7 @@ use crate::wgpu::{WgpuBackend, WgpuStorage};
 use crate::{Error, Result};
 use std::fmt;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 /// The one list of backends: every enum over them, the storage conversions, [`dispatch!`] and
 /// [`probe`] are generated from it, so a backend joins in one line.
@@ -181,12 +181,32 @@ struct RngState {
     offset: u64,
 }
 
-#[derive(Debug)]
+/// A deferred result (a fused program not run yet) the device runs before an in-place write or
+/// a synchronize.
+pub(crate) trait Pending: Send + Sync {
+    /// Runs it (nothing if it already ran).
+    fn run(&self) -> Result<()>;
+}
+
 struct DeviceInner {
     backend: AnyBackend,
     description: String,
     rng: Mutex<RngState>,
+    /// Whether elementwise ops defer their results into fused programs (`RWO_FUSION`).
+    fusion: bool,
+    /// The deferred results not run yet (dropped ones are skipped), shared by every handle on
+    /// this backend (`Device::with_fusion`): a write through one must run what the others defer.
+    pending: Arc<Mutex<Vec<Weak<dyn Pending>>>>,
 }
+
+impl fmt::Debug for DeviceInner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeviceInner").field("backend", &self.backend).field("description", &self.description).finish()
+    }
+}
+
+/// Deferred results a device keeps before it drops the ones already gone.
+const PENDING_PRUNE: usize = 256;
 
 /// A backend chosen at run time, with its random stream. Cheap to clone.
 ///
@@ -218,7 +238,68 @@ pub struct Device(Arc<DeviceInner>);
 
 impl Device {
     fn from_backend(backend: AnyBackend, description: String) -> Device {
-        Device(Arc::new(DeviceInner { backend, description, rng: Mutex::new(RngState { seed: 0, offset: 0 }) }))
+        let fusion = std::env::var("RWO_FUSION").map_or(true, |v| v.trim() != "0");
+        let rng = Mutex::new(RngState { seed: 0, offset: 0 });
+        Device(Arc::new(DeviceInner { backend, description, rng, fusion, pending: Arc::default() }))
+    }
+
+    /// Whether elementwise ops on this device defer their results into fused programs, which
+    /// run as one kernel when the data is needed (on by default where the backend fuses: the
+    /// GPU backends; `RWO_FUSION=0` turns it off). Fused and unfused results are the same bits.
+    pub fn fusion(&self) -> bool {
+        self.0.fusion
+    }
+
+    /// A handle on this same device (its tensors meet this one's in ops) whose elementwise ops
+    /// fuse (`on`) or run one at a time, for comparing the two; it has a random stream of its
+    /// own, at seed 0.
+    ///
+    /// ```
+    /// use rocm_wgpu_ops::{Device, Tensor};
+    /// let dev = Device::auto()?;
+    /// let x = Tensor::from_vec(vec![0.5f32, 1.5], [2], &dev)?;
+    /// let one_at_a_time = dev.with_fusion(false);
+    /// let y = x.exp()?.affine(2.0, 1.0)?;
+    /// let z = Tensor::from_vec(vec![0.5f32, 1.5], [2], &one_at_a_time)?.exp()?.affine(2.0, 1.0)?;
+    /// assert_eq!(y.to_vec::<f32>()?, z.to_vec::<f32>()?);
+    /// # Ok::<(), rocm_wgpu_ops::Error>(())
+    /// ```
+    pub fn with_fusion(&self, on: bool) -> Device {
+        let inner = &self.0;
+        let rng = Mutex::new(RngState { seed: 0, offset: 0 });
+        Device(Arc::new(DeviceInner {
+            backend: inner.backend.clone(),
+            description: inner.description.clone(),
+            rng,
+            fusion: on,
+            pending: inner.pending.clone(),
+        }))
+    }
+
+    /// Registers a deferred result, to run before the next in-place write or synchronize.
+    pub(crate) fn defer(&self, p: &Arc<impl Pending + 'static>) {
+        let weak: Weak<dyn Pending> = Arc::downgrade(p) as Weak<dyn Pending>;
+        let mut list = self.0.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if list.len() >= PENDING_PRUNE {
+            list.retain(|w| w.strong_count() > 0);
+        }
+        list.push(weak);
+    }
+
+    /// Runs every deferred result of this device still held by a tensor.
+    pub(crate) fn run_deferred(&self) -> Result<()> {
+        let list = std::mem::take(&mut *self.0.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut first = Ok(());
+        for w in list {
+            if let Some(p) = w.upgrade()
+                && let Err(e) = p.run()
+            {
+                // It stays deferred: its own readback reports the failure again.
+                self.0.pending.lock().unwrap_or_else(|e| e.into_inner()).push(w);
+                first = first.and(Err(e));
+            }
+        }
+        first
     }
 
     /// The cpu reference backend.
@@ -303,7 +384,22 @@ impl Device {
 
     /// The device's name, features and limits, as `(key, value)` pairs.
     pub fn info(&self) -> Vec<(&'static str, String)> {
-        dispatch!(self, |b| b.info())
+        let mut info = dispatch!(self, |b| b.info());
+        let fuses = dispatch!(self, |b| b.fuses(&[]));
+        let fusion = match (fuses, self.fusion()) {
+            (false, _) => "off (ops run one at a time on this backend)",
+            (true, true) => "on: elementwise chains run as one kernel (RWO_FUSION=0 turns it off)",
+            (true, false) => "off (RWO_FUSION=0 or Device::set_fusion)",
+        };
+        info.push(("fusion", fusion.into()));
+        info
+    }
+
+    /// Kernels launched on this device so far: wgpu dispatches, native kernel launches and
+    /// vendor library calls (0 on the cpu). The difference around a model's forward is its
+    /// kernels per forward.
+    pub fn launches(&self) -> u64 {
+        dispatch!(self, |b| b.launches())
     }
 
     /// Which backend this is, and why it was chosen.
@@ -411,8 +507,10 @@ impl Device {
         crate::block::block_on_result("Device::synchronize", self.synchronize_async())
     }
 
-    /// [`Device::synchronize`] without blocking: the form that works in a browser.
+    /// [`Device::synchronize`] without blocking: the form that works in a browser. Deferred
+    /// elementwise results (see [`Device::fusion`]) run first.
     pub async fn synchronize_async(&self) -> Result<()> {
+        self.run_deferred()?;
         dispatch!(self, |b| b.synchronize()).wait().await
     }
 

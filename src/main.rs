@@ -153,11 +153,9 @@ fn flops(case: &bench::Case, t: Duration) -> String {
 /// against the same inputs under the table's small tiles (independent code from the other
 /// configurations): `ok` within [`sweep_tol`] (relative L2 error), else `WRONG`.
 fn sweep(dev: &Device, case: &bench::Case) {
-    use rocm_wgpu_ops::wgpu::{
-        GemmKernel, gemm_tiles, last_gemm_kernel, last_gemm_parts, with_gemm_kernel, with_gemm_parts,
-    };
-    if let Some(k) = last_gemm_kernel() {
-        println!("{:<48} kernel {k}@{}", "", last_gemm_parts());
+    use rocm_wgpu_ops::wgpu::gemm_hooks::{Kernel, last_kernel, last_parts, table_tiles, with_kernel, with_parts};
+    if let Some(k) = last_kernel() {
+        println!("{:<48} kernel {k}@{}", "", last_parts());
     }
     let list = std::env::var("RWO_GEMM_KERNELS").unwrap_or_default();
     let host =
@@ -166,18 +164,18 @@ fn sweep(dev: &Device, case: &bench::Case) {
         // `KERNEL@PARTS`: K in that many parts (split-K).
         let (kernel, parts) = k.split_once('@').unwrap_or((k, "1"));
         let parts = parts.parse::<usize>().unwrap_or(1);
-        let t = kernel.parse::<GemmKernel>().and_then(|k| {
+        let t = kernel.parse::<Kernel>().and_then(|k| {
             let inner = case.prepare(dev)?;
-            let want = host(with_gemm_parts(1, || with_gemm_kernel(GemmKernel::Tiled(gemm_tiles()[2]), &inner)))?;
-            let op: bench::Op = Box::new(move || with_gemm_parts(parts, &inner));
-            let got = host(with_gemm_kernel(k, &op))?;
+            let want = host(with_parts(1, || with_kernel(Kernel::Tiled(table_tiles()[2]), &inner)))?;
+            let op: bench::Op = Box::new(move || with_parts(parts, &inner));
+            let got = host(with_kernel(k, &op))?;
             let (mut d2, mut w2) = (0.0, 0.0);
             for (g, w) in got.iter().zip(&want) {
                 d2 += (g - w) * (g - w);
                 w2 += w * w;
             }
             let err = (d2 / w2).sqrt();
-            let t = with_gemm_kernel(k, || bench::measure(dev, &op, Duration::from_millis(300)))?;
+            let t = with_kernel(k, || bench::measure(dev, &op, Duration::from_millis(300)))?;
             Ok((t, err))
         });
         match t {
@@ -248,9 +246,12 @@ fn run_bench(args: &[String]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Each case times one op's kernel: ops run one at a time (a fused result dropped unread
+    // would run nothing).
     let devices: Vec<Device> = Device::probe_all()
         .into_iter()
         .filter_map(|(kind, d)| d.ok().filter(|_| kind != BackendKind::Cpu || with_cpu))
+        .map(|d| d.with_fusion(false))
         .collect();
     if devices.is_empty() {
         eprintln!("no GPU backend found (add --cpu to time the cpu reference)");

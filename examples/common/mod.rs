@@ -205,6 +205,7 @@ pub fn time<T>(dev: &Device, runs: usize, mut forward: impl FnMut() -> Res<T>) -
         dev.synchronize()?;
     }
     let (mut times, mut records) = (vec![], vec![]);
+    let launched = dev.launches();
     for _ in 0..runs.max(1) {
         let start = Instant::now();
         out = forward()?;
@@ -212,6 +213,9 @@ pub fn time<T>(dev: &Device, runs: usize, mut forward: impl FnMut() -> Res<T>) -
         dev.synchronize()?;
         times.push(start.elapsed());
     }
+    let fusion = if dev.fusion() { "on" } else { "off (RWO_FUSION=0)" };
+    let per = (dev.launches() - launched) as f64 / runs.max(1) as f64;
+    println!("#   kernels per forward: {per:.0} (fusion {fusion})");
     let each: Vec<String> = times.iter().take(16).map(|&t| format!("{:.2}", ms(t))).collect();
     println!("#   forwards in order (ms): {}{}", each.join(" "), if times.len() > 16 { " ..." } else { "" });
     times.sort();

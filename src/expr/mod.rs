@@ -9,6 +9,7 @@
 //! (WGSL's `lt32` on the bits of an f32, HIP's `a < b`). Values have compute types ([`Ty`]):
 //! f16 and bf16 compute in f32, u8 in u32.
 
+pub mod program;
 pub mod table;
 
 use crate::DType;
@@ -222,6 +223,12 @@ pub trait Dialect {
     fn prim(&self, p: Prim, args: &[String], tys: &[Ty]) -> String;
     /// The rendered `x` of dtype `from` as dtype `to`.
     fn cast(&self, x: &str, from: DType, to: DType) -> String;
+    /// The value `x` (in the compute type of `dtype`) as an op of `dtype` stores it and the next
+    /// op loads it back: rounded to the dtype (f16, bf16, u8), and opaque to a compiler that would
+    /// otherwise contract across two ops of a fused program.
+    fn stored(&self, x: String, dtype: DType) -> String;
+    /// A statement binding `value` of type `ty` to `name`.
+    fn bind(&self, name: &str, value: &str, ty: Ty) -> String;
 }
 
 /// `e` in dialect `d`.

@@ -166,9 +166,15 @@ fn target(arch: &str, archs: &[i32]) -> Result<(String, bool)> {
 /// `target` says. Needs no GPU, only NVRTC.
 pub fn nvrtc_compile(family: Family, arch: &str) -> Result<Vec<u8>> {
     let source = hip_source(family).ok_or_else(|| err("NVRTC", format!("{family} has no HIP source")))?;
+    nvrtc_compile_source(&format!("{family}.hip"), source, arch)
+}
+
+/// Compiles `source` (which may include `common.h`), named `file` in messages, with NVRTC for
+/// `arch`, as the families are compiled.
+pub fn nvrtc_compile_source(file: &str, source: &str, arch: &str) -> Result<Vec<u8>> {
     let (target, cubin) = target(arch, &nvrtc_archs()?)?;
     let text = |s: &str, what| CString::new(s).map_err(|e| err(what, e));
-    let (src, name) = (text(source, "source")?, text(&format!("{family}.hip"), "name")?);
+    let (src, name) = (text(source, "source")?, text(file, "name")?);
     let (header, header_name) = (text(HIP_COMMON, "common.h")?, text("common.h", "name")?);
     let mut prog: rtc_sys::nvrtcProgram = std::ptr::null_mut();
     // SAFETY: every string is NUL-terminated and outlives the program, destroyed below.
@@ -182,7 +188,7 @@ pub fn nvrtc_compile(family: Family, arch: &str) -> Result<Vec<u8>> {
     // SAFETY: `prog` is live; the options hold no NUL.
     let compiled = unsafe { rtc::compile_program(prog, &options) };
     // SAFETY: `prog` is live until destroyed at the end.
-    let out = unsafe { program_output(prog, compiled, cubin, family) };
+    let out = unsafe { program_output(prog, compiled, cubin, file) };
     // SAFETY: destroys the live program once.
     let _ = unsafe { rtc::destroy_program(prog) };
     out
@@ -196,13 +202,13 @@ unsafe fn program_output(
     prog: rtc_sys::nvrtcProgram,
     compiled: std::result::Result<(), rtc::NvrtcError>,
     cubin: bool,
-    family: Family,
+    file: &str,
 ) -> Result<Vec<u8>> {
     if let Err(e) = compiled {
         // SAFETY: the caller's contract.
         let log = unsafe { rtc::get_program_log(prog) }.unwrap_or_default();
         let log: Vec<u8> = log.iter().map(|&c| c as u8).take_while(|&c| c != 0).collect();
-        return Err(err(&format!("NVRTC compiling hip/{family}.hip: {}", String::from_utf8_lossy(&log)), e));
+        return Err(err(&format!("NVRTC compiling {file}: {}", String::from_utf8_lossy(&log)), e));
     }
     let mut size = 0usize;
     if cubin {
@@ -276,6 +282,11 @@ impl Runtime for Cuda {
         let key =
             Key::new("cuda", family.name(), &self.info.arch, &self.info.versions, NVRTC_OPTIONS, &[source, HIP_COMMON]);
         Cache::from_env().get_or_compile(&key, || nvrtc_compile(family, &self.info.arch)).map(Cow::Owned)
+    }
+
+    fn compile(&self, name: &str, source: &str) -> Result<Vec<u8>> {
+        let key = Key::new("cuda", name, &self.info.arch, &self.info.versions, NVRTC_OPTIONS, &[source, HIP_COMMON]);
+        Cache::from_env().get_or_compile(&key, || nvrtc_compile_source(name, source, &self.info.arch))
     }
 
     fn load_module(&self, image: &[u8]) -> Result<CuModule> {

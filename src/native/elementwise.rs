@@ -6,7 +6,8 @@
 use super::kernel::{self, Arg, Args, BLOCK, Part, Path, TILE_THREADS};
 use super::ptr::DevicePtr;
 use super::{NativeBackend, NativeStorage, Runtime};
-use crate::backend::ElementwiseOps;
+use crate::backend::{ElementwiseOps, one_at_a_time};
+use crate::expr::program::Program;
 use crate::spec::elementwise::{BinaryOp, CmpOp, ElementwiseOp, ScalarOp, UnaryOp, cast_kernel_name};
 use crate::spec::{Family, kernel_name};
 use crate::{DType, Layout, Result, Scalar};
@@ -108,6 +109,19 @@ impl<R: Runtime> NativeBackend<R> {
 }
 
 impl<R: Runtime> ElementwiseOps for NativeBackend<R> {
+    fn fused(
+        &self,
+        p: &Program,
+        inputs: &[(&NativeStorage<R>, &Layout)],
+        params: &[Scalar],
+    ) -> Result<NativeStorage<R>> {
+        // A program of one step is its op's own kernel (with its vector and tiled forms).
+        if p.steps.len() == 1 {
+            return one_at_a_time(self, p, inputs, params);
+        }
+        self.run_fused(p, inputs, params)
+    }
+
     fn unary(&self, x: &NativeStorage<R>, l: &Layout, op: UnaryOp) -> Result<NativeStorage<R>> {
         self.map(&kernel_name(op.name(), x.dtype), &[(x, l)], x.dtype, &[], false)
     }

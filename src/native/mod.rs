@@ -17,6 +17,7 @@ pub mod dnn;
 #[cfg(any(test, feature = "rocm"))]
 mod dylib;
 mod elementwise;
+mod fused;
 #[cfg(any(test, feature = "rocm"))]
 mod gfx;
 #[cfg(feature = "rocm")]
@@ -41,6 +42,7 @@ pub mod cuda;
 pub mod rocm;
 
 use crate::backend::{BackendStorage, Memory, Readback};
+use crate::expr::program::Program;
 use crate::spec::Family;
 use crate::spec::index::IndexOp;
 use crate::{BackendKind, CpuStorage, DType, Error, Layout, Result};
@@ -95,9 +97,14 @@ pub fn hip_sources() -> Vec<(Family, &'static str)> {
 
 /// Loaded modules (or why a family's failed to build), one per family, and the functions found
 /// in them.
+/// A module built for one kernel, and that kernel.
+type Built<R> = (<R as Runtime>::Module, <R as Runtime>::Function);
+
 struct Kernels<R: Runtime> {
     functions: HashMap<String, R::Function>,
     modules: HashMap<Family, Result<R::Module>>,
+    /// Fused elementwise programs: each one's module and kernel, or why it failed to build.
+    programs: HashMap<Program, Result<Built<R>>>,
 }
 
 struct Inner<R: Runtime> {
@@ -180,7 +187,7 @@ impl<R: Runtime> BackendStorage for NativeStorage<R> {
 impl<R: Runtime> NativeBackend<R> {
     /// The backend on a runtime's device.
     pub fn new(rt: R) -> Self {
-        let kernels = Kernels { functions: HashMap::new(), modules: HashMap::new() };
+        let kernels = Kernels { functions: HashMap::new(), modules: HashMap::new(), programs: HashMap::new() };
         NativeBackend(Arc::new(Inner {
             kernels: Mutex::new(kernels),
             alloc: Allocator::default(),
@@ -242,6 +249,23 @@ impl<R: Runtime> NativeBackend<R> {
         Ok(f)
     }
 
+    /// The kernel of fused program `p`, compiled from `source()` at first use.
+    fn fused_function(&self, p: &Program, source: impl FnOnce() -> String) -> Result<R::Function> {
+        let mut guard = self.0.kernels.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(built) = guard.programs.get(p) {
+            return built.as_ref().map(|(_, f)| *f).map_err(Clone::clone);
+        }
+        let rt = &self.0.rt;
+        let built = rt.compile("fused.hip", &source()).and_then(|image| {
+            let module = rt.load_module(&image)?;
+            let f = rt.function(&module, "fused")?;
+            Ok((module, f))
+        });
+        let f = built.as_ref().map(|(_, f)| *f).map_err(Clone::clone);
+        guard.programs.insert(p.clone(), built);
+        f
+    }
+
     pub(crate) fn error(&self, msg: impl Into<String>) -> Error {
         Error::Backend { backend: R::KIND, msg: msg.into() }
     }
@@ -256,8 +280,21 @@ impl<R: Runtime> NativeBackend<R> {
             return Ok(());
         }
         let f = self.function(family, name)?;
+        // SAFETY: the caller's contract.
+        unsafe { self.launch_function(f, threads, args) }
+    }
+
+    /// [`NativeBackend::launch`] of a function in hand.
+    ///
+    /// # Safety
+    /// As [`NativeBackend::launch`].
+    pub(crate) unsafe fn launch_function(&self, f: R::Function, threads: u64, args: &mut Args) -> Result<()> {
+        if threads == 0 {
+            return Ok(());
+        }
         let (grid, block) = kernel::grid(threads, self.0.rt.info().multiprocessors);
         let mut ptrs = args.pointers();
+        self.0.library_use.launched();
         // SAFETY: the caller's contract; `ptrs` point into `args`, alive for the call.
         unsafe { self.0.rt.launch(f, grid, block, 0, &mut ptrs) }
     }
@@ -281,6 +318,7 @@ impl<R: Runtime> NativeBackend<R> {
         }
         let f = self.function(family, name)?;
         let mut ptrs = args.pointers();
+        self.0.library_use.launched();
         // SAFETY: the caller's contract; `ptrs` point into `args`, alive for the call.
         unsafe { self.0.rt.launch(f, grid, [block, 1, 1], 0, &mut ptrs) }
     }
@@ -368,6 +406,18 @@ impl<R: Runtime> Memory for NativeBackend<R> {
 
     fn on_host(&self, family: Family) -> bool {
         self.on_cpu() == Some(family)
+    }
+
+    fn fuses(&self, _: &[DType]) -> bool {
+        true
+    }
+
+    fn launches(&self) -> u64 {
+        self.0.library_use.launches()
+    }
+
+    fn max_bytes(&self) -> u64 {
+        self.0.rt.info().total_memory
     }
 
     fn info(&self) -> Vec<(&'static str, String)> {

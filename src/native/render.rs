@@ -11,7 +11,7 @@ use std::fmt::Write;
 pub(crate) struct Hip;
 
 /// The C type of a compute type.
-fn c_type(ty: Ty) -> &'static str {
+pub(crate) fn c_type(ty: Ty) -> &'static str {
     match ty {
         Ty::F32 => "float",
         Ty::F64 => "double",
@@ -76,6 +76,19 @@ impl Dialect for Hip {
 
     fn cast(&self, x: &str, _: DType, to: DType) -> String {
         format!("num<{to}>::load(conv<{to}>::from(wide({x})))")
+    }
+
+    /// Rounded as a store and a load round it; the kernels are compiled without contraction
+    /// (`-ffp-contract=off`, `--fmad=false`), so no step fuses with the next.
+    fn stored(&self, x: String, dtype: DType) -> String {
+        match dtype {
+            DType::F16 | DType::BF16 | DType::U8 => format!("num<{dtype}>::load(num<{dtype}>::store({x}))"),
+            _ => x,
+        }
+    }
+
+    fn bind(&self, name: &str, value: &str, ty: Ty) -> String {
+        format!("{} {name} = {value};", c_type(ty))
     }
 }
 

@@ -304,6 +304,14 @@ impl Runtime for Hip {
         Cache::from_env().get_or_compile(&key, compile).map(Cow::Owned).map_err(err)
     }
 
+    fn compile(&self, name: &str, source: &str) -> Result<Vec<u8>> {
+        let arch = &self.info.arch;
+        let rtc = self.lib.rtc.as_ref().map_err(|e| err(format!("no compiler for {name} on {arch}: {e}")))?;
+        let key = Key::new("rocm", name, arch, &compiler_id(self.lib, rtc), objects::FLAGS, &[source, HIP_COMMON]);
+        let compile = || rtc.compile(name, source, &[("common.h", HIP_COMMON)], arch, objects::FLAGS);
+        Cache::from_env().get_or_compile(&key, compile).map_err(err)
+    }
+
     fn load_module(&self, image: &[u8]) -> Result<HipModule> {
         let _bound = self.bind()?;
         // An 8-byte-aligned copy: what the ELF reader behind hipModuleLoadData may assume.

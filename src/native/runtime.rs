@@ -91,6 +91,11 @@ pub trait Runtime: Send + Sync + Sized + 'static {
     /// ahead of time or now).
     fn code_object(&self, family: Family) -> Result<Cow<'static, [u8]>>;
 
+    /// The code object of `source`, a kernel generated at run time (a fused elementwise
+    /// program) named `name`: compiled as the families are (with `hip/common.h`, the same
+    /// flags) and cached on disk by its text.
+    fn compile(&self, name: &str, source: &str) -> Result<Vec<u8>>;
+
     /// Loads a code object.
     fn load_module(&self, image: &[u8]) -> Result<Self::Module>;
 

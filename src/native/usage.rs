@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[derive(Default)]
 pub(crate) struct LibraryUse {
     counts: [AtomicU64; 6],
+    /// Kernels launched (ours, and each vendor library call).
+    launches: AtomicU64,
 }
 
 /// What [`LibraryUse`] counts.
@@ -26,6 +28,19 @@ impl LibraryUse {
 
     pub(crate) fn count(&self, p: Path) {
         self.counts[p as usize].fetch_add(1, Ordering::Relaxed);
+        if matches!(p, Path::GemmLibrary | Path::ConvLibrary | Path::BatchNormLibrary) {
+            self.launched();
+        }
+    }
+
+    /// One more kernel launched.
+    pub(crate) fn launched(&self) {
+        self.launches.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Kernels launched so far.
+    pub(crate) fn launches(&self) -> u64 {
+        self.launches.load(Ordering::Relaxed)
     }
 
     pub(crate) fn describe(&self) -> String {

@@ -4,6 +4,7 @@
 mod arith;
 mod dims;
 mod display;
+mod fuse;
 mod indexing;
 mod literals;
 mod ops;
@@ -22,7 +23,8 @@ use crate::device::{BackendOf, Storage, dispatch};
 use crate::spec::{self, Family, Out, random::Distribution};
 use crate::{CpuStorage, DType, Device, Dim, Error, Layout, Result, Scalar, Shape, WithDType};
 use status::Status;
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// An n-dimensional array on a [`Device`]. Cloning is cheap and shares the data.
 ///
@@ -57,10 +59,42 @@ pub struct Tensor {
     device: Device,
 }
 
-/// A storage shared by a tensor and its views, with the failures its data may carry.
-struct Cell {
+/// A storage shared by a tensor and its views, with the failures its data may carry; or, until
+/// it runs, the deferred program whose result it is (`fuse.rs`).
+pub(crate) struct Cell {
     data: RwLock<Storage>,
+    deferred: Mutex<Option<fuse::Deferred>>,
+    /// Whether `deferred` holds a program (read without the lock on every access).
+    is_deferred: AtomicBool,
     status: Status,
+}
+
+impl crate::device::Pending for Cell {
+    fn run(&self) -> Result<()> {
+        self.materialize()
+    }
+}
+
+impl Cell {
+    fn new(data: Storage, deferred: Option<fuse::Deferred>, status: Status) -> Cell {
+        let is_deferred = AtomicBool::new(deferred.is_some());
+        Cell { data: RwLock::new(data), deferred: Mutex::new(deferred), is_deferred, status }
+    }
+
+    /// Runs the deferred program, if any, into `data`; a failure leaves it deferred (and is
+    /// returned again by the next access).
+    pub(crate) fn materialize(&self) -> Result<()> {
+        if !self.is_deferred.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut slot = self.deferred.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(d) = slot.as_ref() else { return Ok(()) };
+        let storage = d.run()?;
+        *self.data.write().unwrap_or_else(|e| e.into_inner()) = storage;
+        *slot = None;
+        self.is_deferred.store(false, Ordering::Release);
+        Ok(())
+    }
 }
 
 impl std::fmt::Debug for Tensor {
@@ -76,8 +110,36 @@ impl Tensor {
 
     fn from_parts(storage: Storage, shape: Shape, status: Status, device: &Device) -> Tensor {
         let dtype = storage.dtype();
-        let cell = Cell { data: RwLock::new(storage), status };
+        let cell = Cell::new(storage, None, status);
         Tensor { storage: Arc::new(cell), layout: Layout::contiguous(shape), dtype, device: device.clone() }
+    }
+
+    /// The deferred result `d` (of `out`), registered with its device (which runs it before an
+    /// in-place write or a synchronize).
+    fn deferred(d: fuse::Deferred, out: &Out, status: Status, device: &Device) -> Tensor {
+        // Nothing reads the placeholder: every access runs the program first.
+        let placeholder = Storage::Cpu(CpuStorage::U8(vec![]));
+        let cell = Arc::new(Cell::new(placeholder, Some(d), status));
+        device.defer(&cell);
+        Tensor {
+            storage: cell,
+            layout: Layout::contiguous(out.shape.clone()),
+            dtype: out.dtype,
+            device: device.clone(),
+        }
+    }
+
+    /// `f` of this tensor's deferred program, if it has one.
+    fn with_deferred<R>(&self, f: impl FnOnce(&fuse::Deferred) -> Option<R>) -> Option<R> {
+        if !self.storage.is_deferred.load(Ordering::Acquire) {
+            return None;
+        }
+        self.storage.deferred.lock().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(f)
+    }
+
+    /// Runs this tensor's deferred program, if any.
+    fn materialize(&self) -> Result<()> {
+        self.storage.materialize()
     }
 
     fn status(&self) -> &Status {
@@ -89,12 +151,18 @@ impl Tensor {
     }
 
     // A panic while a lock is held cannot leave a buffer half-described, so poison is ignored.
-    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Storage> {
-        self.storage.data.read().unwrap_or_else(|e| e.into_inner())
+    /// The storage, read-locked, after its deferred program (if any) has run.
+    pub(crate) fn read(&self) -> Result<RwLockReadGuard<'_, Storage>> {
+        self.materialize()?;
+        Ok(self.storage.data.read().unwrap_or_else(|e| e.into_inner()))
     }
 
-    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Storage> {
-        self.storage.data.write().unwrap_or_else(|e| e.into_inner())
+    /// The storage, write-locked, after every deferred program of the device has run (any may
+    /// read what is about to be written).
+    pub(crate) fn write(&self) -> Result<RwLockWriteGuard<'_, Storage>> {
+        self.device.run_deferred()?;
+        self.materialize()?;
+        Ok(self.storage.data.write().unwrap_or_else(|e| e.into_inner()))
     }
 
     pub(crate) fn shares_storage(&self, other: &Tensor) -> bool {
@@ -265,7 +333,7 @@ impl Tensor {
         let t = self.contiguous()?;
         t.status().resolve(&t.device).await?;
         // Started under the read lock, awaited without it.
-        let pending = dispatch!(t.device, |b| b.download(b.get(&t.read())?));
+        let pending = dispatch!(t.device, |b| b.download(b.get(&*t.read()?)?));
         let all = pending.wait().await?;
         let (start, end) = (t.layout.offset(), t.layout.offset() + t.elem_count());
         if start == 0 && end == crate::backend::BackendStorage::len(&all) {

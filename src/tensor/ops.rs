@@ -4,6 +4,7 @@ use super::Tensor;
 use super::{Dims, TensorOrScalar};
 use crate::backend::*;
 use crate::device::{BackendOf, dispatch};
+use crate::expr::program::Op;
 use crate::spec::conv::{Conv2, ConvOp, ConvParams, nchw};
 use crate::spec::elementwise::{self as ew, BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use crate::spec::index::{self, ScatterMode};
@@ -87,6 +88,9 @@ impl Tensor {
     /// The unary map `op` on every element (see [`crate::spec::elementwise::UnaryOp`]).
     pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
         let out = ew::unary(op, &self.layout, self.dtype)?;
+        if let Some(t) = Tensor::defer(Op::Unary(op), &[self], &[&self.layout], &out, &[])? {
+            return Ok(t);
+        }
         let r = self.run(Family::Elementwise, op.name(), &[], &out)?;
         let s = dispatch!(self.device, |b| b.wrap(b.unary(r.arg(b, self)?, &self.layout, op)?));
         Ok(r.finish(s))
@@ -115,6 +119,9 @@ impl Tensor {
     /// The map `op` with its scalar parameters (see [`ScalarOp`]).
     pub fn scalar_map(&self, op: ScalarOp, params: &mut [Scalar]) -> Result<Tensor> {
         let out = ew::scalar_map(op, &self.layout, self.dtype, params)?;
+        if let Some(t) = Tensor::defer(Op::Scalar(op, 0), &[self], &[&self.layout], &out, params)? {
+            return Ok(t);
+        }
         let r = self.run(Family::Elementwise, op.name(), &[], &out)?;
         let s = dispatch!(self.device, |b| b.wrap(b.scalar_map(r.arg(b, self)?, &self.layout, op, params)?));
         Ok(r.finish(s))
@@ -125,6 +132,9 @@ impl Tensor {
         self.same_device(op.name(), &[rhs])?;
         let out = ew::binary_op(op, (&self.layout, self.dtype), (&rhs.layout, rhs.dtype))?;
         let (ll, rl) = (self.layout.broadcast_as(&out.shape)?, rhs.layout.broadcast_as(&out.shape)?);
+        if let Some(t) = Tensor::defer(Op::Binary(op), &[self, rhs], &[&ll, &rl], &out, &[])? {
+            return Ok(t);
+        }
         let r = self.run(Family::Elementwise, op.name(), &[rhs], &out)?;
         let s = dispatch!(self.device, |b| b.wrap(b.binary(r.arg(b, self)?, &ll, r.arg(b, rhs)?, &rl, op)?));
         Ok(r.finish(s))
@@ -135,6 +145,9 @@ impl Tensor {
         self.same_device(op.name(), &[rhs])?;
         let out = ew::cmp(op, (&self.layout, self.dtype), (&rhs.layout, rhs.dtype))?;
         let (ll, rl) = (self.layout.broadcast_as(&out.shape)?, rhs.layout.broadcast_as(&out.shape)?);
+        if let Some(t) = Tensor::defer(Op::Cmp(op), &[self, rhs], &[&ll, &rl], &out, &[])? {
+            return Ok(t);
+        }
         let r = self.run(Family::Elementwise, op.name(), &[rhs], &out)?;
         let s = dispatch!(self.device, |b| b.wrap(b.cmp(r.arg(b, self)?, &ll, r.arg(b, rhs)?, &rl, op)?));
         Ok(r.finish(s))
@@ -151,6 +164,9 @@ impl Tensor {
         let cl = self.layout.broadcast_as(&out.shape)?;
         let tl = on_true.layout.broadcast_as(&out.shape)?;
         let fl = on_false.layout.broadcast_as(&out.shape)?;
+        if let Some(t) = Tensor::defer(Op::Where, &[self, on_true, on_false], &[&cl, &tl, &fl], &out, &[])? {
+            return Ok(t);
+        }
         let r = self.run(Family::Elementwise, "where_cond", &[on_true, on_false], &out)?;
         let s = dispatch!(self.device, |b| b.wrap(b.where_cond(
             r.arg(b, self)?,
@@ -169,6 +185,9 @@ impl Tensor {
             return Ok(self.clone());
         }
         let out = ew::cast(&self.layout, dtype)?;
+        if let Some(t) = Tensor::defer(Op::Cast, &[self], &[&self.layout], &out, &[])? {
+            return Ok(t);
+        }
         let r = self.run(Family::Elementwise, "cast", &[], &out)?;
         let s = dispatch!(self.device, |b| b.wrap(b.cast(r.arg(b, self)?, &self.layout, dtype)?));
         Ok(r.finish(s))
@@ -360,7 +379,7 @@ impl Tensor {
     /// through a view, the elements of the viewed tensor change.
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<()> {
         let value = value.into().to_dtype(self.dtype);
-        let mut guard = self.write();
+        let mut guard = self.write()?;
         dispatch!(self.device, |b| b.fill(b.get_mut(&mut guard)?, &self.layout, value))
     }
 
@@ -415,8 +434,8 @@ impl Tensor {
         let calls = spec::copy::block_copies(self.layout(), src.layout(), dim, start)?;
         // The data written here now depends on whatever `src`'s depends on.
         self.status().absorb(src.status().flags());
-        let s = src.read();
-        let mut d = self.write();
+        let s = src.read()?;
+        let mut d = self.write()?;
         dispatch!(self.device, |b| {
             let (s, d) = (b.get(&s)?, b.get_mut(&mut d)?);
             calls.iter().try_for_each(|p| b.copy2d(s, d, p))

@@ -73,9 +73,26 @@ impl Tensor {
         out: &Out,
     ) -> Result<Run<'a>> {
         admit(&self.device, family, op, out)?;
-        let max = dispatch!(self.device, |b| b.max_elements());
+        self.check_operands(op, std::iter::once(self).chain(others.iter().copied()))?;
         let mut r = Run { op, owners: vec![], guards: vec![], shape: out.shape.clone() };
         for t in std::iter::once(self).chain(others.iter().copied()) {
+            if !r.owners.iter().any(|o| o.shares_storage(t)) {
+                r.owners.push(t);
+                r.guards.push(t.read()?);
+            }
+        }
+        Ok(r)
+    }
+
+    /// `LimitExceeded` for an operand with more elements than the device's kernels can walk
+    /// (a broadcast view can be that large).
+    pub(super) fn check_operands<'t>(
+        &self,
+        op: &'static str,
+        operands: impl Iterator<Item = &'t Tensor>,
+    ) -> Result<()> {
+        let max = dispatch!(self.device, |b| b.max_elements());
+        for t in operands {
             if t.elem_count() > max {
                 let size = t.dtype.size_in_bytes() as u64;
                 return Err(crate::Error::LimitExceeded {
@@ -85,12 +102,8 @@ impl Tensor {
                     limit: max as u64 * size,
                 });
             }
-            if !r.owners.iter().any(|o| o.shares_storage(t)) {
-                r.owners.push(t);
-                r.guards.push(t.read());
-            }
         }
-        Ok(r)
+        Ok(())
     }
 
     /// A new, zeroed flag on this tensor's device, for a kernel to record a failure in.

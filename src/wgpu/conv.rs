@@ -4,39 +4,15 @@
 //! layout is not already it) and the image's windows as B, gathered while the tiles load. A
 //! 1x1 convolution of stride 1 without padding is a plain GEMM on the image as it lies.
 
-use super::coop::CoopTiles;
-use super::gemm::Tiles;
-use super::gemm::{Gemm, Kernel, Load, Operand, Variant, gemm_spec, too_large};
+use super::gemm::slots as md;
+use super::gemm::{CONV, Gemm, Operand, too_large, variants};
 use super::kernel::{Spec, family_source, section};
-use super::matmul::{TABLE, Table, record};
 use super::repr::{Caps, Repr};
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::{ConvOps, CopyOps};
 use crate::spec::Family;
 use crate::spec::conv::{Conv2, ConvOp};
-use crate::{DType, Layout, Result};
-
-/// The kernel choices of the convolutions: one tile size (their GEMMs have short K and many
-/// columns). Provenance: H100 (Vulkan, driver 580.159.04), 2026-11-24, conv2d [32,64,56,56]
-/// 64x3x3 pad 1, window and stride as constants: f32 64x64x16/4x4 20.2 TFLOP/s,
-/// 64x64x16/4x8 15.6, 64x128x16/4x8 14.6, 64x64x32/4x4 14.8, 128x128x16/8x8 10.8
-/// (conv_transpose2d alike: 19.8-20.0); f16 cooperative 64x64x16/2x2 two buffers 28.8-28.9
-/// (18.6 once, first of a sweep), one 27.6, 64x64x32/2x2 f0 28.1, f2 19.9-21.9, 64x128x32/2x2
-/// f0 27.9, 128x128x32/4x2 19.6. After the loaders stopped waiting for memory at each fetch
-/// (2026-11-27, two sweeps, us): f32 64x64x16/4x4 pad 0 305-321 against pad 4 366-370 (32x64
-/// 353, 64x32 378, 64x64x16/4x8 336, 64x64x32 451); conv_transpose2d pad 0 320-324 against
-/// 372-385; f16 tiled pad 0 312-320; f16 cooperative 64x64x32/2x2 f0 150.3-151.4, f1 152.3, pad
-/// 16 156.1, 64x128x32/2x2 f0 154.4, 64x64x64 183.0, the old 64x64x16/2x2 f2 165.8.
-const CONV: Table = Table {
-    big: CONV_TILES,
-    big16: CONV_TILES,
-    small: CONV_TILES,
-    big_from: 0,
-    small_from: 0,
-    coop: CoopTiles { bm: 64, bn: 64, bk: 32, wm: 2, wn: 2, pad: 8, pipe: 0 },
-    ..TABLE
-};
-const CONV_TILES: Tiles = Tiles { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, pad: 0 };
+use crate::{Layout, Result};
 
 /// The strides `(N, C, H, W)` of a rank-4 layout.
 fn strides4(l: &Layout) -> [usize; 4] {
@@ -82,16 +58,26 @@ impl Conv2 {
         let gather = if pointwise {
             vec![]
         } else {
-            let [ih, iw] = self.input;
-            let [kh, kw] = self.kernel;
-            [ih, iw, self.output[1], kh, kw]
-                .into_iter()
-                .chain(self.stride)
-                .chain(self.padding)
-                .chain(self.dilation)
-                .chain([xs[1], xs[2], xs[3]])
-                .map(|w| w as u32)
-                .collect()
+            let ([ih, iw], [kh, kw], ow) = (self.input, self.kernel, self.output[1]);
+            let ([sh, sw], [ph, pw], [dh, dw]) = (self.stride, self.padding, self.dilation);
+            [
+                (md::CONV_IH, ih),
+                (md::CONV_IW, iw),
+                (md::CONV_OW, ow),
+                (md::CONV_KH, kh),
+                (md::CONV_KW, kw),
+                (md::CONV_SH, sh),
+                (md::CONV_SW, sw),
+                (md::CONV_PH, ph),
+                (md::CONV_PW, pw),
+                (md::CONV_DH, dh),
+                (md::CONV_DW, dw),
+                (md::CONV_CS, xs[1]),
+                (md::CONV_HS, xs[2]),
+                (md::CONV_WS, xs[3]),
+            ]
+            .map(|(s, w)| (s, w as u32))
+            .to_vec()
         };
         Gemm {
             batch: vec![self.batch, self.groups],
@@ -155,57 +141,19 @@ impl ConvOps for WgpuBackend {
             (&copied, 0)
         };
         let gemm = c.problem(w_offset, xl);
-        let tiles = gemm.batches() * gemm.m.div_ceil(128) * gemm.n.div_ceil(128);
-        let kernel = CONV.pick(x.dtype, tiles, self.gemm_workgroup_bytes(), self.gemm_invocations(), self.coop());
-        record(kernel);
         let gather =
             (!gemm.gather.is_empty()).then(|| (Family::Conv, gather_code(transposed, c.kernel, c.stride, c.dilation)));
-        self.gemm(&kernel, 1, &gemm, gather, w, x)
+        self.run_gemm(&CONV, gemm, gather, w, x)
     }
 }
 
-/// Every convolution kernel for `caps`, named `{op}_{dtype}` (weight loaded along K, the
-/// image gathered, through [`CONV`]'s tiles), then `_{kernel}_{a load}`: those and matmul's
-/// large tiles (which a sweep may force) with the weight strided or along K, and the
-/// cooperative kernels for f16 (the 1-D ops run the 2-D kernels: they get their first only).
+/// Every convolution kernel for `caps` ([`variants::conv`]), each op's gather for a 3x3 window
+/// of stride 2 (every division of the gather kept).
 pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
-    use crate::spec::kernel_name;
     let mut v = vec![];
     for &op in ConvOp::ALL {
-        let transposed = op.is_transposed();
-        for dt in caps.dtypes().into_iter().filter(|d| op.dtypes().contains(d)) {
-            let mut kernels = if dt == DType::F64 {
-                vec![Kernel::Tiled(TABLE.f64)]
-            } else {
-                vec![
-                    Kernel::Tiled(CONV.big),
-                    Kernel::Tiled(TABLE.big),
-                    Kernel::Tiled(TABLE.big16),
-                    Kernel::Tiled(TABLE.f64),
-                ]
-            };
-            if dt == DType::F16 && caps.f16 {
-                kernels.extend([Kernel::Coop(CONV.coop), Kernel::Coop(TABLE.coop)]);
-            }
-            let base = kernel_name(op.name(), dt);
-            let mut first = true;
-            // The weight along K with whole runs of C, and strided with ragged ones (f64: strided).
-            let loads: &[(Load, bool)] =
-                if dt == DType::F64 { &[(Load::Gather, false)] } else { &[(Load::KVec, true), (Load::Gather, false)] };
-            for k in kernels {
-                for &(a, c_vec) in loads {
-                    if !first && op.spatial_dims() == 1 {
-                        break;
-                    }
-                    let name = if first { base.clone() } else { format!("{base}_{k}_{a:?}") };
-                    first = false;
-                    // A 3x3 window of stride 2: every division of the gather kept.
-                    let gather = Some((Family::Conv, gather_code(transposed, [3, 3], [2, 2], [1, 1])));
-                    let variant = Variant { dtype: dt, a, b: Load::Gather, c_vec, gather, split: false };
-                    v.push((name, gemm_spec(caps, &k, &variant)));
-                }
-            }
-        }
+        let gather = (Family::Conv, gather_code(op.is_transposed(), [3, 3], [2, 2], [1, 1]));
+        v.extend(variants::conv(caps, op.name(), op.dtypes(), op.spatial_dims() == 1, gather));
     }
     v
 }

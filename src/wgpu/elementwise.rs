@@ -6,7 +6,8 @@ use super::render::Wgsl;
 use super::repr::{Access, Caps, Compute, Repr, params};
 use super::support::bits_of;
 use super::{WgpuBackend, WgpuStorage};
-use crate::backend::ElementwiseOps;
+use crate::backend::{ElementwiseOps, one_at_a_time};
+use crate::expr::program::Program;
 use crate::expr::{Expr, Ty, table};
 use crate::spec::Family;
 use crate::spec::elementwise::{BinaryOp, CmpOp, ElementwiseOp, ScalarOp, UnaryOp};
@@ -29,7 +30,7 @@ fn spec(
     }
     spec = spec.bind("y", out, Access::Write, Index::None).code(code);
     if scalars {
-        spec = spec.code(params::decoder(inputs[0].1.compute()));
+        spec = spec.code(params::typed_decoder(inputs[0].1.compute()));
     }
     spec
 }
@@ -202,6 +203,15 @@ impl WgpuBackend {
 }
 
 impl ElementwiseOps for WgpuBackend {
+    /// One kernel per program; a program of one step is its op's own kernel (with the tiled and
+    /// vector forms that op has).
+    fn fused(&self, p: &Program, inputs: &[(&WgpuStorage, &Layout)], params: &[Scalar]) -> Result<WgpuStorage> {
+        if p.steps.len() == 1 {
+            return one_at_a_time(self, p, inputs, params);
+        }
+        self.run_fused(p, inputs, params)
+    }
+
     fn unary(&self, x: &WgpuStorage, l: &Layout, op: UnaryOp) -> Result<WgpuStorage> {
         self.launch(unary_spec(self.caps(), op, x.dtype, Index::of(l))?, &[(x, l)], x.dtype, &[])
     }

@@ -1,236 +1,14 @@
-//! Batched matmul on wgpu (`shaders/matmul.wgsl`, through [`super::gemm`]): the operands are
-//! read in place through their strides (a transposed view is another load pattern, never a
-//! copy), batch dims merged where both operands allow and a batch that walks down the lhs's
-//! rows against one rhs folded into M. Which kernel runs is decided by [`TABLE`].
+//! Batched matmul on wgpu: the op as a GEMM problem ([`super::gemm`]), the operands read in
+//! place through their strides (a transposed view is another load pattern, never a copy), on
+//! the kernel matmul's table ([`super::gemm::TABLE`]) plans for it.
 
-use super::coop::CoopTiles;
-use super::gemm::{Gemm, Kernel, MATVEC_MAX_M, MatVec, MvTiles, Operand, Tiles, too_large};
-use super::repr::Caps;
+use super::gemm::{Gemm, Operand, TABLE, too_large};
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::MatmulOps;
-use crate::spec::matmul::{MatmulGeometry, MatmulOp};
-use crate::{DType, Layout, Result};
-use std::cell::Cell;
+use crate::spec::matmul::MatmulGeometry;
+use crate::{Layout, Result};
 
-/// The kernel choices of the GEMM family by shape, and where each figure came from.
-pub(crate) struct Table {
-    /// f32 problems of at least `big_from` tiles of `big`.
-    pub big: Tiles,
-    /// The same for f16 and bf16 (unpacking 2-byte elements shifts the balance).
-    pub big16: Tiles,
-    /// Smaller problems (more workgroups for the same work).
-    pub small: Tiles,
-    pub big_from: usize,
-    /// Problems of fewer than `small_from` tiles (too few workgroups of `small` to fill the
-    /// GPU).
-    pub tiny: Tiles,
-    pub small_from: usize,
-    /// f64 (8-byte elements: half the tile for the same workgroup memory).
-    pub f64: Tiles,
-    /// f16 problems of at least `small_from` tiles where the adapter has 16x16x16 f16->f32
-    /// cooperative matrices.
-    pub coop: CoopTiles,
-    /// Smaller f16 problems there.
-    pub coop_small: CoopTiles,
-    /// The matrix-vector kernel reading B across its rows (groups of four columns) and down
-    /// its columns.
-    pub matvec: MvTiles,
-    pub matvec_rows: MvTiles,
-    /// Split-K for problems of too few workgroups.
-    pub split: Split,
-}
-
-/// Split-K: a tiled GEMM of fewer than `tiled` workgroups (a cooperative one: `coop`) and K of
-/// at least `from_k` runs K in parts (each part's products to its own f32 slice, then one sum
-/// into C), as many as bring it to that many workgroups, each part at least `min_k` of K, at
-/// most `most` parts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Split {
-    pub tiled: usize,
-    pub coop: usize,
-    pub from_k: usize,
-    pub min_k: usize,
-    pub most: usize,
-}
-
-impl Split {
-    /// The parts of K for kernel `kernel` of `groups` workgroups and depth `k`.
-    pub fn parts(&self, kernel: &Kernel, groups: usize, k: usize) -> usize {
-        let below = match kernel {
-            Kernel::Tiled(_) => self.tiled,
-            Kernel::Coop(_) => self.coop,
-            Kernel::MatVec(_) => return 1,
-        };
-        if groups == 0 || groups >= below || k < self.from_k {
-            return 1;
-        }
-        below.div_ceil(groups).min(k / self.min_k).clamp(1, self.most)
-    }
-}
-
-/// Matmul's choices. Provenance: H100 (Vulkan, driver 580.159.04), 2026-11-24. f32 4096^3:
-/// 128x128x16/8x8 27.2 TFLOP/s (pad 0: 27.3, within noise), 128x128x16/8x4 23.5, 64x64x16/4x4
-/// 18.7, 128x128x8/8x8 19.3. bf16 (f16 alike) 4096^3: 128x128x16/8x4 24.2, 8x8 20.1. f32
-/// 1024^3 (64 large tiles): 64x64 20.9, 128x128 14.2. f16 4096^3 cooperative (two sweeps the
-/// same day, each variant checked against the tiled kernel): 128x256x32/4x2 (16 subgroups)
-/// fetched a step ahead into registers, one buffer (f1) 108.6-111.1 TFLOP/s, no prefetch (f0)
-/// 102.4-104.2, two buffers (f2) too large; 256x128x32/2x4 f1 105.6-106.1; 128x128x16/4x2 f1
-/// 97.8, f0 92.7-96.7; 128x128x32/4x2 (the old choice) f2 59.1-60.6, f0 56.6, f1 57.6;
-/// 128x128x32/2x2 f1 81.9-83.3; 128x256x32/4x4 76.3; 256x256x16/4x4 48.5; unpadded 42.1;
-/// staged from `vec4<f16>` bindings instead of raw words (a third run, not kept) 82.4-84.9.
-/// `big_from` (two large tiles per multiprocessor of a 132-SM GPU) lies between the sizes
-/// measured; f32 tiles 128x256x16/8x16 27.8 and 256x128x8/16x8 26.2 against 27.5 (noise).
-///
-/// Small problems (superseded by the split-K sweep below: these figures carried a fixed CPU
-/// cost of ~100 us per GEMM): the GPT-2-small GEMMs (M = 128), the same GPU 2026-11-24, one sweep, us per
-/// GEMM for QKV [128,768]x[768,2304] / q.k^T [12,128,64]x[12,64,128] / att.v / projection /
-/// MLP up / down. f32: 64x64x16/4x4 141/132/107/145/137/218, 32x64x16/4x4 130/94/127/105/103/
-/// 179, 32x32x16 112/88/105/107/157/143, 32x32x32 138/97/80/93/135/157, 16x64x16 120/58/100/
-/// 135/117/179 (the small ones within 6% of each other in all, 16% under 64x64). f16 tiled
-/// 32x64x16 118/122/100/169/129/214; every cooperative configuration 218-373 (the big one
-/// 261/316/349/365/223/278; 128x128, 128x64, 64x128, 64x64 and 32x32 tiles, f0 to f2 alike):
-/// they pay only on large problems (logits [128,768]x[768,50257], 393 tiles: cooperative
-/// 313-386, tiled 972-1143). `small_from` lies between 24 tiles (MLP up, faster tiled) and 64
-/// (f32 1024^3, best on 64x64; f16 from there on cooperative matrices as before, unmeasured
-/// between 24 and 393 tiles).
-///
-/// Matrix-vector (columns kernel), f32 [1,4096]x[4096,16384], us, 2026-11-26, splits as
-/// KSxLANESxUNROLL: H200 16x16x4 88.4, 32x16x4 71.5, 32x8x8 71.8, 16x32x4 87.8, 8x16x8 146,
-/// 64x4x4 100.2 (torch 65.5); H100 (one run) 16x16x4 109.3, 32x16x4 98.3, 64x16x4 98.7,
-/// 32x8x4 99.4, 32x16x8 99.2 (torch 90.6). The rows kernel keeps 16x4x4 (unmeasured).
-/// Split-K and `coop_small`: the same GEMMs on the H100, 2026-11-27, one sweep after GEMM
-/// kernels were kept by key (the fixed cost gone: q.k^T 100 -> 11 us), us at 1/2/4/8/16 parts
-/// asked (fewer taken where K is short), QKV / projection / MLP up / down. f16 cooperative
-/// 64x128x32/2x2 31.8/24.4/22.5/21.8/30.2, 33.0/25.0/23.4/22.0/17.8, 32.2/24.9/22.9/29.2/37.2,
-/// 105.8/61.1/36.5/24.5/24.0 (64x64 and 128x128 tiles within 10% or slower; f16 tiled 32x64
-/// at its best part count 43.1/22.9/46.6/45.6: so small f16 problems now take cooperative
-/// matrices too); f32 tiled 32x64x16/4x4 47.3/36.2/35.4/34.7/37.6, 34.6/25.4/23.4/23.0/23.4,
-/// 47.7/36.9/37.5/40.8/46.9, 122.0/67.6/51.2/37.9/39.5 (64x64 alike or slower). The best part
-/// counts bring the cooperative grids to ~192 workgroups and the tiled ones to ~384; with K of
-/// 64 or 128 (q.k^T, att.v) a split only adds the sum's dispatch (att.v f32 10.3 unsplit, 12.3-
-/// 17.3 in two parts); the logits (786 cooperative workgroups) lose from the first split
-/// (212 -> 334).
-///
-/// The cooperative tiles after the loaders stopped waiting for memory at each fetch (H100,
-/// 2026-11-27, two sweeps, f16 4096^3, TFLOP/s): 128x128x32/4x4 (four subgroups of 4x4
-/// matrices) no prefetch (f0) 196.8, a step ahead into registers (f1) 182.9-188.3, two buffers
-/// 153.8; 128x128x64/4x4 f1 179.9, f0 144.0; 256x128x32/4x4 162.0-169.7; 128x256x32/4x4
-/// 168.0-170.1; the old 128x256x32/4x2 f1 148.9-149.9, f0 153.7-154.4; 128x128x32/2x2 105.0;
-/// pad 16 114.2, pad 0 (128x256x32/4x2) 74.3. The logits [128,768]x[768,50257]: 128x128x32/4x4
-/// f0 171.9 us, 128x128x64/4x4 f1 142.3, the old 189.5.
-///
-/// Cooperative tiles, 2026-11-26 on the H100 (f16 4096^3, TFLOP/s): the f1 choice 106-108
-/// in every sweep; 2x4 subgroup tiles 108.0-108.9, 256x128 105.5-109.6, K steps of 16 (fewer
-/// vectors than invocations) 101.8-103.2, 64x256 47.8, 128x128x32/2x2 88.2; staging into
-/// `vec4<f16>` workgroup entries from `mat2x4<f16>` bindings (no conversion at all) 107.8 and
-/// from words 107.0 (H200): the staging's stores and conversions are not what limits it (not
-/// kept).
-pub(crate) const TABLE: Table = Table {
-    big: Tiles { bm: 128, bn: 128, bk: 16, tm: 8, tn: 8, pad: 4 },
-    big16: Tiles { bm: 128, bn: 128, bk: 16, tm: 8, tn: 4, pad: 4 },
-    small: Tiles { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, pad: 4 },
-    // Two 128x128 tiles per multiprocessor of a 132-SM GPU.
-    big_from: 264,
-    tiny: Tiles { bm: 32, bn: 64, bk: 16, tm: 4, tn: 4, pad: 4 },
-    // One 64x64 tile per multiprocessor of a 132-SM GPU.
-    small_from: 33,
-    f64: Tiles { bm: 64, bn: 64, bk: 8, tm: 8, tn: 4, pad: 0 },
-    coop: CoopTiles { bm: 128, bn: 128, bk: 32, wm: 4, wn: 4, pad: 8, pipe: 0 },
-    coop_small: CoopTiles { bm: 64, bn: 128, bk: 32, wm: 2, wn: 2, pad: 8, pipe: 1 },
-    matvec: MvTiles { ks: 32, lanes: 16, unroll: 4 },
-    matvec_rows: MvTiles { ks: 16, lanes: 4, unroll: 4 },
-    split: Split { tiled: 384, coop: 192, from_k: 256, min_k: 64, most: 16 },
-};
-
-thread_local! {
-    /// The kernel of the last GEMM this thread recorded.
-    static LAST: Cell<Option<Kernel>> = const { Cell::new(None) };
-    /// A kernel forced by [`with_gemm_kernel`] (the tuning sweep).
-    static FORCED: Cell<Option<Kernel>> = const { Cell::new(None) };
-    /// The parts of K of the last GEMM this thread recorded.
-    static LAST_PARTS: Cell<usize> = const { Cell::new(1) };
-    /// Parts of K forced by [`with_gemm_parts`].
-    static FORCED_PARTS: Cell<Option<usize>> = const { Cell::new(None) };
-}
-
-/// The kernel of the last matmul or convolution this thread recorded on a wgpu device.
-#[doc(hidden)]
-pub fn last_gemm_kernel() -> Option<Kernel> {
-    LAST.with(Cell::get)
-}
-
-/// Runs `f` with every tiled or cooperative GEMM on this thread forced to `k` (for timing tile
-/// configurations against each other); a matrix-vector `k` forces its split on matrix-vector
-/// shapes instead.
-#[doc(hidden)]
-pub fn with_gemm_kernel<R>(k: Kernel, f: impl FnOnce() -> R) -> R {
-    let before = FORCED.with(|c| c.replace(Some(k)));
-    let out = f();
-    FORCED.with(|c| c.set(before));
-    out
-}
-
-/// The parts of K (split-K) of the last matmul this thread recorded on a wgpu device (1: not
-/// split).
-#[doc(hidden)]
-pub fn last_gemm_parts() -> usize {
-    LAST_PARTS.with(Cell::get)
-}
-
-/// Runs `f` with every tiled or cooperative matmul on this thread taking K in `parts` parts
-/// (fewer where K is short: each part but the last takes a multiple of 64).
-#[doc(hidden)]
-pub fn with_gemm_parts<R>(parts: usize, f: impl FnOnce() -> R) -> R {
-    let before = FORCED_PARTS.with(|c| c.replace(Some(parts)));
-    let out = f();
-    FORCED_PARTS.with(|c| c.set(before));
-    out
-}
-
-/// The tile configurations of [`TABLE`] (for tests that force each in turn).
-#[doc(hidden)]
-pub fn gemm_tiles() -> [Tiles; 5] {
-    [TABLE.big, TABLE.big16, TABLE.small, TABLE.f64, TABLE.tiny]
-}
-
-/// The cooperative-matrix configurations of [`TABLE`] (likewise, where the adapter has them).
-#[doc(hidden)]
-pub fn gemm_coop_tiles() -> [CoopTiles; 2] {
-    [TABLE.coop, TABLE.coop_small]
-}
-
-pub(crate) fn record(k: Kernel) {
-    LAST.with(|c| c.set(Some(k)));
-}
-
-impl Table {
-    /// The tiled or cooperative kernel for `tiles` 128x128 tiles of `dtype`, within `bytes` of
-    /// workgroup memory and `invocations` per workgroup; `coop`: the adapter runs the
-    /// cooperative kernel.
-    pub fn pick(&self, dtype: DType, tiles: usize, bytes: u32, invocations: u32, coop: bool) -> Kernel {
-        if let Some(k @ (Kernel::Tiled(_) | Kernel::Coop(_))) = FORCED.with(Cell::get) {
-            return k;
-        }
-        let fits = |k: Kernel, need: u32| need <= bytes && k.invocations() <= invocations;
-        let t = if tiles >= self.small_from { self.coop } else { self.coop_small };
-        if coop && dtype == DType::F16 && fits(Kernel::Coop(t), t.workgroup_bytes()) {
-            return Kernel::Coop(t);
-        }
-        let size = dtype.size_in_bytes() as u32;
-        let order = if dtype == DType::F64 {
-            [self.f64, self.f64]
-        } else if tiles >= self.big_from {
-            [if size == 2 { self.big16 } else { self.big }, self.small]
-        } else if tiles >= self.small_from {
-            [self.small, self.small]
-        } else {
-            [self.tiny, self.small]
-        };
-        // The f64 tiles need 16 KiB and 128 invocations, within WebGPU's least.
-        let elem = super::gemm::tile_elem_size(dtype);
-        Kernel::Tiled(order.into_iter().find(|&t| fits(Kernel::Tiled(t), t.workgroup_bytes(elem))).unwrap_or(self.f64))
-    }
-}
+pub(crate) use super::gemm::variants::matmul as shader_variants;
 
 /// The product of `lhs (batch.., m, k)` and `rhs (batch.., k, n)` as a GEMM problem.
 fn problem(ll: &Layout, rl: &Layout, g: &MatmulGeometry) -> Gemm {
@@ -249,58 +27,6 @@ fn problem(ll: &Layout, rl: &Layout, g: &MatmulGeometry) -> Gemm {
     .simplified()
 }
 
-/// The matrix-vector form of `g`, if it has one: few rows of C, or few columns (then the
-/// transposed problem `C^T = B^T A^T` is run, writing C through transposed strides).
-fn matvec(g: &Gemm) -> Option<(MatVec, Gemm)> {
-    let form = |g: Gemm| {
-        let rows = g.b.k == 1 && g.b.outer != 1;
-        let tiles = match FORCED.with(Cell::get) {
-            Some(Kernel::MatVec(v)) => v.tiles,
-            _ if rows => TABLE.matvec_rows,
-            _ => TABLE.matvec,
-        };
-        (MatVec { m: g.m as u32, rows, tiles }, g)
-    };
-    if g.m <= MATVEC_MAX_M {
-        return Some(form(g.clone()));
-    }
-    if g.n <= MATVEC_MAX_M {
-        let t = Gemm { m: g.n, n: g.m, a: g.b.clone(), b: g.a.clone(), c_transposed: true, ..g.clone() };
-        return Some(form(t));
-    }
-    None
-}
-
-impl WgpuBackend {
-    /// Whether f16 GEMMs run on cooperative matrices here.
-    pub(crate) fn coop(&self) -> bool {
-        self.0.gpu.coop_missing().is_none()
-    }
-
-    /// What `info()` says of the GEMM kernels this adapter gets.
-    pub(crate) fn gemm_info(&self) -> String {
-        let coop = match self.0.gpu.coop_missing() {
-            None => "cooperative matrix 16x16x16 f16->f32 (f16)".to_string(),
-            Some(why) => format!("no cooperative matrix ({why})"),
-        };
-        format!(
-            "tiled (f32, bf16, f64{}), matrix-vector (m or n <= {MATVEC_MAX_M}), {coop}",
-            if self.coop() { "" } else { ", f16" }
-        )
-    }
-
-    /// Workgroup memory a GEMM kernel may use.
-    pub(crate) fn gemm_workgroup_bytes(&self) -> u32 {
-        self.0.gpu.limits.max_compute_workgroup_storage_size
-    }
-
-    /// Invocations a GEMM workgroup may have (its kernels are one-dimensional).
-    pub(crate) fn gemm_invocations(&self) -> u32 {
-        let l = &self.0.gpu.limits;
-        l.max_compute_invocations_per_workgroup.min(l.max_compute_workgroup_size_x)
-    }
-}
-
 impl MatmulOps for WgpuBackend {
     fn matmul(
         &self,
@@ -314,111 +40,15 @@ impl MatmulOps for WgpuBackend {
         if out as u64 > u32::MAX as u64 {
             return Err(too_large(format!("matmul output of {out} elements"), out as u64, lhs.dtype));
         }
-        let gemm = problem(ll, rl, g);
-        let (kernel, gemm) = match matvec(&gemm) {
-            Some((v, t)) => {
-                (Kernel::MatVec(v.fitted(lhs.dtype, self.gemm_workgroup_bytes(), self.gemm_invocations())), t)
-            }
-            None => {
-                let tiles = gemm.batches() * gemm.m.div_ceil(128) * gemm.n.div_ceil(128);
-                let (bytes, invocations) = (self.gemm_workgroup_bytes(), self.gemm_invocations());
-                (TABLE.pick(lhs.dtype, tiles, bytes, invocations, self.coop()), gemm)
-            }
-        };
-        // f64 sums in f64: no f32 parts.
-        let parts = match kernel {
-            _ if lhs.dtype == DType::F64 => 1,
-            Kernel::MatVec(_) => 1,
-            Kernel::Tiled(Tiles { bm, bn, .. }) | Kernel::Coop(CoopTiles { bm, bn, .. }) => {
-                let groups = gemm.batches() * gemm.m.div_ceil(bm as usize) * gemm.n.div_ceil(bn as usize);
-                let table = || match self.tune().gemm_split {
-                    Some(false) => 1,
-                    _ => TABLE.split.parts(&kernel, groups, gemm.k),
-                };
-                let parts = FORCED_PARTS.with(Cell::get).unwrap_or_else(table);
-                super::gemm::split_k(gemm.k, parts).0
-            }
-        };
-        record(kernel);
-        LAST_PARTS.with(|c| c.set(parts));
-        // The transposed problem multiplies the operands the other way round.
-        let (a, b) = if gemm.c_transposed { (rhs, lhs) } else { (lhs, rhs) };
-        self.gemm(&kernel, parts, &gemm, None, a, b)
+        self.run_gemm(&TABLE, problem(ll, rl, g), None, lhs, rhs)
     }
-}
-
-/// Every matmul kernel for `caps`, named `matmul_{dtype}_{kernel}_{a load}_{b load}` (the first,
-/// for contiguous operands, `matmul_{dtype}`): each tile configuration of the table the dtype
-/// can get with load patterns that take every loader for each operand and every way the inner
-/// products hold them (the loaders of A and B are independent code), and the matrix-vector
-/// kernels with vector and element loads.
-pub fn shader_variants(caps: Caps) -> Vec<(String, Result<super::kernel::Spec>)> {
-    use super::gemm::{Load, Variant, gemm_spec, sum_spec};
-    use crate::spec::kernel_name;
-    let mut v = vec![];
-    let every = vec![
-        (Load::KVec, Load::OVec),
-        (Load::OVec, Load::KVec),
-        (Load::KVec, Load::KVec),
-        (Load::Gather, Load::Gather),
-    ];
-    let mv = [(Load::KVec, Load::OVec), (Load::KVec, Load::KVec), (Load::Gather, Load::Gather)];
-    for dt in caps.dtypes().into_iter().filter(|d| MatmulOp::Matmul.dtypes().contains(d)) {
-        let mut kernels: Vec<(Kernel, Vec<(Load, Load)>)> = if dt == DType::F64 {
-            vec![(Kernel::Tiled(TABLE.f64), vec![(Load::Gather, Load::Gather)])]
-        } else {
-            gemm_tiles().map(|t| (Kernel::Tiled(t), every.clone())).to_vec()
-        };
-        for m in [1, MATVEC_MAX_M as u32] {
-            for rows in [false, true] {
-                let tiles = if rows { TABLE.matvec_rows } else { TABLE.matvec };
-                kernels.push((Kernel::MatVec(MatVec { m, rows, tiles }), mv.to_vec()));
-            }
-        }
-        if dt == DType::F16 && caps.f16 {
-            // Each way of feeding the workgroup buffers.
-            for pipe in 0..=2 {
-                kernels.push((Kernel::Coop(CoopTiles { pipe, ..TABLE.coop }), every.clone()));
-            }
-            kernels.push((Kernel::Coop(TABLE.coop_small), every.clone()));
-        }
-        let base = kernel_name(MatmulOp::Matmul.name(), dt);
-        let mut first = true;
-        for (k, loads) in kernels {
-            for (i, (a, b)) in loads.into_iter().enumerate() {
-                let c_vec = i % 2 == 0;
-                // The first is the kernel of contiguous operands: it carries the plain name.
-                let name = if first { base.clone() } else { format!("{base}_{k}_{a:?}_{b:?}") };
-                first = false;
-                let variant = Variant { dtype: dt, a, b, c_vec, gather: None, split: false };
-                v.push((name, gemm_spec(caps, &k, &variant)));
-            }
-        }
-        // Split-K (never f64): the parts' f32 products from the small tiles and (f16) the
-        // cooperative kernel, and their sum into C with whole runs of four or not.
-        if dt == DType::F64 {
-            continue;
-        }
-        let mut split = vec![Kernel::Tiled(TABLE.small)];
-        if dt == DType::F16 && caps.f16 {
-            split.push(Kernel::Coop(TABLE.coop_small));
-        }
-        for k in split {
-            let variant = Variant { dtype: dt, a: Load::KVec, b: Load::OVec, c_vec: true, gather: None, split: true };
-            v.push((format!("{base}_{k}_split"), gemm_spec(caps, &k, &variant)));
-        }
-        for c_vec in [true, false] {
-            let variant = Variant { dtype: dt, a: Load::Gather, b: Load::Gather, c_vec, gather: None, split: false };
-            v.push((format!("{base}_split_sum_{}", if c_vec { "vec" } else { "elem" }), sum_spec(caps, &variant)));
-        }
-    }
-    v
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Shape;
+    use crate::wgpu::gemm::hooks::{MatVec, MvTiles};
+    use crate::{DType, Shape};
 
     fn geometry(l: &Layout, r: &Layout) -> MatmulGeometry {
         crate::spec::matmul::matmul((l, DType::F32), (r, DType::F32)).unwrap()
@@ -439,84 +69,18 @@ mod tests {
 
     #[test]
     fn skinny_problems_take_the_matrix_vector_kernels() {
+        let mv = |m, rows, tiles: MvTiles| MatVec { m, rows, tiles };
         let l = Layout::contiguous([1, 64]);
         let r = Layout::contiguous([64, 300]);
         let g = problem(&l, &r, &geometry(&l, &r));
-        let (v, t) = matvec(&g).unwrap();
-        assert_eq!((v, t.c_transposed), (MatVec { m: 1, rows: false, tiles: TABLE.matvec }, false));
+        let (v, t) = TABLE.matvec(&g, None).unwrap();
+        assert_eq!((v, t.c_transposed), (mv(1, false, TABLE.matvec), false));
         // n = 1: the transposed problem, reading the lhs down its contiguous rows.
         let l = Layout::contiguous([300, 64]);
         let r = Layout::contiguous([64, 1]);
-        let (v, t) = matvec(&problem(&l, &r, &geometry(&l, &r))).unwrap();
-        assert_eq!(
-            (v, t.c_transposed, t.m, t.n),
-            (MatVec { m: 1, rows: true, tiles: TABLE.matvec_rows }, true, 1, 300)
-        );
+        let (v, t) = TABLE.matvec(&problem(&l, &r, &geometry(&l, &r)), None).unwrap();
+        assert_eq!((v, t.c_transposed, t.m, t.n), (mv(1, true, TABLE.matvec_rows), true, 1, 300));
         let sq = Layout::contiguous([64, 64]);
-        assert!(matvec(&problem(&sq, &sq, &geometry(&sq, &sq))).is_none());
-    }
-
-    #[test]
-    fn small_grids_split_k() {
-        let (tiny, coop) = (Kernel::Tiled(TABLE.tiny), Kernel::Coop(TABLE.coop_small));
-        let groups = |m: usize, n: usize, bm: u32, bn: u32| m.div_ceil(bm as usize) * n.div_ceil(bn as usize);
-        // The GPT-2 GEMMs (M = 128) of the provenance: (N, K) -> parts asked (tiled f32, coop f16).
-        for (n, k, tiled, cooperative) in [(2304, 768, 3, 6), (768, 768, 8, 12), (3072, 768, 2, 4), (768, 3072, 8, 16)]
-        {
-            let t = TABLE.split.parts(&tiny, groups(128, n, TABLE.tiny.bm, TABLE.tiny.bn), k);
-            let c = TABLE.split.parts(&coop, groups(128, n, TABLE.coop_small.bm, TABLE.coop_small.bn), k);
-            assert_eq!((t, c), (tiled, cooperative), "[128,{k}]x[{k},{n}]");
-        }
-        // Short K, a grid that fills the GPU, and matrix-vector kernels are never split.
-        assert_eq!(TABLE.split.parts(&tiny, 48, 128), 1);
-        assert_eq!(TABLE.split.parts(&tiny, 393, 3072), 1);
-        let mv = Kernel::MatVec(MatVec { m: 1, rows: false, tiles: TABLE.matvec });
-        assert_eq!(TABLE.split.parts(&mv, 1, 1 << 20), 1);
-        // Parts of K: multiples of 64 but the last; fewer parts where K is short.
-        assert_eq!(super::super::gemm::split_k(1023, 7), (6, 192));
-        assert_eq!(super::super::gemm::split_k(768, 12), (12, 64));
-        assert_eq!(super::super::gemm::split_k(64, 2), (1, 64));
-        assert_eq!(super::super::gemm::split_k(0, 4), (1, 0));
-    }
-
-    #[test]
-    fn the_table_fits_webgpu_workgroup_memory_where_it_must() {
-        for t in gemm_tiles() {
-            assert!(t.is_valid(), "{t}");
-        }
-        assert!(TABLE.f64.workgroup_bytes(8) <= 16384);
-        assert!(TABLE.coop.is_valid());
-        assert_eq!(TABLE.pick(DType::F32, 1000, 16384, 1024, false), Kernel::Tiled(TABLE.f64));
-        assert_eq!(TABLE.pick(DType::F32, 1000, 49152, 1024, false), Kernel::Tiled(TABLE.big));
-        assert_eq!(TABLE.pick(DType::BF16, 1000, 49152, 1024, false), Kernel::Tiled(TABLE.big16));
-        assert_eq!(TABLE.pick(DType::BF16, 100, 49152, 1024, true), Kernel::Tiled(TABLE.small));
-        assert_eq!(TABLE.pick(DType::BF16, 10, 49152, 1024, true), Kernel::Tiled(TABLE.tiny));
-        assert_eq!(TABLE.pick(DType::F16, 100, 49152, 1024, true), Kernel::Coop(TABLE.coop));
-        assert_eq!(TABLE.pick(DType::F16, 1000, 49152, 1024, false), Kernel::Tiled(TABLE.big16));
-        assert_eq!(TABLE.pick(DType::F16, 10, 49152, 1024, true), Kernel::Coop(TABLE.coop_small));
-        assert!(TABLE.coop_small.is_valid());
-        // 256 invocations, WebGPU's least (SwiftShader's): big16's 512 are too many.
-        assert_eq!(TABLE.pick(DType::BF16, 1000, 49152, 256, false), Kernel::Tiled(TABLE.small));
-        // SwiftShader's 32 KiB hold the f32 partial sums of 32x16 invocations, its 256
-        // invocations do not: the invocations halve the lanes.
-        let v = MatVec { m: MATVEC_MAX_M as u32, rows: false, tiles: TABLE.matvec };
-        assert_eq!(v.fitted(DType::F32, 32768, 1024), v);
-        assert_eq!(v.fitted(DType::F32, 32768, 256).tiles, MvTiles { lanes: 8, ..TABLE.matvec });
-        // The matrix-vector partial sums fit the adapter's workgroup memory, f64's too (wgpu
-        // does not check it: NVIDIA's driver lost the device on 64 KiB).
-        for dt in [DType::F32, DType::F64] {
-            for (rows, tiles) in [(false, TABLE.matvec), (true, TABLE.matvec_rows)] {
-                let v = MatVec { m: MATVEC_MAX_M as u32, rows, tiles }.fitted(dt, 16384, 256);
-                assert!(v.workgroup_bytes(dt) <= 16384 && v.tiles.lanes >= 1, "{dt} {v:?}");
-                assert!(Kernel::MatVec(v).invocations() <= 256, "{dt} {v:?}");
-            }
-        }
-        let probe = Kernel::Coop(CoopTiles { pipe: 1, ..TABLE.coop });
-        for k in [Kernel::Tiled(TABLE.big), Kernel::Coop(TABLE.coop), probe] {
-            assert_eq!(k.to_string().parse::<Kernel>().unwrap(), k);
-        }
-        let mv = Kernel::MatVec(MatVec { m: 1, rows: false, tiles: TABLE.matvec });
-        assert_eq!(mv.to_string().parse::<Kernel>().unwrap(), mv);
-        assert!("matvec:24x16x4".parse::<Kernel>().is_err(), "K split not a power of two");
+        assert!(TABLE.matvec(&problem(&sq, &sq, &geometry(&sq, &sq)), None).is_none());
     }
 }

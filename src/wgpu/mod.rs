@@ -5,9 +5,9 @@ mod alloc;
 mod batch;
 mod context;
 mod conv;
-mod coop;
 mod copy;
 mod elementwise;
+mod fused;
 mod gemm;
 mod index;
 pub mod kernel;
@@ -35,12 +35,8 @@ use alloc::{Pool, PooledBuffer};
 use batch::{Mapping, Recorder};
 use context::Gpu;
 #[doc(hidden)]
-pub use coop::CoopTiles;
-#[doc(hidden)]
-pub use gemm::{Kernel as GemmKernel, MatVec, MvTiles, Tiles};
+pub use gemm::hooks as gemm_hooks;
 use kernel::Spec;
-#[doc(hidden)]
-pub use matmul::{gemm_coop_tiles, gemm_tiles, last_gemm_kernel, last_gemm_parts, with_gemm_kernel, with_gemm_parts};
 pub use random::Mul;
 pub use repr::Caps;
 use std::collections::HashMap;
@@ -68,9 +64,6 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
     .concat()
 }
 
-/// A GEMM kernel's spec (for its metadata and workgroup size) and its pipeline.
-type GemmPipeline = (Arc<Spec>, Arc<Pipeline>);
-
 /// A compiled kernel and the layout of its bind group.
 pub(crate) struct Pipeline {
     pipeline: wgpu::ComputePipeline,
@@ -86,9 +79,12 @@ pub(crate) struct Context {
     meta_pool: Arc<Pool>,
     rec: Mutex<Recorder>,
     pipelines: Mutex<HashMap<Spec, Arc<Pipeline>>>,
-    /// The GEMM kernels by what decides their source, with their pipelines: generating a
-    /// GEMM's WGSL (and hashing it to find its pipeline) costs more CPU than recording an op.
-    gemms: Mutex<HashMap<(gemm::Stage, gemm::Variant), GemmPipeline>>,
+    /// The GEMM kernels' pipelines by what decides their source (`gemm::Pipelines`).
+    gemms: gemm::Pipelines,
+    /// Fused elementwise kernels, by what their program is.
+    fused: fused::Pipelines,
+    /// Dispatches recorded so far.
+    launches: std::sync::atomic::AtomicU64,
     /// wgpu's injected bounds checks (and loop bounding): which kernels get them
     /// (`RWO_WGPU_BOUNDS_CHECKS`, see [`BoundsChecks`]).
     bounds_checks: BoundsChecks,
@@ -232,6 +228,8 @@ impl WgpuBackend {
             rec: Mutex::default(),
             pipelines: Mutex::default(),
             gemms: Mutex::default(),
+            fused: Mutex::default(),
+            launches: Default::default(),
             bounds_checks: match std::env::var("RWO_WGPU_BOUNDS_CHECKS").as_deref() {
                 Ok("0") => BoundsChecks::Off,
                 Ok("1") => BoundsChecks::All,
@@ -394,22 +392,6 @@ impl WgpuBackend {
         self.run_pipeline(spec, &pipeline, buffers, meta, threads)
     }
 
-    /// The GEMM-family kernel `stage` for problems of `shape`, and its pipeline: generated and
-    /// built at first use, then found by `(stage, shape)` alone.
-    pub(crate) fn gemm_pipeline(&self, stage: gemm::Stage, shape: gemm::Variant) -> Result<GemmPipeline> {
-        let key = (stage, shape);
-        if let Some(hit) = self.0.gemms.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-            return Ok(hit.clone());
-        }
-        let spec = Arc::new(match stage {
-            gemm::Stage::Gemm(k) => gemm::gemm_spec(self.caps(), &k, &key.1)?,
-            gemm::Stage::Sum => gemm::sum_spec(self.caps(), &key.1)?,
-        });
-        let pipeline = self.pipeline(&spec)?;
-        self.0.gemms.lock().unwrap_or_else(|e| e.into_inner()).insert(key, (spec.clone(), pipeline.clone()));
-        Ok((spec, pipeline))
-    }
-
     /// [`WgpuBackend::run`] with the pipeline of `spec` in hand.
     pub(crate) fn run_pipeline(
         &self,
@@ -425,6 +407,7 @@ impl WgpuBackend {
         if grid.1 as u64 > max {
             return Err(wgpu_err(format!("{threads} invocations exceed the dispatch limit")));
         }
+        self.0.launches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.rec().dispatch(&self.0.gpu, &self.0.meta_pool, pipeline, buffers, meta, grid)
     }
 
@@ -481,6 +464,15 @@ impl Memory for WgpuBackend {
         Arc::ptr_eq(&self.0, &other.0)
     }
 
+    fn launches(&self) -> u64 {
+        self.0.launches.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Every dtype but f64 where the adapter has no f64 arithmetic (those ops refuse it).
+    fn fuses(&self, dtypes: &[DType]) -> bool {
+        self.0.caps.f64 || !dtypes.contains(&DType::F64)
+    }
+
     fn info(&self) -> Vec<(&'static str, String)> {
         let gpu = &self.0.gpu;
         let on: Vec<&str> = context::WANTED.iter().filter(|(_, f)| gpu.has(*f)).map(|(n, _)| *n).collect();
@@ -516,6 +508,10 @@ impl Memory for WgpuBackend {
     fn max_elements(&self) -> usize {
         // Kernels index with u32: a view (a broadcast) larger than that cannot be walked.
         u32::MAX as usize
+    }
+
+    fn max_bytes(&self) -> u64 {
+        self.0.gpu.max_binding()
     }
 
     fn alloc(&self, dtype: DType, len: usize) -> Result<WgpuStorage> {

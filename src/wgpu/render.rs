@@ -56,8 +56,8 @@ impl Dialect for Wgsl<'_> {
         self.names[i as usize].to_string()
     }
 
-    fn param(&self, i: u8, _: Ty) -> String {
-        format!("param({i}u)")
+    fn param(&self, i: u8, ty: Ty) -> String {
+        format!("param_{}({i}u)", self.compute(ty).short())
     }
 
     fn prim(&self, p: Prim, a: &[String], tys: &[Ty]) -> String {
@@ -134,6 +134,26 @@ impl Dialect for Wgsl<'_> {
             // The spec's support statement keeps unsupported dtypes away from kernels.
             _ => format!("/* no {from} to {to} on this adapter */"),
         }
+    }
+
+    fn stored(&self, x: String, dtype: DType) -> String {
+        match Repr::of(dtype, self.caps, "fused") {
+            // Rounded to f16 in integer code: a driver may fold `f32(f16(x))` into x (NVIDIA's
+            // does), where a store and a load round. The same bits as the hardware's round to
+            // nearest even, overflow to infinity.
+            Ok(Repr::F16) => format!("f16_to_f32(f32_to_f16({x}))"),
+            // The very conversions a store and a load of the dtype make.
+            Ok(r @ (Repr::F16Packed | Repr::BF16 | Repr::U8)) => r.unpack(&r.pack(&x)),
+            // Opaque selects: drivers may contract a product and a sum of two steps into one
+            // fused multiply-add (naga marks nothing NoContraction), which two kernels cannot.
+            Ok(Repr::F32) => format!("fence32({x})"),
+            Ok(Repr::F64) => format!("fence64({x})"),
+            _ => x,
+        }
+    }
+
+    fn bind(&self, name: &str, value: &str, _: Ty) -> String {
+        format!("let {name} = {value};")
     }
 }
 

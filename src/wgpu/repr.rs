@@ -57,6 +57,17 @@ impl Compute {
         }
     }
 
+    /// A name part for functions of this type (`param_i64e`).
+    pub fn short(self) -> &'static str {
+        match self {
+            Compute::F32 => "f32",
+            Compute::F64 => "f64",
+            Compute::U32 => "u32",
+            Compute::I64 => "i64",
+            Compute::I64e => "i64e",
+        }
+    }
+
     /// Whether it is a float type.
     pub fn is_float(self) -> bool {
         matches!(self, Compute::F32 | Compute::F64)
@@ -168,7 +179,7 @@ impl Repr {
     }
 
     /// WGSL bits of element `i` (a u32 holding the bits at the bottom) to the compute type.
-    fn unpack(self, bits: &str) -> String {
+    pub(crate) fn unpack(self, bits: &str) -> String {
         match self {
             Repr::U8 => format!("(({bits}) & 0xffu)"),
             Repr::F16Packed => format!("f16_to_f32(({bits}) & 0xffffu)"),
@@ -179,7 +190,7 @@ impl Repr {
     }
 
     /// WGSL compute value `v` to its bits in the low bits of a u32.
-    fn pack(self, v: &str) -> String {
+    pub(crate) fn pack(self, v: &str) -> String {
         match self {
             Repr::U8 => format!("(({v}) & 0xffu)"),
             Repr::F16Packed => format!("f32_to_f16({v})"),
@@ -377,13 +388,24 @@ pub mod params {
 
     /// `fn param(k: u32) -> C`.
     pub fn decoder(c: Compute) -> String {
+        decoder_named(c, "param")
+    }
+
+    /// `fn param_{c}(k: u32) -> C` (`param_f32`...): the decoder the expression renderer calls,
+    /// one per compute type a fused program's parameters take.
+    pub fn typed_decoder(c: Compute) -> String {
+        decoder_named(c, &format!("param_{}", c.short()))
+    }
+
+    /// `fn {name}(k: u32) -> C`.
+    fn decoder_named(c: Compute, name: &str) -> String {
         let w = |j: u32| format!("md[EXTRA + 3u * k + {j}u]");
         let body = match c {
             Compute::F32 => format!("bitcast<f32>({})", w(0)),
             // The bits rebuilt arithmetically (reading them as an f64 needs SHADER_INT64).
             Compute::F64 => {
                 return format!(
-                    "fn param(k: u32) -> f64 {{\n    let lo = {};\n    let hi = {};\n    \
+                    "fn {name}(k: u32) -> f64 {{\n    let lo = {};\n    let hi = {};\n    \
                      let e = (hi >> 20u) & 0x7ffu;\n    let m = f64(hi & 0xfffffu) * 4294967296.0lf + f64(lo);\n    \
                      var v: f64;\n    if (e == 0x7ffu) {{\n        v = select(f64_inf(), f64_nan(), m != 0.0lf);\n    }} \
                      else if (e == 0u) {{\n        v = m * 2.220446049250313e-16lf * 2.2250738585072014e-308lf;\n    }} \
@@ -397,6 +419,6 @@ pub mod params {
             Compute::I64 => format!("(i64({}) << 32u) | (i64({}) & 4294967295li)", w(1), w(0)),
             Compute::I64e => format!("vec2<u32>({}, {})", w(0), w(1)),
         };
-        format!("fn param(k: u32) -> {} {{ return {body}; }}\n", c.wgsl())
+        format!("fn {name}(k: u32) -> {} {{ return {body}; }}\n", c.wgsl())
     }
 }

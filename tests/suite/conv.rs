@@ -1,7 +1,7 @@
 use crate::matmul::{forced, tile_choices};
 use crate::{Tol, View, assert_close, assert_values, rand_tensor, same_as_cpu, suite, view_tensor};
 use rocm_wgpu_ops::spec::conv::{ConvOp, ConvParams};
-use rocm_wgpu_ops::wgpu::{GemmKernel, last_gemm_kernel};
+use rocm_wgpu_ops::wgpu::gemm_hooks::{Kernel as GemmKernel, last_kernel};
 use rocm_wgpu_ops::{BackendKind, DType, Device, Result, Tensor};
 
 suite!(
@@ -389,7 +389,7 @@ async fn conv_f16_takes_cooperative_matrices(dev: &Device) -> Result<()> {
             run_big(&x, &rand_tensor(d, DType::F16, ks, 80 + i as u64, -1.0, 1.0)?, op, p)
         })
         .await?;
-        let kernel = last_gemm_kernel();
+        let kernel = last_kernel();
         let took = matches!(kernel, Some(GemmKernel::Coop(_)));
         assert_eq!(took, coop, "{what}: kernel {kernel:?}, adapter has cooperative matrices: {coop}");
     }

@@ -20,6 +20,7 @@ macro_rules! with_browser_families {
             copy,
             elementwise,
             errors,
+            fusion,
             index,
             matmul,
             nn,
@@ -44,6 +45,7 @@ mod conv;
 mod copy;
 mod elementwise;
 mod errors;
+mod fusion;
 #[cfg(not(target_family = "wasm"))] // proptest drives the blocking API, which a browser cannot run
 mod fuzz;
 mod harness;

@@ -1,6 +1,6 @@
 use crate::{Tol, View, assert_close, assert_values, rand_tensor, suite, view_tensor};
-use rocm_wgpu_ops::wgpu::{
-    GemmKernel, gemm_coop_tiles, gemm_tiles, last_gemm_kernel, last_gemm_parts, with_gemm_kernel, with_gemm_parts,
+use rocm_wgpu_ops::wgpu::gemm_hooks::{
+    Kernel as GemmKernel, last_kernel, last_parts, table_coop_tiles, table_tiles, with_kernel, with_parts,
 };
 use rocm_wgpu_ops::{BackendKind, DType, Device, Result, Tensor};
 
@@ -237,10 +237,10 @@ async fn matmul_row_is_host_dot(dev: &Device) -> Result<()> {
 pub(crate) fn tile_choices(dev: &Device, dtype: DType) -> Vec<Option<GemmKernel>> {
     let mut v = vec![None];
     if dev.kind() == BackendKind::Wgpu && dtype != DType::F64 {
-        v.extend(gemm_tiles().map(|t| Some(GemmKernel::Tiled(t))));
+        v.extend(table_tiles().map(|t| Some(GemmKernel::Tiled(t))));
         let coop = dev.info().iter().any(|(k, v)| *k == "matmul kernels" && v.contains("cooperative matrix 16x16x16"));
         if coop && dtype == DType::F16 {
-            v.extend(gemm_coop_tiles().map(|t| Some(GemmKernel::Coop(t))));
+            v.extend(table_coop_tiles().map(|t| Some(GemmKernel::Coop(t))));
         }
     }
     v
@@ -259,11 +259,11 @@ pub async fn forced(kernel: Option<GemmKernel>, run: impl Future<Output = Result
     }
 }
 
-/// [`with_gemm_kernel`] around each poll of `fut`, so the GEMMs it records take `kernel` on
+/// [`with_kernel`] around each poll of `fut`, so the GEMMs it records take `kernel` on
 /// whichever thread polls it.
 pub async fn with_gemm_kernel_async<R>(kernel: GemmKernel, fut: impl Future<Output = R>) -> R {
     let mut fut = std::pin::pin!(fut);
-    std::future::poll_fn(|cx| with_gemm_kernel(kernel, || fut.as_mut().poll(cx))).await
+    std::future::poll_fn(|cx| with_kernel(kernel, || fut.as_mut().poll(cx))).await
 }
 
 /// Sizes that fill no tile evenly (1, primes, one short of a power of two), k = 1, and both
@@ -313,13 +313,13 @@ async fn matmul_split_k_matches_reference(dev: &Device) -> Result<()> {
                         continue;
                     }
                     let (a, b) = operands(dev, dtype, ls, false, rs, false)?;
-                    match with_gemm_parts(parts, || a.matmul(&b)) {
+                    match with_parts(parts, || a.matmul(&b)) {
                         Err(e) if crate::stated_unsupported(dev, &e) => continue,
                         r => r?,
                     };
                     let per = k.div_ceil(parts).next_multiple_of(64);
                     let want = if dtype == DType::F64 { 1 } else { k.div_ceil(per) };
-                    assert_eq!(last_gemm_parts(), want, "{dtype} {ls:?}x{rs:?} asked in {parts} parts");
+                    assert_eq!(last_parts(), want, "{dtype} {ls:?}x{rs:?} asked in {parts} parts");
                 }
             }
         }
@@ -327,10 +327,10 @@ async fn matmul_split_k_matches_reference(dev: &Device) -> Result<()> {
     Ok(())
 }
 
-/// [`with_gemm_parts`] around each poll of `fut` (as [`with_gemm_kernel_async`]).
+/// [`with_parts`] around each poll of `fut` (as [`with_gemm_kernel_async`]).
 pub async fn with_gemm_parts_async<R>(parts: usize, fut: impl Future<Output = R>) -> R {
     let mut fut = std::pin::pin!(fut);
-    std::future::poll_fn(|cx| with_gemm_parts(parts, || fut.as_mut().poll(cx))).await
+    std::future::poll_fn(|cx| with_parts(parts, || fut.as_mut().poll(cx))).await
 }
 
 /// Where the wgpu adapter multiplies f16 on cooperative matrices, f16 products take them (and
@@ -345,8 +345,8 @@ async fn matmul_f16_takes_cooperative_matrices(dev: &Device) -> Result<()> {
         for (lt, rt) in [(false, false), (true, true)] {
             let what = format!("matmul f16 ({m},{k})x({k},{n}) transposed {lt} {rt}");
             check(dev, tol(DType::F16, k), &what, |d| operands(d, DType::F16, &[m, k], lt, &[k, n], rt)).await?;
-            let kernel = last_gemm_kernel();
-            let want = coop.then(|| GemmKernel::Coop(gemm_coop_tiles()[if large { 0 } else { 1 }]));
+            let kernel = last_kernel();
+            let want = coop.then(|| GemmKernel::Coop(table_coop_tiles()[if large { 0 } else { 1 }]));
             match want {
                 Some(w) => assert_eq!(kernel, Some(w), "{what}: the adapter has cooperative matrices"),
                 None => assert!(matches!(kernel, Some(GemmKernel::Tiled(_))), "{what}: kernel {kernel:?}"),

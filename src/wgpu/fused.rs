@@ -1,0 +1,130 @@
+//! Fused elementwise programs on wgpu: one `mapn` kernel (`shaders/elementwise.wgsl`) per
+//! program, its `fn op` the program's steps rendered from the expression table, each input
+//! loaded through its own layout. Kernels are found by what the program is (its steps, the
+//! inputs' index maps, the vector form), never by their text: a program is rendered and its
+//! pipeline built once.
+
+use super::kernel::{Index, Spec, lane_threads, vec_ok};
+use super::render::Wgsl;
+use super::repr::{Access, Caps, Compute, Repr, params};
+use super::{Pipeline, WgpuBackend, WgpuStorage};
+use crate::expr::Ty;
+use crate::expr::program::{Op, Program};
+use crate::spec::Family;
+use crate::{Layout, Result, Scalar};
+use std::sync::Arc;
+
+/// The binding names of a fused kernel's inputs, in order.
+const INPUTS: [&str; MAX_INPUTS] = ["x0", "x1", "x2", "x3", "x4", "x5"];
+
+/// Inputs a fused kernel binds at most: every adapter the backend takes has 8 storage buffers
+/// per stage, and the metadata and the output take two.
+pub const MAX_INPUTS: usize = 6;
+
+/// The fused kernels built so far, with their specs, by what decides them.
+pub(crate) type Pipelines = std::sync::Mutex<std::collections::HashMap<FusedKey, (Arc<Spec>, Arc<Pipeline>)>>;
+
+/// What decides a fused kernel: the program, each input's index map, and which inputs load whole
+/// vectors (`None`: one element per invocation step).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct FusedKey {
+    program: Program,
+    index: Vec<Index>,
+    vec: Option<Vec<bool>>,
+}
+
+/// The compute types of the program's scalar parameters, each once.
+fn param_types(p: &Program, w: &Wgsl) -> Vec<Compute> {
+    let mut v = vec![];
+    for s in &p.steps {
+        if let Op::Scalar(..) = s.op {
+            let c = w.compute(Ty::of(s.args[0].1));
+            if !v.contains(&c) {
+                v.push(c);
+            }
+        }
+    }
+    v
+}
+
+/// The kernel of `key`.
+pub(crate) fn fused_spec(caps: Caps, key: &FusedKey) -> Result<Spec> {
+    let p = &key.program;
+    let w = Wgsl { caps, names: &[] };
+    let mut spec = Spec::new(Family::Elementwise, "mapn", caps);
+    for ((&dt, &ix), name) in p.inputs.iter().zip(&key.index).zip(INPUTS) {
+        spec = spec.bind(name, Repr::of(dt, caps, "fused")?, Access::Read, ix);
+    }
+    let out = Repr::of(p.dtype(), caps, "fused")?;
+    spec = spec.bind("y", out, Access::Write, Index::None);
+    let mut code: String = param_types(p, &w).into_iter().map(params::typed_decoder).collect();
+    let args: Vec<String> =
+        p.inputs.iter().enumerate().map(|(i, &dt)| format!("a{i}: {}", w.compute(Ty::of(dt)).wgsl())).collect();
+    let (lines, result) = p.render(&w);
+    let ret = out.compute().wgsl();
+    code +=
+        &format!("fn op({}) -> {ret} {{\n    {}\n    return {result};\n}}\n", args.join(", "), lines.join("\n    "));
+    if let Some(vec) = &key.vec {
+        let gets: String =
+            INPUTS[..p.inputs.len()].iter().enumerate().map(|(k, n)| format!("let v{k} = {n}_get4(i); ")).collect();
+        let lane = |c: &str| (0..p.inputs.len()).map(|k| format!("v{k}.{c}")).collect::<Vec<_>>().join(", ");
+        let lanes: Vec<String> = ["x", "y", "z", "w"].iter().map(|c| format!("op({})", lane(c))).collect();
+        code += &format!("fn op_at4(i: u32) -> vec4<{ret}> {{ {gets}return vec4({}); }}\n", lanes.join(", "));
+        spec = spec.lanes("mapn_v4", vec);
+    } else {
+        let loads: Vec<String> = INPUTS[..p.inputs.len()].iter().map(|n| format!("{n}_load({n}_at(i))")).collect();
+        code += &format!("fn op_at(i: u32) -> {ret} {{ return op({}); }}\n", loads.join(", "));
+    }
+    Ok(spec.code(code))
+}
+
+impl WgpuBackend {
+    fn fused_pipeline(&self, key: FusedKey) -> Result<(Arc<Spec>, Arc<Pipeline>)> {
+        if let Some(hit) = self.0.fused.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(hit.clone());
+        }
+        let spec = Arc::new(fused_spec(self.caps(), &key)?);
+        let pipeline = self.pipeline(&spec)?;
+        self.0.fused.lock().unwrap_or_else(|e| e.into_inner()).insert(key, (spec.clone(), pipeline.clone()));
+        Ok((spec, pipeline))
+    }
+
+    /// Runs program `p` over `inputs` (one shape) into a new storage (see
+    /// [`crate::backend::ElementwiseOps::fused`]).
+    pub(crate) fn run_fused(
+        &self,
+        p: &Program,
+        inputs: &[(&WgpuStorage, &Layout)],
+        values: &[Scalar],
+    ) -> Result<WgpuStorage> {
+        let n = inputs.first().map_or(0, |(_, l)| l.elem_count());
+        let caps = self.caps();
+        let out = Repr::of(p.dtype(), caps, "fused")?;
+        let y = self.storage(p.dtype(), n)?;
+        if n == 0 {
+            return Ok(y);
+        }
+        let reprs: Vec<Repr> = p.inputs.iter().map(|&d| Repr::of(d, caps, "fused")).collect::<Result<_>>()?;
+        let lanes = out.vectorizes() && reprs.iter().chain([&out]).all(|r| r.compute() != Compute::I64e);
+        let vec = lanes.then(|| inputs.iter().zip(&reprs).map(|((_, l), &r)| vec_ok(r, l)).chain([true]).collect());
+        let index = inputs.iter().map(|(_, l)| Index::of(l)).collect();
+        let threads = if lanes { lane_threads(n) } else { (n as u64).div_ceil(out.per_word() as u64) };
+        let key = FusedKey { program: p.clone(), index, vec };
+        let (spec, pipeline) = self.fused_pipeline(key)?;
+        let w = Wgsl { caps, names: &[] };
+        let mut types = vec![Compute::F32; values.len()];
+        for s in &p.steps {
+            if let Op::Scalar(op, first) = s.op {
+                let at = first as usize;
+                types[at..at + op.arity()].fill(w.compute(Ty::of(s.args[0].1)));
+            }
+        }
+        let extra: Vec<u32> = values.iter().zip(types).flat_map(|(v, c)| params::encode(c, &[*v])).collect();
+        let layouts: Vec<&Layout> = inputs.iter().map(|(_, l)| *l).collect();
+        let meta = spec.meta(n as u32, &layouts, &extra);
+        let mut buffers: Vec<&wgpu::Buffer> = inputs.iter().map(|(s, _)| s.buffer()).collect();
+        buffers.push(y.buffer());
+        self.run_pipeline(&spec, &pipeline, &buffers, &meta, threads)?;
+        Ok(y)
+    }
+}

@@ -1,0 +1,169 @@
+//! Recording a GEMM: the plan its table makes for it, the kernel's pipeline (generated and built
+//! once per kernel and variant, then found by that key), the dispatch, and split-K's sum.
+
+use super::codegen::{Stage, Variant};
+use super::hooks;
+use super::problem::{Gemm, sum_meta};
+use super::source::spec;
+use super::table::{Plan, Room, Table};
+use super::tiles::{CoopTiles, Kernel, Load, MATVEC_MAX_M, tile_elem_size};
+use crate::spec::Family;
+use crate::spec::matmul::MatmulOp;
+use crate::wgpu::kernel::Spec;
+use crate::wgpu::repr::Repr;
+use crate::wgpu::{Pipeline, WgpuBackend, WgpuStorage};
+use crate::{BackendKind, DType, Error, Result};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// A GEMM kernel's spec (for its metadata and workgroup size) and its pipeline.
+type GemmPipeline = (Arc<Spec>, Arc<Pipeline>);
+
+/// The GEMM kernels by what decides their source, with their pipelines: generating a GEMM's
+/// WGSL (and hashing it to find its pipeline) costs more CPU than recording an op.
+pub(crate) type Pipelines = Mutex<HashMap<(Stage, Variant), GemmPipeline>>;
+
+impl WgpuBackend {
+    /// Records `g` (A in `a`; B in `b`, read through `gather` where given: the WGSL of a gathered
+    /// B and the family it is from) into a new contiguous `(batch.., m, n)` storage, on the
+    /// kernel and parts of K that `table` plans for it here.
+    pub(crate) fn run_gemm(
+        &self,
+        table: &Table,
+        g: Gemm,
+        gather: Option<(Family, String)>,
+        a: &WgpuStorage,
+        b: &WgpuStorage,
+    ) -> Result<WgpuStorage> {
+        let room = Room {
+            bytes: self.gemm_workgroup_bytes(),
+            invocations: self.gemm_invocations(),
+            coop: self.coop(),
+            split: self.tune().gemm_split != Some(false),
+        };
+        let Plan { kernel, gemm, split } = table.plan(g, a.dtype, room, hooks::forced());
+        hooks::record(kernel, split.0);
+        // The transposed problem multiplies the operands the other way round.
+        let (a, b) = if gemm.c_transposed { (b, a) } else { (a, b) };
+        self.gemm(&kernel, split, &gemm, gather, a, b)
+    }
+
+    /// Runs `g` with kernel `k` into a new contiguous `(batch.., m, n)` storage, K in `split.0`
+    /// parts of `split.1` (split-K: a tiled or cooperative `k`; see [`super::problem::split_k`]).
+    fn gemm(
+        &self,
+        k: &Kernel,
+        split: (usize, usize),
+        g: &Gemm,
+        gather: Option<(Family, String)>,
+        a: &WgpuStorage,
+        b: &WgpuStorage,
+    ) -> Result<WgpuStorage> {
+        let dtype = a.dtype;
+        // The table picks within the adapter's workgroup memory and invocations; a kernel forced
+        // past them (a sweep, the suite's forced tiles on a small adapter) is refused here, not
+        // by wgpu.
+        let needed = match k {
+            Kernel::Tiled(t) => t.workgroup_bytes(tile_elem_size(dtype)),
+            Kernel::Coop(t) => t.workgroup_bytes(),
+            Kernel::MatVec(v) => v.workgroup_bytes(dtype),
+        };
+        let (bytes, invocations) = (self.gemm_workgroup_bytes(), self.gemm_invocations());
+        if needed > bytes || k.invocations() > invocations {
+            let (what, needed, limit) = if needed > bytes {
+                ("workgroup memory", needed, bytes)
+            } else {
+                ("invocations per workgroup", k.invocations(), invocations)
+            };
+            return Err(Error::LimitExceeded {
+                backend: BackendKind::Wgpu,
+                what: format!("{what} of the GEMM kernel {k} for {dtype}"),
+                needed: needed as u64,
+                limit: limit as u64,
+            });
+        }
+        let total = g.batches() * g.m * g.n;
+        let c = self.storage(dtype, total)?;
+        if total == 0 {
+            return Ok(c);
+        }
+        let r = Repr::of(dtype, self.caps(), MatmulOp::Matmul.name())?;
+        let vec = match (k, &gather) {
+            (Kernel::Coop(_), _) => CoopTiles::VEC,
+            _ => 4,
+        };
+        let shape = Variant {
+            dtype,
+            a: Load::of(&g.a, r, vec),
+            b: if gather.is_some() { Load::Gather } else { Load::of(&g.b, r, vec) },
+            // Whole runs of four outputs per store, which the rows kernel (one output per
+            // invocation) does not write: there, packed outputs take the atomic word update.
+            c_vec: !matches!(k, Kernel::MatVec(v) if v.rows) && g.n.is_multiple_of(4) && (!g.c_transposed || g.m == 1),
+            gather,
+            split: split.0 > 1,
+        };
+        let c_vec = shape.c_vec;
+        let (spec, pipeline) = self.gemm_pipeline(Stage::Gemm(*k), shape)?;
+        let tiles = match k {
+            Kernel::Tiled(t) => (g.m.div_ceil(t.bm as usize), g.n.div_ceil(t.bn as usize)),
+            Kernel::Coop(t) => (g.m.div_ceil(t.bm as usize), g.n.div_ceil(t.bn as usize)),
+            Kernel::MatVec(v) => (1, g.n.div_ceil(if v.rows { v.tiles.lanes } else { 4 * v.tiles.lanes } as usize)),
+        };
+        let groups = (tiles.0 * tiles.1 * g.batches() * split.0) as u64;
+        let meta = spec.meta(0, &[], &g.meta(tiles, split));
+        let threads = groups * spec.workgroup as u64;
+        if split.0 == 1 {
+            self.run_pipeline(&spec, &pipeline, &[a.buffer(), b.buffer(), c.buffer()], &meta, threads)?;
+            return Ok(c);
+        }
+        let p = self.storage(DType::F32, split.0 * total)?;
+        self.run_pipeline(&spec, &pipeline, &[a.buffer(), b.buffer(), p.buffer()], &meta, threads)?;
+        // The sum's source depends on C alone.
+        let sum = Variant { dtype, a: Load::Gather, b: Load::Gather, c_vec, gather: None, split: false };
+        let (spec, pipeline) = self.gemm_pipeline(Stage::Sum, sum)?;
+        let meta = spec.meta(0, &[], &sum_meta(total, split.0));
+        self.run_pipeline(&spec, &pipeline, &[p.buffer(), c.buffer()], &meta, total.div_ceil(4) as u64)?;
+        Ok(c)
+    }
+
+    /// The GEMM-family kernel `stage` for problems of `shape`, and its pipeline: generated and
+    /// built at first use, then found by `(stage, shape)` alone.
+    fn gemm_pipeline(&self, stage: Stage, shape: Variant) -> Result<GemmPipeline> {
+        let key = (stage, shape);
+        if let Some(hit) = self.0.gemms.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(hit.clone());
+        }
+        let spec = Arc::new(spec(self.caps(), stage, &key.1)?);
+        let pipeline = self.pipeline(&spec)?;
+        self.0.gemms.lock().unwrap_or_else(|e| e.into_inner()).insert(key, (spec.clone(), pipeline.clone()));
+        Ok((spec, pipeline))
+    }
+
+    /// Whether f16 GEMMs run on cooperative matrices here.
+    pub(crate) fn coop(&self) -> bool {
+        self.0.gpu.coop_missing().is_none()
+    }
+
+    /// What `info()` says of the GEMM kernels this adapter gets.
+    pub(crate) fn gemm_info(&self) -> String {
+        let coop = match self.0.gpu.coop_missing() {
+            None => "cooperative matrix 16x16x16 f16->f32 (f16)".to_string(),
+            Some(why) => format!("no cooperative matrix ({why})"),
+        };
+        format!(
+            "tiled (f32, bf16, f64{}), matrix-vector (m or n <= {MATVEC_MAX_M}), {coop}",
+            if self.coop() { "" } else { ", f16" }
+        )
+    }
+
+    /// Workgroup memory a GEMM kernel may use.
+    pub(crate) fn gemm_workgroup_bytes(&self) -> u32 {
+        self.0.gpu.limits.max_compute_workgroup_storage_size
+    }
+
+    /// Invocations a GEMM workgroup may have (its kernels are one-dimensional).
+    pub(crate) fn gemm_invocations(&self) -> u32 {
+        let l = &self.0.gpu.limits;
+        l.max_compute_invocations_per_workgroup.min(l.max_compute_workgroup_size_x)
+    }
+}

@@ -1,0 +1,130 @@
+//! Every kernel of the GEMM family that the tables and sweeps can build, by name, for the
+//! shader validation test (`wgpu::shader_variants`): matmul's, and the convolutions' for the
+//! gather each conv op supplies.
+
+use super::codegen::{Stage, Variant};
+use super::source::spec;
+use super::table::{CONV, TABLE};
+use super::tiles::{CoopTiles, Kernel, Load, MATVEC_MAX_M, MatVec};
+use crate::spec::matmul::MatmulOp;
+use crate::spec::{Family, kernel_name};
+use crate::wgpu::kernel::Spec;
+use crate::wgpu::repr::Caps;
+use crate::{DType, Result};
+
+/// Every matmul kernel for `caps`, named `matmul_{dtype}_{kernel}_{a load}_{b load}` (the first,
+/// for contiguous operands, `matmul_{dtype}`): each tile configuration of the table the dtype
+/// can get with load patterns that take every loader for each operand and every way the inner
+/// products hold them (the loaders of A and B are independent code), and the matrix-vector
+/// kernels with vector and element loads.
+pub fn matmul(caps: Caps) -> Vec<(String, Result<Spec>)> {
+    let mut v = vec![];
+    let every = vec![
+        (Load::KVec, Load::OVec),
+        (Load::OVec, Load::KVec),
+        (Load::KVec, Load::KVec),
+        (Load::Gather, Load::Gather),
+    ];
+    let mv = [(Load::KVec, Load::OVec), (Load::KVec, Load::KVec), (Load::Gather, Load::Gather)];
+    for dt in caps.dtypes().into_iter().filter(|d| MatmulOp::Matmul.dtypes().contains(d)) {
+        let mut kernels: Vec<(Kernel, Vec<(Load, Load)>)> = if dt == DType::F64 {
+            vec![(Kernel::Tiled(TABLE.f64), vec![(Load::Gather, Load::Gather)])]
+        } else {
+            TABLE.tiled().map(|t| (Kernel::Tiled(t), every.clone())).to_vec()
+        };
+        for m in [1, MATVEC_MAX_M as u32] {
+            for rows in [false, true] {
+                let tiles = if rows { TABLE.matvec_rows } else { TABLE.matvec };
+                kernels.push((Kernel::MatVec(MatVec { m, rows, tiles }), mv.to_vec()));
+            }
+        }
+        if dt == DType::F16 && caps.f16 {
+            // Each way of feeding the workgroup buffers.
+            for pipe in 0..=2 {
+                kernels.push((Kernel::Coop(CoopTiles { pipe, ..TABLE.coop }), every.clone()));
+            }
+            kernels.push((Kernel::Coop(TABLE.coop_small), every.clone()));
+        }
+        let base = kernel_name(MatmulOp::Matmul.name(), dt);
+        let mut first = true;
+        for (k, loads) in kernels {
+            for (i, (a, b)) in loads.into_iter().enumerate() {
+                let c_vec = i % 2 == 0;
+                // The first is the kernel of contiguous operands: it carries the plain name.
+                let name = if first { base.clone() } else { format!("{base}_{k}_{a:?}_{b:?}") };
+                first = false;
+                let variant = Variant { dtype: dt, a, b, c_vec, gather: None, split: false };
+                v.push((name, spec(caps, Stage::Gemm(k), &variant)));
+            }
+        }
+        // Split-K (never f64): the parts' f32 products from the small tiles and (f16) the
+        // cooperative kernel, and their sum into C with whole runs of four or not.
+        if dt == DType::F64 {
+            continue;
+        }
+        let mut split = vec![Kernel::Tiled(TABLE.small)];
+        if dt == DType::F16 && caps.f16 {
+            split.push(Kernel::Coop(TABLE.coop_small));
+        }
+        for k in split {
+            let variant = Variant { dtype: dt, a: Load::KVec, b: Load::OVec, c_vec: true, gather: None, split: true };
+            v.push((format!("{base}_{k}_split"), spec(caps, Stage::Gemm(k), &variant)));
+        }
+        for c_vec in [true, false] {
+            let variant = Variant { dtype: dt, a: Load::Gather, b: Load::Gather, c_vec, gather: None, split: false };
+            v.push((
+                format!("{base}_split_sum_{}", if c_vec { "vec" } else { "elem" }),
+                spec(caps, Stage::Sum, &variant),
+            ));
+        }
+    }
+    v
+}
+
+/// Every kernel of the convolution `op` (of `dtypes`, its B gathered by `gather`), named
+/// `{op}_{dtype}` (weight loaded along K, through [`CONV`]'s tiles), then `_{kernel}_{a load}`:
+/// those and matmul's large tiles (which a sweep may force) with the weight strided or along K,
+/// and the cooperative kernels for f16; `first_only`: the first alone (the 1-D ops run the 2-D
+/// kernels).
+pub(crate) fn conv(
+    caps: Caps,
+    op: &str,
+    dtypes: &[DType],
+    first_only: bool,
+    gather: (Family, String),
+) -> Vec<(String, Result<Spec>)> {
+    let mut v = vec![];
+    for dt in caps.dtypes().into_iter().filter(|d| dtypes.contains(d)) {
+        let mut kernels = if dt == DType::F64 {
+            vec![Kernel::Tiled(TABLE.f64)]
+        } else {
+            vec![
+                Kernel::Tiled(CONV.big),
+                Kernel::Tiled(TABLE.big),
+                Kernel::Tiled(TABLE.big16),
+                Kernel::Tiled(TABLE.f64),
+            ]
+        };
+        if dt == DType::F16 && caps.f16 {
+            kernels.extend([Kernel::Coop(CONV.coop), Kernel::Coop(TABLE.coop)]);
+        }
+        let base = kernel_name(op, dt);
+        let mut first = true;
+        // The weight along K with whole runs of C, and strided with ragged ones (f64: strided).
+        let loads: &[(Load, bool)] =
+            if dt == DType::F64 { &[(Load::Gather, false)] } else { &[(Load::KVec, true), (Load::Gather, false)] };
+        for k in kernels {
+            for &(a, c_vec) in loads {
+                if !first && first_only {
+                    break;
+                }
+                let name = if first { base.clone() } else { format!("{base}_{k}_{a:?}") };
+                first = false;
+                let variant =
+                    Variant { dtype: dt, a, b: Load::Gather, c_vec, gather: Some(gather.clone()), split: false };
+                v.push((name, spec(caps, Stage::Gemm(k), &variant)));
+            }
+        }
+    }
+    v
+}
