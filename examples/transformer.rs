@@ -143,16 +143,16 @@ fn attention(c: &Ctx, cfg: &Config, l: &Layer, x: &Tensor, mask: &Tensor) -> Res
     let qkv = linear(c, x, &l.qkv)?;
     // (T, 3C) -> three (T, H, D) views -> (H, T, D), and k as (H, D, T): no copies.
     let head = |i: usize| qkv.narrow(1, i * w, w)?.reshape([t, h, d]);
-    let q = c.op("copy", budget::COPY, || head(0)?.permute(&[1, 0, 2]))?;
-    let k = c.op("copy", budget::COPY, || head(1)?.permute(&[1, 2, 0]))?;
-    let v = c.op("copy", budget::COPY, || head(2)?.permute(&[1, 0, 2]))?;
+    let q = c.op("copy", budget::COPY, || head(0)?.permute([1, 0, 2]))?;
+    let k = c.op("copy", budget::COPY, || head(1)?.permute([1, 2, 0]))?;
+    let v = c.op("copy", budget::COPY, || head(2)?.permute([1, 0, 2]))?;
     let att = c.op("matmul", budget::sum_of_products(d), || q.matmul(&k))?;
     let att = c.op("elementwise", budget::EXACT_MAP, || att.affine(1.0 / (d as f64).sqrt(), 0.0))?;
     let neg = Tensor::full(f64::NEG_INFINITY, [1], x.dtype(), x.device())?;
     let att = c.op("elementwise", budget::COPY, || mask.where_cond(&att, &neg))?;
     let p = c.op("nn", budget::NN, || att.softmax(2))?;
     let y = c.op("matmul", budget::sum_of_products(t), || p.matmul(&v))?;
-    let y = c.op("copy", budget::COPY, || y.permute(&[1, 0, 2])?.reshape([t, w]))?;
+    let y = c.op("copy", budget::COPY, || y.permute([1, 0, 2])?.reshape([t, w]))?;
     linear(c, &y, &l.proj)
 }
 
@@ -171,7 +171,7 @@ fn forward(c: &Ctx, cfg: &Config, m: &Model, ids: &Tensor, mask: &Tensor) -> Res
     }
     let x = norm(c, &x, &m.ln_f)?;
     let logits = c.op("matmul", budget::sum_of_products(cfg.width), || x.matmul(&m.wte.t()?))?;
-    let next = c.op("reduce", budget::COPY, || logits.argmax(&[1]))?;
+    let next = c.op("reduce", budget::COPY, || logits.argmax([1]))?;
     Ok((logits, next))
 }
 

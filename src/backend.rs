@@ -34,7 +34,7 @@ pub enum BackendKind {
 }
 
 impl BackendKind {
-    /// In the order [`Device::auto`] prefers them.
+    /// In the order [`Device::auto`](crate::Device::auto) prefers them.
     pub const PREFERENCE: &'static [BackendKind] =
         &[BackendKind::Rocm, BackendKind::Cuda, BackendKind::Wgpu, BackendKind::Cpu];
 

@@ -165,6 +165,23 @@ impl WithDType for f64 {
     }
 }
 
+/// `v` rounded to an f32 "to odd": toward zero, with the last bit set when inexact. Rounding
+/// that to nearest even once more, into a type of at most 22 bits of precision (f16, bf16), is
+/// rounding `v` to it directly. (half's `from_f64` drops the low 32 bits first for bf16, and
+/// rounds through a nearest f32 for f16: both miss the bits that decide a near tie.)
+fn f32_rounded_to_odd(v: f64) -> f32 {
+    let f = v as f32;
+    if f.is_nan() || f64::from(f) == v {
+        return f;
+    }
+    let mut bits = f.to_bits();
+    if f64::from(f).abs() > v.abs() {
+        // Nearest was away from zero; one step back toward it (infinity steps to MAX).
+        bits -= 1;
+    }
+    f32::from_bits(bits | 1)
+}
+
 macro_rules! with_dtype_half {
     ($t:ty, $d:ident) => {
         impl WithDType for $t {
@@ -176,10 +193,10 @@ macro_rules! with_dtype_half {
                 <$t>::to_f64(self) as i64
             }
             fn from_f64(v: f64) -> Self {
-                <$t>::from_f64(v)
+                <$t>::from_f32(f32_rounded_to_odd(v))
             }
             fn from_i64(v: i64) -> Self {
-                <$t>::from_f64(v as f64)
+                Self::from_f64(v as f64)
             }
         }
     };
@@ -302,5 +319,23 @@ mod tests {
         assert_eq!(16_777_217i64.cast::<f32>(), 16_777_216.0);
         assert_eq!((1.0f32 + 1.0 / 1024.0).cast::<f16>(), f16::from_f32(1.0 + 1.0 / 1024.0));
         assert_eq!(Scalar::F64(2.5).to_dtype(DType::I64), Scalar::I64(2));
+    }
+
+    #[test]
+    fn halves_round_once_from_f64() {
+        // Just above the tie between bf16 9.125 and 9.1875, by bits past f64's high word.
+        let above = f64::from(f32::from_bits(0x4112_8005));
+        assert_eq!(<bf16 as WithDType>::from_f64(above), bf16::from_f32(9.1875));
+        assert_eq!(<bf16 as WithDType>::from_f64(9.15625), bf16::from_f32(9.125), "a tie goes to even");
+        // f16: nearest f32 of 1 + 2^-11 + 2^-40 is the tie 1 + 2^-11, which goes to even (1).
+        let f = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
+        assert_eq!(<f16 as WithDType>::from_f64(f), f16::from_f64(1.0 + 2f64.powi(-10)));
+        assert_eq!(<f16 as WithDType>::from_f64(-f), -f16::from_f64(1.0 + 2f64.powi(-10)));
+        for (v, want) in [(1e300, f16::INFINITY), (-1e-300, -f16::ZERO), (65520.0, f16::INFINITY), (65519.0, f16::MAX)]
+        {
+            assert_eq!(<f16 as WithDType>::from_f64(v).to_bits(), want.to_bits(), "{v}");
+        }
+        assert_eq!(<bf16 as WithDType>::from_f64(1e-45).to_bits(), 0, "below half the least subnormal");
+        assert!(<bf16 as WithDType>::from_f64(f64::NAN).is_nan());
     }
 }

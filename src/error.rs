@@ -160,14 +160,26 @@ pub enum Error {
     },
 
     /// Tensors of two different devices in one op.
-    #[error("{op}: tensors live on different devices: {lhs} and {rhs}")]
+    #[error("{op}: operands on different devices: {lhs} vs {rhs} (Tensor::to_device moves one)")]
     DeviceMismatch {
         /// The op that failed.
         op: &'static str,
-        /// The first tensor's device.
+        /// The first tensor's device, by its name.
         lhs: String,
-        /// The second tensor's device.
+        /// The second tensor's device, by its name.
         rhs: String,
+    },
+
+    /// One operand does not fit the op: `operand` names it (`ids`, `kernel`, `bias`...), `msg`
+    /// says what it has and what the op expected.
+    #[error("{op}: {operand} {msg}")]
+    Operand {
+        /// The op that failed.
+        op: &'static str,
+        /// Which operand.
+        operand: &'static str,
+        /// What it has and what was expected, in words.
+        msg: String,
     },
 
     /// Host data of a dtype other than the one asked for.

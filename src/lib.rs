@@ -39,9 +39,11 @@ pub use backend::BackendKind;
 pub use device::Device;
 pub use dtype::{DType, Scalar, WithDType};
 pub use error::{Error, Result};
+/// The f16 and bf16 element types (the `half` crate), so they can be named without adding it.
+pub use half::{self, bf16, f16};
 pub use host::CpuStorage;
 pub use layout::{D, Dim, Layout, Shape, StridedBlocks, StridedIndex};
-pub use tensor::Tensor;
+pub use tensor::{Dims, HostElement, IndexOp, ShapeWithOneHole, Tensor, TensorIndexer, TensorOrScalar};
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -110,7 +110,7 @@ pub fn cases(scale: usize) -> Vec<Case> {
                 4 * (rr * rc + out) as u64,
                 move |d| {
                     let a = rand(&[rr, rc], DType::F32, d)?;
-                    Ok(Box::new(move || a.reduce(op, &[dim], false)))
+                    Ok(Box::new(move || a.reduce(op, [dim], false)))
                 },
             ));
         }

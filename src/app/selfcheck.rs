@@ -362,14 +362,14 @@ fn elementwise() -> Vec<Check> {
 
 fn reduce() -> Vec<Check> {
     let mut v = vec![
-        known("sum", &[6.0], |d| f32s(d, &[1., 2., 3.], &[3])?.sum(&[0])),
-        known("argmax", &[1.0], |d| f32s(d, &[1., 3., 2.], &[3])?.argmax(&[0])),
+        known("sum", &[6.0], |d| f32s(d, &[1., 2., 3.], &[3])?.sum([0])),
+        known("argmax", &[1.0], |d| f32s(d, &[1., 3., 2.], &[3])?.argmax([0])),
     ];
     for &op in ReduceOp::ALL {
         for &dt in op.dtypes() {
             for dim in [0, 1] {
                 v.push(check(format!("{op} {dt} dim {dim}"), move |d| {
-                    input_t(d, dt, 8, 33, 14, -9., 9.)?.reduce(op, &[dim], false)
+                    input_t(d, dt, 8, 33, 14, -9., 9.)?.reduce(op, [dim], false)
                 }));
             }
         }

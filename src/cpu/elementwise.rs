@@ -1,9 +1,10 @@
 //! Elementwise ops on the cpu. Floats compute in f64 and round once to their dtype (for
-//! add/sub/mul/div that is exactly the native operation); integers wrap.
+//! add/sub/mul/div that is exactly the native operation); integers wrap. powf with a small integer
+//! exponent multiplies in the dtype's compute type, as the spec defines it for every backend.
 
 use super::{CpuBackend, CpuStorage, dtype_mismatch, map_strided, wrong_dtype, zip_strided};
 use crate::backend::ElementwiseOps;
-use crate::spec::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
+use crate::spec::elementwise::{BinaryOp, CmpOp, POWF_EXACT_MAX, ScalarOp, UnaryOp};
 use crate::{DType, Layout, Result, Scalar, WithDType, with_float_storage, with_storage, with_storage_pair};
 use half::{bf16, f16};
 
@@ -188,6 +189,52 @@ fn float_map<T: WithDType>(v: &[T], l: &Layout, f: impl Fn(f64) -> f64) -> CpuSt
     CpuStorage::from_vec(map_strided(v, l, |x| T::from_f64(f(x.to_f64()))))
 }
 
+/// powf of every element: f64 in f64, the others in f32 with the exponent as an f32 kernel gets
+/// it (see [`crate::spec::elementwise`]).
+fn powf_map<T: WithDType>(v: &[T], l: &Layout, e: f64) -> CpuStorage {
+    if T::DTYPE == DType::F64 {
+        return float_map(v, l, |x| powf64(x, e));
+    }
+    let e32 = e as f32;
+    float_map(v, l, |x| match powi32(x as f32, e32) {
+        Some(y) => y.into(),
+        None => x.powf(e),
+    })
+}
+
+macro_rules! powi {
+    ($name:ident, $t:ty) => {
+        /// `x ^ e` by multiplication where the spec says so (`None`: by `pow`).
+        fn $name(x: $t, e: $t) -> Option<$t> {
+            let n = e.abs();
+            if e.fract() != 0.0 || n > POWF_EXACT_MAX as $t {
+                return None;
+            }
+            let (mut r, mut square, mut bits) = (1.0 as $t, x, n as u32);
+            while bits != 0 {
+                if bits & 1 == 1 {
+                    r *= square;
+                }
+                square *= square;
+                bits >>= 1;
+            }
+            if e >= 0.0 {
+                Some(r)
+            } else if (<$t>::MIN_POSITIVE..=<$t>::MAX).contains(&r.abs()) {
+                Some(1.0 / r)
+            } else {
+                None
+            }
+        }
+    };
+}
+powi!(powi32, f32);
+powi!(powi64, f64);
+
+fn powf64(x: f64, e: f64) -> f64 {
+    powi64(x, e).unwrap_or_else(|| x.powf(e))
+}
+
 fn cast_to<T: WithDType>(v: &[T], l: &Layout, to: DType) -> CpuStorage {
     fn go<T: WithDType, U: WithDType>(v: &[T], l: &Layout) -> CpuStorage {
         CpuStorage::from_vec(map_strided(v, l, |x| x.cast::<U>()))
@@ -214,7 +261,7 @@ impl ElementwiseOps for CpuBackend {
         let wrong = || wrong_dtype(op.name(), x, op.dtypes());
         match op {
             ScalarOp::Affine => with_float_storage!(x, v => Ok(float_map(v, l, |x| x * p(0) + p(1))), Err(wrong())),
-            ScalarOp::Powf => with_float_storage!(x, v => Ok(float_map(v, l, |x| x.powf(p(0)))), Err(wrong())),
+            ScalarOp::Powf => with_float_storage!(x, v => Ok(powf_map(v, l, p(0))), Err(wrong())),
             ScalarOp::Elu => {
                 let f = |x: f64| if x >= 0.0 { x } else { p(0) * x.exp_m1() };
                 with_float_storage!(x, v => Ok(float_map(v, l, f)), Err(wrong()))

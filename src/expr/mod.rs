@@ -44,6 +44,16 @@ impl Ty {
     pub fn is_float(self) -> bool {
         matches!(self, Ty::F32 | Ty::F64)
     }
+
+    /// The smallest positive normal value of a float type (of f64 for the others).
+    pub fn min_positive(self) -> f64 {
+        if self == Ty::F32 { f32::MIN_POSITIVE.into() } else { f64::MIN_POSITIVE }
+    }
+
+    /// The largest finite value of a float type (of f64 for the others).
+    pub fn max_finite(self) -> f64 {
+        if self == Ty::F32 { f32::MAX.into() } else { f64::MAX }
+    }
 }
 
 /// A primitive operation and its numerics, which every renderer meets.

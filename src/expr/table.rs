@@ -2,9 +2,10 @@
 //! render. Operand 0 is `x` (or `a`; `cond` for where_cond, whose values are operands 1 and 2);
 //! a map computes in the compute type of its dtype, which the spec has checked it takes.
 
-use super::{Expr, Ty, abs, ceil, cos, eq, erf, exp, expm1, floor, is_nan, le, log, lt, max, min, not, pow};
+use super::{Expr, Ty, abs, ceil, cos, eq, erf, exp, expm1, floor, is_nan, le, log, lt, max, min, not, or, pow};
 use super::{round, select, sign, sin, sqrt, tanh};
 use crate::DType;
+use crate::spec::elementwise::POWF_EXACT_MAX;
 use crate::spec::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 
 /// `body`, except that a NaN `x` is returned as it is: drivers' builtins are not bound to
@@ -84,7 +85,7 @@ pub fn scalar(op: ScalarOp, ty: Ty) -> Expr {
     match op {
         // NaN stays NaN through the arithmetic; powf has C's rules (NaN^0 = 1).
         ScalarOp::Affine => x * p(0) + p(1),
-        ScalarOp::Powf => pow(x, p(0)),
+        ScalarOp::Powf => powf(x, p(0)),
         ScalarOp::Elu => {
             let body = select(le(x.lit(0.0), x.clone()), x.clone(), p(0) * expm1(x.clone()));
             keep_nan(&x, body)
@@ -94,6 +95,30 @@ pub fn scalar(op: ScalarOp, ty: Ty) -> Expr {
             if ty.is_float() { select(is_nan(x.clone()), x, clamped) } else { clamped }
         }
     }
+}
+
+/// `a && b` of comparisons.
+fn and(a: Expr, b: Expr) -> Expr {
+    not(or(not(a), not(b)))
+}
+
+/// powf as the spec defines it: for an integer `e` with `|e| <= POWF_EXACT_MAX`, the squares
+/// `x^(2^k)` of the set bits of `|e|` multiplied from the lowest (`1 / x^|e|` for `e < 0` where
+/// `x^|e|` is normal), else `pow`.
+fn powf(x: Expr, e: Expr) -> Expr {
+    let c = |v: f64| x.lit(v);
+    let n = abs(e.clone());
+    // Bit k of n: floor(n / 2^k) is odd (all exact for n <= 2^5).
+    let bit = |k: i32| not(eq(floor(n.clone() * c(0.5f64.powi(k))), floor(n.clone() * c(0.5f64.powi(k + 1))) * c(2.0)));
+    let (mut r, mut square) = (c(1.0), x.clone());
+    for k in 0..=POWF_EXACT_MAX.ilog2() as i32 {
+        r = r * select(bit(k), square.clone(), c(1.0));
+        square = square.clone() * square;
+    }
+    let normal = and(le(c(x.ty().min_positive()), abs(r.clone())), le(abs(r.clone()), c(x.ty().max_finite())));
+    let negative = select(normal, c(1.0) / r.clone(), pow(x.clone(), e.clone()));
+    let small = and(eq(floor(e.clone()), e.clone()), le(n, c(POWF_EXACT_MAX.into())));
+    select(small, select(lt(e.clone(), c(0.0)), negative, r), pow(x, e))
 }
 
 /// where_cond: operand 1 where operand 0 (the condition, computing in `cond`) is not zero, else

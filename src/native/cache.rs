@@ -82,7 +82,6 @@ pub(crate) struct Cache {
 
 impl Cache {
     /// The cache the environment names (see the module docs).
-    #[cfg_attr(not(any(feature = "rocm", feature = "cuda")), allow(dead_code))]
     pub fn from_env() -> Cache {
         Cache::from_vars(|name| std::env::var_os(name))
     }
@@ -101,10 +100,21 @@ impl Cache {
         Cache { dir }
     }
 
+    /// No cache (`RWO_KERNEL_CACHE=off`).
+    #[cfg(test)]
+    pub fn off() -> Cache {
+        Cache { dir: None }
+    }
+
     /// A cache in `dir`.
     #[cfg(test)]
     pub fn at(dir: impl Into<PathBuf>) -> Cache {
         Cache { dir: Some(dir.into()) }
+    }
+
+    /// The directory, if there is one.
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
     }
 
     fn path(&self, key: &Key) -> Option<PathBuf> {
@@ -124,6 +134,7 @@ impl Cache {
     }
 
     /// The stored code object for `key`, else `compile`'s, stored for next time.
+    #[cfg_attr(not(any(feature = "rocm", feature = "cuda")), allow(dead_code))]
     pub fn get_or_compile<E>(&self, key: &Key, compile: impl FnOnce() -> Result<Vec<u8>, E>) -> Result<Vec<u8>, E> {
         if let Some(hit) = self.get(key) {
             return Ok(hit);

@@ -8,8 +8,9 @@
 
 mod alloc;
 pub mod blas;
-#[cfg(any(test, feature = "rocm", feature = "cuda"))]
-mod cache;
+// Also the wgpu backend's pipeline cache (src/wgpu/pipeline_cache.rs), wherever there is a disk.
+#[cfg(not(target_family = "wasm"))]
+pub(crate) mod cache;
 mod conv;
 mod copy;
 pub mod dnn;

@@ -203,6 +203,19 @@ impl Conv2 {
     }
 }
 
+/// The bias of a convolution whose output is `out` (`(N, C_out, ..)`): 1-D, one value per
+/// output channel, of the output's dtype.
+pub fn bias(op: ConvOp, out: &Out, bias: (&Layout, DType)) -> Result<()> {
+    let name = op.name();
+    check_same_dtype(name, out.dtype, bias.1)?;
+    let c_out = out.shape.dims().get(1).copied().unwrap_or(0);
+    if bias.0.dims() != [c_out] {
+        let msg = format!("has shape {}, expected [{c_out}]: one value per output channel", bias.0.shape());
+        return Err(Error::Operand { op: name, operand: "bias", msg });
+    }
+    Ok(())
+}
+
 /// Checks ranks, channels, groups and parameters, and computes the output shape.
 pub fn conv<const D: usize>(
     op: ConvOp,
@@ -234,14 +247,20 @@ pub fn conv<const D: usize>(
     if c_in % g != 0 {
         return Err(invalid(name, format!("{c_in} input channels not divisible by {g} groups")));
     }
+    let channels = |takes: usize, how: &str| {
+        let (ks, xs) = (k.0.shape(), x.0.shape());
+        let msg = format!("{ks} takes {takes} input channels ({how}), the input {xs} has {c_in}: the channels differ");
+        Error::Operand { op: name, operand: "kernel", msg }
+    };
     let c_out = if op.is_transposed() {
         if kd[0] != c_in {
-            return Err(Error::ShapeMismatch { op: name, lhs: x.0.shape().clone(), rhs: k.0.shape().clone() });
+            return Err(channels(kd[0], "its dim 0"));
         }
         kd[1] * g
     } else {
         if kd[1] * g != c_in {
-            return Err(Error::ShapeMismatch { op: name, lhs: x.0.shape().clone(), rhs: k.0.shape().clone() });
+            let groups = if g == 1 { "1 group".to_string() } else { format!("{g} groups") };
+            return Err(channels(kd[1] * g, &format!("its dim 1 times {groups}")));
         }
         if kd[0] % g != 0 {
             return Err(invalid(name, format!("{} output channels not divisible by {g} groups", kd[0])));

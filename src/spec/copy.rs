@@ -101,15 +101,17 @@ pub fn cat(ts: &[(&Layout, DType)], dim: usize) -> Result<Out> {
     Ok(Out::new(out, dtype))
 }
 
-/// `slice_set`: `dst` contiguous; one dtype and rank; dims equal but along `dim`, where
-/// `src` fits from `start` on.
+/// `slice_set`: `dst` any layout but a broadcast one (where elements share memory); one dtype
+/// and rank; dims equal but along `dim`, where `src` fits from `start` on.
 pub fn slice_set(dst: (&Layout, DType), src: (&Layout, DType), dim: usize, start: usize) -> Result<()> {
     let op = "slice_set";
     check_same_dtype(op, dst.1, src.1)?;
     let dim = super::dim(op, dim, dst.0.rank())?;
     check_block(op, dst.0.shape(), src.0.shape(), dim)?;
-    if !dst.0.is_contiguous() {
-        return Err(Error::InvalidView { op, msg: format!("destination {} is not contiguous", dst.0.shape()) });
+    if let Some(d) = dst.0.dims().iter().zip(dst.0.strides()).position(|(&n, &s)| n > 1 && s == 0) {
+        let msg =
+            format!("destination {} is broadcast along dim {d} (stride 0): its elements share memory", dst.0.shape());
+        return Err(Error::InvalidView { op, msg });
     }
     let (len, size) = (src.0.dims()[dim], dst.0.dims()[dim]);
     if start.checked_add(len).is_none_or(|end| end > size) {
@@ -124,17 +126,72 @@ fn check_block(op: &'static str, a: &Shape, b: &Shape, dim: usize) -> Result<()>
     if same { Ok(()) } else { Err(Error::ShapeMismatch { op, lhs: a.clone(), rhs: b.clone() }) }
 }
 
-/// The copy2d that writes contiguous `src` into contiguous `dst` from `start` along `dim`.
-pub fn block_copy2d(dst: &Layout, src: &Layout, dim: usize, start: usize) -> Copy2d {
-    let rows = dst.dims()[..dim].iter().product();
-    let inner: usize = dst.dims()[dim + 1..].iter().product();
-    let cols = src.dims()[dim] * inner;
-    Copy2d {
-        rows,
-        cols,
-        src_stride: cols,
-        dst_stride: dst.dims()[dim] * inner,
-        src_offset: src.offset(),
-        dst_offset: dst.offset() + start * inner,
+/// The copy2d calls that write contiguous `src` into the block of `dst` that starts at `start`
+/// along `dim` (validated by [`cat`] or [`slice_set`]): one where the block's rows are evenly
+/// spaced (a contiguous `dst`), else one per row of the dims outside the two it walks.
+pub fn block_copies(dst: &Layout, src: &Layout, dim: usize, start: usize) -> Result<Vec<Copy2d>> {
+    let block = dst.narrow(dim, start, src.dims()[dim])?;
+    let (dims, strides) = crate::layout::coalesce(src.dims(), &[block.strides(), src.strides()]);
+    let (bs, ss) = (&strides[0], &strides[1]);
+    let n = dims.len();
+    // A run contiguous in both is the columns; else single elements, and the largest dim left
+    // is the rows (the fewest calls).
+    let (cols, rest) = if n > 0 && bs[n - 1] == 1 && ss[n - 1] == 1 { (dims[n - 1], n - 1) } else { (1, n) };
+    let row = if cols > 1 { rest.checked_sub(1) } else { (0..rest).max_by_key(|&k| dims[k]) };
+    let (rows, dst_stride, src_stride) = row.map_or((1, cols, cols), |k| (dims[k], bs[k], ss[k]));
+    let outer: Vec<usize> = (0..rest).filter(|&k| Some(k) != row).collect();
+    let count: usize = outer.iter().map(|&k| dims[k]).product();
+    let mut calls = Vec::with_capacity(count);
+    let mut at = vec![0; outer.len()];
+    for _ in 0..count {
+        let (mut dst_offset, mut src_offset) = (block.offset(), src.offset());
+        for (&i, &k) in at.iter().zip(&outer) {
+            dst_offset += i * bs[k];
+            src_offset += i * ss[k];
+        }
+        calls.push(Copy2d { rows, cols, src_stride, dst_stride, src_offset, dst_offset });
+        for (i, &k) in at.iter_mut().zip(&outer).rev() {
+            *i += 1;
+            if *i < dims[k] {
+                break;
+            }
+            *i = 0;
+        }
+    }
+    Ok(calls)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(rows: usize, cols: usize, ss: usize, ds: usize, so: usize, dof: usize) -> Copy2d {
+        Copy2d { rows, cols, src_stride: ss, dst_stride: ds, src_offset: so, dst_offset: dof }
+    }
+
+    #[test]
+    fn a_contiguous_destination_takes_one_copy() {
+        let dst = Layout::contiguous([4, 6]);
+        let src = Layout::contiguous_with_offset([4, 3], 5);
+        assert_eq!(block_copies(&dst, &src, 1, 2).unwrap(), [c(4, 3, 3, 6, 5, 2)]);
+        let src = Layout::contiguous([2, 6]);
+        assert_eq!(block_copies(&dst, &src, 0, 1).unwrap(), [c(1, 12, 12, 12, 0, 6)]);
+    }
+
+    #[test]
+    fn a_strided_destination_takes_a_copy_per_outer_row() {
+        // A transposed [3, 2] view of a [2, 3] buffer: single elements, a call per column.
+        let dst = Layout::contiguous([2, 3]).transpose(0, 1).unwrap();
+        let src = Layout::contiguous([3, 2]);
+        let calls = block_copies(&dst, &src, 0, 0).unwrap();
+        assert_eq!(calls, [c(3, 1, 2, 1, 0, 0), c(3, 1, 2, 1, 1, 3)]);
+        // A narrowed column window of a [3, 5] buffer, written at rows 1..3 of dim 0.
+        let dst = Layout::contiguous([3, 5]).narrow(1, 1, 3).unwrap();
+        let src = Layout::contiguous([2, 3]);
+        assert_eq!(block_copies(&dst, &src, 0, 1).unwrap(), [c(2, 3, 3, 5, 0, 6)]);
+        // Rank 3 with gaps in the two inner dims: one call per index of the outer one.
+        let dst = Layout::contiguous([2, 4, 3]).narrow(1, 0, 2).unwrap().narrow(2, 0, 2).unwrap();
+        let src = Layout::contiguous([2, 2, 2]);
+        assert_eq!(block_copies(&dst, &src, 2, 0).unwrap(), [c(2, 2, 2, 3, 0, 0), c(2, 2, 2, 3, 4, 12)]);
     }
 }

@@ -7,6 +7,17 @@
 //! dtype. `sin` and `cos` reduce their argument exactly: they hold to a few ulp over the whole
 //! float range, not only near 0.
 //!
+//! powf with an integer exponent `e`, `|e| <=` [`POWF_EXACT_MAX`] (16), multiplies, the same way on
+//! every backend: `x^|e|` by repeated squaring in the dtype's compute type (f32 for f16, bf16 and
+//! f32), multiplying the squares `x^(2^k)` of the set bits of `|e|` from the lowest; for `e < 0`,
+//! `1 / x^|e|` where `x^|e|` is a normal number, else (a result near the ends of the range, 0,
+//! an infinity) the general `pow`; `x^0 = 1`. So it is exact wherever `x^e` is representable
+//! (`5^2 = 25`, `3^5 = 243`, `2^-3 = 0.125`), and in any case within about `|e|` ulps; squares
+//! and cubes are the cpu reference's bits everywhere, subnormals aside (a Vulkan driver may reorder a longer chain
+//! of products, and a GPU's division need not be correctly rounded: the last bits of an inexact
+//! result may differ). Other exponents take the driver's or libm's `pow` (C99's special cases),
+//! within a few ulps; the exponent reaches an f32 kernel as an f32.
+//!
 //! Subnormals (the rule for every backend; the cpu and native backends keep them everywhere):
 //! - exact: neg, abs, sign, relu, clamp, maximum, minimum, the comparisons, ceil, floor, round,
 //!   where_cond and casts between f32, f16 and bf16 give the reference's bits for subnormal
@@ -92,7 +103,7 @@ spec_enum! {
     pub enum ScalarOp in Elementwise {
         /// `x * mul + add`, computed in the dtype's compute precision; parameters `[mul, add]`.
         Affine = affine: DType::FLOAT,
-        /// `x ^ e`; parameters `[e]`.
+        /// `x ^ e`; parameters `[e]`; exact for small integer `e` (see the module docs).
         Powf = powf: DType::FLOAT,
         /// `x` if `x >= 0`, else `alpha (exp(x) - 1)`; parameters `[alpha]`.
         Elu = elu: DType::FLOAT,
@@ -101,6 +112,9 @@ spec_enum! {
         Clamp = clamp: DType::ALL,
     }
 }
+
+/// The largest `|e|` for which `powf` multiplies (see the module docs): five bits of squares.
+pub const POWF_EXACT_MAX: u32 = 16;
 
 impl ScalarOp {
     /// How many scalar parameters the map takes.
@@ -183,7 +197,7 @@ pub fn cmp(op: CmpOp, lhs: (&Layout, DType), rhs: (&Layout, DType)) -> Result<Ou
 /// `cond` is an integer tensor; `on_true` and `on_false` share a dtype; all three broadcast.
 pub fn where_cond(cond: (&Layout, DType), on_true: (&Layout, DType), on_false: (&Layout, DType)) -> Result<Out> {
     let op = ElementwiseOp::WhereCond.name();
-    check_dtype(op, cond.1, DType::INT)?;
+    super::check_int_operand(op, "condition", cond.1)?;
     let values = binary(op, DType::ALL, on_true, on_false)?;
     Ok(Out::new(Shape::broadcast(op, cond.0.shape(), &values)?, on_true.1))
 }

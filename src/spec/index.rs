@@ -6,7 +6,7 @@
 //! Scatter with repeated ids along `dim` leaves one of the written values (which one is
 //! unspecified); scatter_add and index_add add them all.
 
-use super::{OpInfo, Out, check_dtype, check_rank, check_same_dtype, dim, spec_enum};
+use super::{OpInfo, Out, check_rank, check_same_dtype, dim, spec_enum};
 use crate::{DType, Error, Layout, Result, Shape};
 
 spec_enum! {
@@ -61,7 +61,7 @@ pub(crate) fn ops() -> Vec<OpInfo> {
 }
 
 fn check_ids(op: &'static str, ids: DType) -> Result<()> {
-    check_dtype(op, ids, DType::INT)
+    super::check_int_operand(op, "ids", ids)
 }
 
 /// `ids` is 1-D; the output is `x` with `dim` resized to `ids.len()`.

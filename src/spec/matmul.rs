@@ -1,7 +1,10 @@
 //! Batched matrix product `(..., m, k) x (..., k, n) -> (..., m, n)`.
 //!
 //! Batch dims broadcast (numpy rules). Operands may have any strides, so transposed views
-//! multiply without copies. Half types accumulate in f32 or wider.
+//! multiply without copies. Half types accumulate in f32 or wider. `Tensor::matmul` also takes
+//! a 1-D operand, as PyTorch does: a vector lhs is a row `(1, k)`, a vector rhs a column `(k, 1)`,
+//! and that dim is dropped from the product (`(k) x (k)` is a rank-0 dot product); what reaches
+//! [`matmul`] and the backends is always matrices.
 
 use super::{Out, check_dtype, check_same_dtype, spec_enum};
 use crate::{DType, Error, Layout, Result, Shape};

@@ -230,6 +230,15 @@ pub(crate) fn check_dtype(op: &'static str, dtype: DType, allowed: &[DType]) -> 
     }
 }
 
+/// An integer operand that is not the op's data (ids, a condition): `Error::Operand` naming it.
+pub(crate) fn check_int_operand(op: &'static str, operand: &'static str, dtype: DType) -> Result<()> {
+    if dtype.is_int() {
+        return Ok(());
+    }
+    let msg = format!("of dtype {dtype}: {operand} must be an integer dtype (u8, u32 or i64)");
+    Err(Error::Operand { op, operand, msg })
+}
+
 pub(crate) fn check_same_dtype(op: &'static str, lhs: DType, rhs: DType) -> Result<()> {
     if lhs == rhs { Ok(()) } else { Err(Error::DTypeMismatch { op, lhs, rhs }) }
 }

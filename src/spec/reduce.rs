@@ -1,6 +1,9 @@
 //! Reductions over any set of dims.
 //!
-//! Sum of integers wraps; floats accumulate in at least f32 (the cpu reference uses f64).
+//! A sum keeps its dtype, so a sum of integers wraps (candle's rule; PyTorch accumulates them in
+//! int64): the u8 of a comparison summed over 1000 matches is 232. To count, sum in a wider
+//! dtype, `Tensor::sum_as(dims, DType::U32)` (a cast, then this sum, on every backend alike).
+//! Floats accumulate in at least f32 (the cpu reference uses f64).
 //! Min and max propagate NaN; argmin/argmax return the first extreme in row-major order of
 //! the reduced dims (a NaN counts as the extreme), as a flat u32 index into those dims.
 

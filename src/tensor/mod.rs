@@ -1,10 +1,22 @@
 //! The tensor an app uses: a shared storage on a device, seen through a strided layout.
 //! Views (transpose, narrow, broadcast...) share storage and never copy.
 
+mod arith;
+mod dims;
+mod display;
 mod fuse;
+mod indexing;
+mod literals;
 mod ops;
 mod run;
+mod shape_ops;
 mod status;
+mod sugar;
+
+pub use arith::TensorOrScalar;
+pub use dims::{Dims, ShapeWithOneHole};
+pub use indexing::{IndexOp, TensorIndexer};
+pub use literals::HostElement;
 
 use crate::backend::{CopyOps, Memory, RandomOps};
 use crate::device::{BackendOf, Storage, dispatch};
@@ -157,14 +169,15 @@ impl Tensor {
         Arc::ptr_eq(&self.storage, &other.storage)
     }
 
-    /// Host data in `shape` on `device`.
-    pub fn from_vec<T: WithDType>(data: Vec<T>, shape: impl Into<Shape>, device: &Device) -> Result<Tensor> {
-        Self::from_cpu(CpuStorage::from_vec(data), shape, device)
+    /// Host data in `shape` on `device` (`i32` elements, Rust's default integer literal, are
+    /// stored as i64: [`HostElement`]).
+    pub fn from_vec<T: HostElement>(data: Vec<T>, shape: impl Into<Shape>, device: &Device) -> Result<Tensor> {
+        Self::from_cpu(T::into_cpu_storage(data)?, shape, device)
     }
 
     /// A tensor of `shape` on `device` holding a copy of `data` (`data.len()` must be the shape's
     /// element count).
-    pub fn from_slice<T: WithDType>(data: &[T], shape: impl Into<Shape>, device: &Device) -> Result<Tensor> {
+    pub fn from_slice<T: HostElement>(data: &[T], shape: impl Into<Shape>, device: &Device) -> Result<Tensor> {
         Self::from_vec(data.to_vec(), shape, device)
     }
 
@@ -208,24 +221,21 @@ impl Tensor {
         Self::zeros(self.shape().clone(), self.dtype, &self.device)
     }
 
-    /// `start, start + step, ...` up to `end` (excluded), 1-D, of `T`'s dtype.
-    pub fn arange_step<T: WithDType>(start: T, end: T, step: T, device: &Device) -> Result<Tensor>
-    where
-        Scalar: From<T>,
-    {
-        let (start, end, step) = (Scalar::from(start), Scalar::from(end), Scalar::from(step));
+    /// `start, start + step, ...` up to `end` (excluded), 1-D, of `T`'s dtype (i64 for `i32`,
+    /// Rust's default integer literal).
+    pub fn arange_step<T: Into<Scalar>>(start: T, end: T, step: T, device: &Device) -> Result<Tensor> {
+        let (start, end, step) = (start.into(), end.into(), step.into());
         let len = spec::copy::arange(start, end, step)?;
         run::admit(device, Family::Copy, "arange", &Out::new([len], start.dtype()))?;
         let storage = dispatch!(device, |b| b.wrap(b.arange(start.dtype(), start, step, len)?));
         Ok(Self::from_storage(storage, [len], device))
     }
 
-    /// `start, start + 1, ...` up to `end` (excluded).
-    pub fn arange<T: WithDType>(start: T, end: T, device: &Device) -> Result<Tensor>
-    where
-        Scalar: From<T>,
-    {
-        Self::arange_step(start, end, T::from_i64(1), device)
+    /// `start, start + 1, ...` up to `end` (excluded), of `T`'s dtype (i64 for `i32`: `arange(0,
+    /// 12, &dev)`).
+    pub fn arange<T: Into<Scalar>>(start: T, end: T, device: &Device) -> Result<Tensor> {
+        let start = start.into();
+        Self::arange_step(start, end.into(), Scalar::I64(1).to_dtype(start.dtype()), device)
     }
 
     /// Draws from `dist` at stream position `(seed, offset)`: the same numbers on every backend.
@@ -380,12 +390,7 @@ impl Tensor {
     pub async fn to_scalar_async<T: WithDType>(&self) -> Result<T> {
         match self.to_vec_async::<T>().await?.as_slice() {
             [x] => Ok(*x),
-            _ => Err(Error::ElementCount {
-                op: "to_scalar",
-                shape: self.shape().clone(),
-                expected: 1,
-                got: self.elem_count(),
-            }),
+            _ => Err(Error::Rank { op: "to_scalar", expected: "0 (or one element)", shape: self.shape().clone() }),
         }
     }
 
@@ -424,8 +429,8 @@ impl Tensor {
     }
 
     /// Reorders dims: dim `i` of the result is dim `perm[i]` of `self` (a view).
-    pub fn permute(&self, perm: &[usize]) -> Result<Tensor> {
-        Ok(self.view(self.layout.permute(perm)?))
+    pub fn permute(&self, perm: impl Dims) -> Result<Tensor> {
+        Ok(self.view(self.layout.permute(&perm.to_indexes(self.rank(), "permute")?)?))
     }
 
     /// `len` entries of `dim` from `start` (a view).
@@ -441,9 +446,10 @@ impl Tensor {
         Ok(self.view(self.layout.broadcast_as(&shape)?))
     }
 
-    /// The same elements in a new shape: a view when contiguous, else a copy.
-    pub fn reshape(&self, shape: impl Into<Shape>) -> Result<Tensor> {
-        let shape = shape.into();
+    /// The same elements in a new shape: a view when contiguous, else a copy. One dim may be
+    /// left for it to infer, as `()`: `reshape(((), 3))` ([`ShapeWithOneHole`]).
+    pub fn reshape(&self, shape: impl ShapeWithOneHole) -> Result<Tensor> {
+        let shape = shape.into_shape(self.elem_count())?;
         shape.check("reshape", self.dtype)?;
         match self.layout.reshape(&shape)? {
             Some(l) => Ok(self.view(l)),
@@ -451,9 +457,9 @@ impl Tensor {
         }
     }
 
-    /// Adds a dim of size 1 at `dim` (a view).
-    pub fn unsqueeze(&self, dim: usize) -> Result<Tensor> {
-        Ok(self.view(self.layout.unsqueeze(dim)?))
+    /// Adds a dim of size 1 at `dim`, `0..=rank` (`D::Minus1`: after the last) (a view).
+    pub fn unsqueeze(&self, dim: impl Dim) -> Result<Tensor> {
+        Ok(self.view(self.layout.unsqueeze(dims::insert_index(dim, self.rank(), "unsqueeze")?)?))
     }
 
     /// Removes a dim of size 1 (a view).
@@ -471,7 +477,18 @@ impl Tensor {
         if self.device.same_device(&other.device) {
             Ok(())
         } else {
-            Err(Error::DeviceMismatch { op, lhs: self.device.describe().into(), rhs: other.device.describe().into() })
+            let name = |d: &Device| dispatch!(d, |b| b.describe());
+            let (lhs, mut rhs) = (name(&self.device), name(&other.device));
+            if lhs == rhs {
+                rhs.push_str(" (another device of that name)");
+            }
+            Err(Error::DeviceMismatch { op, lhs, rhs })
         }
+    }
+}
+
+impl AsRef<Tensor> for Tensor {
+    fn as_ref(&self) -> &Tensor {
+        self
     }
 }

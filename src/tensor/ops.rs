@@ -1,6 +1,7 @@
 //! Every op of the spec as a tensor method: validate once with the spec, run on the device.
 
 use super::Tensor;
+use super::{Dims, TensorOrScalar};
 use crate::backend::*;
 use crate::device::{BackendOf, dispatch};
 use crate::expr::program::Op;
@@ -12,7 +13,7 @@ use crate::spec::pool::{Pool2dParams, PoolOp};
 use crate::spec::reduce::{self, ReduceOp};
 use crate::spec::upsample::UpsampleOp;
 use crate::spec::{self, Family, Out};
-use crate::{DType, Dim, Layout, Result, Scalar};
+use crate::{D, DType, Dim, Error, Layout, Result, Scalar};
 
 macro_rules! unary_methods {
     ($($name:ident => $op:ident),* $(,)?) => {
@@ -32,9 +33,10 @@ macro_rules! binary_methods {
     ($via:ident $ty:ident: $($name:ident => $op:ident),* $(,)?) => {
         impl Tensor {
             $(
-                #[doc = concat!("Elementwise `", stringify!($name), "` with broadcasting (see [`", stringify!($ty), "`]).")]
-                pub fn $name(&self, rhs: &Tensor) -> Result<Tensor> {
-                    self.$via(rhs, $ty::$op)
+                #[doc = concat!("Elementwise `", stringify!($name), "` with broadcasting (see [`", stringify!($ty), "`]); `rhs` is a tensor or a scalar ([`TensorOrScalar`]).")]
+                pub fn $name(&self, rhs: impl TensorOrScalar) -> Result<Tensor> {
+                    let rhs = rhs.to_operand(self, $ty::$op.name())?;
+                    self.$via(&rhs, $ty::$op)
                 }
             )*
         }
@@ -57,12 +59,12 @@ macro_rules! reduce_methods {
     ($($name:ident, $keep:ident => $op:ident),* $(,)?) => {
         impl Tensor {
             $(
-                #[doc = concat!("`", stringify!($name), "` over `dims`, which are removed.")]
-                pub fn $name(&self, dims: &[usize]) -> Result<Tensor> {
+                #[doc = concat!("`", stringify!($name), "` over `dims` (one or several: [`Dims`]), which are removed.")]
+                pub fn $name(&self, dims: impl Dims) -> Result<Tensor> {
                     self.reduce(ReduceOp::$op, dims, false)
                 }
-                #[doc = concat!("`", stringify!($name), "` over `dims`, kept as size 1.")]
-                pub fn $keep(&self, dims: &[usize]) -> Result<Tensor> {
+                #[doc = concat!("`", stringify!($name), "` over `dims` (one or several: [`Dims`]), kept as size 1.")]
+                pub fn $keep(&self, dims: impl Dims) -> Result<Tensor> {
                     self.reduce(ReduceOp::$op, dims, true)
                 }
             )*
@@ -192,8 +194,9 @@ impl Tensor {
     }
 
     /// Reduces over `dims`, keeping them as size 1 when `keepdim`.
-    pub fn reduce(&self, op: ReduceOp, dims: &[usize], keepdim: bool) -> Result<Tensor> {
-        let red = reduce::reduce(op, &self.layout, self.dtype, dims)?;
+    pub fn reduce(&self, op: ReduceOp, dims: impl Dims, keepdim: bool) -> Result<Tensor> {
+        let dims = dims.to_indexes(self.rank(), op.name())?;
+        let red = reduce::reduce(op, &self.layout, self.dtype, &dims)?;
         let r = self.run(Family::Reduce, op.name(), &[], &red.out)?;
         let s = dispatch!(self.device, |b| b.wrap(b.reduce(r.arg(b, self)?, &self.layout, op, &red.dims)?));
         let t = r.finish(s);
@@ -207,9 +210,9 @@ impl Tensor {
     /// The sum of every element, as a rank-0 tensor.
     pub fn sum_all(&self) -> Result<Tensor> {
         if self.rank() == 0 {
-            return self.reshape([1])?.sum(&[0]);
+            return self.reshape([1])?.sum(0);
         }
-        self.sum(&(0..self.rank()).collect::<Vec<_>>())
+        self.sum((0..self.rank()).collect::<Vec<_>>())
     }
 
     /// Rows of `self` along `dim` picked by the 1-D `ids`.
@@ -319,7 +322,7 @@ impl Tensor {
         self.conv(kernel, ConvOp::ConvTranspose2d, p)
     }
 
-    fn conv<const N: usize>(&self, k: &Tensor, op: ConvOp, p: &ConvParams<N>) -> Result<Tensor> {
+    pub(super) fn conv<const N: usize>(&self, k: &Tensor, op: ConvOp, p: &ConvParams<N>) -> Result<Tensor> {
         self.same_device(op.name(), &[k])?;
         let g = spec::conv::conv(op, (&self.layout, self.dtype), (&k.layout, k.dtype), p)?;
         let r = self.run(Family::Conv, op.name(), &[k], &g.out)?;
@@ -381,8 +384,13 @@ impl Tensor {
     }
 
     /// Joins tensors along `dim`; all other dims must match.
-    pub fn cat(ts: &[&Tensor], dim: usize) -> Result<Tensor> {
+    pub fn cat<T: AsRef<Tensor>>(ts: &[T], dim: impl Dim) -> Result<Tensor> {
+        let ts: Vec<&Tensor> = ts.iter().map(AsRef::as_ref).collect();
         let layouts = ts.iter().map(|t| (&t.layout, t.dtype)).collect::<Vec<_>>();
+        let dim = match ts.first() {
+            Some(t) => dim.to_index(t.rank(), "cat")?,
+            None => 0,
+        };
         let out = spec::copy::cat(&layouts, dim)?;
         let first = ts[0];
         first.same_device("cat", &ts[1..])?;
@@ -395,9 +403,22 @@ impl Tensor {
         Ok(dst)
     }
 
-    /// Writes `src` into this contiguous tensor at `start..start + src.dims()[dim]` along
-    /// `dim`, in place.
-    pub fn slice_set(&self, src: &Tensor, dim: usize, start: usize) -> Result<()> {
+    /// Writes `src` into this tensor at `start..start + src.dims()[dim]` along `dim`, in place:
+    /// through a view (a narrowed or transposed one too), the elements of the viewed tensor
+    /// change. A broadcast destination, whose elements share memory, is an error.
+    ///
+    /// ```
+    /// use rocm_wgpu_ops::{Device, Tensor};
+    ///
+    /// let dev = Device::cpu();
+    /// let m = Tensor::zeros((2, 3), rocm_wgpu_ops::DType::U32, &dev)?;
+    /// let col = Tensor::from_vec(vec![7u32, 8], (1, 2), &dev)?;
+    /// m.t()?.slice_set(&col, 0, 1)?; // row 1 of the transpose: column 1 of `m`
+    /// assert_eq!(m.to_vec2::<u32>()?, [[0, 7, 0], [0, 8, 0]]);
+    /// # Ok::<(), rocm_wgpu_ops::Error>(())
+    /// ```
+    pub fn slice_set(&self, src: &Tensor, dim: impl Dim, start: usize) -> Result<()> {
+        let dim = dim.to_index(self.rank(), "slice_set")?;
         self.same_device("slice_set", &[src])?;
         spec::copy::slice_set((&self.layout, self.dtype), (&src.layout, src.dtype), dim, start)?;
         self.write_block(src, dim, start)
@@ -410,16 +431,49 @@ impl Tensor {
             return Ok(());
         }
         let src = if src.shares_storage(self) || !src.is_contiguous() { src.copy()? } else { src.clone() };
-        let p = spec::copy::block_copy2d(self.layout(), src.layout(), dim, start);
+        let calls = spec::copy::block_copies(self.layout(), src.layout(), dim, start)?;
         // The data written here now depends on whatever `src`'s depends on.
         self.status().absorb(src.status().flags());
         let s = src.read()?;
         let mut d = self.write()?;
-        dispatch!(self.device, |b| b.copy2d(b.get(&s)?, b.get_mut(&mut d)?, &p))
+        dispatch!(self.device, |b| {
+            let (s, d) = (b.get(&s)?, b.get_mut(&mut d)?);
+            calls.iter().try_for_each(|p| b.copy2d(s, d, p))
+        })
     }
 
-    /// Batched matrix product with broadcast batch dims.
+    /// Batched matrix product with broadcast batch dims. A 1-D operand is a vector, as in
+    /// PyTorch: `(k) x (.., k, n) -> (.., n)`, `(.., m, k) x (k) -> (.., m)`, `(k) x (k) -> ()`.
+    ///
+    /// ```
+    /// use rocm_wgpu_ops::{Device, Tensor};
+    ///
+    /// let dev = Device::cpu();
+    /// let m = Tensor::from_vec(vec![1f32, 2., 3., 4., 5., 6.], (2, 3), &dev)?;
+    /// let v = Tensor::from_vec(vec![1f32, 0., -1.], 3, &dev)?;
+    /// assert_eq!(m.matmul(&v)?.to_vec::<f32>()?, [-2., -2.]);
+    /// assert_eq!(v.matmul(&v)?.to_scalar::<f32>()?, 2.);
+    /// # Ok::<(), rocm_wgpu_ops::Error>(())
+    /// ```
     pub fn matmul(&self, rhs: &Tensor) -> Result<Tensor> {
+        let (lv, rv) = (self.rank() == 1, rhs.rank() == 1);
+        if self.rank() == 0 || rhs.rank() == 0 {
+            let (lhs, rhs) = (self.shape().clone(), rhs.shape().clone());
+            return Err(Error::MatmulShape { msg: "operands need rank 1 or more", lhs, rhs });
+        }
+        if lv || rv {
+            let l = if lv { self.unsqueeze(0)? } else { self.clone() };
+            let r = if rv { rhs.unsqueeze(1)? } else { rhs.clone() };
+            let p = l.matmul(&r).map_err(|e| match e {
+                // Said of the operands as given, not as the matrices they became.
+                Error::MatmulShape { msg, .. } => {
+                    Error::MatmulShape { msg, lhs: self.shape().clone(), rhs: rhs.shape().clone() }
+                }
+                e => e,
+            })?;
+            let p = if rv { p.squeeze(D::Minus1)? } else { p };
+            return if lv { p.squeeze(if rv { D::Minus1 } else { D::Minus2 }) } else { Ok(p) };
+        }
         self.same_device("matmul", &[rhs])?;
         let g = spec::matmul::matmul((&self.layout, self.dtype), (&rhs.layout, rhs.dtype))?;
         let (ll, rl) = (self.layout.broadcast_as(&g.lhs_shape())?, rhs.layout.broadcast_as(&g.rhs_shape())?);

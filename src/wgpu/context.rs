@@ -149,7 +149,8 @@ impl Gpu {
             });
         };
         let info = adapter.get_info();
-        let mut features = adapter.features() & allowed;
+        // A pipeline cache changes no kernel: asked for whatever `allowed` says.
+        let mut features = adapter.features() & (allowed | Features::PIPELINE_CACHE);
         let timing = Features::TIMESTAMP_QUERY | Features::TIMESTAMP_QUERY_INSIDE_PASSES;
         let profile = Profiler::wanted() && adapter.features().contains(timing);
         if profile {

@@ -13,6 +13,8 @@ mod index;
 pub mod kernel;
 mod matmul;
 mod nn;
+#[cfg(not(target_family = "wasm"))]
+mod pipeline_cache;
 mod pool;
 mod profile;
 mod random;
@@ -103,6 +105,9 @@ pub(crate) struct Context {
     bounds_checks: BoundsChecks,
     /// Overrides of the tuning tables (`RWO_WGPU_TUNE`).
     tune: Tune,
+    /// Pipelines kept on disk between processes, where the adapter can.
+    #[cfg(not(target_family = "wasm"))]
+    disk: Option<pipeline_cache::DiskPipelineCache>,
 }
 
 /// Families whose kernels run without wgpu's injected checks by default, each measurably faster
@@ -226,7 +231,11 @@ impl WgpuBackend {
         }
         use wgpu::BufferUsages as U;
         let retired = gpu.retired.clone();
+        #[cfg(not(target_family = "wasm"))]
+        let disk = pipeline_cache::DiskPipelineCache::open(&gpu);
         Ok(WgpuBackend(Arc::new(Context {
+            #[cfg(not(target_family = "wasm"))]
+            disk,
             gpu,
             caps,
             pool: Pool::new(U::STORAGE | U::COPY_SRC | U::COPY_DST, retired.clone()),
@@ -269,6 +278,19 @@ impl WgpuBackend {
     /// What the tensor buffer pool holds.
     pub fn memory_stats(&self) -> MemoryStats {
         self.0.pool.stats()
+    }
+
+    /// Where compiled pipelines are kept between processes, or why nowhere.
+    fn pipeline_cache(&self) -> String {
+        #[cfg(not(target_family = "wasm"))]
+        if let Some(d) = &self.0.disk {
+            return d.describe();
+        }
+        if self.0.gpu.has(wgpu::Features::PIPELINE_CACHE) {
+            "off (RWO_KERNEL_CACHE=off, or no cache directory)".into()
+        } else {
+            "none (the adapter has no PIPELINE_CACHE: Vulkan only)".into()
+        }
     }
 
     fn rec(&self) -> MutexGuard<'_, Recorder> {
@@ -365,6 +387,9 @@ impl WgpuBackend {
                     zero_initialize_workgroup_memory: checked,
                     ..Default::default()
                 },
+                #[cfg(not(target_family = "wasm"))]
+                cache: self.0.disk.as_ref().map(|d| d.for_build()),
+                #[cfg(target_family = "wasm")]
                 cache: None,
             });
             Pipeline { pipeline, layout, name: name.clone() }
@@ -497,6 +522,7 @@ impl Memory for WgpuBackend {
                 if self.0.caps.f64 { "yes".into() } else { "no SHADER_F64: only ops that move bytes take f64".into() },
             ),
             ("kernel tuning", format!("{}; {}", self.random_tuning(), self.sort_tuning())),
+            ("pipeline cache", self.pipeline_cache()),
             ("matmul kernels", self.gemm_info()),
         ]
     }

@@ -331,7 +331,7 @@ async fn host_readback(dev: &Device) -> Result<()> {
     assert_eq!(t.narrow(0, 1, 1)?.narrow(1, 2, 1)?.to_scalar_async::<i64>().await?, 6);
     assert_eq!(Tensor::full(2.5f32, (), DType::F32, dev)?.to_scalar_async::<f32>().await?, 2.5);
     assert_eq!(Tensor::full(9u8, [1, 1], DType::U8, dev)?.to_scalar_async::<u8>().await?, 9);
-    assert!(matches!(t.to_scalar_async::<i64>().await, Err(Error::ElementCount { .. })), "to_scalar of 6 elements");
+    assert!(matches!(t.to_scalar_async::<i64>().await, Err(Error::Rank { .. })), "to_scalar of 6 elements");
     assert!(matches!(t.flatten_all()?.to_vec2_async::<i64>().await, Err(Error::Rank { .. })), "to_vec2 of rank 1");
     assert!(matches!(t.to_vec_async::<f32>().await, Err(Error::HostDType { .. })), "to_vec in the wrong type");
     Ok(())
@@ -361,7 +361,7 @@ async fn reshape_and_views(dev: &Device) -> Result<()> {
                 }
             }
         }
-        check(&x.permute(&[2, 0, 1])?, &[4, 2, 3], &want, &what("permute")).await?;
+        check(&x.permute([2, 0, 1])?, &[4, 2, 3], &want, &what("permute")).await?;
         let all: Vec<i64> = (0..24).collect();
         let u = x.unsqueeze(1)?;
         check(&u, &[2, 1, 3, 4], &all, &what("unsqueeze")).await?;
@@ -373,7 +373,7 @@ async fn reshape_and_views(dev: &Device) -> Result<()> {
         let col = ints(dev, dtype, &[10, 20, 30], &[3, 1])?;
         let want: Vec<i64> = (0..24).map(|f| 10 * ((f / 4) % 3 + 1)).collect();
         check(&col.broadcast_as([2, 3, 4])?, &[2, 3, 4], &want, &what("broadcast_as")).await?;
-        let perm = x.permute(&[1, 2, 0])?.reshape([12, 2])?;
+        let perm = x.permute([1, 2, 0])?.reshape([12, 2])?;
         let want: Vec<i64> = (0..24).map(|f| 12 * (f % 2) + f / 2).collect();
         check(&perm, &[12, 2], &want, &what("reshape of a permutation")).await?;
     }
@@ -393,7 +393,7 @@ async fn zero_size_tensors(dev: &Device) -> Result<()> {
         check(&Tensor::cat(&[&a, &z], 1)?, &[0, 5], &[], "cat of empties").await?;
         check(&Tensor::cat(&[&z, &z], 0)?, &[0, 3], &[], "cat of empties along 0").await?;
         check(&z.to_device_async(&cpu()).await?.to_device(dev)?, &[0, 3], &[], "empty to_device").await?;
-        check(&Tensor::ones([2, 0, 4], dtype, dev)?.permute(&[2, 0, 1])?, &[4, 2, 0], &[], "empty permute").await?;
+        check(&Tensor::ones([2, 0, 4], dtype, dev)?.permute([2, 0, 1])?, &[4, 2, 0], &[], "empty permute").await?;
     }
     assert_eq!(Tensor::zeros([0, 3], DType::F32, dev)?.to_vec_async::<f32>().await?, Vec::<f32>::new());
     Ok(())
@@ -404,7 +404,7 @@ async fn copy_rejects_bad_input(dev: &Device) -> Result<()> {
     assert!(bad_param(Tensor::arange_step(0i64, 5, 0, dev)), "zero integer step");
     assert!(bad_param(Tensor::arange_step(0.0f32, 1.0, 0.0, dev)), "zero float step");
     assert!(bad_param(Tensor::arange_step(0.0f64, f64::INFINITY, 1.0, dev)), "infinite end");
-    assert!(bad_param(Tensor::cat(&[], 0)), "cat of nothing");
+    assert!(bad_param(Tensor::cat::<&Tensor>(&[], 0)), "cat of nothing");
     let a = Tensor::zeros([2, 3], DType::F32, dev)?;
     let b = Tensor::zeros([3, 3], DType::F32, dev)?;
     assert!(matches!(Tensor::cat(&[&a, &b], 1), Err(Error::ShapeMismatch { .. })), "cat with unequal dims");
@@ -413,8 +413,8 @@ async fn copy_rejects_bad_input(dev: &Device) -> Result<()> {
     assert!(matches!(Tensor::cat(&[&a, &a], 2), Err(Error::DimOutOfRange { .. })), "cat past the rank");
     let dst = Tensor::zeros([4, 3], DType::F32, dev)?;
     assert!(matches!(dst.slice_set(&a, 0, 3), Err(Error::InvalidParam { .. })), "slice_set past the end");
-    let r = dst.t()?.slice_set(&Tensor::zeros([3, 1], DType::F32, dev)?, 1, 0);
-    assert!(matches!(r, Err(Error::InvalidView { .. })), "slice_set into a transposed destination");
+    let r = dst.narrow(0, 0, 1)?.broadcast_as([4, 3])?.slice_set(&Tensor::zeros([4, 1], DType::F32, dev)?, 1, 0);
+    assert!(matches!(r, Err(Error::InvalidView { .. })), "slice_set into a broadcast destination");
     assert!(matches!(dst.slice_set(&c, 0, 0), Err(Error::DTypeMismatch { .. })), "slice_set of another dtype");
     check(&dst, &[4, 3], &[0; 12], "a refused slice_set leaves the destination alone").await?;
     Ok(())

@@ -12,7 +12,7 @@ use rocm_wgpu_ops::spec::conv::ConvParams;
 use rocm_wgpu_ops::spec::elementwise::{BinaryOp, CmpOp, UnaryOp};
 use rocm_wgpu_ops::spec::pool::Pool2dParams;
 use rocm_wgpu_ops::spec::reduce::ReduceOp;
-use rocm_wgpu_ops::{BackendKind, CpuStorage, DType, Device, Error, Result, Tensor};
+use rocm_wgpu_ops::{BackendKind, CpuStorage, DType, Device, Error, IndexOp, Result, Tensor, TensorIndexer};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 crate::tests!(random_calls_never_panic_and_agree_with_the_cpu, host_bytes_of_any_length_never_panic);
@@ -95,7 +95,7 @@ fn viewed(t: Tensor, v: &View) -> Result<Tensor> {
     }
 }
 
-const OPS: usize = 24;
+const OPS: usize = 29;
 const DTYPES: [DType; 7] = [DType::F32, DType::F16, DType::BF16, DType::F64, DType::U8, DType::U32, DType::I64];
 
 fn pick<T: Copy>(xs: &[T], k: u64) -> T {
@@ -225,6 +225,61 @@ fn run(dev: &Device, c: &Case, x: &Tensor) -> Result<(Vec<usize>, CpuStorage)> {
             // Sizes up to one no memory holds.
             let size = if p1 % 8 == 0 { 1usize << 62 } else { small(p0) };
             call(x.upsample_nearest1d(size))
+        }
+        23 => {
+            // `.i(..)`: per dim an index (past the end at times), a range (reversed at times) or all.
+            let ix = |k: u64, size: usize| -> TensorIndexer {
+                match k % 3 {
+                    0 => ((k >> 2) as usize % (size + 2)).into(),
+                    1 => ((k >> 2) as usize % (size + 2)..(k >> 9) as usize % (size + 2)).into(),
+                    _ => (..).into(),
+                }
+            };
+            let n = (p1 % (rank as u64 + 2)) as usize;
+            let idx: Vec<TensorIndexer> = (0..n).map(|i| ix(p0 >> (13 * i), size_of(i))).collect();
+            call(match idx.as_slice() {
+                [] => Ok(x.clone()),
+                [a] => x.i(a.clone()),
+                [a, b] => x.i((a.clone(), b.clone())),
+                [a, b, c] => x.i((a.clone(), b.clone(), c.clone())),
+                [a, b, c, e] => x.i((a.clone(), b.clone(), c.clone(), e.clone())),
+                [a, b, c, e, f, ..] => x.i((a.clone(), b.clone(), c.clone(), e.clone(), f.clone())),
+            })
+        }
+        24 => {
+            // Into the view itself (transposed, narrowed, broadcast), then the whole of it.
+            let dim = d(p0);
+            let mut s = x.dims().to_vec();
+            if let Some(v) = s.get_mut(dim) {
+                *v = small(p1);
+            }
+            call(x.slice_set(&other(s)?, dim, small(p2)))?;
+            Ok(x.clone())
+        }
+        25 => {
+            // A scalar operand: whole, fractional, negative or past u8.
+            let v = pick(&[2.0, 0.5, -1.0, 300.0, 1e10], p0);
+            call(match p1 % 3 {
+                0 => x + v,
+                1 => x.ge(v),
+                _ => 3.0 - x,
+            })
+        }
+        26 => {
+            let dims: Vec<usize> = (0..=(p1 % 3)).map(|i| d(p0 >> (8 * i))).collect();
+            call(match p2 % 4 {
+                0 => x.mean(dims),
+                1 => Tensor::stack(&[x, x], d(p0)),
+                2 => x.flatten(d(p0), d(p3)),
+                _ => x.reshape(((), small(p3))),
+            })
+        }
+        27 => {
+            // A vector on either side (or both).
+            let k = x.dims().last().copied().unwrap_or(1);
+            let v = other(vec![if p1 % 4 == 0 { k + 1 } else { k }])?;
+            let xt = if rank >= 2 { x.t()? } else { x.clone() };
+            call(if p0 % 2 == 0 { x.matmul(&v) } else { v.matmul(&xt) })
         }
         _ => call(x.layer_norm(None, None, pick(&[1e-5, 0.0, -1.0], p0))),
     }?;

@@ -15,6 +15,7 @@
 macro_rules! with_browser_families {
     ($m:ident) => {
         $m! {
+            api,
             conv,
             copy,
             elementwise,
@@ -39,6 +40,7 @@ macro_rules! with_browser_families {
 #[cfg(not(target_family = "wasm"))]
 const NATIVE_ONLY: &[&str] = &["fuzz", "native", "readback", "runtime", "shaders"];
 
+mod api;
 mod conv;
 mod copy;
 mod elementwise;

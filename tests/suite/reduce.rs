@@ -133,10 +133,10 @@ async fn nan_in_long_rows_matches_reference(dev: &Device) -> Result<()> {
         let x = Tensor::from_vec(v.clone(), [3, n], &cpu())?.to_dtype(dtype)?;
         for op in [ReduceOp::Min, ReduceOp::Max, ReduceOp::ArgMin, ReduceOp::ArgMax] {
             let what = format!("{op} {dtype} with NaN");
-            same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.reduce(op, &[1], false)).await?;
-            same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.t()?.reduce(op, &[0], false)).await?;
-            same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.t()?.contiguous()?.reduce(op, &[0], false)).await?;
-            same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.reduce(op, &[0, 1], false)).await?;
+            same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.reduce(op, [1], false)).await?;
+            same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.t()?.reduce(op, [0], false)).await?;
+            same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.t()?.contiguous()?.reduce(op, [0], false)).await?;
+            same_as_cpu(dev, Tol::EXACT, &what, |d| x.to_device(d)?.reduce(op, [0, 1], false)).await?;
         }
     }
     Ok(())
@@ -189,55 +189,55 @@ async fn reduce_empty_matches_reference(dev: &Device) -> Result<()> {
 
 async fn sum_hand_computed(dev: &Device) -> Result<()> {
     let x = Tensor::from_vec(vec![1f32, 5., 3., 4., 2., 6.], [2, 3], dev)?;
-    assert_values(&x.sum(&[0])?, &[3], &[5f32, 7., 9.], 0.0).await?;
-    assert_values(&x.sum(&[1])?, &[2], &[9f32, 12.], 0.0).await?;
-    assert_values(&x.sum_keepdim(&[1])?, &[2, 1], &[9f32, 12.], 0.0).await?;
-    assert_values(&x.sum(&[0, 1])?, &[], &[21f32], 0.0).await?;
-    assert_values(&x.t()?.sum(&[1])?, &[3], &[5f32, 7., 9.], 0.0).await?;
+    assert_values(&x.sum([0])?, &[3], &[5f32, 7., 9.], 0.0).await?;
+    assert_values(&x.sum([1])?, &[2], &[9f32, 12.], 0.0).await?;
+    assert_values(&x.sum_keepdim([1])?, &[2, 1], &[9f32, 12.], 0.0).await?;
+    assert_values(&x.sum([0, 1])?, &[], &[21f32], 0.0).await?;
+    assert_values(&x.t()?.sum([1])?, &[3], &[5f32, 7., 9.], 0.0).await?;
     let i = Tensor::from_vec(vec![-7i64, 3, 10, -1, 0, 2], [3, 2], dev)?;
-    assert_values(&i.sum(&[0])?, &[2], &[3i64, 4], 0.0).await?;
-    assert_values(&i.sum(&[1])?, &[3], &[-4i64, 9, 2], 0.0).await?;
+    assert_values(&i.sum([0])?, &[2], &[3i64, 4], 0.0).await?;
+    assert_values(&i.sum([1])?, &[3], &[-4i64, 9, 2], 0.0).await?;
     // [2, 3, 2] summed over the two outer dims: a column sum across blocks.
     let y = crate::floats(dev, (1..=12).map(f64::from).collect(), &[2, 3, 2], crate::wide(dev).0)?;
-    crate::assert_floats(&y.sum(&[0, 1])?, &[2], &[36.0, 42.0], 0.0).await?;
-    crate::assert_floats(&y.sum(&[0, 2])?, &[3], &[18.0, 26.0, 34.0], 0.0).await?;
-    crate::assert_floats(&y.sum_keepdim(&[0, 2])?, &[1, 3, 1], &[18.0, 26.0, 34.0], 0.0).await?;
+    crate::assert_floats(&y.sum([0, 1])?, &[2], &[36.0, 42.0], 0.0).await?;
+    crate::assert_floats(&y.sum([0, 2])?, &[3], &[18.0, 26.0, 34.0], 0.0).await?;
+    crate::assert_floats(&y.sum_keepdim([0, 2])?, &[1, 3, 1], &[18.0, 26.0, 34.0], 0.0).await?;
     Ok(())
 }
 
 async fn sum_wraps_integers(dev: &Device) -> Result<()> {
     let u = Tensor::from_vec(vec![200u8, 100, 3], [3], dev)?;
-    assert_values(&u.sum(&[0])?, &[], &[47u8], 0.0).await?;
+    assert_values(&u.sum([0])?, &[], &[47u8], 0.0).await?;
     let w = Tensor::from_vec(vec![u32::MAX, 2, u32::MAX, u32::MAX], [2, 2], dev)?;
-    assert_values(&w.sum(&[1])?, &[2], &[1u32, u32::MAX - 1], 0.0).await?;
+    assert_values(&w.sum([1])?, &[2], &[1u32, u32::MAX - 1], 0.0).await?;
     let i = Tensor::from_vec(vec![i64::MAX, 1, i64::MIN, -1], [2, 2], dev)?;
-    assert_values(&i.sum(&[1])?, &[2], &[i64::MIN, i64::MAX], 0.0).await?;
+    assert_values(&i.sum([1])?, &[2], &[i64::MIN, i64::MAX], 0.0).await?;
     Ok(())
 }
 
 async fn sum_rounds_once(dev: &Device) -> Result<()> {
     // Step by step in f16, 2048 + 1 rounds back to 2048 (twice); summed wide it is 2050.
     let h = Tensor::from_vec(vec![f16::from_f32(2048.0), f16::ONE, f16::ONE], [3], dev)?;
-    assert_values(&h.sum(&[0])?, &[], &[f16::from_f32(2050.0)], 0.0).await?;
+    assert_values(&h.sum([0])?, &[], &[f16::from_f32(2050.0)], 0.0).await?;
     let b = Tensor::from_vec(vec![bf16::from_f32(256.0), bf16::ONE, bf16::ONE], [3], dev)?;
-    assert_values(&b.sum(&[0])?, &[], &[bf16::from_f32(258.0)], 0.0).await?;
+    assert_values(&b.sum([0])?, &[], &[bf16::from_f32(258.0)], 0.0).await?;
     // 2^24 + 1 + 1 in f32: wide accumulation keeps both ones.
     let f = Tensor::from_vec(vec![16_777_216f32, 1.0, 1.0], [3], dev)?;
-    assert_values(&f.sum(&[0])?, &[], &[16_777_218f32], 0.0).await?;
+    assert_values(&f.sum([0])?, &[], &[16_777_218f32], 0.0).await?;
     Ok(())
 }
 
 async fn sum_of_empty_dim_is_zero(dev: &Device) -> Result<()> {
     for &dtype in DType::ALL.iter().filter(|&&d| dev.supports("sum", d).is_ok()) {
         let x = Tensor::zeros([2, 0, 3], dtype, dev)?;
-        crate::assert_floats(&x.sum(&[1])?, &[2, 3], &[0.0; 6], 0.0).await?;
-        crate::assert_floats(&x.sum_keepdim(&[0, 1])?, &[1, 1, 3], &[0.0; 3], 0.0).await?;
-        crate::assert_floats(&x.sum(&[2])?, &[2, 0], &[], 0.0).await?;
+        crate::assert_floats(&x.sum([1])?, &[2, 3], &[0.0; 6], 0.0).await?;
+        crate::assert_floats(&x.sum_keepdim([0, 1])?, &[1, 1, 3], &[0.0; 3], 0.0).await?;
+        crate::assert_floats(&x.sum([2])?, &[2, 0], &[], 0.0).await?;
         crate::assert_floats(&x.sum_all()?, &[], &[0.0], 0.0).await?;
     }
     // An empty window of a non-empty tensor.
     let y = Tensor::from_vec(vec![1f32, 2., 3., 4.], [2, 2], dev)?.narrow(1, 2, 0)?;
-    assert_values(&y.sum(&[1])?, &[2], &[0f32, 0.], 0.0).await?;
+    assert_values(&y.sum([1])?, &[2], &[0f32, 0.], 0.0).await?;
     Ok(())
 }
 
@@ -255,46 +255,46 @@ async fn sum_all_hand_computed(dev: &Device) -> Result<()> {
 
 async fn min_max_hand_computed(dev: &Device) -> Result<()> {
     let x = Tensor::from_vec(vec![1f32, 5., 3., 4., 2., 6.], [2, 3], dev)?;
-    assert_values(&x.min(&[1])?, &[2], &[1f32, 2.], 0.0).await?;
-    assert_values(&x.max(&[1])?, &[2], &[5f32, 6.], 0.0).await?;
-    assert_values(&x.min(&[0])?, &[3], &[1f32, 2., 3.], 0.0).await?;
-    assert_values(&x.max_keepdim(&[0])?, &[1, 3], &[4f32, 5., 6.], 0.0).await?;
-    assert_values(&x.max(&[0, 1])?, &[], &[6f32], 0.0).await?;
-    assert_values(&x.t()?.min(&[1])?, &[3], &[1f32, 2., 3.], 0.0).await?;
+    assert_values(&x.min([1])?, &[2], &[1f32, 2.], 0.0).await?;
+    assert_values(&x.max([1])?, &[2], &[5f32, 6.], 0.0).await?;
+    assert_values(&x.min([0])?, &[3], &[1f32, 2., 3.], 0.0).await?;
+    assert_values(&x.max_keepdim([0])?, &[1, 3], &[4f32, 5., 6.], 0.0).await?;
+    assert_values(&x.max([0, 1])?, &[], &[6f32], 0.0).await?;
+    assert_values(&x.t()?.min([1])?, &[3], &[1f32, 2., 3.], 0.0).await?;
     let i = Tensor::from_vec(vec![-7i64, 3, i64::MIN, i64::MAX], [2, 2], dev)?;
-    assert_values(&i.min(&[1])?, &[2], &[-7i64, i64::MIN], 0.0).await?;
-    assert_values(&i.max(&[0])?, &[2], &[-7i64, i64::MAX], 0.0).await?;
+    assert_values(&i.min([1])?, &[2], &[-7i64, i64::MIN], 0.0).await?;
+    assert_values(&i.max([0])?, &[2], &[-7i64, i64::MAX], 0.0).await?;
     let u = Tensor::from_vec(vec![9u8, 255, 0, 7], [4], dev)?;
-    assert_values(&u.min(&[0])?, &[], &[0u8], 0.0).await?;
-    assert_values(&u.max(&[0])?, &[], &[255u8], 0.0).await?;
+    assert_values(&u.min([0])?, &[], &[0u8], 0.0).await?;
+    assert_values(&u.max([0])?, &[], &[255u8], 0.0).await?;
     let h = Tensor::from_vec(vec![f16::from_f32(-1.5), f16::NEG_INFINITY, f16::from_f32(0.25)], [3], dev)?;
-    assert_values(&h.min(&[0])?, &[], &[f16::NEG_INFINITY], 0.0).await?;
-    assert_values(&h.max(&[0])?, &[], &[f16::from_f32(0.25)], 0.0).await?;
+    assert_values(&h.min([0])?, &[], &[f16::NEG_INFINITY], 0.0).await?;
+    assert_values(&h.max([0])?, &[], &[f16::from_f32(0.25)], 0.0).await?;
     Ok(())
 }
 
 async fn arg_hand_computed(dev: &Device) -> Result<()> {
     let x = Tensor::from_vec(vec![1f32, 5., 3., 4., 2., 6.], [2, 3], dev)?;
-    assert_values(&x.argmax(&[1])?, &[2], &[1u32, 2], 0.0).await?;
-    assert_values(&x.argmin(&[1])?, &[2], &[0u32, 1], 0.0).await?;
-    assert_values(&x.argmin(&[0])?, &[3], &[0u32, 1, 0], 0.0).await?;
-    assert_values(&x.argmax_keepdim(&[0])?, &[1, 3], &[1u32, 0, 1], 0.0).await?;
+    assert_values(&x.argmax([1])?, &[2], &[1u32, 2], 0.0).await?;
+    assert_values(&x.argmin([1])?, &[2], &[0u32, 1], 0.0).await?;
+    assert_values(&x.argmin([0])?, &[3], &[0u32, 1, 0], 0.0).await?;
+    assert_values(&x.argmax_keepdim([0])?, &[1, 3], &[1u32, 0, 1], 0.0).await?;
     // The transpose [[1, 4], [5, 2], [3, 6]]: indices follow the view, not the storage.
-    assert_values(&x.t()?.argmax(&[0])?, &[2], &[1u32, 2], 0.0).await?;
-    assert_values(&x.t()?.argmax(&[0, 1])?, &[], &[5u32], 0.0).await?;
-    assert_values(&x.t()?.argmin(&[0, 1])?, &[], &[0u32], 0.0).await?;
+    assert_values(&x.t()?.argmax([0])?, &[2], &[1u32, 2], 0.0).await?;
+    assert_values(&x.t()?.argmax([0, 1])?, &[], &[5u32], 0.0).await?;
+    assert_values(&x.t()?.argmin([0, 1])?, &[], &[0u32], 0.0).await?;
     // Ties: the first occurrence wins.
     let t = Tensor::from_vec(vec![3u32, 1, 3, 1], [4], dev)?;
-    assert_values(&t.argmax(&[0])?, &[], &[0u32], 0.0).await?;
-    assert_values(&t.argmin(&[0])?, &[], &[1u32], 0.0).await?;
+    assert_values(&t.argmax([0])?, &[], &[0u32], 0.0).await?;
+    assert_values(&t.argmin([0])?, &[], &[1u32], 0.0).await?;
     let z = crate::floats(dev, vec![0.0, -0.0, -1.0, -1.0], &[2, 2], crate::wide(dev).0)?;
-    assert_values(&z.argmax(&[1])?, &[2], &[0u32, 0], 0.0).await?;
-    assert_values(&z.argmin(&[1])?, &[2], &[0u32, 0], 0.0).await?;
+    assert_values(&z.argmax([1])?, &[2], &[0u32, 0], 0.0).await?;
+    assert_values(&z.argmin([1])?, &[2], &[0u32, 0], 0.0).await?;
     // Broadcast rows are all equal: index 0 everywhere.
     let b = Tensor::from_vec(vec![2i64, -5, 2], [3], dev)?.broadcast_as([4, 3])?;
-    assert_values(&b.argmax(&[0])?, &[3], &[0u32, 0, 0], 0.0).await?;
-    assert_values(&b.argmin(&[0, 1])?, &[], &[1u32], 0.0).await?;
-    assert_values(&b.argmax(&[1])?, &[4], &[0u32; 4], 0.0).await?;
+    assert_values(&b.argmax([0])?, &[3], &[0u32, 0, 0], 0.0).await?;
+    assert_values(&b.argmin([0, 1])?, &[], &[1u32], 0.0).await?;
+    assert_values(&b.argmax([1])?, &[4], &[0u32; 4], 0.0).await?;
     Ok(())
 }
 
@@ -302,40 +302,40 @@ async fn arg_over_two_dims_is_flat(dev: &Device) -> Result<()> {
     // x[i][j][k], flat i*4 + j*2 + k.
     let x = Tensor::from_vec(vec![0i64, 7, 3, 2, 5, 1, 4, 6], [2, 2, 2], dev)?;
     // Over (i, k), flat i*2 + k: j=0 sees [0, 7, 5, 1], j=1 sees [3, 2, 4, 6].
-    assert_values(&x.argmax(&[0, 2])?, &[2], &[1u32, 3], 0.0).await?;
-    assert_values(&x.argmin(&[0, 2])?, &[2], &[0u32, 1], 0.0).await?;
-    assert_values(&x.max(&[0, 2])?, &[2], &[7i64, 6], 0.0).await?;
-    assert_values(&x.min_keepdim(&[0, 2])?, &[1, 2, 1], &[0i64, 2], 0.0).await?;
-    assert_values(&x.sum(&[0, 2])?, &[2], &[13i64, 15], 0.0).await?;
+    assert_values(&x.argmax([0, 2])?, &[2], &[1u32, 3], 0.0).await?;
+    assert_values(&x.argmin([0, 2])?, &[2], &[0u32, 1], 0.0).await?;
+    assert_values(&x.max([0, 2])?, &[2], &[7i64, 6], 0.0).await?;
+    assert_values(&x.min_keepdim([0, 2])?, &[1, 2, 1], &[0i64, 2], 0.0).await?;
+    assert_values(&x.sum([0, 2])?, &[2], &[13i64, 15], 0.0).await?;
     // Over (j, k): i=0 sees [0, 7, 3, 2], i=1 sees [5, 1, 4, 6].
-    assert_values(&x.argmax(&[1, 2])?, &[2], &[1u32, 3], 0.0).await?;
-    assert_values(&x.argmin_keepdim(&[1, 2])?, &[2, 1, 1], &[0u32, 1], 0.0).await?;
+    assert_values(&x.argmax([1, 2])?, &[2], &[1u32, 3], 0.0).await?;
+    assert_values(&x.argmin_keepdim([1, 2])?, &[2, 1, 1], &[0u32, 1], 0.0).await?;
     // Over everything: 7 at flat 1, 0 at flat 0; permuted, 7 sits at (k=1, j=0, i=0) = 4.
-    assert_values(&x.argmax(&[0, 1, 2])?, &[], &[1u32], 0.0).await?;
-    assert_values(&x.permute(&[2, 1, 0])?.argmax(&[0, 1, 2])?, &[], &[4u32], 0.0).await?;
+    assert_values(&x.argmax([0, 1, 2])?, &[], &[1u32], 0.0).await?;
+    assert_values(&x.permute([2, 1, 0])?.argmax([0, 1, 2])?, &[], &[4u32], 0.0).await?;
     Ok(())
 }
 
 async fn nan_hand_computed(dev: &Device) -> Result<()> {
     let nan = f32::NAN;
     let x = Tensor::from_vec(vec![1f32, nan, 5., nan, 2., 2., 0., 7.], [2, 4], dev)?;
-    let max = x.max(&[1])?.to_vec_async::<f32>().await?;
-    let min = x.min(&[1])?.to_vec_async::<f32>().await?;
+    let max = x.max([1])?.to_vec_async::<f32>().await?;
+    let min = x.min([1])?.to_vec_async::<f32>().await?;
     assert!(max[0].is_nan() && min[0].is_nan(), "min/max propagate NaN: {max:?} {min:?}");
     assert_eq!((max[1], min[1]), (7.0, 0.0));
-    assert_values(&x.argmax(&[1])?, &[2], &[1u32, 3], 0.0).await?;
-    assert_values(&x.argmin(&[1])?, &[2], &[1u32, 2], 0.0).await?;
-    assert!(x.max(&[0, 1])?.to_scalar_async::<f32>().await?.is_nan(), "max over all is NaN");
-    assert_values(&x.argmin(&[0, 1])?, &[], &[1u32], 0.0).await?;
+    assert_values(&x.argmax([1])?, &[2], &[1u32, 3], 0.0).await?;
+    assert_values(&x.argmin([1])?, &[2], &[1u32, 2], 0.0).await?;
+    assert!(x.max([0, 1])?.to_scalar_async::<f32>().await?.is_nan(), "max over all is NaN");
+    assert_values(&x.argmin([0, 1])?, &[], &[1u32], 0.0).await?;
     // Column 3 is [NaN, 7]; the NaN is first.
-    assert_values(&x.argmax(&[0])?, &[4], &[1u32, 0, 0, 0], 0.0).await?;
+    assert_values(&x.argmax([0])?, &[4], &[1u32, 0, 0, 0], 0.0).await?;
     // A NaN late in the row still wins; -inf and inf do not beat it.
     let y = crate::floats(dev, vec![f64::NEG_INFINITY, f64::INFINITY, f64::NAN], &[3], crate::wide(dev).0)?;
-    assert_values(&y.argmax(&[0])?, &[], &[2u32], 0.0).await?;
-    assert_values(&y.argmin(&[0])?, &[], &[2u32], 0.0).await?;
+    assert_values(&y.argmax([0])?, &[], &[2u32], 0.0).await?;
+    assert_values(&y.argmin([0])?, &[], &[2u32], 0.0).await?;
     let b = Tensor::from_vec(vec![bf16::ONE, bf16::NAN, bf16::NAN], [3], dev)?;
-    assert_values(&b.argmin(&[0])?, &[], &[1u32], 0.0).await?;
-    assert!(b.min(&[0])?.to_scalar_async::<bf16>().await?.is_nan(), "bf16 min is NaN");
+    assert_values(&b.argmin([0])?, &[], &[1u32], 0.0).await?;
+    assert!(b.min([0])?.to_scalar_async::<bf16>().await?.is_nan(), "bf16 min is NaN");
     Ok(())
 }
 
@@ -420,9 +420,9 @@ async fn sum_over_two_dims_is_nested_sum(dev: &Device) -> Result<()> {
         for view in crate::rotated(dev, &View::ALL, i) {
             let x = view_tensor(dev, view, dtype, &[3, 4, 5], 24, lo, hi)?.to_dtype(DType::I64)?.to_dtype(dtype)?;
             let what = format!("{dtype} {view:?}");
-            assert_close(&x.sum(&[0, 1])?, &x.sum(&[0])?.sum(&[0])?, Tol::EXACT, &what).await?;
-            assert_close(&x.sum(&[1, 2])?, &x.sum(&[2])?.sum(&[1])?, Tol::EXACT, &what).await?;
-            assert_close(&x.sum_all()?, &x.sum(&[2])?.sum(&[1])?.sum(&[0])?, Tol::EXACT, &what).await?;
+            assert_close(&x.sum([0, 1])?, &x.sum([0])?.sum([0])?, Tol::EXACT, &what).await?;
+            assert_close(&x.sum([1, 2])?, &x.sum([2])?.sum([1])?, Tol::EXACT, &what).await?;
+            assert_close(&x.sum_all()?, &x.sum([2])?.sum([1])?.sum([0])?, Tol::EXACT, &what).await?;
         }
     }
     Ok(())
@@ -431,12 +431,12 @@ async fn sum_over_two_dims_is_nested_sum(dev: &Device) -> Result<()> {
 async fn reduce_rejects_bad_input(dev: &Device) -> Result<()> {
     let x = Tensor::zeros([2, 0], DType::F32, dev)?;
     for op in [ReduceOp::Min, ReduceOp::Max, ReduceOp::ArgMin, ReduceOp::ArgMax] {
-        assert!(matches!(x.reduce(op, &[1], false), Err(Error::EmptyReduction { .. })), "{op} over nothing");
-        assert!(x.reduce(op, &[0], false).is_ok(), "{op} over a non-empty dim of an empty tensor");
+        assert!(matches!(x.reduce(op, [1], false), Err(Error::EmptyReduction { .. })), "{op} over nothing");
+        assert!(x.reduce(op, [0], false).is_ok(), "{op} over a non-empty dim of an empty tensor");
     }
     let y = Tensor::zeros([2, 3], DType::F32, dev)?;
-    assert!(matches!(y.sum(&[]), Err(Error::InvalidParam { .. })));
-    assert!(matches!(y.sum(&[1, 1]), Err(Error::DuplicateDim { .. })));
-    assert!(matches!(y.max(&[2]), Err(Error::DimOutOfRange { .. })));
+    assert!(matches!(y.sum(Vec::<usize>::new()), Err(Error::InvalidParam { .. })));
+    assert!(matches!(y.sum([1, 1]), Err(Error::DuplicateDim { .. })));
+    assert!(matches!(y.max([2]), Err(Error::DimOutOfRange { .. })));
     Ok(())
 }
