@@ -298,62 +298,8 @@ fn pow32(x: f32, e: f32) -> f32 {
     return select(r, -r, negate);
 }
 
-// @kernel map1
-@compute @workgroup_size(WG)
-fn map1(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let w = flat_id(gid, nwg);
-    let n = md[0];
-    let first = w * Y_EPW;
-    if (first >= n) {
-        return;
-    }
-    for (var k = 0u; k < Y_EPW; k++) {
-        let i = first + k;
-        if (i < n) {
-            y_set(i, op(x_load(x_at(i))));
-        }
-    }
-    y_flush(w);
-}
-
-// @kernel map2
-@compute @workgroup_size(WG)
-fn map2(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let w = flat_id(gid, nwg);
-    let n = md[0];
-    let first = w * Y_EPW;
-    if (first >= n) {
-        return;
-    }
-    for (var k = 0u; k < Y_EPW; k++) {
-        let i = first + k;
-        if (i < n) {
-            y_set(i, op(a_load(a_at(i)), b_load(b_at(i))));
-        }
-    }
-    y_flush(w);
-}
-
-// @kernel map3
-@compute @workgroup_size(WG)
-fn map3(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let w = flat_id(gid, nwg);
-    let n = md[0];
-    let first = w * Y_EPW;
-    if (first >= n) {
-        return;
-    }
-    for (var k = 0u; k < Y_EPW; k++) {
-        let i = first + k;
-        if (i < n) {
-            y_set(i, op(c_load(c_at(i)), a_load(a_at(i)), b_load(b_at(i))));
-        }
-    }
-    y_flush(w);
-}
-
-// A fused program over any number of inputs (src/wgpu/fused.rs): `op_at(i)` loads element i of
-// each input and runs the program's steps.
+// Every map and fused program (src/wgpu/elementwise.rs, fused.rs): `op_at(i)` loads element i
+// of each input and computes the output element.
 // @kernel mapn
 @compute @workgroup_size(WG)
 fn mapn(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -370,50 +316,6 @@ fn mapn(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         }
     }
     y_flush(w);
-}
-
-// Four elements per invocation, UNROLL times (grid-strided, so each load stays coalesced):
-// vector loads and stores where the layouts allow.
-// @kernel map1_v4
-@compute @workgroup_size(WG)
-fn map1_v4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let stride = nwg.x * nwg.y * WG * 4u;
-    for (var u = 0u; u < UNROLL; u++) {
-        let i = flat_id(gid, nwg) * 4u + u * stride;
-        if (i < md[0]) {
-            let x = x_get4(i);
-            y_set4(i, vec4(op(x.x), op(x.y), op(x.z), op(x.w)));
-        }
-    }
-}
-
-// @kernel map2_v4
-@compute @workgroup_size(WG)
-fn map2_v4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let stride = nwg.x * nwg.y * WG * 4u;
-    for (var u = 0u; u < UNROLL; u++) {
-        let i = flat_id(gid, nwg) * 4u + u * stride;
-        if (i < md[0]) {
-            let a = a_get4(i);
-            let b = b_get4(i);
-            y_set4(i, vec4(op(a.x, b.x), op(a.y, b.y), op(a.z, b.z), op(a.w, b.w)));
-        }
-    }
-}
-
-// @kernel map3_v4
-@compute @workgroup_size(WG)
-fn map3_v4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let stride = nwg.x * nwg.y * WG * 4u;
-    for (var u = 0u; u < UNROLL; u++) {
-        let i = flat_id(gid, nwg) * 4u + u * stride;
-        if (i < md[0]) {
-            let c = c_get4(i);
-            let a = a_get4(i);
-            let b = b_get4(i);
-            y_set4(i, vec4(op(c.x, a.x, b.x), op(c.y, a.y, b.y), op(c.z, a.z, b.z), op(c.w, a.w, b.w)));
-        }
-    }
 }
 
 // An input stored transposed to the output (a column-major [rows, cols]) goes through a 32x32
@@ -469,6 +371,8 @@ fn map2_t(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) l
     }
 }
 
+// Four elements per invocation, UNROLL times (grid-strided, so each load stays coalesced):
+// vector loads and stores where the layouts allow (`op_at4(i)`).
 // @kernel mapn_v4
 @compute @workgroup_size(WG)
 fn mapn_v4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {

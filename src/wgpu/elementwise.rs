@@ -13,26 +13,35 @@ use crate::spec::Family;
 use crate::spec::elementwise::{BinaryOp, CmpOp, ElementwiseOp, ScalarOp, UnaryOp};
 use crate::{DType, Layout, Result, Scalar};
 
-/// The spec of an elementwise kernel: inputs (named `x`, or `a`/`b`, or `c`/`a`/`b`) with
-/// their reprs and index maps, output `y`, and the generated `op` (with `param` if it takes
-/// scalars).
-fn spec(
-    caps: Caps,
-    entry: &'static str,
-    inputs: &[(&'static str, Repr, Index)],
-    out: Repr,
-    code: String,
-    scalars: bool,
-) -> Spec {
-    let mut spec = Spec::new(Family::Elementwise, entry, caps);
+/// The spec of an elementwise kernel (`mapn` of `shaders/elementwise.wgsl`): inputs (named
+/// `x`, or `a`/`b`, or `c`/`a`/`b`) with their reprs and index maps, output `y`, the generated
+/// `op` (with `param_*` if it takes scalars) and `op_at`, which loads element `i` of each input
+/// into it.
+fn spec(caps: Caps, inputs: &[(&'static str, Repr, Index)], out: Repr, code: String, scalars: bool) -> Spec {
+    let mut spec = Spec::new(Family::Elementwise, "mapn", caps);
     for &(name, r, i) in inputs {
         spec = spec.bind(name, r, Access::Read, i);
     }
-    spec = spec.bind("y", out, Access::Write, Index::None).code(code);
+    let names: Vec<&str> = inputs.iter().map(|i| i.0).collect();
+    spec = spec.bind("y", out, Access::Write, Index::None).code(code).code(op_at(&names, out.compute()));
     if scalars {
         spec = spec.code(params::typed_decoder(inputs[0].1.compute()));
     }
     spec
+}
+
+/// `fn op_at(i)`: `op` of element `i` of each input binding in `names`.
+pub(crate) fn op_at(names: &[&str], ret: Compute) -> String {
+    let loads: Vec<String> = names.iter().map(|n| format!("{n}_load({n}_at(i))")).collect();
+    format!("fn op_at(i: u32) -> {} {{ return op({}); }}\n", ret.wgsl(), loads.join(", "))
+}
+
+/// `fn op_at4(i)`: `op` of elements `i..i+4` of each input binding in `names`, as a vector.
+pub(crate) fn op_at4(names: &[&str], ret: Compute) -> String {
+    let gets: String = names.iter().enumerate().map(|(k, n)| format!("let v{k} = {n}_get4(i); ")).collect();
+    let lane = |c: &str| (0..names.len()).map(|k| format!("v{k}.{c}")).collect::<Vec<_>>().join(", ");
+    let lanes: Vec<String> = ["x", "y", "z", "w"].iter().map(|c| format!("op({})", lane(c))).collect();
+    format!("fn op_at4(i: u32) -> vec4<{}> {{ {gets}return vec4({}); }}\n", ret.wgsl(), lanes.join(", "))
 }
 
 /// The table's expression `e` over operands of compute types `args`, rendered for `caps`.
@@ -43,28 +52,28 @@ fn op_code(caps: Caps, e: &Expr, names: &[&str], args: &[Ty]) -> String {
 pub(crate) fn unary_spec(caps: Caps, op: UnaryOp, dtype: DType, x: Index) -> Result<Spec> {
     let r = Repr::of(dtype, caps, op.name())?;
     let t = Ty::of(dtype);
-    Ok(spec(caps, "map1", &[("x", r, x)], r, op_code(caps, &table::unary(op, t), &["v"], &[t]), false))
+    Ok(spec(caps, &[("x", r, x)], r, op_code(caps, &table::unary(op, t), &["v"], &[t]), false))
 }
 
 /// affine, powf, elu and clamp: maps with scalars `param(0)`, `param(1)`.
 pub(crate) fn scalar_map_spec(caps: Caps, op: ScalarOp, dtype: DType, x: Index) -> Result<Spec> {
     let r = Repr::of(dtype, caps, op.name())?;
     let t = Ty::of(dtype);
-    Ok(spec(caps, "map1", &[("x", r, x)], r, op_code(caps, &table::scalar(op, t), &["v"], &[t]), true))
+    Ok(spec(caps, &[("x", r, x)], r, op_code(caps, &table::scalar(op, t), &["v"], &[t]), true))
 }
 
 pub(crate) fn binary_spec(caps: Caps, op: BinaryOp, dtype: DType, a: Index, b: Index) -> Result<Spec> {
     let r = Repr::of(dtype, caps, op.name())?;
     let t = Ty::of(dtype);
     let code = op_code(caps, &table::binary(op, t), &["a", "b"], &[t, t]);
-    Ok(spec(caps, "map2", &[("a", r, a), ("b", r, b)], r, code, false))
+    Ok(spec(caps, &[("a", r, a), ("b", r, b)], r, code, false))
 }
 
 pub(crate) fn cmp_spec(caps: Caps, op: CmpOp, dtype: DType, a: Index, b: Index) -> Result<Spec> {
     let r = Repr::of(dtype, caps, op.name())?;
     let t = Ty::of(dtype);
     let code = op_code(caps, &table::cmp(op, t), &["a", "b"], &[t, t]);
-    Ok(spec(caps, "map2", &[("a", r, a), ("b", r, b)], Repr::U8, code, false))
+    Ok(spec(caps, &[("a", r, a), ("b", r, b)], Repr::U8, code, false))
 }
 
 pub(crate) fn where_spec(caps: Caps, cond: DType, dtype: DType, idx: [Index; 3]) -> Result<Spec> {
@@ -72,30 +81,26 @@ pub(crate) fn where_spec(caps: Caps, cond: DType, dtype: DType, idx: [Index; 3])
     let (cr, vr) = (Repr::of(cond, caps, op)?, Repr::of(dtype, caps, op)?);
     let (ct, t) = (Ty::of(cond), Ty::of(dtype));
     let code = op_code(caps, &table::where_cond(ct, t), &["c", "a", "b"], &[ct, t, t]);
-    Ok(spec(caps, "map3", &[("c", cr, idx[0]), ("a", vr, idx[1]), ("b", vr, idx[2])], vr, code, false))
+    Ok(spec(caps, &[("c", cr, idx[0]), ("a", vr, idx[1]), ("b", vr, idx[2])], vr, code, false))
 }
 
 pub(crate) fn cast_spec(caps: Caps, from: DType, to: DType, x: Index) -> Result<Spec> {
     let op = ElementwiseOp::Cast.name();
     let (fr, tr) = (Repr::of(from, caps, op)?, Repr::of(to, caps, op)?);
-    Ok(spec(caps, "map1", &[("x", fr, x)], tr, op_code(caps, &table::cast(from, to), &["v"], &[Ty::of(from)]), false))
+    Ok(spec(caps, &[("x", fr, x)], tr, op_code(caps, &table::cast(from, to), &["v"], &[Ty::of(from)]), false))
 }
 
 /// The four-lane form of a map spec where its output allows vector stores: each input loads
 /// whole vectors where its layout allows (`vec[k]`), else gathers lane by lane.
 fn four_lanes(spec: Spec, vec: &[bool]) -> Option<Spec> {
     let out = spec.bindings.last()?.repr;
-    if !out.vectorizes() || spec.bindings.iter().any(|b| b.repr.compute() == Compute::I64e) {
+    if spec.entry != "mapn" || !out.vectorizes() || spec.bindings.iter().any(|b| b.repr.compute() == Compute::I64e) {
         return None;
     }
-    let entry = match spec.entry {
-        "map1" => "map1_v4",
-        "map2" => "map2_v4",
-        "map3" => "map3_v4",
-        _ => return None,
-    };
+    let names: Vec<&str> = spec.bindings[..spec.bindings.len() - 1].iter().map(|b| b.name).collect();
+    let code = op_at4(&names, out.compute());
     let vec: Vec<bool> = vec.iter().copied().chain([true]).collect();
-    Some(spec.lanes(entry, &vec))
+    Some(spec.code(code).lanes("mapn_v4", &vec))
 }
 
 /// `[rows, cols]` when `l` is a column-major matrix (after merging dims): stride 1 down its
@@ -110,9 +115,9 @@ fn column_major(l: &Layout) -> Option<[u32; 2]> {
 /// The tiled form of a one- or two-input map whose output is written element by element:
 /// inputs flagged in `tiled` (all of one `[rows, cols]`) are staged through workgroup tiles.
 pub(crate) fn tiled(spec: Spec, tiled: &[bool]) -> Option<Spec> {
-    let entry = match spec.entry {
-        "map1" => "map1_t",
-        "map2" => "map2_t",
+    let entry = match (spec.entry, spec.bindings.len()) {
+        ("mapn", 2) => "map1_t",
+        ("mapn", 3) => "map2_t",
         _ => return None,
     };
     if spec.bindings.last()?.repr.per_word() != 1 || !tiled.iter().any(|&t| t) {

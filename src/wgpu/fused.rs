@@ -4,6 +4,7 @@
 //! inputs' index maps, the vector form), never by their text: a program is rendered and its
 //! pipeline built once.
 
+use super::elementwise::{op_at, op_at4};
 use super::kernel::{Index, Spec, lane_threads, vec_ok};
 use super::render::Wgsl;
 use super::repr::{Access, Caps, Compute, Repr, params};
@@ -60,16 +61,11 @@ pub(crate) fn fused_spec(caps: Caps, key: &FusedKey) -> Result<Spec> {
     let ret = out.compute().wgsl();
     code +=
         &format!("fn op({}) -> {ret} {{\n    {}\n    return {result};\n}}\n", args.join(", "), lines.join("\n    "));
+    let names = &INPUTS[..p.inputs.len()];
+    code += &op_at(names, out.compute());
     if let Some(vec) = &key.vec {
-        let gets: String =
-            INPUTS[..p.inputs.len()].iter().enumerate().map(|(k, n)| format!("let v{k} = {n}_get4(i); ")).collect();
-        let lane = |c: &str| (0..p.inputs.len()).map(|k| format!("v{k}.{c}")).collect::<Vec<_>>().join(", ");
-        let lanes: Vec<String> = ["x", "y", "z", "w"].iter().map(|c| format!("op({})", lane(c))).collect();
-        code += &format!("fn op_at4(i: u32) -> vec4<{ret}> {{ {gets}return vec4({}); }}\n", lanes.join(", "));
+        code += &op_at4(names, out.compute());
         spec = spec.lanes("mapn_v4", vec);
-    } else {
-        let loads: Vec<String> = INPUTS[..p.inputs.len()].iter().map(|n| format!("{n}_load({n}_at(i))")).collect();
-        code += &format!("fn op_at(i: u32) -> {ret} {{ return op({}); }}\n", loads.join(", "));
     }
     Ok(spec.code(code))
 }

@@ -299,6 +299,8 @@ fn vec_binding(name: &str, slot: u32, r: Repr, access: Access) -> String {
     let mut s = format!("@group(0) @binding({slot}) var<storage, {mode}> {name}: array<vec4<{elem}>>;\n");
     if access == Access::Read {
         let _ = writeln!(s, "fn {name}_load4(i: u32) -> vec4<{c}> {{ return vec4<{c}>({name}[i >> 2u]); }}");
+        // One element too, so that a kernel's element-wise code compiles beside its vector code.
+        let _ = writeln!(s, "fn {name}_load(i: u32) -> {c} {{ return {c}({name}[i >> 2u][i & 3u]); }}");
     } else {
         let _ = writeln!(s, "fn {name}_set4(i: u32, v: vec4<{c}>) {{ {name}[i >> 2u] = vec4<{elem}>(v); }}");
     }

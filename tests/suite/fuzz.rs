@@ -236,7 +236,7 @@ fn run(dev: &Device, c: &Case, x: &Tensor) -> Result<(Vec<usize>, CpuStorage)> {
                 }
             };
             let n = (p1 % (rank as u64 + 2)) as usize;
-            let idx: Vec<TensorIndexer> = (0..n).map(|i| ix(p0 >> (13 * i), size_of(i))).collect();
+            let idx: Vec<TensorIndexer> = (0..n).map(|i| ix(p0.rotate_right(13 * i as u32), size_of(i))).collect();
             call(match idx.as_slice() {
                 [] => Ok(x.clone()),
                 [a] => x.i(a.clone()),
