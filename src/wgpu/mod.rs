@@ -27,13 +27,12 @@ mod tune;
 mod upsample;
 
 use crate::backend::{BackendStorage, CopyOps, Memory, Readback};
-use crate::spec::Family;
 use crate::spec::index::IndexOp;
 use crate::{BackendKind, CpuStorage, DType, Error, Result};
 pub use alloc::{MemoryStats, SLACK as POOL_SLACK};
 use alloc::{Pool, PooledBuffer};
 use batch::{Mapping, Recorder};
-use context::Gpu;
+use context::{BoundsChecks, Gpu};
 #[doc(hidden)]
 pub use gemm::hooks as gemm_hooks;
 use kernel::Spec;
@@ -108,45 +107,6 @@ pub(crate) struct Context {
     /// Pipelines kept on disk between processes, where the adapter can.
     #[cfg(not(target_family = "wasm"))]
     disk: Option<pipeline_cache::DiskPipelineCache>,
-}
-
-/// Families whose kernels run without wgpu's injected checks by default, each measurably faster
-/// without them. H100 (Vulkan, driver 580), one run, checked / unchecked: matmul f32 4096^3
-/// 8.23 / 5.03 ms, f16 (cooperative) 4.03 / 2.29, matrix-vector 1x4096x16384 0.198 / 0.110;
-/// conv2d f32 [32,64,56,56] 64x3x3 0.532 / 0.411, f16 0.573 / 0.415, conv_transpose2d f32
-/// 0.695 / 0.550. Every other family measured the same either way (64M f32 add: 3457 GB/s).
-const UNCHECKED: &[Family] = &[Family::Matmul, Family::Conv];
-
-/// Which kernels get wgpu's injected bounds checks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum BoundsChecks {
-    /// Every kernel but the [`UNCHECKED`] families' (`RWO_WGPU_BOUNDS_CHECKS` unset).
-    Default,
-    /// Every kernel (`RWO_WGPU_BOUNDS_CHECKS=1`).
-    All,
-    /// No kernel (`RWO_WGPU_BOUNDS_CHECKS=0`, for measuring what they cost).
-    Off,
-}
-
-impl BoundsChecks {
-    fn on(self, family: Family) -> bool {
-        match self {
-            BoundsChecks::Default => !UNCHECKED.contains(&family),
-            BoundsChecks::All => true,
-            BoundsChecks::Off => false,
-        }
-    }
-
-    fn describe(self) -> String {
-        match self {
-            BoundsChecks::Default => {
-                let names: Vec<&str> = UNCHECKED.iter().map(|f| f.name()).collect();
-                format!("on, except {} (measured faster without)", names.join(", "))
-            }
-            BoundsChecks::All => "on for every kernel (RWO_WGPU_BOUNDS_CHECKS=1)".into(),
-            BoundsChecks::Off => "off (RWO_WGPU_BOUNDS_CHECKS=0)".into(),
-        }
-    }
 }
 
 /// The wgpu backend: one device, its pools, pipelines and pending work.
@@ -245,11 +205,7 @@ impl WgpuBackend {
             gemms: Mutex::default(),
             kernels: Mutex::default(),
             launches: Default::default(),
-            bounds_checks: match std::env::var("RWO_WGPU_BOUNDS_CHECKS").as_deref() {
-                Ok("0") => BoundsChecks::Off,
-                Ok("1") => BoundsChecks::All,
-                _ => BoundsChecks::Default,
-            },
+            bounds_checks: BoundsChecks::from_env(),
             tune,
         })))
     }

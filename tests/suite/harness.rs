@@ -15,6 +15,10 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::pin::Pin;
 #[cfg(not(target_family = "wasm"))]
 use std::process::ExitCode;
+#[cfg(not(target_family = "wasm"))]
+use std::sync::Mutex;
+#[cfg(not(target_family = "wasm"))]
+use std::time::{Duration, Instant};
 
 /// A running case: boxed, as each `async fn` has its own future type, and not `Send`, as
 /// WebGPU's handles are not.
@@ -94,10 +98,20 @@ pub fn skip(reason: impl Into<String>) -> ! {
     resume_unwind(Box::new(Skipped(reason.into())))
 }
 
-/// Runs `f`, turning [`skip`] into an ignored outcome; other panics fail the test.
+/// How long each test that ran took, for the slowest-cases lines at the end of a run.
 #[cfg(not(target_family = "wasm"))]
-fn guarded(f: impl FnOnce() -> std::result::Result<(), String>) -> std::result::Result<Completion, Failed> {
-    match catch_unwind(AssertUnwindSafe(f)) {
+static TIMES: Mutex<Vec<(Duration, String)>> = Mutex::new(Vec::new());
+
+/// Runs `f`, turning [`skip`] into an ignored outcome; other panics fail the test. A test that
+/// ran (passed or failed) has its time noted under `name`.
+#[cfg(not(target_family = "wasm"))]
+fn guarded(name: &str, f: impl FnOnce() -> std::result::Result<(), String>) -> std::result::Result<Completion, Failed> {
+    let start = Instant::now();
+    let outcome = catch_unwind(AssertUnwindSafe(f));
+    if !matches!(&outcome, Err(p) if p.is::<Skipped>()) {
+        TIMES.lock().unwrap_or_else(|e| e.into_inner()).push((start.elapsed(), name.to_string()));
+    }
+    match outcome {
         Ok(Ok(())) => Ok(Completion::Completed),
         Ok(Err(msg)) => Err(msg.into()),
         Err(payload) => match payload.downcast::<Skipped>() {
@@ -136,15 +150,54 @@ pub fn main() -> ExitCode {
         for &kind in &[BackendKind::Cpu, BackendKind::Wgpu, BackendKind::Rocm, BackendKind::Cuda] {
             let body = c.body;
             let name = format!("{}{}::{kind}", prefix(c.module), c.name);
-            trials.push(Trial::ignorable_test(name, move || guarded(|| run_case(kind, body))));
+            let label = name.clone();
+            trials.push(Trial::ignorable_test(name, move || guarded(&label, || run_case(kind, body))));
         }
     }
     for p in inventory::iter::<Plain> {
         let body = p.body;
-        trials.push(Trial::ignorable_test(format!("{}{}", prefix(p.module), p.name), move || guarded(body)));
+        let name = format!("{}{}", prefix(p.module), p.name);
+        let label = name.clone();
+        trials.push(Trial::ignorable_test(name, move || guarded(&label, body)));
     }
     trials.sort_by(|a, b| a.name().cmp(b.name()));
-    libtest_mimic::run(&args, trials).exit_code()
+    let conclusion = libtest_mimic::run(&args, trials);
+    print_slowest();
+    conclusion.exit_code()
+}
+
+/// The slowest tests of the run and the share of the total they took (where many ran), so
+/// that where a run's minutes go is in every log.
+#[cfg(not(target_family = "wasm"))]
+fn print_slowest() {
+    const SHOWN: usize = 12;
+    let mut times = std::mem::take(&mut *TIMES.lock().unwrap_or_else(|e| e.into_inner()));
+    if times.len() <= SHOWN {
+        return;
+    }
+    times.sort_by_key(|t| std::cmp::Reverse(t.0));
+    let total: Duration = times.iter().map(|t| t.0).sum();
+    let shown: Duration = times[..SHOWN].iter().map(|t| t.0).sum();
+    println!(
+        "slowest {SHOWN} of {} tests that ran: {:.1} s of {:.1} s (summed over test threads)",
+        times.len(),
+        shown.as_secs_f64(),
+        total.as_secs_f64()
+    );
+    for (time, name) in &times[..SHOWN] {
+        println!("  {:7.2} s  {name}", time.as_secs_f64());
+    }
+    let mut families: Vec<(Duration, &str)> = vec![];
+    for (time, name) in &times {
+        let family = name.split("::").next().unwrap_or_default();
+        match families.iter_mut().find(|f| f.1 == family) {
+            Some(f) => f.0 += *time,
+            None => families.push((*time, family)),
+        }
+    }
+    families.sort_by_key(|f| std::cmp::Reverse(f.0));
+    let line: Vec<String> = families.iter().map(|(t, f)| format!("{f} {:.0} s", t.as_secs_f64())).collect();
+    println!("by family: {}", line.join(", "));
 }
 
 /// libtest's `#[test]` attribute registers nothing under this harness: such a test would never
