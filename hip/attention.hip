@@ -87,6 +87,8 @@ __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, c
   const bool q_once = a.d <= ATT_DK;
   if (q_once) load_q(0);
   for (u64 j0 = 0; j0 < kend; j0 += ATT_BK) {
+    // The previous tile's readers of ss and vs are done (with D = 0 no other barrier comes).
+    __syncthreads();
     C sc[ATT_BK / 4];
 #pragma unroll
     for (int u = 0; u < ATT_BK / 4; ++u) sc[u] = (C)0;
@@ -146,6 +148,8 @@ __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, c
       acc[n] = sum;
     }
   }
+  // Without a key tile no barrier has yet followed the rows' initialisation.
+  __syncthreads();
   const C l = row_l[r];
   if (i >= a.lq) return;
   const u64 base = ((b * a.hq + h) * a.lq + i) * a.dv;

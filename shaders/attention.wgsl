@@ -92,6 +92,8 @@ fn sdpa(
         load_q(t, b, h, i0, 0u);
     }
     for (var j0 = 0u; j0 < kend; j0 += BK) {
+        // The previous tile's readers of ss and vs are done (with D = 0 no other barrier comes).
+        workgroupBarrier();
         var sc: array<CT, SU>;
         for (var u = 0u; u < SU; u++) {
             sc[u] = CT(0);
