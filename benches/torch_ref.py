@@ -65,6 +65,7 @@ def cases():
     yield from upsample_cases()
     yield from matmul_cases()
     yield from conv_cases()
+    yield from attention_cases()
 
 
 def nn_cases():
@@ -153,6 +154,44 @@ def conv_cases():
         flops[name] = 2 * n * f * h * w * c * 9
         fn = F.conv_transpose2d if op == "conv_transpose2d" else F.conv2d
         yield name, (2 * n * c * h * w + f * c * 9) * size, (lambda x=x, k=k, fn=fn: fn(x, k, padding=1))
+
+
+def attention_cases():
+    # Issue 23's shapes; F.scaled_dot_product_attention picks its flash kernel. FLOPs as torch
+    # counts them: 4 B H Lq Lk D, halved where causal and square.
+    F = torch.nn.functional
+    types = {"f32": (torch.float32, 4), "f16": (torch.float16, 2), "bf16": (torch.bfloat16, 2)}
+    shapes = [
+        (12, 12, 128, 128, 64, "f32"),
+        (12, 12, 128, 128, 64, "f16"),
+        (32, 32, s(4096), s(4096), 128, "f16"),
+        (32, 32, s(4096), s(4096), 128, "bf16"),
+        (32, 8, 1, s(4096), 128, "f16"),
+    ]
+    for hq, hkv, lq, lk, d, dt in shapes:
+        dtype, size = types[dt]
+        causal = lq > 1
+        q, k, v = rand(1, hq, lq, d, dtype=dtype), rand(1, hkv, lk, d, dtype=dtype), rand(1, hkv, lk, d, dtype=dtype)
+        name = f"sdpa {dt} [1,{hq},{lq},{d}] kv [1,{hkv},{lk},{d}]{' causal' if causal else ''}"
+        flops[name] = 4 * hq * lq * lk * d // (2 if causal else 1)
+        nbytes = (2 * hq * lq * d + 2 * hkv * lk * d) * size
+        yield name, nbytes, (
+            lambda q=q, k=k, v=v, c=causal, g=hq != hkv: F.scaled_dot_product_attention(q, k, v, is_causal=c, enable_gqa=g)
+        )
+    t = s(4096)
+    x, c, sn = rand(1, 32, t, 128, dtype=torch.float16), rand(t, 64, dtype=torch.float16), rand(t, 64, dtype=torch.float16)
+    n = 32 * t * 128
+
+    def rope():
+        a, b = x[..., :64], x[..., 64:]
+        return torch.cat([a * c - b * sn, a * sn + b * c], -1)
+
+    def rope_i():
+        a, b = x[..., 0::2], x[..., 1::2]
+        return torch.stack([a * c - b * sn, a * sn + b * c], -1).flatten(-2)
+
+    yield f"rope f16 [1,32,{t},128]", 4 * n, rope
+    yield f"rope_i f16 [1,32,{t},128]", 4 * n, rope_i
 
 
 torch_rate = {}

@@ -6,6 +6,7 @@
 
 use crate::expr::program::{Op, Program, Value};
 use crate::spec::Family;
+use crate::spec::attention::{AttentionOp, Sdpa};
 use crate::spec::conv::{Conv2, ConvOp};
 use crate::spec::copy::Copy2d;
 use crate::spec::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
@@ -398,6 +399,31 @@ pub trait NnOps: Memory {
     ) -> Result<Self::Storage>;
 }
 
+/// An operand of a multi-input op: its storage and its layout.
+pub type Operand<'a, S> = (&'a S, &'a Layout);
+
+/// Attention and the rotary embeddings ([`crate::spec::attention`]).
+pub trait AttentionOps: Memory {
+    /// `[B, Hq, Lq, Dv]` attention of `q` over `k` and `v` (any strides); `mask` (of kind
+    /// `p.mask`) laid out as `[B, Hq, Lq, Lk]` (stride 0 where it broadcasts).
+    fn sdpa(
+        &self,
+        q: Operand<Self::Storage>,
+        k: Operand<Self::Storage>,
+        v: Operand<Self::Storage>,
+        mask: Option<Operand<Self::Storage>>,
+        p: &Sdpa,
+    ) -> Result<Self::Storage>;
+    /// `op` (rope or rope_i) of `x [B, H, T, D]` with `cos` and `sin` laid out as `[B, T, D/2]`.
+    fn rope(
+        &self,
+        op: AttentionOp,
+        x: Operand<Self::Storage>,
+        cos: Operand<Self::Storage>,
+        sin: Operand<Self::Storage>,
+    ) -> Result<Self::Storage>;
+}
+
 /// Random draws (Philox 4x32-10).
 pub trait RandomOps: Memory {
     /// `len` values of the stream `(seed, offset)`, as [`crate::spec::random`] defines it.
@@ -424,6 +450,7 @@ pub trait Backend:
     + NnOps
     + RandomOps
     + SortOps
+    + AttentionOps
 {
 }
 
@@ -440,5 +467,6 @@ impl<B> Backend for B where
         + NnOps
         + RandomOps
         + SortOps
+        + AttentionOps
 {
 }

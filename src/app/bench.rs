@@ -150,6 +150,53 @@ pub fn cases(scale: usize) -> Vec<Case> {
     v.extend(upsample_cases(scale));
     v.extend(matmul_cases(scale));
     v.extend(conv_cases(scale));
+    v.extend(attention_cases(scale));
+    v
+}
+
+/// Attention at issue 23's three shapes (GPT-2: B 1, H 12, L 128, D 64, causal, f32 and f16;
+/// long prefill: H 32, L 4096, D 128, causal, f16 and bf16; decode: Lq 1, Lk 4096, Hq 32, Hkv 8,
+/// D 128, f16), FLOPs as torch counts them (4 B H Lq Lk D, halved where causal and square), and
+/// rope and rope_i of f16 [1, 32, 4096, 128] (the input read once, the output written once).
+fn attention_cases(scale: usize) -> Vec<Case> {
+    let s = |n: usize| (n / scale).max(1);
+    let shapes = [
+        (12, 12, 128, 128, 64, DType::F32),
+        (12, 12, 128, 128, 64, DType::F16),
+        (32, 32, s(4096), s(4096), 128, DType::F16),
+        (32, 32, s(4096), s(4096), 128, DType::BF16),
+        (32, 8, 1, s(4096), 128, DType::F16),
+    ];
+    let mut v: Vec<Case> = shapes
+        .into_iter()
+        .map(|(hq, hkv, lq, lk, d, dtype)| {
+            let causal = lq > 1;
+            let name =
+                format!("sdpa {dtype} [1,{hq},{lq},{d}] kv [1,{hkv},{lk},{d}]{}", if causal { " causal" } else { "" });
+            let bytes = ((2 * hq * lq * d + 2 * hkv * lk * d) * dtype.size_in_bytes()) as u64;
+            let flops = 4 * (hq * lq * lk * d) as u64 / if causal { 2 } else { 1 };
+            Case::new(Family::Attention, name, bytes, move |dev| {
+                let (q, k, val) = (
+                    rand(&[1, hq, lq, d], dtype, dev)?,
+                    rand(&[1, hkv, lk, d], dtype, dev)?,
+                    rand(&[1, hkv, lk, d], dtype, dev)?,
+                );
+                Ok(Box::new(move || q.scaled_dot_product_attention(&k, &val, None, causal, None)))
+            })
+            .with_flops(flops)
+        })
+        .collect();
+    let (t, n) = (s(4096), 32 * s(4096) * 128);
+    for (name, interleaved) in [("rope", false), ("rope_i", true)] {
+        v.push(Case::new(Family::Attention, format!("{name} f16 [1,32,{t},128]"), 4 * n as u64, move |d| {
+            let (x, c, si) = (
+                rand(&[1, 32, t, 128], DType::F16, d)?,
+                rand(&[t, 64], DType::F16, d)?,
+                rand(&[t, 64], DType::F16, d)?,
+            );
+            Ok(Box::new(move || if interleaved { x.rope_i(&c, &si) } else { x.rope(&c, &si) }))
+        }));
+    }
     v
 }
 

@@ -2,6 +2,7 @@
 //! strided layout. It is the oracle of every test, so it favours being obviously right;
 //! floats accumulate in f64.
 
+mod attention;
 mod conv;
 mod copy;
 mod elementwise;

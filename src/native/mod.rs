@@ -7,6 +7,7 @@
 //! and grid sizing; one file per op family dispatches that family's kernels.
 
 mod alloc;
+mod attention;
 pub mod blas;
 // Also the wgpu backend's pipeline cache (src/wgpu/pipeline_cache.rs), wherever there is a disk.
 #[cfg(not(target_family = "wasm"))]
@@ -73,6 +74,7 @@ const HIP_FILES: &[(Family, &str)] = &[
     (Family::Nn, include_str!("../../hip/nn.hip")),
     (Family::Conv, include_str!("../../hip/conv.hip")),
     (Family::Pool, include_str!("../../hip/pool.hip")),
+    (Family::Attention, include_str!("../../hip/attention.hip")),
 ];
 
 /// Where `hip/elementwise.hip` includes its generated functors and instantiation lines.

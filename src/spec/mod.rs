@@ -4,6 +4,7 @@
 //! Each op is declared once, as an enum variant with its name and dtypes (see `spec_enum!`);
 //! kernel entry names everywhere derive from that name ([`kernel_name`]).
 
+pub mod attention;
 pub mod conv;
 pub mod copy;
 pub mod elementwise;
@@ -44,6 +45,8 @@ pub enum Family {
     Random,
     /// argsort.
     Sort,
+    /// Scaled dot-product attention and the rotary embeddings.
+    Attention,
 }
 
 impl Family {
@@ -60,6 +63,7 @@ impl Family {
         Family::Nn,
         Family::Random,
         Family::Sort,
+        Family::Attention,
     ];
 
     /// The family's name, as its files are named (`src/spec/{name}.rs`...).
@@ -76,6 +80,7 @@ impl Family {
             Family::Nn => "nn",
             Family::Random => "random",
             Family::Sort => "sort",
+            Family::Attention => "attention",
         }
     }
 }
@@ -196,6 +201,7 @@ pub fn ops() -> Vec<OpInfo> {
         nn::NnOp::infos(),
         random::RandomOp::infos(),
         sort::SortOp::infos(),
+        attention::AttentionOp::infos(),
     ]
     .concat()
 }

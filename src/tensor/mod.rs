@@ -2,6 +2,7 @@
 //! Views (transpose, narrow, broadcast...) share storage and never copy.
 
 mod arith;
+mod attention;
 mod dims;
 mod display;
 mod fuse;

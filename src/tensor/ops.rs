@@ -77,11 +77,11 @@ reduce_methods!(
 );
 
 impl Tensor {
-    fn lay(&self) -> (&Layout, DType) {
+    pub(super) fn lay(&self) -> (&Layout, DType) {
         (&self.layout, self.dtype)
     }
 
-    fn same_device(&self, op: &'static str, others: &[&Tensor]) -> Result<()> {
+    pub(super) fn same_device(&self, op: &'static str, others: &[&Tensor]) -> Result<()> {
         others.iter().try_for_each(|o| self.check_same_device(op, o))
     }
 

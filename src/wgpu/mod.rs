@@ -2,6 +2,7 @@
 //! adapters such as lavapipe).
 
 mod alloc;
+mod attention;
 mod batch;
 mod context;
 mod conv;
@@ -59,6 +60,7 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         pool::shader_variants(caps),
         matmul::shader_variants(caps),
         conv::shader_variants(caps),
+        attention::shader_variants(caps),
     ]
     .concat()
 }
@@ -83,6 +85,8 @@ pub(crate) enum KernelKey {
     Fused(fused::FusedKey),
     /// An nn lines kernel (softmax, the norms) of a dtype.
     Lines(DType, nn::Variant),
+    /// An attention kernel of a dtype.
+    Attention(DType, attention::Variant),
 }
 
 pub(crate) struct Context {

@@ -16,6 +16,7 @@ macro_rules! with_browser_families {
     ($m:ident) => {
         $m! {
             api,
+            attention,
             conv,
             copy,
             elementwise,
@@ -41,6 +42,7 @@ macro_rules! with_browser_families {
 const NATIVE_ONLY: &[&str] = &["fuzz", "native", "readback", "runtime", "shaders"];
 
 mod api;
+mod attention;
 mod conv;
 mod copy;
 mod elementwise;

@@ -1,0 +1,214 @@
+// Scaled dot-product attention (flash-style) and the rotary embeddings (src/spec/attention.rs),
+// the same mechanism as shaders/attention.wgsl (see ARCHITECTURE.md, "The attention family").
+//
+// sdpa: a block of ATT_THREADS takes ATT_BQ queries of one (batch, head) and ATT_DC columns of
+// the output. For each tile of ATT_BK keys it forms the scores in shared memory (q and k read in
+// chunks of ATT_DK along D), updates each row's running max and sum (online softmax: the earlier
+// sum and accumulators scaled by exp(old max - new max)), reads the tile of v and adds the
+// weighted values to each thread's accumulators. The scores never reach memory. Thread t owns
+// row t / 4 and columns (t % 4) + 4n; no warp shuffle, so any warpSize works. The halves and f32
+// compute in f32, f64 in f64. A row with no key left (mask, causal, Lk = 0) has sum 0: NaN.
+#include "common.h"
+
+#define ATT_BQ 16
+#define ATT_BK 16
+#define ATT_DC 64
+#define ATT_DK 64
+#define ATT_THREADS (4 * ATT_BQ)
+
+#define ATT_KERNEL extern "C" __global__ void __launch_bounds__(ATT_THREADS)
+
+// Offset and strides (batch, head, row, column) of one operand, in elements.
+struct View4 {
+  u64 offset, sb, sh, sl, sc;
+  __device__ __forceinline__ u64 at(u64 b, u64 h, u64 i, u64 c) const {
+    return offset + b * sb + h * sh + i * sl + c * sc;
+  }
+};
+
+// `struct SdpaArgs` of src/native/attention.rs: the geometry, the launch's blocks and the views
+// (the mask's stride 0 where it broadcasts; unused without a mask).
+struct SdpaArgs {
+  u64 hq, group, lq, lk, d, dv, causal, tiles, chunks, blocks;
+  double scale;
+  View4 q, k, v, m;
+};
+
+__device__ __forceinline__ float att_exp(float v) { return expf(v); }
+__device__ __forceinline__ double att_exp(double v) { return exp(v); }
+
+// The score of one kept key with the mask applied (MASK 0: none, 1: u8 keep, 2: additive).
+template <class T, int MASK>
+__device__ __forceinline__ typename num<T>::C masked(typename num<T>::C s, const void* mask, u64 at) {
+  typedef typename num<T>::C C;
+  if constexpr (MASK == 1) return reinterpret_cast<const u8*>(mask)[at] != 0 ? s : neg_inf((C)0);
+  if constexpr (MASK == 2) return s + num<T>::load(reinterpret_cast<const T*>(mask)[at]);
+  return s;
+}
+
+template <class T, int MASK>
+__device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, const T* k, const T* v,
+                                     const void* mask, T* y) {
+  typedef typename num<T>::C C;
+  __shared__ C qs[ATT_BQ * ATT_DK];
+  __shared__ C ks[ATT_BK * ATT_DK];
+  __shared__ C vs[ATT_BK * ATT_DC];
+  __shared__ C ss[ATT_BQ * ATT_BK];
+  __shared__ C row_m[ATT_BQ], row_l[ATT_BQ], row_a[ATT_BQ];
+  const u64 g = first + blockIdx.x;
+  if (g >= a.blocks) return;
+  const u32 t = threadIdx.x, r = t / 4, c = t % 4;
+  const u64 c0 = (g % a.chunks) * ATT_DC;
+  const u64 i0 = ((g / a.chunks) % a.tiles) * ATT_BQ;
+  const u64 bh = g / a.chunks / a.tiles;
+  const u64 h = bh % a.hq, b = bh / a.hq, hk = h / a.group;
+  const u64 i = i0 + r;
+  const C scale = (C)a.scale, neg = neg_inf((C)0);
+  // Keys any row of the tile sees, and those row i sees (i + Lk - Lq + 1, within 0 ..= Lk).
+  u64 kend = a.lk, seen = a.lk;
+  if (a.causal) {
+    const u64 last = (i0 + ATT_BQ < a.lq ? i0 + ATT_BQ : a.lq) + a.lk, mine = i + 1 + a.lk;
+    kend = last > a.lq ? (last - a.lq < a.lk ? last - a.lq : a.lk) : 0;
+    seen = mine > a.lq ? (mine - a.lq < a.lk ? mine - a.lq : a.lk) : 0;
+  }
+  if (t < ATT_BQ) {
+    row_m[t] = neg;
+    row_l[t] = (C)0;
+  }
+  C acc[ATT_DC / 4];
+#pragma unroll
+  for (int n = 0; n < ATT_DC / 4; ++n) acc[n] = (C)0;
+  auto load_q = [&](u64 d0) {
+    for (u32 x = t; x < ATT_BQ * ATT_DK; x += ATT_THREADS) {
+      const u64 qi = i0 + x / ATT_DK, e = d0 + x % ATT_DK;
+      qs[x] = qi < a.lq && e < a.d ? num<T>::load(q[a.q.at(b, h, qi, e)]) : (C)0;
+    }
+  };
+  const bool q_once = a.d <= ATT_DK;
+  if (q_once) load_q(0);
+  for (u64 j0 = 0; j0 < kend; j0 += ATT_BK) {
+    // The previous tile's readers of ss and vs are done (with D = 0 no other barrier comes).
+    __syncthreads();
+    C sc[ATT_BK / 4];
+#pragma unroll
+    for (int u = 0; u < ATT_BK / 4; ++u) sc[u] = (C)0;
+    for (u64 d0 = 0; d0 < a.d; d0 += ATT_DK) {
+      __syncthreads();
+      if (!q_once) load_q(d0);
+      for (u32 x = t; x < ATT_BK * ATT_DK; x += ATT_THREADS) {
+        const u64 j = j0 + x / ATT_DK, e = d0 + x % ATT_DK;
+        ks[x] = j < a.lk && e < a.d ? num<T>::load(k[a.k.at(b, hk, j, e)]) : (C)0;
+      }
+      __syncthreads();
+      const u32 dn = (u32)(a.d - d0 < ATT_DK ? a.d - d0 : ATT_DK);
+      for (u32 e = 0; e < dn; ++e) {
+        const C qv = qs[r * ATT_DK + e];
+#pragma unroll
+        for (int u = 0; u < ATT_BK / 4; ++u) sc[u] += qv * ks[(c + 4 * u) * ATT_DK + e];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < ATT_BK / 4; ++u) {
+      const u64 j = j0 + c + 4 * u;
+      C s = neg;
+      if (i < a.lq && j < seen) s = masked<T, MASK>(scale * sc[u], mask, a.m.at(b, h, i, j));
+      ss[r * ATT_BK + c + 4 * u] = s;
+    }
+    __syncthreads();
+    if (t < ATT_BQ) {
+      const C old = row_m[t];
+      C mx = old;
+      for (int x = 0; x < ATT_BK; ++x) mx = ss[t * ATT_BK + x] > mx ? ss[t * ATT_BK + x] : mx;
+      C al = (C)1, sum = (C)0;
+      if (mx > neg) {
+        al = old == neg ? (C)0 : att_exp(old - mx);
+        for (int x = 0; x < ATT_BK; ++x) {
+          const C s = ss[t * ATT_BK + x];
+          const C p = s == neg ? (C)0 : att_exp(s - mx);
+          ss[t * ATT_BK + x] = p;
+          sum += p;
+        }
+      } else {
+        for (int x = 0; x < ATT_BK; ++x) ss[t * ATT_BK + x] = (C)0;
+      }
+      row_m[t] = mx;
+      row_l[t] = row_l[t] * al + sum;
+      row_a[t] = al;
+    }
+    for (u32 x = t; x < ATT_BK * ATT_DC; x += ATT_THREADS) {
+      const u64 j = j0 + x / ATT_DC, col = c0 + x % ATT_DC;
+      vs[x] = j < a.lk && col < a.dv ? num<T>::load(v[a.v.at(b, hk, j, col)]) : (C)0;
+    }
+    __syncthreads();
+    const C al = row_a[r];
+#pragma unroll
+    for (int n = 0; n < ATT_DC / 4; ++n) {
+      C sum = acc[n] * al;
+      for (int x = 0; x < ATT_BK; ++x) sum += ss[r * ATT_BK + x] * vs[x * ATT_DC + c + 4 * n];
+      acc[n] = sum;
+    }
+  }
+  // Without a key tile no barrier has yet followed the rows' initialisation.
+  __syncthreads();
+  const C l = row_l[r];
+  if (i >= a.lq) return;
+  const u64 base = ((b * a.hq + h) * a.lq + i) * a.dv;
+#pragma unroll
+  for (int n = 0; n < ATT_DC / 4; ++n) {
+    const u64 col = c0 + c + 4 * n;
+    if (col < a.dv) y[base + col] = num<T>::store(l == (C)0 ? neg_inf((C)0) - neg_inf((C)0) : acc[n] / l);
+  }
+}
+
+// `struct RopeArgs` of src/native/attention.rs: x is [B, H, T, D] at (offset, strides), the
+// tables [B, T, D/2] at theirs; interleaved: rope_i.
+struct RopeArgs {
+  u64 n, h, t, d, interleaved;
+  u64 xo, xb, xh, xt, xd;
+  u64 co, cb, ct, ci;
+  u64 so, sb, st, si;
+};
+
+template <class T>
+__device__ __forceinline__ void rope(const RopeArgs& a, const T* x, const T* cs, const T* sn, T* y) {
+  typedef typename num<T>::C C;
+  for_each(a.n, [&](u32 idx) {
+    const u64 e = idx % a.d, row = idx / a.d, tt = row % a.t, h = (row / a.t) % a.h, b = row / a.t / a.h;
+    const u64 half = a.d / 2;
+    u64 i = e % half, lo = i, hi = i + half;
+    if (a.interleaved) {
+      i = e / 2;
+      lo = 2 * i;
+      hi = lo + 1;
+    }
+    const C cv = num<T>::load(cs[a.co + b * a.cb + tt * a.ct + i * a.ci]);
+    const C sv = num<T>::load(sn[a.so + b * a.sb + tt * a.st + i * a.si]);
+    const u64 xr = a.xo + b * a.xb + h * a.xh + tt * a.xt;
+    const C x0 = num<T>::load(x[xr + lo * a.xd]), x1 = num<T>::load(x[xr + hi * a.xd]);
+    y[idx] = num<T>::store(e == lo ? x0 * cv - x1 * sv : x0 * sv + x1 * cv);
+  });
+}
+
+#define RWO_SDPA(op, T)                                                                                     \
+  ATT_KERNEL op##_##T(u64 first, SdpaArgs a, const T* q, const T* k, const T* v, const void* m, T* y) {   \
+    sdpa<T, 0>(first, a, q, k, v, m, y);                                                                    \
+  }                                                                                                         \
+  ATT_KERNEL op##_##T##_keep(u64 first, SdpaArgs a, const T* q, const T* k, const T* v, const void* m,    \
+                             T* y) {                                                                        \
+    sdpa<T, 1>(first, a, q, k, v, m, y);                                                                    \
+  }                                                                                                         \
+  ATT_KERNEL op##_##T##_additive(u64 first, SdpaArgs a, const T* q, const T* k, const T* v, const void* m, \
+                                 T* y) {                                                                    \
+    sdpa<T, 2>(first, a, q, k, v, m, y);                                                                    \
+  }
+#define SDPA(op, ...) RWO_EACH(RWO_SDPA, op, __VA_ARGS__)
+
+#define RWO_ROPE(op, T)                                                                           \
+  extern "C" __global__ void op##_##T(RopeArgs a, const T* x, const T* c, const T* s, T* y) { \
+    rope<T>(a, x, c, s, y);                                                                       \
+  }
+#define ROPE(op, ...) RWO_EACH(RWO_ROPE, op, __VA_ARGS__)
+
+SDPA(scaled_dot_product_attention, f16, bf16, f32, f64)
+ROPE(rope, f16, bf16, f32, f64)
+ROPE(rope_i, f16, bf16, f32, f64)

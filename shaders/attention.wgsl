@@ -1,0 +1,250 @@
+// Scaled dot-product attention (flash-style) and the rotary embeddings (src/spec/attention.rs).
+//
+// sdpa: a workgroup takes BQ queries of one (batch, head) and DC columns of the output. For each
+// tile of BK keys it forms the BQ x BK scores in workgroup memory (q and k read in chunks of DK
+// along D into workgroup memory), updates each row's running max and sum (online softmax: the
+// earlier sum and accumulators scaled by exp(old max - new max)), reads the BK x DC tile of v and
+// adds the tile's weighted values to each invocation's accumulators. Scores never reach memory.
+// Invocation t owns row t / 4 and the columns (t % 4) + 4n. CT is the compute type (f32 for the
+// halves and f32, f64 for f64). Keys past the causal limit or dropped by a u8 mask score -inf
+// and weigh 0; a row with no key left has sum 0 and is NaN.
+//
+// Metadata at EXTRA: the scale (param 0), then at A: Hq, Hq / Hkv, Lq, Lk, D, Dv, causal, query
+// tiles, column chunks, workgroups; then offset and strides (batch, head, row, col) of q, k, v
+// and the mask (stride 0 where it broadcasts).
+
+const A: u32 = EXTRA + 3u;
+
+fn at(o: u32, b: u32, h: u32, i: u32, c: u32) -> u32 {
+    return md[o] + b * md[o + 1u] + h * md[o + 2u] + i * md[o + 3u] + c * md[o + 4u];
+}
+
+// @kernel sdpa
+var<workgroup> qs: array<CT, BQ * DK>;
+var<workgroup> ks: array<CT, BK * DK>;
+var<workgroup> vs: array<CT, BK * DC>;
+var<workgroup> ss: array<CT, BQ * BK>;
+var<workgroup> row_m: array<CT, BQ>;
+var<workgroup> row_l: array<CT, BQ>;
+var<workgroup> row_a: array<CT, BQ>;
+
+// Rows i0 .. i0 + BQ of q, dims d0 .. d0 + DK, into qs (0 past the ends).
+fn load_q(t: u32, b: u32, h: u32, i0: u32, d0: u32) {
+    for (var x = t; x < BQ * DK; x += WG) {
+        let i = i0 + x / DK;
+        let e = d0 + x % DK;
+        var val = CT(0);
+        if (i < md[A + 2u] && e < md[A + 4u]) {
+            val = q_load(at(A + 10u, b, h, i, e));
+        }
+        qs[x] = val;
+    }
+}
+
+@compute @workgroup_size(WG)
+fn sdpa(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    let g = wid.x + wid.y * nwg.x;
+    if (g >= md[A + 9u]) {
+        return;
+    }
+    let hq = md[A];
+    let lq = md[A + 2u];
+    let lk = md[A + 3u];
+    let d = md[A + 4u];
+    let dv = md[A + 5u];
+    let causal = md[A + 6u] != 0u;
+    let chunks = md[A + 8u];
+    let tiles = md[A + 7u];
+    let c0 = (g % chunks) * DC;
+    let i0 = ((g / chunks) % tiles) * BQ;
+    let bh = g / chunks / tiles;
+    let h = bh % hq;
+    let b = bh / hq;
+    let hk = h / md[A + 1u];
+    let r = t / 4u;
+    let c = t % 4u;
+    let i = i0 + r;
+    let scale = param(0u);
+    let neg = neg_inf();
+    // Keys any row of the tile sees, and those row i sees (i + Lk - Lq + 1, within 0 ..= Lk).
+    var kend = lk;
+    var seen = lk;
+    if (causal) {
+        let last = min(i0 + BQ, lq) + lk;
+        kend = min(lk, select(0u, last - lq, last > lq));
+        let mine = i + 1u + lk;
+        seen = min(lk, select(0u, mine - lq, mine > lq));
+    }
+    if (t < BQ) {
+        row_m[t] = neg;
+        row_l[t] = CT(0);
+    }
+    var acc: array<CT, NJ>;
+    for (var n = 0u; n < NJ; n++) {
+        acc[n] = CT(0);
+    }
+    let q_once = d <= DK;
+    if (q_once) {
+        load_q(t, b, h, i0, 0u);
+    }
+    for (var j0 = 0u; j0 < kend; j0 += BK) {
+        // The previous tile's readers of ss and vs are done (with D = 0 no other barrier comes).
+        workgroupBarrier();
+        var sc: array<CT, SU>;
+        for (var u = 0u; u < SU; u++) {
+            sc[u] = CT(0);
+        }
+        for (var d0 = 0u; d0 < d; d0 += DK) {
+            workgroupBarrier();
+            if (!q_once) {
+                load_q(t, b, h, i0, d0);
+            }
+            for (var x = t; x < BK * DK; x += WG) {
+                let j = j0 + x / DK;
+                let e = d0 + x % DK;
+                var val = CT(0);
+                if (j < lk && e < d) {
+                    val = k_load(at(A + 15u, b, hk, j, e));
+                }
+                ks[x] = val;
+            }
+            workgroupBarrier();
+            let dn = min(DK, d - d0);
+            for (var e = 0u; e < dn; e++) {
+                let qv = qs[r * DK + e];
+                for (var u = 0u; u < SU; u++) {
+                    sc[u] += qv * ks[(c + 4u * u) * DK + e];
+                }
+            }
+        }
+        for (var u = 0u; u < SU; u++) {
+            let j = j0 + c + 4u * u;
+            var s = neg;
+            if (i < lq && j < seen) {
+                s = mask_score(scale * sc[u], at(A + 25u, b, h, i, j), neg);
+            }
+            ss[r * BK + c + 4u * u] = s;
+        }
+        workgroupBarrier();
+        if (t < BQ) {
+            let old = row_m[t];
+            var mx = old;
+            for (var x = 0u; x < BK; x++) {
+                mx = max(mx, ss[t * BK + x]);
+            }
+            var a = CT(1);
+            var sum = CT(0);
+            if (mx > neg) {
+                a = select(c_exp(old - mx), CT(0), old == neg);
+                for (var x = 0u; x < BK; x++) {
+                    let s = ss[t * BK + x];
+                    let p = select(c_exp(s - mx), CT(0), s == neg);
+                    ss[t * BK + x] = p;
+                    sum += p;
+                }
+            } else {
+                for (var x = 0u; x < BK; x++) {
+                    ss[t * BK + x] = CT(0);
+                }
+            }
+            row_m[t] = mx;
+            row_l[t] = row_l[t] * a + sum;
+            row_a[t] = a;
+        }
+        for (var x = t; x < BK * DC; x += WG) {
+            let j = j0 + x / DC;
+            let col = c0 + x % DC;
+            var val = CT(0);
+            if (j < lk && col < dv) {
+                val = v_load(at(A + 20u, b, hk, j, col));
+            }
+            vs[x] = val;
+        }
+        workgroupBarrier();
+        let a = row_a[r];
+        for (var n = 0u; n < NJ; n++) {
+            var sum = acc[n] * a;
+            for (var x = 0u; x < BK; x++) {
+                sum += ss[r * BK + x] * vs[x * DC + c + 4u * n];
+            }
+            acc[n] = sum;
+        }
+    }
+    // The normalised tile, staged in vs (BQ <= BK rows), then stored a word at a time.
+    workgroupBarrier();
+    let l = row_l[r];
+    for (var n = 0u; n < NJ; n++) {
+        vs[r * DC + c + 4u * n] = select(acc[n] / l, nan_c(), l == CT(0));
+    }
+    workgroupBarrier();
+    for (var w = t; w < BQ * DC / OUT_EPW; w += WG) {
+        let e0 = w * OUT_EPW;
+        let row = i0 + e0 / DC;
+        let col = c0 + e0 % DC;
+        if (row < lq && col < dv) {
+            let base = ((b * hq + h) * lq + row) * dv + col;
+            for (var x = 0u; x < OUT_EPW; x++) {
+                out_set(base + x, vs[e0 + x]);
+            }
+            out_flush(base / OUT_EPW);
+        }
+    }
+}
+
+// rope (ROPE_I = false: element i with i + D/2) or rope_i (true: 2i with 2i + 1), one
+// invocation per output word. Metadata at A: H, T, D, then offset and strides (b, h, t, d) of x,
+// offset and strides (b, t, i) of cos and of sin.
+// @kernel rope
+fn x_of(b: u32, h: u32, tt: u32, e: u32) -> CT {
+    return x_load(md[A + 3u] + b * md[A + 4u] + h * md[A + 5u] + tt * md[A + 6u] + e * md[A + 7u]);
+}
+
+fn table_at(o: u32, b: u32, tt: u32, e: u32) -> u32 {
+    return md[o] + b * md[o + 1u] + tt * md[o + 2u] + e * md[o + 3u];
+}
+
+@compute @workgroup_size(WG)
+fn rope(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let w = flat_id(gid, nwg);
+    let n = md[0];
+    let first = w * Y_EPW;
+    if (first >= n) {
+        return;
+    }
+    let hh = md[A];
+    let tn = md[A + 1u];
+    let d = md[A + 2u];
+    let half = d / 2u;
+    for (var k = 0u; k < Y_EPW; k++) {
+        let idx = first + k;
+        if (idx < n) {
+            let e = idx % d;
+            let row = idx / d;
+            let tt = row % tn;
+            let h = (row / tn) % hh;
+            let b = row / tn / hh;
+            var i = e % half;
+            var lo = i;
+            var hi = i + half;
+            if (ROPE_I) {
+                i = e / 2u;
+                lo = 2u * i;
+                hi = lo + 1u;
+            }
+            let cv = cos_load(table_at(A + 8u, b, tt, i));
+            let sv = sin_load(table_at(A + 12u, b, tt, i));
+            let x0 = x_of(b, h, tt, lo);
+            let x1 = x_of(b, h, tt, hi);
+            var y = x0 * sv + x1 * cv;
+            if (e == lo) {
+                y = x0 * cv - x1 * sv;
+            }
+            y_set(idx, y);
+        }
+    }
+    y_flush(w);
+}

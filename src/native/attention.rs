@@ -1,0 +1,127 @@
+//! Attention and the rotary embeddings on the native backend (`hip/attention.hip`): one
+//! flash-style pass for attention (a block per batch, head, tile of [`BQ`] queries and chunk of
+//! [`DC`] output columns; the scores only in shared memory), one thread per element for rope.
+//! Operands are read in place through their strides.
+
+use super::kernel::{Args, grid, launches};
+use super::{NativeBackend, NativeStorage, Runtime};
+use crate::backend::{AttentionOps, Operand};
+use crate::spec::attention::{AttentionOp, MaskKind, Sdpa};
+use crate::spec::{Family, kernel_name};
+use crate::{Layout, Result};
+use bytemuck::{Pod, Zeroable};
+
+/// Queries per block (`ATT_BQ`), output columns per block (`ATT_DC`) and threads per block
+/// (`ATT_THREADS`) in `hip/attention.hip`.
+const BQ: u64 = 16;
+const DC: u64 = 64;
+const THREADS: u32 = 64;
+
+/// `struct View4` of `hip/attention.hip`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct View4 {
+    offset: u64,
+    strides: [u64; 4],
+}
+
+fn view4(l: &Layout) -> View4 {
+    let s = l.strides();
+    View4 { offset: l.offset() as u64, strides: [0, 1, 2, 3].map(|i| s[i] as u64) }
+}
+
+/// `struct SdpaArgs` of `hip/attention.hip`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct SdpaArgs {
+    geometry: [u64; 10],
+    scale: f64,
+    views: [View4; 4],
+}
+
+/// `struct RopeArgs` of `hip/attention.hip`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct RopeArgs {
+    shape: [u64; 5],
+    x: [u64; 5],
+    cos: [u64; 4],
+    sin: [u64; 4],
+}
+
+fn words<const N: usize>(l: &Layout) -> [u64; N] {
+    let mut w = [0u64; N];
+    w[0] = l.offset() as u64;
+    for (o, &s) in w[1..].iter_mut().zip(l.strides()) {
+        *o = s as u64;
+    }
+    w
+}
+
+impl<R: Runtime> AttentionOps for NativeBackend<R> {
+    fn sdpa(
+        &self,
+        q: Operand<NativeStorage<R>>,
+        k: Operand<NativeStorage<R>>,
+        v: Operand<NativeStorage<R>>,
+        mask: Option<Operand<NativeStorage<R>>>,
+        p: &Sdpa,
+    ) -> Result<NativeStorage<R>> {
+        let dtype = q.0.dtype;
+        let y = self.storage(dtype, p.b * p.hq * p.lq * p.dv)?;
+        if y.len == 0 {
+            return Ok(y);
+        }
+        let u = |v: usize| v as u64;
+        let (tiles, chunks) = (u(p.lq).div_ceil(BQ), u(p.dv).div_ceil(DC));
+        let blocks = u(p.b * p.hq) * tiles * chunks;
+        let geometry =
+            [u(p.hq), u(p.hq / p.hkv), u(p.lq), u(p.lk), u(p.d), u(p.dv), p.causal as u64, tiles, chunks, blocks];
+        let views = [view4(q.1), view4(k.1), view4(v.1), mask.map_or(View4::default(), |m| view4(m.1))];
+        let args = SdpaArgs { geometry, scale: p.scale, views };
+        let suffix = match p.mask {
+            MaskKind::None => "",
+            MaskKind::Keep => "_keep",
+            MaskKind::Additive => "_additive",
+        };
+        let name = format!("{}{suffix}", kernel_name(AttentionOp::ScaledDotProductAttention.name(), dtype));
+        let m = mask.map_or(q.0.ptr, |m| m.0.ptr);
+        for (first, _, n) in launches(blocks, 1, THREADS) {
+            let mut a = Args::default();
+            a.u64(first).pod(&args).ptr(q.0.ptr).ptr(k.0.ptr).ptr(v.0.ptr).ptr(m).ptr(y.ptr);
+            // SAFETY: {op}_{T}{suffix}(first, SdpaArgs, q, k, v, mask, y) in order; the spec checked
+            // every view against its storage (the mask's laid out as [B, Hq, Lq, Lk]) and `y`
+            // holds the whole output; blocks past `blocks` return at once.
+            unsafe { self.launch_grid(Family::Attention, &name, [n, 1, 1], THREADS, &mut a)? };
+        }
+        Ok(y)
+    }
+
+    fn rope(
+        &self,
+        op: AttentionOp,
+        x: Operand<NativeStorage<R>>,
+        cos: Operand<NativeStorage<R>>,
+        sin: Operand<NativeStorage<R>>,
+    ) -> Result<NativeStorage<R>> {
+        let n = x.1.elem_count();
+        let y = self.storage(x.0.dtype, n)?;
+        if n == 0 {
+            return Ok(y);
+        }
+        if n as u64 > u64::from(u32::MAX) {
+            return Err(self.error(format!("{op}: {n} elements are past the kernel's 2^32")));
+        }
+        let d = x.1.dims();
+        let shape = [n as u64, d[1] as u64, d[2] as u64, d[3] as u64, (op == AttentionOp::RopeI) as u64];
+        let args = RopeArgs { shape, x: words(x.1), cos: words(cos.1), sin: words(sin.1) };
+        let (g, b) = grid(n as u64, self.0.rt.info().multiprocessors);
+        let mut a = Args::default();
+        a.pod(&args).ptr(x.0.ptr).ptr(cos.0.ptr).ptr(sin.0.ptr).ptr(y.ptr);
+        // SAFETY: {op}_{T}(RopeArgs, x, cos, sin, y) in order; the spec checked x's view and the
+        // tables' [B, T, D/2] views against their storages; `y` holds n elements; the kernel's
+        // grid-stride loop covers n < 2^32.
+        unsafe { self.launch_grid(Family::Attention, &kernel_name(op.name(), x.0.dtype), g, b[0], &mut a)? };
+        Ok(y)
+    }
+}

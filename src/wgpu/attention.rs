@@ -1,0 +1,196 @@
+//! Attention and the rotary embeddings on wgpu (`shaders/attention.wgsl`).
+//!
+//! `sdpa` is one flash-style pass: a workgroup per (batch, head, tile of [`TILES`]`.bq` queries,
+//! chunk of `dc` output columns), key tiles through workgroup memory, an online softmax, the
+//! scores never in a buffer. q, k, v and the mask are read in place through their strides (the
+//! mask's stride 0 where it broadcasts). `rope` is one invocation per output word.
+
+use super::kernel::{Index, Spec};
+use super::repr::{Access, Caps, Compute, Repr, params};
+use super::{KernelKey, WgpuBackend, WgpuStorage};
+use crate::backend::{AttentionOps, Operand};
+use crate::spec::attention::{AttentionOp, MaskKind, Sdpa};
+use crate::spec::{Family, kernel_name};
+use crate::{DType, Layout, Result, Scalar};
+
+/// Tile sizes of `sdpa` per compute type: queries and keys per tile, output columns per
+/// workgroup (`dc`) and the chunk of D read at a time (`dk`). 64 invocations (4 per query row);
+/// workgroup memory `(bq dk + bk dk + bk dc + bq bk) * size` stays within WebGPU's 16 KiB (f32
+/// 13.3 KiB, f64 14.7 KiB with the halved columns). Chosen to fit, not measured yet.
+struct Tiles {
+    bq: u32,
+    bk: u32,
+    dc: u32,
+    dk: u32,
+}
+
+const TILES: [(Compute, Tiles); 2] = [
+    (Compute::F32, Tiles { bq: 16, bk: 16, dc: 64, dk: 64 }),
+    (Compute::F64, Tiles { bq: 16, bk: 16, dc: 32, dk: 32 }),
+];
+
+fn tiles(c: Compute) -> &'static Tiles {
+    TILES.iter().find(|(k, _)| *k == c).map_or(&TILES[0].1, |(_, t)| t)
+}
+
+/// What decides an `sdpa` kernel besides its dtype: the mask's kind, and whether the output is
+/// stored element by element (`update`: sub-word dtypes whose output rows are not whole words).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Variant {
+    mask: MaskKind,
+    update: bool,
+}
+
+/// WGSL shared by both kernels: the compute type, its -inf, NaN and exp.
+fn helpers(c: Compute) -> String {
+    let (ct, neg, nan, exp) = match c {
+        Compute::F64 => ("f64", "-f64_inf()", "f64_nan()", "f64_exp(v)"),
+        _ => ("f32", "f32_of_bits(0xff800000u)", "f32_of_bits(0x7fc00000u)", "exp(v)"),
+    };
+    format!(
+        "alias CT = {ct};\nfn neg_inf() -> CT {{ return {neg}; }}\nfn nan_c() -> CT {{ return {nan}; }}\n\
+         fn c_exp(v: CT) -> CT {{ return {exp}; }}\n{}",
+        params::decoder(c)
+    )
+}
+
+fn sdpa_spec(caps: Caps, dtype: DType, v: Variant) -> Result<Spec> {
+    let op = AttentionOp::ScaledDotProductAttention.name();
+    let r = Repr::of(dtype, caps, op)?;
+    let c = r.compute();
+    let t = tiles(c);
+    let mut spec = Spec::new(Family::Attention, "sdpa", caps)
+        .bind("q", r, Access::Read, Index::None)
+        .bind("k", r, Access::Read, Index::None)
+        .bind("v", r, Access::Read, Index::None);
+    let score = match v.mask {
+        MaskKind::None => "s".to_string(),
+        MaskKind::Keep => {
+            spec = spec.bind("mask", Repr::of(DType::U8, caps, op)?, Access::Read, Index::None);
+            "select(neg, s, mask_load(m) != 0u)".to_string()
+        }
+        MaskKind::Additive => {
+            spec = spec.bind("mask", r, Access::Read, Index::None);
+            "s + mask_load(m)".to_string()
+        }
+    };
+    let out = if v.update {
+        spec = spec.bind("y", r, Access::Update, Index::None);
+        "const OUT_EPW: u32 = 1u;\nfn out_set(i: u32, v: CT) { y_store(i, v); }\nfn out_flush(w: u32) {}\n"
+    } else {
+        spec = spec.bind("y", r, Access::Write, Index::None);
+        "const OUT_EPW: u32 = Y_EPW;\nfn out_set(i: u32, v: CT) { y_set(i, v); }\nfn out_flush(w: u32) { y_flush(w); }\n"
+    };
+    spec.workgroup = 4 * t.bq;
+    Ok(spec
+        .constant("BQ", format!("{}u", t.bq))
+        .constant("BK", format!("{}u", t.bk))
+        .constant("DC", format!("{}u", t.dc))
+        .constant("DK", format!("{}u", t.dk))
+        .constant("NJ", format!("{}u", t.dc / 4))
+        .constant("SU", format!("{}u", t.bk / 4))
+        .code(helpers(c))
+        .code(out)
+        .code(format!("fn mask_score(s: CT, m: u32, neg: CT) -> CT {{ return {score}; }}")))
+}
+
+fn rope_spec(caps: Caps, dtype: DType, op: AttentionOp) -> Result<Spec> {
+    let r = Repr::of(dtype, caps, op.name())?;
+    Ok(Spec::new(Family::Attention, "rope", caps)
+        .bind("x", r, Access::Read, Index::None)
+        .bind("cos", r, Access::Read, Index::None)
+        .bind("sin", r, Access::Read, Index::None)
+        .bind("y", r, Access::Write, Index::None)
+        .constant("ROPE_I", (op == AttentionOp::RopeI).to_string())
+        .code(helpers(r.compute())))
+}
+
+/// Offset and strides of `l` as metadata words.
+fn view(l: &Layout) -> impl Iterator<Item = u32> + '_ {
+    std::iter::once(l.offset() as u32).chain(l.strides().iter().map(|&s| s as u32))
+}
+
+impl AttentionOps for WgpuBackend {
+    fn sdpa(
+        &self,
+        q: Operand<WgpuStorage>,
+        k: Operand<WgpuStorage>,
+        v: Operand<WgpuStorage>,
+        mask: Option<Operand<WgpuStorage>>,
+        p: &Sdpa,
+    ) -> Result<WgpuStorage> {
+        let dtype = q.0.dtype;
+        let y = self.storage(dtype, p.b * p.hq * p.lq * p.dv)?;
+        if y.len == 0 {
+            return Ok(y);
+        }
+        let caps = self.caps();
+        let r = Repr::of(dtype, caps, AttentionOp::ScaledDotProductAttention.name())?;
+        let var = Variant { mask: p.mask, update: !p.dv.is_multiple_of(r.per_word() as usize) };
+        let (spec, pipeline) = self.keyed(KernelKey::Attention(dtype, var), || sdpa_spec(caps, dtype, var))?;
+        let t = tiles(r.compute());
+        let tiles_q = p.lq.div_ceil(t.bq as usize);
+        let chunks = p.dv.div_ceil(t.dc as usize);
+        let groups = p.b * p.hq * tiles_q * chunks;
+        let mut extra = params::encode(r.compute(), &[Scalar::from(p.scale)]);
+        let words = [p.hq, p.hq / p.hkv, p.lq, p.lk, p.d, p.dv, p.causal as usize, tiles_q, chunks, groups];
+        extra.extend(words.map(|w| w as u32));
+        extra.extend(view(q.1).chain(view(k.1)).chain(view(v.1)));
+        match mask {
+            Some((_, ml)) => extra.extend(view(ml)),
+            None => extra.extend([0; 5]),
+        }
+        let meta = spec.meta(y.len as u32, &[], &extra);
+        let bufs: Vec<&wgpu::Buffer> = [Some(q.0), Some(k.0), Some(v.0), mask.map(|m| m.0), Some(&y)]
+            .into_iter()
+            .flatten()
+            .map(|s| s.buffer())
+            .collect();
+        self.run_pipeline(&spec, &pipeline, &bufs, &meta, groups as u64 * spec.workgroup as u64)?;
+        Ok(y)
+    }
+
+    fn rope(
+        &self,
+        op: AttentionOp,
+        x: Operand<WgpuStorage>,
+        cos: Operand<WgpuStorage>,
+        sin: Operand<WgpuStorage>,
+    ) -> Result<WgpuStorage> {
+        let n = x.1.elem_count();
+        let y = self.storage(x.0.dtype, n)?;
+        if n == 0 {
+            return Ok(y);
+        }
+        let spec = rope_spec(self.caps(), x.0.dtype, op)?;
+        let d = x.1.dims();
+        let mut extra = vec![0, 0, 0, d[1] as u32, d[2] as u32, d[3] as u32];
+        extra.extend(view(x.1).chain(view(cos.1)).chain(view(sin.1)));
+        let meta = spec.meta(n as u32, &[], &extra);
+        let per = spec.bindings[3].repr.per_word() as usize;
+        self.run(&spec, &[x.0.buffer(), cos.0.buffer(), sin.0.buffer(), y.buffer()], &meta, n.div_ceil(per) as u64)?;
+        Ok(y)
+    }
+}
+
+/// Every attention kernel: `sdpa` per dtype, mask kind and store, `rope` and `rope_i` per dtype.
+pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
+    let mut v = vec![];
+    let sdpa = AttentionOp::ScaledDotProductAttention;
+    for dt in caps.dtypes().into_iter().filter(|d| sdpa.dtypes().contains(d)) {
+        for mask in [MaskKind::None, MaskKind::Keep, MaskKind::Additive] {
+            for update in [false, true] {
+                let suffix = match (mask, update) {
+                    (MaskKind::None, false) => String::new(),
+                    _ => format!("_{mask:?}{}", if update { "_update" } else { "" }).to_lowercase(),
+                };
+                let var = Variant { mask, update };
+                v.push((format!("{}{suffix}", kernel_name(sdpa.name(), dt)), sdpa_spec(caps, dt, var)));
+            }
+        }
+        for op in [AttentionOp::Rope, AttentionOp::RopeI] {
+            v.push((kernel_name(op.name(), dt), rope_spec(caps, dt, op)));
+        }
+    }
+    v
+}
