@@ -10,10 +10,14 @@ per (model, dtype, mode):
 
     TORCH <model> <dtype> <eager|compile> <ms> ms <config>
 
-The twins run the examples' op chains one for one (explicit masked softmax rather than
-scaled_dot_product_attention), so eager is the same sequence of launches and compile shows what
-fusion buys. TF32 is off for matmul and conv: the crate computes f32 in f32.
+The twins run the examples' op chains one for one (attention through
+F.scaled_dot_product_attention, as the example's fused op; torch has no fused rope, so the llama
+twin's is the usual rotate-half expression), so eager is nearly the same sequence of launches and
+compile shows what fusion buys. TF32 is off for matmul and conv: the crate computes
+f32 in f32. The transformer's MODEL lines name its arch (gpt2 or llama); a line without one, from
+before the llama arch, is gpt2.
 """
+import functools
 import math
 import sys
 import torch
@@ -22,21 +26,35 @@ from timing import measure_ms
 
 dev = "cuda"
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
-TRANSFORMER = "layers=12,width=768,heads=12,mlp=3072,seq=128,vocab=50257"
+TRANSFORMER = [
+    "arch=gpt2,layers=12,width=768,heads=12,kv_heads=12,mlp=3072,seq=128,vocab=50257",
+    "arch=llama,layers=12,width=768,heads=12,kv_heads=12,mlp=2048,seq=128,vocab=50257",
+]
 UNET = ["batch=8,size=256,width=32,levels=3,up=nearest", "batch=8,size=256,width=32,levels=3,up=transpose"]
 
 
 def parse(config):
-    return {k: (v if k == "up" else int(v)) for k, v in (kv.split("=") for kv in config.split(","))}
+    return {k: (v if k in ("up", "arch") else int(v)) for k, v in (kv.split("=") for kv in config.split(","))}
+
+
+def weight(dtype, *shape, std=0.02, mean=0.0):
+    return torch.randn(*shape, device=dev, dtype=dtype) * std + mean
+
+
+def prompt(T, V):
+    return torch.tensor([(i * 2654435761) % V for i in range(T)], device=dev)
 
 
 def transformer(c, dtype):
-    """The forward of examples/transformer.rs: GPT-2 small's shape, batch 1."""
+    """The forward of examples/transformer.rs, batch 1, in its --arch."""
+    return llama(c, dtype) if c.get("arch", "gpt2") == "llama" else gpt2(c, dtype)
+
+
+def gpt2(c, dtype):
+    """examples/common/gpt2.rs: GPT-2 small's shape."""
     L, C, H, M, T, V = c["layers"], c["width"], c["heads"], c["mlp"], c["seq"], c["vocab"]
     D = C // H
-
-    def w(*shape, std=0.02, mean=0.0):
-        return torch.randn(*shape, device=dev, dtype=dtype) * std + mean
+    w = functools.partial(weight, dtype)
 
     def norm():
         return w(C, mean=1.0), w(C)
@@ -47,22 +65,64 @@ def transformer(c, dtype):
         for _ in range(L)
     ]
     wte, wpe, ln_f = w(V, C), w(T, C), norm()
-    ids = torch.tensor([(i * 2654435761) % V for i in range(T)], device=dev)
-    mask = torch.ones(T, T, device=dev, dtype=torch.bool).tril()
-    neg = torch.tensor(float("-inf"), device=dev, dtype=dtype)
+    ids = prompt(T, V)
 
     def forward():
         x = wte.index_select(0, ids) + wpe[:T]
         for ln1, qkv, proj, ln2, fc, fc2 in layers:
             h = F.layer_norm(x, (C,), *ln1, 1e-5) @ qkv[0] + qkv[1]
-            q, k, v = (h[:, i * C : (i + 1) * C].reshape(T, H, D) for i in range(3))
-            att = (q.permute(1, 0, 2) @ k.permute(1, 2, 0)) * (1.0 / math.sqrt(D))
-            p = torch.softmax(torch.where(mask, att, neg), dim=2)
-            y = (p @ v.permute(1, 0, 2)).permute(1, 0, 2).reshape(T, C)
-            x = x + (y @ proj[0] + proj[1])
+            q, k, v = (heads(h, i * H, H, D) for i in range(3))
+            x = x + (attend(q, k, v) @ proj[0] + proj[1])
             h = F.gelu(F.layer_norm(x, (C,), *ln2, 1e-5) @ fc[0] + fc[1], approximate="tanh")
             x = x + (h @ fc2[0] + fc2[1])
         logits = F.layer_norm(x, (C,), *ln_f, 1e-5) @ wte.t()
+        return logits.argmax(1)
+
+    return forward
+
+
+def heads(x, first, n, d):
+    """Columns [first d, (first + n) d) of x (T, _) as n heads [1, n, T, d] (a view)."""
+    return x[:, first * d : (first + n) * d].unflatten(1, (n, d)).permute(1, 0, 2).unsqueeze(0)
+
+
+def attend(q, k, v):
+    """Causal attention, back to (T, H D); enable_gqa only where k and v have fewer heads, so
+    that equal heads keep torch's choice of kernel as without it."""
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=k.shape[1] != q.shape[1])
+    return y[0].permute(1, 0, 2).flatten(1)
+
+
+def llama(c, dtype):
+    """examples/common/llama.rs: RMSNorm, RoPE (theta 10000, rotating half against half),
+    grouped KV heads, SwiGLU MLP, no biases, the lm head tied to the embedding."""
+    L, C, H, K, M, T, V = c["layers"], c["width"], c["heads"], c["kv_heads"], c["mlp"], c["seq"], c["vocab"]
+    D = C // H
+    w = functools.partial(weight, dtype)
+    resid = 0.02 / math.sqrt(2 * L)
+    layers = [
+        (w(C, mean=1.0), w(C, (H + 2 * K) * D), w(C, C, std=resid), w(C, mean=1.0), w(C, 2 * M), w(M, C, std=resid))
+        for _ in range(L)
+    ]
+    embed, norm = w(V, C), w(C, mean=1.0)
+    ids = prompt(T, V)
+    inv = 10000.0 ** (-torch.arange(0, D, 2, device=dev, dtype=torch.float64) / D)
+    ang = torch.arange(T, device=dev, dtype=torch.float64)[:, None] * inv[None, :]
+    cos, sin = ang.cos().to(torch.float32).to(dtype), ang.sin().to(torch.float32).to(dtype)
+
+    def rope(x):
+        a, b = x[..., : D // 2], x[..., D // 2 :]
+        return torch.cat([a * cos - b * sin, a * sin + b * cos], -1)
+
+    def forward():
+        x = embed.index_select(0, ids)
+        for attn_norm, qkv, out, mlp_norm, gate_up, down in layers:
+            h = F.rms_norm(x, (C,), attn_norm, 1e-5) @ qkv
+            q, k, v = rope(heads(h, 0, H, D)), rope(heads(h, H, K, D)), heads(h, H + K, K, D)
+            x = x + attend(q, k, v) @ out
+            g = F.rms_norm(x, (C,), mlp_norm, 1e-5) @ gate_up
+            x = x + (F.silu(g[:, :M]) * g[:, M:]) @ down
+        logits = F.rms_norm(x, (C,), norm, 1e-5) @ embed.t()
         return logits.argmax(1)
 
     return forward
@@ -133,7 +193,7 @@ def main():
     if ours:
         runs = sorted({(m, d, cfg) for m, _, d, _, cfg in ours})
     else:
-        runs = [(m, d, cfg) for d in dtypes for m, cfg in [("transformer", TRANSFORMER)] + [("unet", u) for u in UNET]]
+        runs = [(m, d, cfg) for d in dtypes for m, cfg in [("transformer", t) for t in TRANSFORMER] + [("unet", u) for u in UNET]]
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False

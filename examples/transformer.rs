@@ -1,27 +1,39 @@
-//! A GPT-2-small-shaped decoder on every backend found, with deterministic random weights:
-//! forward time, tokens/s, the greedy next tokens, and the largest difference from the cpu.
+//! A decoder-only transformer on every backend found, GPT-2-small-shaped (`--arch gpt2`) or
+//! Llama-shaped (`--arch llama`), with deterministic random weights: forward time, tokens/s, the
+//! greedy next tokens, and the largest difference from the cpu.
 //!
 //! ```text
 //! cargo run --release --example transformer -- --layers 2 --width 64 --heads 4 --seq 16 --vocab 512
+//! cargo run --release --example transformer -- --arch llama --heads 4 --kv-heads 2 --layers 2 --width 64 --seq 16 --vocab 512
 //! ```
 
 mod common;
+// This example's alone; under common/ so that cargo does not take them for examples.
+#[path = "common/gpt2.rs"]
+mod gpt2;
+#[path = "common/llama.rs"]
+mod llama;
 
 use common::{Ctx, Flags, Res, budget};
 use rocm_wgpu_ops::{DType, Device, Tensor};
 use std::process::ExitCode;
 
 const USAGE: &str = "\
-transformer: a GPT-2-small-shaped decoder (embedding lookup, pre-norm attention with a causal
-mask, GELU MLP, logits against the tied embedding, greedy next token) with random weights.
+transformer: a decoder-only transformer with random weights, run on a fixed prompt: embedding
+lookup, pre-norm causal self-attention (the fused scaled_dot_product_attention), an MLP, logits
+against the tied embedding, the greedy next token.
+  --arch A         gpt2 (learned positions, LayerNorm, GELU MLP, biases) or llama (RoPE,
+                   RMSNorm, SwiGLU MLP, grouped KV heads, no biases) (default gpt2)
   --layers N       decoder layers (default 12)
   --width N        embedding width (default 768)
   --heads N        attention heads; must divide the width (default 12)
-  --mlp N          MLP hidden width (default 4 x width)
+  --kv-heads N     key/value heads, llama only; must divide heads (default: heads)
+  --mlp N          MLP hidden width (default 4 x width for gpt2; for llama 8/3 x width rounded
+                   up to a multiple of 64, the same weights in its three matrices)
   --seq N          tokens per forward (default 128)
   --vocab N        vocabulary size (default 50257)
   --check-seq N    tokens of the prompt's prefix compared with the cpu (default min(seq, 16)):
-                   the cpu reference is slow at full size, and with a causal mask the logits
+                   the cpu reference is slow at full size, and with causal attention the logits
                    of a prefix are those of the whole prompt at its positions";
 
 /// Weight init as GPT-2's: normal with std 0.02, residual projections scaled by 1/sqrt(2 layers).
@@ -29,11 +41,19 @@ const STD: f64 = 0.02;
 const SEED: u64 = 2024;
 const EPS: f64 = 1e-5;
 
+#[derive(Clone, Copy, PartialEq)]
+enum Arch {
+    Gpt2,
+    Llama,
+}
+
 #[derive(Clone, Copy)]
 struct Config {
+    arch: Arch,
     layers: usize,
     width: usize,
     heads: usize,
+    kv_heads: usize,
     mlp: usize,
     seq: usize,
     vocab: usize,
@@ -41,138 +61,87 @@ struct Config {
 
 impl Config {
     fn tag(&self) -> String {
-        let Config { layers, width, heads, mlp, seq, vocab } = self;
-        format!("layers={layers},width={width},heads={heads},mlp={mlp},seq={seq},vocab={vocab}")
+        let Config { arch, layers, width, heads, kv_heads, mlp, seq, vocab } = self;
+        let arch = if *arch == Arch::Gpt2 { "gpt2" } else { "llama" };
+        format!(
+            "arch={arch},layers={layers},width={width},heads={heads},kv_heads={kv_heads},mlp={mlp},seq={seq},vocab={vocab}"
+        )
+    }
+
+    fn head_dim(&self) -> usize {
+        self.width / self.heads
+    }
+
+    fn residual_std(&self) -> f64 {
+        STD / (2.0 * self.layers as f64).sqrt()
     }
 }
 
-struct Layer {
-    ln1: (Tensor, Tensor),
-    qkv: (Tensor, Tensor),
-    proj: (Tensor, Tensor),
-    ln2: (Tensor, Tensor),
-    fc: (Tensor, Tensor),
-    fc2: (Tensor, Tensor),
-}
-
-struct Model {
-    wte: Tensor,
-    wpe: Tensor,
-    layers: Vec<Layer>,
-    ln_f: (Tensor, Tensor),
+enum Model {
+    Gpt2(gpt2::Model),
+    Llama(llama::Model),
 }
 
 impl Model {
-    /// Draws every weight on the cpu from the crate's generator, so every backend gets the
-    /// same bits (uploaded in f32, then cast on the device).
     fn random(c: &Config) -> Res<Model> {
-        let cpu = Device::cpu();
-        cpu.set_seed(SEED);
-        let w = |mean: f64, std: f64, shape: &[usize]| Tensor::randn(mean, std, shape, DType::F32, &cpu);
-        let resid = STD / (2.0 * c.layers as f64).sqrt();
-        let norm = || Ok::<_, rocm_wgpu_ops::Error>((w(1.0, STD, &[c.width])?, w(0.0, STD, &[c.width])?));
-        let layers = (0..c.layers)
-            .map(|_| {
-                Ok(Layer {
-                    ln1: norm()?,
-                    qkv: (w(0.0, STD, &[c.width, 3 * c.width])?, w(0.0, STD, &[3 * c.width])?),
-                    proj: (w(0.0, resid, &[c.width, c.width])?, w(0.0, STD, &[c.width])?),
-                    ln2: norm()?,
-                    fc: (w(0.0, STD, &[c.width, c.mlp])?, w(0.0, STD, &[c.mlp])?),
-                    fc2: (w(0.0, resid, &[c.mlp, c.width])?, w(0.0, STD, &[c.width])?),
-                })
-            })
-            .collect::<rocm_wgpu_ops::Result<_>>()?;
-        Ok(Model {
-            wte: w(0.0, STD, &[c.vocab, c.width])?,
-            wpe: w(0.0, STD, &[c.seq, c.width])?,
-            layers,
-            ln_f: norm()?,
+        Ok(match c.arch {
+            Arch::Gpt2 => Model::Gpt2(gpt2::Model::random(c)?),
+            Arch::Llama => Model::Llama(llama::Model::random(c)?),
         })
     }
 
     fn to(&self, dev: &Device, dtype: DType) -> Res<Model> {
         let t = |x: &Tensor| x.to_device(dev)?.to_dtype(dtype);
-        let p = |(a, b): &(Tensor, Tensor)| Ok::<_, rocm_wgpu_ops::Error>((t(a)?, t(b)?));
-        let layers = self
-            .layers
-            .iter()
-            .map(|l| {
-                Ok(Layer {
-                    ln1: p(&l.ln1)?,
-                    qkv: p(&l.qkv)?,
-                    proj: p(&l.proj)?,
-                    ln2: p(&l.ln2)?,
-                    fc: p(&l.fc)?,
-                    fc2: p(&l.fc2)?,
-                })
-            })
-            .collect::<rocm_wgpu_ops::Result<_>>()?;
-        Ok(Model { wte: t(&self.wte)?, wpe: t(&self.wpe)?, layers, ln_f: p(&self.ln_f)? })
+        Ok(match self {
+            Model::Gpt2(m) => Model::Gpt2(m.map(t)?),
+            Model::Llama(m) => Model::Llama(m.map(t)?),
+        })
     }
+
+    /// The logits `(T, vocab)` of a prompt `(T)` and the greedy next token at every position.
+    fn forward(&self, c: &Ctx, cfg: &Config, ids: &Tensor) -> Res<(Tensor, Tensor)> {
+        let (x, wte) = match self {
+            Model::Gpt2(m) => (m.forward(c, cfg, ids)?, &m.wte),
+            Model::Llama(m) => (m.forward(c, cfg, ids)?, &m.embed),
+        };
+        let logits = c.op("matmul", budget::sum_of_products(cfg.width), || x.matmul(&wte.t()?))?;
+        let next = c.op("reduce", budget::COPY, || logits.argmax([1]))?;
+        Ok((logits, next))
+    }
+}
+
+/// Draws weights on the cpu from the crate's generator, so every backend gets the same bits
+/// (uploaded in f32, then cast on the device): `w(mean, std, shape)`.
+fn weights() -> impl Fn(f64, f64, &[usize]) -> rocm_wgpu_ops::Result<Tensor> {
+    let cpu = Device::cpu();
+    cpu.set_seed(SEED);
+    move |mean, std, shape| Tensor::randn(mean, std, shape, DType::F32, &cpu)
+}
+
+/// `x @ w` for `x` of `(tokens, k)`.
+fn matmul(c: &Ctx, x: &Tensor, w: &Tensor) -> Res<Tensor> {
+    let k = x.dims()[1];
+    c.op("matmul", budget::sum_of_products(k), || x.matmul(w))
+}
+
+/// Columns `[first * d, (first + n) * d)` of `x` `(T, _)` as `n` heads `[1, n, T, d]` (a view).
+fn heads(x: &Tensor, first: usize, n: usize, d: usize) -> rocm_wgpu_ops::Result<Tensor> {
+    let t = x.dims()[0];
+    x.narrow(1, first * d, n * d)?.reshape([t, n, d])?.permute([1, 0, 2])?.unsqueeze(0)
+}
+
+/// Causal attention of `q [1, H, T, D]` over `k`, `v` `[1, Hkv, T, D]` in one fused op, back to
+/// `(T, H D)`.
+fn attend(c: &Ctx, q: &Tensor, k: &Tensor, v: &Tensor) -> Res<Tensor> {
+    let (h, t, d) = (q.dims()[1], q.dims()[2], q.dims()[3]);
+    let y = c.op("attention", budget::attention(d, t), || q.scaled_dot_product_attention(k, v, None, true, None))?;
+    c.op("copy", budget::COPY, || y.squeeze(0)?.permute([1, 0, 2])?.reshape([t, h * d]))
 }
 
 /// A fixed prompt: token ids spread over the vocabulary by a multiplicative hash.
 fn prompt(c: &Config, len: usize, dev: &Device) -> Res<Tensor> {
     let ids: Vec<u32> = (0..len as u64).map(|i| ((i * 2654435761) % c.vocab as u64) as u32).collect();
     Ok(Tensor::from_vec(ids, [len], dev)?)
-}
-
-/// `mask[i][j] = j <= i`: a position attends to itself and to those before it.
-fn causal_mask(len: usize, dev: &Device) -> Res<Tensor> {
-    let rows = Tensor::arange(0u32, len as u32, dev)?.reshape([len, 1])?;
-    let cols = Tensor::arange(0u32, len as u32, dev)?.reshape([1, len])?;
-    Ok(rows.ge(&cols)?)
-}
-
-/// `x @ w + b` for `x` of `(tokens, k)`.
-fn linear(c: &Ctx, x: &Tensor, (w, b): &(Tensor, Tensor)) -> Res<Tensor> {
-    let k = x.dims()[1];
-    let y = c.op("matmul", budget::sum_of_products(k), || x.matmul(w))?;
-    c.op("elementwise", budget::EXACT_MAP, || y.add(b))
-}
-
-fn norm(c: &Ctx, x: &Tensor, (w, b): &(Tensor, Tensor)) -> Res<Tensor> {
-    c.op("nn", budget::NN, || x.layer_norm(Some(w), Some(b), EPS))
-}
-
-/// Causal self-attention of `x` `(T, C)`: heads split by views, `softmax(q kᵀ / sqrt(d)) v`.
-fn attention(c: &Ctx, cfg: &Config, l: &Layer, x: &Tensor, mask: &Tensor) -> Res<Tensor> {
-    let (t, w, h) = (x.dims()[0], cfg.width, cfg.heads);
-    let d = w / h;
-    let qkv = linear(c, x, &l.qkv)?;
-    // (T, 3C) -> three (T, H, D) views -> (H, T, D), and k as (H, D, T): no copies.
-    let head = |i: usize| qkv.narrow(1, i * w, w)?.reshape([t, h, d]);
-    let q = c.op("copy", budget::COPY, || head(0)?.permute([1, 0, 2]))?;
-    let k = c.op("copy", budget::COPY, || head(1)?.permute([1, 2, 0]))?;
-    let v = c.op("copy", budget::COPY, || head(2)?.permute([1, 0, 2]))?;
-    let att = c.op("matmul", budget::sum_of_products(d), || q.matmul(&k))?;
-    let att = c.op("elementwise", budget::EXACT_MAP, || att.affine(1.0 / (d as f64).sqrt(), 0.0))?;
-    let neg = Tensor::full(f64::NEG_INFINITY, [1], x.dtype(), x.device())?;
-    let att = c.op("elementwise", budget::COPY, || mask.where_cond(&att, &neg))?;
-    let p = c.op("nn", budget::NN, || att.softmax(2))?;
-    let y = c.op("matmul", budget::sum_of_products(t), || p.matmul(&v))?;
-    let y = c.op("copy", budget::COPY, || y.permute([1, 0, 2])?.reshape([t, w]))?;
-    linear(c, &y, &l.proj)
-}
-
-/// The logits `(T, vocab)` of a prompt `(T)` and the greedy next token at every position.
-fn forward(c: &Ctx, cfg: &Config, m: &Model, ids: &Tensor, mask: &Tensor) -> Res<(Tensor, Tensor)> {
-    let t = ids.dims()[0];
-    let tok = c.op("index", budget::COPY, || m.wte.index_select(ids, 0))?;
-    let mut x = c.op("elementwise", budget::EXACT_MAP, || tok.add(&m.wpe.narrow(0, 0, t)?))?;
-    for l in &m.layers {
-        let a = attention(c, cfg, l, &norm(c, &x, &l.ln1)?, mask)?;
-        x = c.op("elementwise", budget::EXACT_MAP, || x.add(&a))?;
-        let hidden = linear(c, &norm(c, &x, &l.ln2)?, &l.fc)?;
-        let hidden = c.op("elementwise", budget::MAP, || hidden.gelu())?;
-        let out = linear(c, &hidden, &l.fc2)?;
-        x = c.op("elementwise", budget::EXACT_MAP, || x.add(&out))?;
-    }
-    let x = norm(c, &x, &m.ln_f)?;
-    let logits = c.op("matmul", budget::sum_of_products(cfg.width), || x.matmul(&m.wte.t()?))?;
-    let next = c.op("reduce", budget::COPY, || logits.argmax([1]))?;
-    Ok((logits, next))
 }
 
 /// The cpu's logits and budget for the check prompt, in `dtype`.
@@ -185,7 +154,7 @@ struct Reference {
 fn reference(cfg: &Config, m: &Model, dtype: DType, check: usize) -> Res<Reference> {
     let cpu = Device::cpu();
     let c = Ctx::new(&cpu, false);
-    let (logits, next) = forward(&c, cfg, &m.to(&cpu, dtype)?, &prompt(cfg, check, &cpu)?, &causal_mask(check, &cpu)?)?;
+    let (logits, next) = m.to(&cpu, dtype)?.forward(&c, cfg, &prompt(cfg, check, &cpu)?)?;
     Ok(Reference { logits, next: next.to_vec()?, budget: c.take_budget() })
 }
 
@@ -193,22 +162,22 @@ fn reference(cfg: &Config, m: &Model, dtype: DType, check: usize) -> Res<Referen
 fn run(f: &Flags, cfg: &Config, m: &Model, dev: &Device, dtype: DType, r: &Reference, check: usize) -> Res<bool> {
     println!("# {} {dtype}", dev.kind());
     let w = m.to(dev, dtype)?;
-    let (ids, mask) = (prompt(cfg, cfg.seq, dev)?, causal_mask(cfg.seq, dev)?);
+    let ids = prompt(cfg, cfg.seq, dev)?;
     let c = Ctx::new(dev, false);
-    let (t, (_, next)) = common::time(dev, f.get("runs", 5)?, || forward(&c, cfg, &w, &ids, &mask))?;
+    let (t, (_, next)) = common::time(dev, f.get("runs", 5)?, || w.forward(&c, cfg, &ids))?;
     let next = next.to_vec::<u32>()?;
     println!("#   tokens/s: {:.1}", cfg.seq as f64 / t.as_secs_f64());
     let last = &next[next.len().saturating_sub(8)..];
     println!("#   greedy next token: {:?}; at the last {} positions: {last:?}", next.last(), last.len());
     let c = Ctx::new(dev, false);
-    let (logits, got) = forward(&c, cfg, &w, &prompt(cfg, check, dev)?, &causal_mask(check, dev)?)?;
+    let (logits, got) = w.forward(&c, cfg, &prompt(cfg, check, dev)?)?;
     let same = got.to_vec::<u32>()?.iter().zip(&r.next).filter(|(a, b)| a == b).count();
     println!("#   greedy tokens of the {check}-token check prefix equal to the cpu's: {same} of {check}");
     let fails = dev.kind() != rocm_wgpu_ops::BackendKind::Cpu
         && common::compare(&logits, &r.logits, dtype, r.budget, &format!("the [{check}, {}] logits", cfg.vocab))?;
     if f.profile {
         let c = Ctx::new(dev, true);
-        forward(&c, cfg, &w, &ids, &mask)?;
+        w.forward(&c, cfg, &ids)?;
         c.print_profile();
     }
     common::model_line("transformer", dev, dtype, t, &cfg.tag());
@@ -221,18 +190,41 @@ fn main() -> ExitCode {
 
 /// Whether every f32 comparison passed.
 fn main_() -> Res<bool> {
-    let f = Flags::parse(USAGE, &["layers", "width", "heads", "mlp", "seq", "vocab", "check-seq"])?;
-    let width = f.get("width", 768)?;
+    let known = ["arch", "layers", "width", "heads", "kv-heads", "mlp", "seq", "vocab", "check-seq"];
+    let f = Flags::parse(USAGE, &known)?;
+    let arch = match f.get("arch", "gpt2".to_string())?.as_str() {
+        "gpt2" => Arch::Gpt2,
+        "llama" => Arch::Llama,
+        a => return Err(format!("--arch {a}: expected gpt2 or llama").into()),
+    };
+    let (width, heads): (usize, usize) = (f.get("width", 768)?, f.get("heads", 12)?);
+    let mlp = match arch {
+        Arch::Gpt2 => 4 * width,
+        Arch::Llama => (8 * width).div_ceil(3 * 64) * 64,
+    };
     let cfg = Config {
+        arch,
         layers: f.get("layers", 12)?,
         width,
-        heads: f.get("heads", 12)?,
-        mlp: f.get("mlp", 4 * width)?,
+        heads,
+        kv_heads: f.get("kv-heads", heads)?,
+        mlp: f.get("mlp", mlp)?,
         seq: f.get("seq", 128)?,
         vocab: f.get("vocab", 50257)?,
     };
-    if cfg.heads == 0 || !cfg.width.is_multiple_of(cfg.heads) || cfg.seq == 0 || cfg.vocab == 0 {
-        return Err(format!("need heads dividing width, seq and vocab above 0: {}", cfg.tag()).into());
+    let heads_ok = cfg.heads > 0 && cfg.width.is_multiple_of(cfg.heads);
+    let kv_ok = cfg.kv_heads > 0
+        && cfg.heads.is_multiple_of(cfg.kv_heads)
+        && (arch == Arch::Llama || cfg.kv_heads == cfg.heads);
+    if !heads_ok || !kv_ok || cfg.seq == 0 || cfg.vocab == 0 {
+        return Err(format!(
+            "need heads dividing width, kv-heads dividing heads (gpt2: equal), seq and vocab above 0: {}",
+            cfg.tag()
+        )
+        .into());
+    }
+    if arch == Arch::Llama && !cfg.head_dim().is_multiple_of(2) {
+        return Err(format!("RoPE needs an even head size width / heads: {}", cfg.tag()).into());
     }
     let check = f.get("check-seq", cfg.seq.min(16))?.clamp(1, cfg.seq);
     let devices = f.devices()?;

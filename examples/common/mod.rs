@@ -162,11 +162,20 @@ impl Ctx {
 
 /// The suite's budgets (`tests/suite/*.rs`): a `k`-term sum of products is `1 + k/4` roundings
 /// (matmul.rs), a norm or softmax 8 (nn.rs), a transcendental map 4 and an exact one 1
-/// (elementwise.rs), a pool 2 (pool.rs); copies, views and index ops are exact.
+/// (elementwise.rs), a pool 2 (pool.rs), rope 8 (attention.rs); copies, views and index ops are
+/// exact.
 pub mod budget {
     pub fn sum_of_products(k: usize) -> f64 {
         1.0 + k as f64 / 4.0
     }
+    /// Fused attention of head size `d` over `keys` keys: the budget of the chain it replaces
+    /// (scores as a `d`-term sum of products, softmax, a `keys`-term weighted sum). The suite's
+    /// 8 one-op tolerances hold for its small shapes, not for any `d` and `keys`; the fused
+    /// kernel rounds to the dtype once, so this bound is loose but never short.
+    pub fn attention(d: usize, keys: usize) -> f64 {
+        sum_of_products(d) + NN + sum_of_products(keys)
+    }
+    pub const ROPE: f64 = 8.0;
     pub const NN: f64 = 8.0;
     pub const MAP: f64 = 4.0;
     pub const EXACT_MAP: f64 = 1.0;

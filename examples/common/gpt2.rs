@@ -1,0 +1,106 @@
+//! The GPT-2 decoder of examples/transformer.rs: learned positions, LayerNorm, fused qkv with
+//! biases, GELU MLP.
+
+use crate::common::{Ctx, Res, budget};
+use crate::{Config, EPS, STD, attend, heads, matmul, weights};
+use rocm_wgpu_ops::{Result, Tensor};
+
+/// A weight and its bias.
+type Affine = (Tensor, Tensor);
+
+pub struct Layer {
+    ln1: Affine,
+    qkv: Affine,
+    proj: Affine,
+    ln2: Affine,
+    fc: Affine,
+    fc2: Affine,
+}
+
+pub struct Model {
+    pub wte: Tensor,
+    wpe: Tensor,
+    layers: Vec<Layer>,
+    ln_f: Affine,
+}
+
+impl Model {
+    pub fn random(c: &Config) -> Result<Model> {
+        let w = weights();
+        let resid = c.residual_std();
+        let norm = || Ok::<_, rocm_wgpu_ops::Error>((w(1.0, STD, &[c.width])?, w(0.0, STD, &[c.width])?));
+        let layers = (0..c.layers)
+            .map(|_| {
+                Ok(Layer {
+                    ln1: norm()?,
+                    qkv: (w(0.0, STD, &[c.width, 3 * c.width])?, w(0.0, STD, &[3 * c.width])?),
+                    proj: (w(0.0, resid, &[c.width, c.width])?, w(0.0, STD, &[c.width])?),
+                    ln2: norm()?,
+                    fc: (w(0.0, STD, &[c.width, c.mlp])?, w(0.0, STD, &[c.mlp])?),
+                    fc2: (w(0.0, resid, &[c.mlp, c.width])?, w(0.0, STD, &[c.width])?),
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Model {
+            wte: w(0.0, STD, &[c.vocab, c.width])?,
+            wpe: w(0.0, STD, &[c.seq, c.width])?,
+            layers,
+            ln_f: norm()?,
+        })
+    }
+
+    /// Every weight through `t` (to a device, to a dtype).
+    pub fn map(&self, t: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Model> {
+        let p = |(a, b): &Affine| Ok::<_, rocm_wgpu_ops::Error>((t(a)?, t(b)?));
+        let layers = self
+            .layers
+            .iter()
+            .map(|l| {
+                Ok(Layer {
+                    ln1: p(&l.ln1)?,
+                    qkv: p(&l.qkv)?,
+                    proj: p(&l.proj)?,
+                    ln2: p(&l.ln2)?,
+                    fc: p(&l.fc)?,
+                    fc2: p(&l.fc2)?,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Model { wte: t(&self.wte)?, wpe: t(&self.wpe)?, layers, ln_f: p(&self.ln_f)? })
+    }
+
+    /// The final normed hidden states `(T, C)` of a prompt `(T)`.
+    pub fn forward(&self, c: &Ctx, cfg: &Config, ids: &Tensor) -> Res<Tensor> {
+        let t = ids.dims()[0];
+        let tok = c.op("index", budget::COPY, || self.wte.index_select(ids, 0))?;
+        let mut x = c.op("elementwise", budget::EXACT_MAP, || tok.add(&self.wpe.narrow(0, 0, t)?))?;
+        for l in &self.layers {
+            let a = attention(c, cfg, l, &norm(c, &x, &l.ln1)?)?;
+            x = c.op("elementwise", budget::EXACT_MAP, || x.add(&a))?;
+            let hidden = linear(c, &norm(c, &x, &l.ln2)?, &l.fc)?;
+            let hidden = c.op("elementwise", budget::MAP, || hidden.gelu())?;
+            let out = linear(c, &hidden, &l.fc2)?;
+            x = c.op("elementwise", budget::EXACT_MAP, || x.add(&out))?;
+        }
+        norm(c, &x, &self.ln_f)
+    }
+}
+
+/// `x @ w + b` for `x` of `(tokens, k)`.
+fn linear(c: &Ctx, x: &Tensor, (w, b): &Affine) -> Res<Tensor> {
+    let y = matmul(c, x, w)?;
+    c.op("elementwise", budget::EXACT_MAP, || y.add(b))
+}
+
+fn norm(c: &Ctx, x: &Tensor, (w, b): &Affine) -> Res<Tensor> {
+    c.op("nn", budget::NN, || x.layer_norm(Some(w), Some(b), EPS))
+}
+
+/// Causal self-attention of `x` `(T, C)`: q, k, v as head views of one projection (no copies).
+fn attention(c: &Ctx, cfg: &Config, l: &Layer, x: &Tensor) -> Res<Tensor> {
+    let (h, d) = (cfg.heads, cfg.head_dim());
+    let qkv = linear(c, x, &l.qkv)?;
+    let (q, k, v) = (heads(&qkv, 0, h, d)?, heads(&qkv, h, h, d)?, heads(&qkv, 2 * h, h, d)?);
+    let y = attend(c, &q, &k, &v)?;
+    linear(c, &y, &l.proj)
+}

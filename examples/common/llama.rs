@@ -1,0 +1,114 @@
+//! The Llama-shaped decoder of examples/transformer.rs: RMSNorm, RoPE on q and k, grouped KV
+//! heads, a SwiGLU MLP, no biases, the lm head tied to the embedding.
+
+use crate::common::{Ctx, Res, budget};
+use crate::{Config, EPS, STD, attend, heads, matmul, weights};
+use rocm_wgpu_ops::{Device, Result, Tensor};
+
+/// RoPE's base: position `t` turns pair `i` of a head by `t * THETA^(-2i / D)`.
+const THETA: f64 = 10000.0;
+
+pub struct Layer {
+    attn_norm: Tensor,
+    /// `[C, (H + 2 Hkv) D]`: q, k and v in one matmul.
+    qkv: Tensor,
+    out: Tensor,
+    mlp_norm: Tensor,
+    /// `[C, 2 M]`: the gate and the up projection in one matmul.
+    gate_up: Tensor,
+    down: Tensor,
+}
+
+pub struct Model {
+    pub embed: Tensor,
+    layers: Vec<Layer>,
+    norm: Tensor,
+    /// RoPE's `[seq, D/2]` tables, built once; a shorter prompt reads their first rows.
+    cos: Tensor,
+    sin: Tensor,
+}
+
+impl Model {
+    pub fn random(c: &Config) -> Result<Model> {
+        let w = weights();
+        let resid = c.residual_std();
+        let qkv = (c.heads + 2 * c.kv_heads) * c.head_dim();
+        let layers = (0..c.layers)
+            .map(|_| {
+                Ok(Layer {
+                    attn_norm: w(1.0, STD, &[c.width])?,
+                    qkv: w(0.0, STD, &[c.width, qkv])?,
+                    out: w(0.0, resid, &[c.width, c.width])?,
+                    mlp_norm: w(1.0, STD, &[c.width])?,
+                    gate_up: w(0.0, STD, &[c.width, 2 * c.mlp])?,
+                    down: w(0.0, resid, &[c.mlp, c.width])?,
+                })
+            })
+            .collect::<Result<_>>()?;
+        let (cos, sin) = rope_tables(c.seq, c.head_dim())?;
+        Ok(Model { embed: w(0.0, STD, &[c.vocab, c.width])?, layers, norm: w(1.0, STD, &[c.width])?, cos, sin })
+    }
+
+    /// Every weight and table through `t` (to a device, to a dtype).
+    pub fn map(&self, t: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Model> {
+        let layers = self
+            .layers
+            .iter()
+            .map(|l| {
+                Ok(Layer {
+                    attn_norm: t(&l.attn_norm)?,
+                    qkv: t(&l.qkv)?,
+                    out: t(&l.out)?,
+                    mlp_norm: t(&l.mlp_norm)?,
+                    gate_up: t(&l.gate_up)?,
+                    down: t(&l.down)?,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Model { embed: t(&self.embed)?, layers, norm: t(&self.norm)?, cos: t(&self.cos)?, sin: t(&self.sin)? })
+    }
+
+    /// The final normed hidden states `(T, C)` of a prompt `(T)`.
+    pub fn forward(&self, c: &Ctx, cfg: &Config, ids: &Tensor) -> Res<Tensor> {
+        let t = ids.dims()[0];
+        let (cos, sin) = (self.cos.narrow(0, 0, t)?, self.sin.narrow(0, 0, t)?);
+        let mut x = c.op("index", budget::COPY, || self.embed.index_select(ids, 0))?;
+        for l in &self.layers {
+            let a = attention(c, cfg, l, &norm(c, &x, &l.attn_norm)?, (&cos, &sin))?;
+            x = c.op("elementwise", budget::EXACT_MAP, || x.add(&a))?;
+            let gate_up = matmul(c, &norm(c, &x, &l.mlp_norm)?, &l.gate_up)?;
+            let gate = c.op("elementwise", budget::MAP, || gate_up.narrow(1, 0, cfg.mlp)?.silu())?;
+            let hidden = c.op("elementwise", budget::EXACT_MAP, || gate.mul(&gate_up.narrow(1, cfg.mlp, cfg.mlp)?))?;
+            let out = matmul(c, &hidden, &l.down)?;
+            x = c.op("elementwise", budget::EXACT_MAP, || x.add(&out))?;
+        }
+        norm(c, &x, &self.norm)
+    }
+}
+
+/// `cos` and `sin` of `t * THETA^(-2i / d)` for `t < seq`, `i < d/2`: `[seq, d/2]` in f32,
+/// computed in f64 on the cpu.
+fn rope_tables(seq: usize, d: usize) -> Result<(Tensor, Tensor)> {
+    let angles: Vec<f64> =
+        (0..seq).flat_map(|t| (0..d / 2).map(move |i| t as f64 * THETA.powf(-2.0 * i as f64 / d as f64))).collect();
+    let table = |f: fn(f64) -> f64| {
+        let v: Vec<f32> = angles.iter().map(|&a| f(a) as f32).collect();
+        Tensor::from_vec(v, [seq, d / 2], &Device::cpu())
+    };
+    Ok((table(f64::cos)?, table(f64::sin)?))
+}
+
+fn norm(c: &Ctx, x: &Tensor, w: &Tensor) -> Res<Tensor> {
+    c.op("nn", budget::NN, || x.rms_norm(Some(w), EPS))
+}
+
+/// Causal self-attention of `x` `(T, C)`: q and k rotated by RoPE, `kv_heads` key/value heads
+/// each read by `heads / kv_heads` query heads (the fused op's grouped heads, no copies).
+fn attention(c: &Ctx, cfg: &Config, l: &Layer, x: &Tensor, (cos, sin): (&Tensor, &Tensor)) -> Res<Tensor> {
+    let (h, kv, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim());
+    let qkv = matmul(c, x, &l.qkv)?;
+    let q = c.op("attention", budget::ROPE, || heads(&qkv, 0, h, d)?.rope(cos, sin))?;
+    let k = c.op("attention", budget::ROPE, || heads(&qkv, h, kv, d)?.rope(cos, sin))?;
+    let y = attend(c, &q, &k, &heads(&qkv, h + kv, kv, d)?)?;
+    matmul(c, &y, &l.out)
+}
