@@ -9,6 +9,7 @@ mod index;
 mod matmul;
 mod nn;
 mod pool;
+pub(crate) mod quant;
 mod random;
 mod reduce;
 mod sort;

@@ -11,6 +11,7 @@ pub mod index;
 pub mod matmul;
 pub mod nn;
 pub mod pool;
+pub mod quant;
 pub mod random;
 pub mod reduce;
 pub mod sort;
