@@ -6,9 +6,10 @@ use rocm_wgpu_ops::spec::Family;
 use rocm_wgpu_ops::spec::conv::ConvParams;
 use rocm_wgpu_ops::spec::elementwise::{BinaryOp, CmpOp, UnaryOp};
 use rocm_wgpu_ops::spec::pool::Pool2dParams;
+use rocm_wgpu_ops::spec::quant::{GgmlType, QuantOp};
 use rocm_wgpu_ops::spec::random::{self, Distribution};
 use rocm_wgpu_ops::spec::reduce::ReduceOp;
-use rocm_wgpu_ops::{CpuStorage, DType, Device, Error, Result, Tensor, WithDType};
+use rocm_wgpu_ops::{CpuStorage, DType, Device, Error, QTensor, Result, Tensor, WithDType};
 use std::task::Poll;
 use std::time::Duration;
 // The browser's clock on wasm32 (std's `Instant` panics there), std's natively.
@@ -311,6 +312,7 @@ fn checks(family: Family) -> Vec<Check> {
         Family::Nn => nn(),
         Family::Random => random(),
         Family::Sort => sort(),
+        Family::Quant => quant(),
     }
 }
 
@@ -534,6 +536,33 @@ fn sort() -> Vec<Check> {
         for desc in [false, true] {
             v.push(check(format!("argsort {dt} desc={desc}"), move |d| {
                 input_t(d, dt, 5, 37, 56, 0., 20.)?.argsort(desc)
+            }));
+        }
+    }
+    v
+}
+
+/// Dequantize to every float dtype from every block type (named dtype first, as the support
+/// test parses names): blocks of pseudo-random bytes with bit 6 of each byte clear, so every
+/// f16 scale in them is finite (its exponent below 31) whatever the layout; the k-quants' rows
+/// are one block, the others' two.
+fn quant() -> Vec<Check> {
+    let mut v = vec![];
+    for &ty in GgmlType::ALL {
+        for &dt in QuantOp::Dequantize.dtypes() {
+            v.push(check(format!("dequantize {dt} {ty}"), move |d| {
+                let k = if ty.block_size() == 32 { 64 } else { 256 };
+                let n = 3 * k / ty.block_size() * ty.block_bytes();
+                let mut x = 0x2545_f491_4f6c_dd1du64 ^ ty.id() as u64;
+                let bytes: Vec<u8> = (0..n)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        (x >> 24) as u8 & 0xbf
+                    })
+                    .collect();
+                QTensor::from_bytes(ty, [3, k], &bytes, d)?.dequantize(dt)
             }));
         }
     }

@@ -2,9 +2,27 @@
 //! steps in the same order, so the same bits) and ggml's reference quantizers of the simple types
 //! (`quantize_row_*_ref`). Lengths reach here checked by `spec::quant`: whole blocks only.
 
+use super::{CpuBackend, CpuStorage};
+use crate::backend::QuantOps;
 use crate::spec::quant::GgmlType;
-use crate::{Error, Result};
-use half::f16;
+use crate::{DType, Error, Result};
+use half::{bf16, f16};
+
+impl QuantOps for CpuBackend {
+    fn dequantize(&self, q: &CpuStorage, offset: usize, ty: GgmlType, n: usize, dtype: DType) -> Result<CpuStorage> {
+        let CpuStorage::U8(bytes) = q else {
+            return Err(Error::HostDType { expected: DType::U8, got: q.dtype() });
+        };
+        let blocks = &bytes[offset..offset + n / ty.block_size() * ty.block_bytes()];
+        let mut values = crate::host::try_vec(n, 0f32)?;
+        dequantize(ty, blocks, &mut values);
+        Ok(match dtype {
+            DType::F16 => CpuStorage::F16(values.iter().map(|&v| f16::from_f32(v)).collect()),
+            DType::BF16 => CpuStorage::BF16(values.iter().map(|&v| bf16::from_f32(v)).collect()),
+            _ => CpuStorage::F32(values),
+        })
+    }
+}
 
 /// The f16 stored little-endian at `b[i..i + 2]`, widened exactly.
 fn f16_at(b: &[u8], i: usize) -> f32 {
@@ -17,7 +35,7 @@ fn f16_bytes(x: f32) -> [u8; 2] {
 }
 
 /// Dequantizes whole blocks of `ty` into `out` (`block_size` values per block).
-pub(crate) fn dequantize(ty: GgmlType, bytes: &[u8], out: &mut [f32]) {
+fn dequantize(ty: GgmlType, bytes: &[u8], out: &mut [f32]) {
     for (b, y) in bytes.chunks_exact(ty.block_bytes()).zip(out.chunks_exact_mut(ty.block_size())) {
         match ty {
             GgmlType::Q4_0 => q4_0(b, y),

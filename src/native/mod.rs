@@ -28,6 +28,7 @@ mod matmul;
 mod nn;
 mod pool;
 mod ptr;
+mod quant;
 mod random;
 mod reduce;
 mod render;
@@ -73,6 +74,7 @@ const HIP_FILES: &[(Family, &str)] = &[
     (Family::Nn, include_str!("../../hip/nn.hip")),
     (Family::Conv, include_str!("../../hip/conv.hip")),
     (Family::Pool, include_str!("../../hip/pool.hip")),
+    (Family::Quant, include_str!("../../hip/quant.hip")),
 ];
 
 /// Where `hip/elementwise.hip` includes its generated functors and instantiation lines.

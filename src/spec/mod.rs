@@ -45,6 +45,8 @@ pub enum Family {
     Random,
     /// argsort.
     Sort,
+    /// Quantized tensors (GGML blocks): dequantize.
+    Quant,
 }
 
 impl Family {
@@ -61,6 +63,7 @@ impl Family {
         Family::Nn,
         Family::Random,
         Family::Sort,
+        Family::Quant,
     ];
 
     /// The family's name, as its files are named (`src/spec/{name}.rs`...).
@@ -77,6 +80,7 @@ impl Family {
             Family::Nn => "nn",
             Family::Random => "random",
             Family::Sort => "sort",
+            Family::Quant => "quant",
         }
     }
 }
@@ -197,6 +201,7 @@ pub fn ops() -> Vec<OpInfo> {
         nn::NnOp::infos(),
         random::RandomOp::infos(),
         sort::SortOp::infos(),
+        quant::QuantOp::infos(),
     ]
     .concat()
 }

@@ -5,11 +5,19 @@
 //! end, `block_bytes` each, exactly as ggml's `ggml-common.h` lays them out (little-endian, f16
 //! scales, no padding); a row of `K` elements is `K / block_size` consecutive blocks.
 
+use super::spec_enum;
 use crate::{Error, Result, Shape};
 use std::fmt;
 
 /// The dtypes quantized tensors dequantize to and quantize from.
 pub const FLOATS: &[crate::DType] = &[crate::DType::F32, crate::DType::F16, crate::DType::BF16];
+
+spec_enum! {
+    /// The ops on quantized tensors (the dtype is the float side: dequantize's output).
+    pub enum QuantOp in Quant {
+        Dequantize = dequantize: FLOATS,
+    }
+}
 
 /// A GGML block type: how a run of `block_size` values is stored in `block_bytes` bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

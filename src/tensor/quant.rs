@@ -1,8 +1,11 @@
 //! Quantized tensors: GGML blocks held as bytes on a device, with the logical shape they encode.
 
 use super::Tensor;
-use crate::spec::quant::{FLOATS, GgmlType, check_quantize, check_quantized};
-use crate::{CpuStorage, DType, Device, Error, Result, Shape, bf16, f16};
+use crate::backend::QuantOps;
+use crate::device::{BackendOf, dispatch};
+use crate::spec::quant::{FLOATS, GgmlType, QuantOp, check_quantize, check_quantized};
+use crate::spec::{Family, Out};
+use crate::{CpuStorage, DType, Device, Error, Result, Shape};
 
 /// Quantized weights: a logical shape `[.., K]` (usually `[N, K]`, a linear layer's weight) stored
 /// as GGML blocks of one [`GgmlType`], byte for byte as ggml lays them out, on a device.
@@ -36,6 +39,19 @@ impl QTensor {
         Ok(QTensor { ty, shape, bytes })
     }
 
+    /// The blocks held by `bytes`, a u8 tensor of rank 1 already on its device (a window of a
+    /// larger buffer, such as a file's, at any byte offset), as a tensor of `shape` in `ty`. A
+    /// strided `bytes` is copied to a contiguous one first.
+    pub fn new(ty: GgmlType, shape: impl Into<Shape>, bytes: &Tensor) -> Result<QTensor> {
+        let shape = shape.into();
+        if bytes.dtype() != DType::U8 || bytes.rank() != 1 {
+            let msg = format!("blocks are a rank-1 u8 tensor, got {} of {}", bytes.shape(), bytes.dtype());
+            return Err(Error::Operand { op: "quantized", operand: "bytes", msg });
+        }
+        check_quantized(ty, &shape, bytes.elem_count())?;
+        Ok(QTensor { ty, shape, bytes: bytes.contiguous()? })
+    }
+
     /// `x` (f32, f16 or bf16, any layout) quantized with ggml's reference quantizer of `ty`, on
     /// `x`'s device. The cpu computes the blocks (q4_0, q4_1, q5_0, q5_1, q8_0; other types are
     /// `Error::InvalidParam`); x's values are read back first, so this waits for the device.
@@ -54,24 +70,13 @@ impl QTensor {
     /// The values as a tensor of `dtype` (f32, f16 or bf16) on the same device: ggml's
     /// dequantized values bit for bit (f32), rounded to nearest even for f16 and bf16.
     pub fn dequantize(&self, dtype: DType) -> Result<Tensor> {
-        crate::block::block_on_result("dequantize", self.dequantize_async(dtype))
-    }
-
-    /// [`QTensor::dequantize`] without blocking: the form that works in a browser.
-    ///
-    /// The blocks are dequantized by the cpu reference: read back, dequantized, and the values
-    /// uploaded to the tensor's device.
-    pub async fn dequantize_async(&self, dtype: DType) -> Result<Tensor> {
-        crate::spec::check_dtype("dequantize", dtype, FLOATS)?;
-        let bytes = self.to_bytes_async().await?;
-        let mut values = crate::host::try_vec(self.shape.elem_count(), 0f32)?;
-        crate::cpu::quant::dequantize(self.ty, &bytes, &mut values);
-        let data = match dtype {
-            DType::F16 => CpuStorage::F16(values.iter().map(|&v| f16::from_f32(v)).collect()),
-            DType::BF16 => CpuStorage::BF16(values.iter().map(|&v| bf16::from_f32(v)).collect()),
-            _ => CpuStorage::F32(values),
-        };
-        Tensor::from_cpu(data, self.shape.clone(), self.device())
+        crate::spec::check_dtype(QuantOp::Dequantize.name(), dtype, FLOATS)?;
+        let out = Out::new(self.shape.clone(), dtype);
+        let r = self.bytes.run(Family::Quant, QuantOp::Dequantize.name(), &[], &out)?;
+        let (offset, n) = (self.bytes.layout().offset(), self.shape.elem_count());
+        let s =
+            dispatch!(self.device(), |b| b.wrap(b.dequantize(r.arg(b, &self.bytes)?, offset, self.ty, n, dtype)?));
+        Ok(r.finish(s))
     }
 
     /// The block type.

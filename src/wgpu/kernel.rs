@@ -25,6 +25,7 @@ pub fn family_source(f: Family) -> &'static str {
         Family::Pool => include_str!("../../shaders/pool.wgsl"),
         Family::Matmul => include_str!("../../shaders/matmul.wgsl"),
         Family::Conv => include_str!("../../shaders/conv.wgsl"),
+        Family::Quant => include_str!("../../shaders/quant.wgsl"),
     }
 }
 

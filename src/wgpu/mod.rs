@@ -17,6 +17,7 @@ mod nn;
 mod pipeline_cache;
 mod pool;
 mod profile;
+mod quant;
 mod random;
 mod reduce;
 mod render;
@@ -60,6 +61,7 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         pool::shader_variants(caps),
         matmul::shader_variants(caps),
         conv::shader_variants(caps),
+        quant::shader_variants(caps),
     ]
     .concat()
 }

@@ -13,6 +13,7 @@ suite!(
     quantize_reads_strided_and_half_inputs,
     quantized_round_trip_is_close,
     quant_rejects_bad_blocks,
+    dequantize_reads_blocks_at_any_byte_offset,
 );
 
 /// The committed vectors of a type: its blocks and gguf-py's dequantization of them.
@@ -71,13 +72,13 @@ async fn dequantize_matches_ggml(dev: &Device) -> Result<()> {
         let (blocks, deq) = vectors(ty);
         let want = f32s(deq);
         let q = QTensor::from_bytes(ty, shape_of(ty, blocks.len()), blocks, dev)?;
-        let got = q.dequantize_async(DType::F32).await?.flatten_all()?.to_vec_async::<f32>().await?;
+        let got = q.dequantize(DType::F32)?.flatten_all()?.to_vec_async::<f32>().await?;
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&got), bits(&want), "{ty} to f32 on {}", dev.describe());
-        let got = q.dequantize_async(DType::F16).await?.flatten_all()?.to_vec_async::<f16>().await?;
+        let got = q.dequantize(DType::F16)?.flatten_all()?.to_vec_async::<f16>().await?;
         let half: Vec<f16> = want.iter().map(|&x| f16::from_f32(x)).collect();
         assert!(got.iter().zip(&half).all(|(a, b)| a.to_bits() == b.to_bits()), "{ty} to f16");
-        let got = q.dequantize_async(DType::BF16).await?.flatten_all()?.to_vec_async::<bf16>().await?;
+        let got = q.dequantize(DType::BF16)?.flatten_all()?.to_vec_async::<bf16>().await?;
         let brain: Vec<bf16> = want.iter().map(|&x| bf16::from_f32(x)).collect();
         assert!(got.iter().zip(&brain).all(|(a, b)| a.to_bits() == b.to_bits()), "{ty} to bf16");
         assert_eq!(q.to_bytes_async().await?, blocks, "{ty}: the blocks as stored");
@@ -132,7 +133,7 @@ async fn quantized_round_trip_is_close(dev: &Device) -> Result<()> {
     ];
     for (ty, steps, with_min, lost) in cases {
         let q = QTensor::quantize_async(&t, ty).await?;
-        let back = q.dequantize_async(DType::F32).await?.flatten_all()?.to_vec_async::<f32>().await?;
+        let back = q.dequantize(DType::F32)?.flatten_all()?.to_vec_async::<f32>().await?;
         for (b, (xs, ys)) in x.chunks(32).zip(back.chunks(32)).enumerate() {
             let (lo, hi) = xs.iter().fold((f32::MAX, f32::MIN), |(l, h), &v| (l.min(v), h.max(v)));
             let amax = lo.abs().max(hi.abs());
@@ -157,11 +158,32 @@ async fn quant_rejects_bad_blocks(dev: &Device) -> Result<()> {
     assert!(matches!(q(GgmlType::Q8_0, &[], &blocks[..34]), Err(Error::Rank { .. })));
     assert_eq!(GgmlType::from_id(1).err(), Some(Error::UnknownBlockType { id: 1 }));
     let ok = QTensor::from_bytes(GgmlType::Q4_K, [3, 256], blocks, dev)?;
-    assert!(matches!(ok.dequantize_async(DType::U8).await, Err(Error::WrongDType { .. })));
-    assert!(matches!(ok.dequantize_async(DType::F64).await, Err(Error::WrongDType { .. })));
+    assert!(matches!(ok.dequantize(DType::U8), Err(Error::WrongDType { .. })));
+    assert!(matches!(ok.dequantize(DType::F64), Err(Error::WrongDType { .. })));
     let ints = Tensor::zeros([1, 32], DType::U32, dev)?;
     assert!(matches!(QTensor::quantize_async(&ints, GgmlType::Q8_0).await, Err(Error::WrongDType { .. })));
     let ragged = Tensor::zeros([2, 48], DType::F32, dev)?;
     assert!(matches!(QTensor::quantize_async(&ragged, GgmlType::Q8_0).await, Err(Error::BlockShape { .. })));
+    Ok(())
+}
+
+/// Blocks in a window of a larger u8 buffer, at every byte offset modulo 4 (the WGSL kernels read
+/// words), dequantize as they do alone.
+async fn dequantize_reads_blocks_at_any_byte_offset(dev: &Device) -> Result<()> {
+    for &ty in GgmlType::ALL {
+        let (blocks, deq) = vectors(ty);
+        let want: Vec<u32> = f32s(deq).iter().map(|x| x.to_bits()).collect();
+        for pad in 1..4 {
+            let mut buffer = vec![0xa5u8; pad];
+            buffer.extend_from_slice(blocks);
+            buffer.extend_from_slice(&[0x5a; 3]);
+            let window = Tensor::from_vec(buffer, [blocks.len() + pad + 3], dev)?.narrow(0, pad, blocks.len())?;
+            let q = QTensor::new(ty, shape_of(ty, blocks.len()), &window)?;
+            let got = q.dequantize(DType::F32)?.flatten_all()?.to_vec_async::<f32>().await?;
+            assert_eq!(got.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), want, "{ty} at byte {pad}");
+        }
+    }
+    let ints = Tensor::zeros([34], DType::U32, dev)?;
+    assert!(matches!(QTensor::new(GgmlType::Q8_0, [1, 32], &ints), Err(Error::Operand { .. })));
     Ok(())
 }
