@@ -298,7 +298,22 @@ fn quant_cases(scale: usize) -> Vec<Case> {
                 Ok(Box::new(move || w.dequantize(DType::F16)))
             })
         })
+        .chain(std::iter::once(qmatmul_case(scale)))
         .collect()
+}
+
+/// The decode shape, `1 x 4096` f16 times a q4_0 `[14336, 4096]` weight transposed (rows
+/// divided by `scale`): bytes are the blocks, the figure to hold against a copy of as many.
+/// Today's qmatmul is the first cut (dequantize to f32, then the f32 matmul).
+fn qmatmul_case(scale: usize) -> Case {
+    let (n, k) = ((14336 / scale).max(1), 4096);
+    let bytes = (n * k / 32 * GgmlType::Q4_0.block_bytes()) as u64;
+    Case::new(Family::Quant, format!("qmatmul q4_0 f16 [1,{k}] x [{n},{k}]^T"), bytes, move |d| {
+        let w = QTensor::quantize(&rand(&[n, k], DType::F32, &Device::cpu())?, GgmlType::Q4_0)?.to_device(d)?;
+        let x = rand(&[1, k], DType::F16, d)?;
+        Ok(Box::new(move || w.qmatmul(&x)))
+    })
+    .with_flops(2 * (n * k) as u64)
 }
 
 /// The median time of one op: batches of ops recorded back to back, then one synchronise, so

@@ -161,6 +161,22 @@ pub fn check_quantize(ty: GgmlType, shape: &Shape, dtype: crate::DType) -> Resul
     quantized_bytes(ty, shape).map(|_| ())
 }
 
+/// The product `x [.., M, K] x W^T` with `W [N, K]` quantized: `[.., M, N]` in x's dtype (f32,
+/// f16 or bf16). x has rank at least 2 and W rank 2, sharing K (`Error::MatmulShape` otherwise).
+pub fn qmatmul(x: &Shape, dtype: crate::DType, w: &Shape) -> Result<super::Out> {
+    super::check_dtype("qmatmul", dtype, FLOATS)?;
+    let (xd, wd) = (x.dims(), w.dims());
+    let mismatch = |msg: &'static str| Error::MatmulShape { msg, lhs: x.clone(), rhs: w.clone() };
+    if xd.len() < 2 || wd.len() != 2 {
+        return Err(mismatch("qmatmul takes x of rank 2 or more and a weight [N, K]"));
+    }
+    if xd[xd.len() - 1] != wd[1] {
+        return Err(mismatch("x's last dim is not the weight's K"));
+    }
+    let out = [&xd[..xd.len() - 1], &wd[..1]].concat();
+    Ok(super::Out::new(out, dtype))
+}
+
 /// Checks that `got` bytes hold a tensor of `shape` in blocks of `ty` exactly
 /// (`Error::QuantBytes` for a truncated or overlong buffer).
 pub fn check_quantized(ty: GgmlType, shape: &Shape, got: usize) -> Result<()> {

@@ -79,6 +79,18 @@ impl QTensor {
         Ok(r.finish(s))
     }
 
+    /// `x [.., M, K]` (f32, f16 or bf16, any strides) times this weight `[N, K]` transposed:
+    /// `[.., M, N]` in x's dtype, the products of x with the exactly dequantized weights,
+    /// accumulated in f32 (halves are widened to f32 and the result rounded once).
+    ///
+    /// A first cut made of the spec's ops on every backend: the weight dequantized to f32 and
+    /// the f32 matmul (no kernel reads the blocks in the product yet).
+    pub fn qmatmul(&self, x: &Tensor) -> Result<Tensor> {
+        let out = crate::spec::quant::qmatmul(x.shape(), x.dtype(), &self.shape)?;
+        let w = self.dequantize(DType::F32)?;
+        x.to_dtype(DType::F32)?.matmul(&w.t()?)?.to_dtype(out.dtype)
+    }
+
     /// The block type.
     pub fn ty(&self) -> GgmlType {
         self.ty

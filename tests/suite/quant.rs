@@ -2,7 +2,7 @@
 //! the vectors `tests/vectors/gen_quant.py` wrote), quantization byte for byte against ggml's
 //! reference quantizers, and the errors of bad blocks.
 
-use crate::suite;
+use crate::{Tol, suite};
 use half::{bf16, f16};
 use rocm_wgpu_ops::spec::quant::GgmlType;
 use rocm_wgpu_ops::{DType, Device, Error, QTensor, Result, Tensor};
@@ -14,6 +14,8 @@ suite!(
     quantized_round_trip_is_close,
     quant_rejects_bad_blocks,
     dequantize_reads_blocks_at_any_byte_offset,
+    qmatmul_matches_reference,
+    qmatmul_rejects_bad_shapes,
 );
 
 /// The committed vectors of a type: its blocks and gguf-py's dequantization of them.
@@ -185,5 +187,66 @@ async fn dequantize_reads_blocks_at_any_byte_offset(dev: &Device) -> Result<()> 
     }
     let ints = Tensor::zeros([34], DType::U32, dev)?;
     assert!(matches!(QTensor::new(GgmlType::Q8_0, [1, 32], &ints), Err(Error::Operand { .. })));
+    Ok(())
+}
+
+/// The weights of a qmatmul test: five rows of K = 256 quantized from random values (simple
+/// types), the committed blocks (three rows) for the k-quants.
+async fn weight(ty: GgmlType, dev: &Device) -> Result<QTensor> {
+    if ty.can_quantize() {
+        let w = crate::rand_tensor(dev, DType::F32, &[5, 256], 7 + ty.id() as u64, -1.0, 1.0)?;
+        return QTensor::quantize_async(&w, ty).await;
+    }
+    let (blocks, _) = vectors(ty);
+    QTensor::from_bytes(ty, [3, 256], blocks, dev)
+}
+
+/// `x W^T` against the sum in f64 of x's values (as stored) times the dequantized weights: within
+/// f32 accumulation (2^-20 of the sum of |terms|, K = 256) plus one rounding to x's dtype (its
+/// relative tolerance, or half of f16's least subnormal where the result is that small). M = 1
+/// and M = 3, a batch, a transposed x, every block type and float dtype.
+async fn qmatmul_matches_reference(dev: &Device) -> Result<()> {
+    for &ty in GgmlType::ALL {
+        let w = weight(ty, dev).await?;
+        let n = w.dims()[0];
+        let wv = w.dequantize(DType::F32)?.to_vec2_async::<f32>().await?;
+        for dtype in crate::float_dtypes(dev).into_iter().filter(|d| *d != DType::F64) {
+            let xs = [
+                crate::rand_tensor(dev, dtype, &[1, 256], 3, -2.0, 2.0)?,
+                crate::rand_tensor(dev, dtype, &[2, 3, 256], 4, -2.0, 2.0)?,
+                crate::rand_tensor(dev, dtype, &[256, 3], 5, -2.0, 2.0)?.t()?,
+            ];
+            for x in xs {
+                let y = w.qmatmul(&x)?;
+                let rows = x.elem_count() / 256;
+                assert_eq!(y.dims(), [&x.dims()[..x.rank() - 1], &[n]].concat(), "{ty} {dtype}");
+                let xv = x.to_dtype(DType::F64)?.flatten_all()?.to_vec_async::<f64>().await?;
+                let yv = y.to_dtype(DType::F64)?.flatten_all()?.to_vec_async::<f64>().await?;
+                let unit = if dtype == DType::F32 { 0.0 } else { Tol::of(dtype).rtol };
+                // Below f16's least normal its rounding is absolute: half a subnormal step.
+                let floor = if dtype == DType::F16 { 2f64.powi(-25) } else { 0.0 };
+                for r in 0..rows {
+                    for (j, wr) in wv.iter().enumerate() {
+                        let terms = xv[r * 256..(r + 1) * 256].iter().zip(wr).map(|(&a, &b)| a * b as f64);
+                        let (sum, abs) = terms.fold((0.0, 0.0), |(s, a), t| (s + t, a + t.abs()));
+                        let got = yv[r * n + j];
+                        let bound = abs * 2f64.powi(-20) + sum.abs() * unit + floor;
+                        assert!((got - sum).abs() <= bound, "{ty} {dtype} {:?} [{r}, {j}]: {got} vs {sum}", x.dims());
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn qmatmul_rejects_bad_shapes(dev: &Device) -> Result<()> {
+    let w = weight(GgmlType::Q8_0, dev).await?;
+    let x = Tensor::zeros([2, 128], DType::F32, dev)?;
+    assert!(matches!(w.qmatmul(&x), Err(Error::MatmulShape { .. })));
+    let v = Tensor::zeros([256], DType::F32, dev)?;
+    assert!(matches!(w.qmatmul(&v), Err(Error::MatmulShape { .. })));
+    let ints = Tensor::zeros([1, 256], DType::U32, dev)?;
+    assert!(matches!(w.qmatmul(&ints), Err(Error::WrongDType { .. })));
     Ok(())
 }
