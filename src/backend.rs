@@ -436,6 +436,21 @@ pub trait SortOps: Memory {
     fn argsort(&self, x: &Self::Storage, l: &Layout, descending: bool) -> Result<Self::Storage>;
 }
 
+/// Quantized tensors: GGML blocks (`spec::quant`) held in a u8 storage.
+pub trait QuantOps: Memory {
+    /// The `n` values (a whole number of blocks of `ty`) whose blocks start at byte `offset` of
+    /// the u8 storage `q`, as a new storage of `dtype` (f32, f16 or bf16): ggml's values, rounded
+    /// to nearest even for the halves.
+    fn dequantize(
+        &self,
+        q: &Self::Storage,
+        offset: usize,
+        ty: crate::spec::quant::GgmlType,
+        n: usize,
+        dtype: DType,
+    ) -> Result<Self::Storage>;
+}
+
 /// A complete backend: memory and every op family.
 pub trait Backend:
     Memory
@@ -451,6 +466,7 @@ pub trait Backend:
     + RandomOps
     + SortOps
     + AttentionOps
+    + QuantOps
 {
 }
 
@@ -468,5 +484,6 @@ impl<B> Backend for B where
         + RandomOps
         + SortOps
         + AttentionOps
+        + QuantOps
 {
 }

@@ -137,6 +137,37 @@ pub enum Error {
         msg: String,
     },
 
+    /// A GGML block type id the crate does not know (in a file, or given by a caller).
+    #[error("unknown GGML block type id {id}")]
+    UnknownBlockType {
+        /// The id found.
+        id: u32,
+    },
+
+    /// A quantized tensor whose last dim is not a whole number of blocks.
+    #[error("{ty}: shape {shape} is not made of blocks: its last dim must be a multiple of {block}")]
+    BlockShape {
+        /// The block type.
+        ty: &'static str,
+        /// The shape in question.
+        shape: Shape,
+        /// Values per block.
+        block: usize,
+    },
+
+    /// Quantized bytes that do not hold the blocks of their shape (truncated, or too long).
+    #[error("{ty}: shape {shape} takes {expected} bytes of blocks, got {got}")]
+    QuantBytes {
+        /// The block type.
+        ty: &'static str,
+        /// The shape in question.
+        shape: Shape,
+        /// Bytes the shape takes.
+        expected: usize,
+        /// Bytes given.
+        got: usize,
+    },
+
     /// Matmul operands whose inner dims or batch dims do not line up.
     #[error("matmul: {msg}: lhs {lhs}, rhs {rhs}")]
     MatmulShape {

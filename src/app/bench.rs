@@ -7,8 +7,9 @@
 
 use rocm_wgpu_ops::spec::Family;
 use rocm_wgpu_ops::spec::pool::{Pool2dParams, PoolOp};
+use rocm_wgpu_ops::spec::quant::GgmlType;
 use rocm_wgpu_ops::spec::random::Distribution;
-use rocm_wgpu_ops::{DType, Device, Result, Tensor};
+use rocm_wgpu_ops::{DType, Device, QTensor, Result, Tensor};
 use std::time::{Duration, Instant};
 
 /// A prepared benchmark: one call records one op.
@@ -151,6 +152,7 @@ pub fn cases(scale: usize) -> Vec<Case> {
     v.extend(matmul_cases(scale));
     v.extend(conv_cases(scale));
     v.extend(attention_cases(scale));
+    v.extend(quant_cases(scale));
     v
 }
 
@@ -328,6 +330,37 @@ fn upsample_cases(scale: usize) -> Vec<Case> {
         Ok(Box::new(move || x.upsample_nearest2d(2 * shape[2], 2 * shape[3])))
     });
     vec![case]
+}
+
+/// Dequantizing a `[4096, 4096]` weight (rows divided by `scale`) of q4_K-sized q4_0 and of q8_0
+/// to f16: bytes are the blocks read plus the values written.
+fn quant_cases(scale: usize) -> Vec<Case> {
+    let (n, k) = ((4096 / scale).max(1), 4096);
+    [GgmlType::Q4_0, GgmlType::Q8_0]
+        .into_iter()
+        .map(|ty| {
+            let bytes = (n * k / ty.block_size() * ty.block_bytes() + 2 * n * k) as u64;
+            Case::new(Family::Quant, format!("dequantize {ty} to f16 [{n},{k}]"), bytes, move |d| {
+                let w = QTensor::quantize(&rand(&[n, k], DType::F32, &Device::cpu())?, ty)?.to_device(d)?;
+                Ok(Box::new(move || w.dequantize(DType::F16)))
+            })
+        })
+        .chain(std::iter::once(qmatmul_case(scale)))
+        .collect()
+}
+
+/// The decode shape, `1 x 4096` f16 times a q4_0 `[14336, 4096]` weight transposed (rows
+/// divided by `scale`): bytes are the blocks, the figure to hold against a copy of as many.
+/// Today's qmatmul is the first cut (dequantize to f32, then the f32 matmul).
+fn qmatmul_case(scale: usize) -> Case {
+    let (n, k) = ((14336 / scale).max(1), 4096);
+    let bytes = (n * k / 32 * GgmlType::Q4_0.block_bytes()) as u64;
+    Case::new(Family::Quant, format!("qmatmul q4_0 f16 [1,{k}] x [{n},{k}]^T"), bytes, move |d| {
+        let w = QTensor::quantize(&rand(&[n, k], DType::F32, &Device::cpu())?, GgmlType::Q4_0)?.to_device(d)?;
+        let x = rand(&[1, k], DType::F16, d)?;
+        Ok(Box::new(move || w.qmatmul(&x)))
+    })
+    .with_flops(2 * (n * k) as u64)
 }
 
 /// The median time of one op: batches of ops recorded back to back, then one synchronise, so

@@ -14,6 +14,10 @@ use std::time::Duration;
 // The browser's clock on wasm32 (std's `Instant` panics there), std's natively.
 use web_time::Instant;
 
+// The checks of the families an LLM needs (attention, quantized weights), kept beside this file.
+#[path = "selfcheck_llm.rs"]
+mod llm;
+
 /// How one family fared on one device.
 #[derive(Debug)]
 pub struct FamilyReport {
@@ -311,7 +315,8 @@ fn checks(family: Family) -> Vec<Check> {
         Family::Nn => nn(),
         Family::Random => random(),
         Family::Sort => sort(),
-        Family::Attention => attention(),
+        Family::Attention => llm::attention(),
+        Family::Quant => llm::quant(),
     }
 }
 
@@ -535,29 +540,6 @@ fn sort() -> Vec<Check> {
         for desc in [false, true] {
             v.push(check(format!("argsort {dt} desc={desc}"), move |d| {
                 input_t(d, dt, 5, 37, 56, 0., 20.)?.argsort(desc)
-            }));
-        }
-    }
-    v
-}
-
-fn attention() -> Vec<Check> {
-    // One query over two keys, scale 1: softmax(0, ln 3) = (1/4, 3/4) of the values (2, 6).
-    let mut v = vec![known("scaled_dot_product_attention", &[5.0], |d| {
-        let (q, k) = (f32s(d, &[1.], &[1, 1, 1, 1])?, f32s(d, &[0., 3f32.ln()], &[1, 1, 2, 1])?);
-        q.scaled_dot_product_attention(&k, &f32s(d, &[2., 6.], &[1, 1, 2, 1])?, None, false, Some(1.0))
-    })];
-    for &dt in DType::FLOAT {
-        v.push(check(format!("scaled_dot_product_attention {dt}"), move |d| {
-            let (k, val) = (input(d, dt, &[1, 2, 19, 8], 57, -1., 1.)?, input(d, dt, &[1, 2, 19, 6], 58, -1., 1.)?);
-            let q = input(d, dt, &[1, 8, 4, 4], 59, -1., 1.)?.reshape([1, 4, 8, 4])?.transpose(2, 3)?;
-            q.scaled_dot_product_attention(&k, &val, None, true, None)
-        }));
-        for (name, interleaved) in [("rope", false), ("rope_i", true)] {
-            v.push(check(format!("{name} {dt}"), move |d| {
-                let x = input(d, dt, &[2, 5, 3, 8], 60, -2., 2.)?.transpose(1, 2)?;
-                let (c, s) = (input(d, dt, &[5, 4], 61, -1., 1.)?, input(d, dt, &[5, 4], 62, -1., 1.)?);
-                if interleaved { x.rope_i(&c, &s) } else { x.rope(&c, &s) }
             }));
         }
     }

@@ -10,6 +10,7 @@ mod index;
 mod matmul;
 mod nn;
 mod pool;
+pub(crate) mod quant;
 mod random;
 mod reduce;
 mod sort;

@@ -29,6 +29,7 @@ mod matmul;
 mod nn;
 mod pool;
 mod ptr;
+mod quant;
 mod random;
 mod reduce;
 mod render;
@@ -75,6 +76,7 @@ const HIP_FILES: &[(Family, &str)] = &[
     (Family::Conv, include_str!("../../hip/conv.hip")),
     (Family::Pool, include_str!("../../hip/pool.hip")),
     (Family::Attention, include_str!("../../hip/attention.hip")),
+    (Family::Quant, include_str!("../../hip/quant.hip")),
 ];
 
 /// Where `hip/elementwise.hip` includes its generated functors and instantiation lines.

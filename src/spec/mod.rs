@@ -12,6 +12,7 @@ pub mod index;
 pub mod matmul;
 pub mod nn;
 pub mod pool;
+pub mod quant;
 pub mod random;
 pub mod reduce;
 pub mod sort;
@@ -47,6 +48,8 @@ pub enum Family {
     Sort,
     /// Scaled dot-product attention and the rotary embeddings.
     Attention,
+    /// Quantized tensors (GGML blocks): dequantize.
+    Quant,
 }
 
 impl Family {
@@ -64,6 +67,7 @@ impl Family {
         Family::Random,
         Family::Sort,
         Family::Attention,
+        Family::Quant,
     ];
 
     /// The family's name, as its files are named (`src/spec/{name}.rs`...).
@@ -81,6 +85,7 @@ impl Family {
             Family::Random => "random",
             Family::Sort => "sort",
             Family::Attention => "attention",
+            Family::Quant => "quant",
         }
     }
 }
@@ -202,6 +207,7 @@ pub fn ops() -> Vec<OpInfo> {
         random::RandomOp::infos(),
         sort::SortOp::infos(),
         attention::AttentionOp::infos(),
+        quant::QuantOp::infos(),
     ]
     .concat()
 }

@@ -9,6 +9,7 @@ mod fuse;
 mod indexing;
 mod literals;
 mod ops;
+mod quant;
 mod run;
 mod shape_ops;
 mod status;
@@ -18,6 +19,7 @@ pub use arith::TensorOrScalar;
 pub use dims::{Dims, ShapeWithOneHole};
 pub use indexing::{IndexOp, TensorIndexer};
 pub use literals::HostElement;
+pub use quant::QTensor;
 
 use crate::backend::{CopyOps, Memory, RandomOps};
 use crate::device::{BackendOf, Storage, dispatch};

@@ -26,6 +26,7 @@ pub fn family_source(f: Family) -> &'static str {
         Family::Matmul => include_str!("../../shaders/matmul.wgsl"),
         Family::Conv => include_str!("../../shaders/conv.wgsl"),
         Family::Attention => include_str!("../../shaders/attention.wgsl"),
+        Family::Quant => include_str!("../../shaders/quant.wgsl"),
     }
 }
 

@@ -18,6 +18,7 @@ mod nn;
 mod pipeline_cache;
 mod pool;
 mod profile;
+mod quant;
 mod random;
 mod reduce;
 mod render;
@@ -61,6 +62,7 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         matmul::shader_variants(caps),
         conv::shader_variants(caps),
         attention::shader_variants(caps),
+        quant::shader_variants(caps),
     ]
     .concat()
 }

@@ -27,6 +27,7 @@ macro_rules! with_browser_families {
             nn,
             numerics,
             pool,
+            quant,
             random,
             reduce,
             sort,
@@ -58,6 +59,7 @@ mod native;
 mod nn;
 mod numerics;
 mod pool;
+mod quant;
 mod random;
 #[cfg(not(target_family = "wasm"))] // compares with the blocking forms, which a browser cannot run
 mod readback;

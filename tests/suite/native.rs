@@ -83,7 +83,9 @@ fn entry_points(source: &str) -> Vec<String> {
 
 fn every_op_and_dtype_of_the_native_families_has_a_hip_entry_point() {
     let families: Vec<Family> = hip_sources().iter().map(|(f, _)| *f).collect();
-    for f in [Family::Elementwise, Family::Copy, Family::Reduce, Family::Index, Family::Random, Family::Sort] {
+    for f in
+        [Family::Elementwise, Family::Copy, Family::Reduce, Family::Index, Family::Random, Family::Sort, Family::Quant]
+    {
         assert!(families.contains(&f), "{f} has no HIP source");
     }
     let names: HashSet<String> = hip_sources().iter().flat_map(|(_, s)| entry_points(s)).collect();

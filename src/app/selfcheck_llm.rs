@@ -1,0 +1,56 @@
+//! The main job's checks of the families an LLM needs: attention (scaled dot-product attention,
+//! rope) and quantized weights (dequantize from every GGML block type).
+
+use super::{Check, check, f32s, input, known};
+use rocm_wgpu_ops::spec::quant::{GgmlType, QuantOp};
+use rocm_wgpu_ops::{DType, QTensor};
+
+pub(super) fn attention() -> Vec<Check> {
+    // One query over two keys, scale 1: softmax(0, ln 3) = (1/4, 3/4) of the values (2, 6).
+    let mut v = vec![known("scaled_dot_product_attention", &[5.0], |d| {
+        let (q, k) = (f32s(d, &[1.], &[1, 1, 1, 1])?, f32s(d, &[0., 3f32.ln()], &[1, 1, 2, 1])?);
+        q.scaled_dot_product_attention(&k, &f32s(d, &[2., 6.], &[1, 1, 2, 1])?, None, false, Some(1.0))
+    })];
+    for &dt in DType::FLOAT {
+        v.push(check(format!("scaled_dot_product_attention {dt}"), move |d| {
+            let (k, val) = (input(d, dt, &[1, 2, 19, 8], 57, -1., 1.)?, input(d, dt, &[1, 2, 19, 6], 58, -1., 1.)?);
+            let q = input(d, dt, &[1, 8, 4, 4], 59, -1., 1.)?.reshape([1, 4, 8, 4])?.transpose(2, 3)?;
+            q.scaled_dot_product_attention(&k, &val, None, true, None)
+        }));
+        for (name, interleaved) in [("rope", false), ("rope_i", true)] {
+            v.push(check(format!("{name} {dt}"), move |d| {
+                let x = input(d, dt, &[2, 5, 3, 8], 60, -2., 2.)?.transpose(1, 2)?;
+                let (c, s) = (input(d, dt, &[5, 4], 61, -1., 1.)?, input(d, dt, &[5, 4], 62, -1., 1.)?);
+                if interleaved { x.rope_i(&c, &s) } else { x.rope(&c, &s) }
+            }));
+        }
+    }
+    v
+}
+
+/// Dequantize to every float dtype from every block type (named dtype first, as the support
+/// test parses names): blocks of pseudo-random bytes with bit 6 of each byte clear, so every
+/// f16 scale in them is finite (its exponent below 31) whatever the layout; the k-quants' rows
+/// are one block, the others' two.
+pub(super) fn quant() -> Vec<Check> {
+    let mut v = vec![];
+    for &ty in GgmlType::ALL {
+        for &dt in QuantOp::Dequantize.dtypes() {
+            v.push(check(format!("dequantize {dt} {ty}"), move |d| {
+                let k = if ty.block_size() == 32 { 64 } else { 256 };
+                let n = 3 * k / ty.block_size() * ty.block_bytes();
+                let mut x = 0x2545_f491_4f6c_dd1du64 ^ ty.id() as u64;
+                let bytes: Vec<u8> = (0..n)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        (x >> 24) as u8 & 0xbf
+                    })
+                    .collect();
+                QTensor::from_bytes(ty, [3, k], &bytes, d)?.dequantize(dt)
+            }));
+        }
+    }
+    v
+}

@@ -1,0 +1,144 @@
+//! Quantized tensors: GGML blocks held as bytes on a device, with the logical shape they encode.
+
+use super::Tensor;
+use crate::backend::QuantOps;
+use crate::device::{BackendOf, dispatch};
+use crate::spec::quant::{FLOATS, GgmlType, QuantOp, check_quantize, check_quantized};
+use crate::spec::{Family, Out};
+use crate::{CpuStorage, DType, Device, Error, Result, Shape};
+
+/// Quantized weights: a logical shape `[.., K]` (usually `[N, K]`, a linear layer's weight) stored
+/// as GGML blocks of one [`GgmlType`], byte for byte as ggml lays them out, on a device.
+///
+/// ```
+/// use rocm_wgpu_ops::{DType, Device, QTensor, Tensor, spec::quant::GgmlType};
+///
+/// let dev = Device::cpu();
+/// let w = Tensor::from_vec((0..64).map(|i| i as f32 / 8.).collect::<Vec<_>>(), [2, 32], &dev)?;
+/// let q = QTensor::quantize(&w, GgmlType::Q8_0)?;
+/// assert_eq!((q.dims(), q.bytes().elem_count()), (&[2, 32][..], 2 * 34));
+/// let back = q.dequantize(DType::F32)?.to_vec2::<f32>()?;
+/// assert!((back[1][31] - 63. / 8.).abs() < 0.01);
+/// # Ok::<(), rocm_wgpu_ops::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct QTensor {
+    ty: GgmlType,
+    shape: Shape,
+    bytes: Tensor,
+}
+
+impl QTensor {
+    /// The blocks in `bytes`, a tensor of `shape` in `ty`, on `device`: the last dim must be a
+    /// multiple of the block (`Error::BlockShape`) and `bytes` exactly its blocks
+    /// (`Error::QuantBytes` when truncated or too long).
+    pub fn from_bytes(ty: GgmlType, shape: impl Into<Shape>, bytes: &[u8], device: &Device) -> Result<QTensor> {
+        let shape = shape.into();
+        check_quantized(ty, &shape, bytes.len())?;
+        let bytes = Tensor::from_slice(bytes, [bytes.len()], device)?;
+        Ok(QTensor { ty, shape, bytes })
+    }
+
+    /// The blocks held by `bytes`, a u8 tensor of rank 1 already on its device (a window of a
+    /// larger buffer, such as a file's, at any byte offset), as a tensor of `shape` in `ty`. A
+    /// strided `bytes` is copied to a contiguous one first.
+    pub fn new(ty: GgmlType, shape: impl Into<Shape>, bytes: &Tensor) -> Result<QTensor> {
+        let shape = shape.into();
+        if bytes.dtype() != DType::U8 || bytes.rank() != 1 {
+            let msg = format!("blocks are a rank-1 u8 tensor, got {} of {}", bytes.shape(), bytes.dtype());
+            return Err(Error::Operand { op: "quantized", operand: "bytes", msg });
+        }
+        check_quantized(ty, &shape, bytes.elem_count())?;
+        Ok(QTensor { ty, shape, bytes: bytes.contiguous()? })
+    }
+
+    /// `x` (f32, f16 or bf16, any layout) quantized with ggml's reference quantizer of `ty`, on
+    /// `x`'s device. The cpu computes the blocks (q4_0, q4_1, q5_0, q5_1, q8_0; other types are
+    /// `Error::InvalidParam`); x's values are read back first, so this waits for the device.
+    pub fn quantize(x: &Tensor, ty: GgmlType) -> Result<QTensor> {
+        crate::block::block_on_result("quantize", Self::quantize_async(x, ty))
+    }
+
+    /// [`QTensor::quantize`] without blocking: the form that works in a browser.
+    pub async fn quantize_async(x: &Tensor, ty: GgmlType) -> Result<QTensor> {
+        check_quantize(ty, x.shape(), x.dtype())?;
+        let values = x.to_dtype(DType::F32)?.to_vec_async::<f32>().await?;
+        let blocks = crate::cpu::quant::quantize(ty, &values)?;
+        QTensor::from_bytes(ty, x.shape().clone(), &blocks, x.device())
+    }
+
+    /// The values as a tensor of `dtype` (f32, f16 or bf16) on the same device: ggml's
+    /// dequantized values bit for bit (f32), rounded to nearest even for f16 and bf16.
+    pub fn dequantize(&self, dtype: DType) -> Result<Tensor> {
+        crate::spec::check_dtype(QuantOp::Dequantize.name(), dtype, FLOATS)?;
+        let out = Out::new(self.shape.clone(), dtype);
+        let r = self.bytes.run(Family::Quant, QuantOp::Dequantize.name(), &[], &out)?;
+        let (offset, n) = (self.bytes.layout().offset(), self.shape.elem_count());
+        let s =
+            dispatch!(self.device(), |b| b.wrap(b.dequantize(r.arg(b, &self.bytes)?, offset, self.ty, n, dtype)?));
+        Ok(r.finish(s))
+    }
+
+    /// `x [.., M, K]` (f32, f16 or bf16, any strides) times this weight `[N, K]` transposed:
+    /// `[.., M, N]` in x's dtype, the products of x with the exactly dequantized weights,
+    /// accumulated in f32 (halves are widened to f32 and the result rounded once).
+    ///
+    /// A first cut made of the spec's ops on every backend: the weight dequantized to f32 and
+    /// the f32 matmul (no kernel reads the blocks in the product yet).
+    pub fn qmatmul(&self, x: &Tensor) -> Result<Tensor> {
+        let out = crate::spec::quant::qmatmul(x.shape(), x.dtype(), &self.shape)?;
+        let w = self.dequantize(DType::F32)?;
+        x.to_dtype(DType::F32)?.matmul(&w.t()?)?.to_dtype(out.dtype)
+    }
+
+    /// The block type.
+    pub fn ty(&self) -> GgmlType {
+        self.ty
+    }
+
+    /// The logical shape (of the values, not the bytes).
+    pub fn shape(&self) -> &Shape {
+        &self.shape
+    }
+
+    /// The logical dims.
+    pub fn dims(&self) -> &[usize] {
+        self.shape.dims()
+    }
+
+    /// The device the blocks are on.
+    pub fn device(&self) -> &Device {
+        self.bytes.device()
+    }
+
+    /// The blocks: a u8 tensor of rank 1 on the device.
+    pub fn bytes(&self) -> &Tensor {
+        &self.bytes
+    }
+
+    /// The blocks on the host. Blocks until the GPU is done; in a browser use
+    /// [`QTensor::to_bytes_async`].
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        crate::block::block_on_result("to_bytes", self.to_bytes_async())
+    }
+
+    /// [`QTensor::to_bytes`] without blocking: the form that works in a browser.
+    pub async fn to_bytes_async(&self) -> Result<Vec<u8>> {
+        match self.bytes.to_cpu_storage_async().await? {
+            CpuStorage::U8(v) => Ok(v),
+            other => Err(Error::HostDType { expected: DType::U8, got: other.dtype() }),
+        }
+    }
+
+    /// A copy of the blocks on `device`. Blocks until the GPU is done; in a browser use
+    /// [`QTensor::to_device_async`].
+    pub fn to_device(&self, device: &Device) -> Result<QTensor> {
+        crate::block::block_on_result("to_device", self.to_device_async(device))
+    }
+
+    /// [`QTensor::to_device`] without blocking: the form that works in a browser.
+    pub async fn to_device_async(&self, device: &Device) -> Result<QTensor> {
+        let bytes = self.bytes.to_device_async(device).await?;
+        Ok(QTensor { ty: self.ty, shape: self.shape.clone(), bytes })
+    }
+}

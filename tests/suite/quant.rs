@@ -1,0 +1,252 @@
+//! Quantized tensors: dequantization bit for bit against ggml's (llama.cpp's gguf-py, through
+//! the vectors `tests/vectors/gen_quant.py` wrote), quantization byte for byte against ggml's
+//! reference quantizers, and the errors of bad blocks.
+
+use crate::{Tol, suite};
+use half::{bf16, f16};
+use rocm_wgpu_ops::spec::quant::GgmlType;
+use rocm_wgpu_ops::{DType, Device, Error, QTensor, Result, Tensor};
+
+suite!(
+    dequantize_matches_ggml,
+    quantize_matches_ggml,
+    quantize_reads_strided_and_half_inputs,
+    quantized_round_trip_is_close,
+    quant_rejects_bad_blocks,
+    dequantize_reads_blocks_at_any_byte_offset,
+    qmatmul_matches_reference,
+    qmatmul_rejects_bad_shapes,
+);
+
+/// The committed vectors of a type: its blocks and gguf-py's dequantization of them.
+fn vectors(ty: GgmlType) -> (&'static [u8], &'static [u8]) {
+    macro_rules! files {
+        ($($t:ident = $n:literal),*) => {
+            match ty {
+                $(GgmlType::$t => (
+                    &include_bytes!(concat!("../vectors/quant/", $n, ".blocks"))[..],
+                    &include_bytes!(concat!("../vectors/quant/", $n, ".deq"))[..],
+                )),*
+            }
+        };
+    }
+    files!(
+        Q4_0 = "q4_0",
+        Q4_1 = "q4_1",
+        Q5_0 = "q5_0",
+        Q5_1 = "q5_1",
+        Q8_0 = "q8_0",
+        Q2_K = "q2_K",
+        Q3_K = "q3_K",
+        Q4_K = "q4_K",
+        Q5_K = "q5_K",
+        Q6_K = "q6_K"
+    )
+}
+
+/// gguf-py's quantization of `INPUT` to a simple type.
+fn quantized(ty: GgmlType) -> Option<&'static [u8]> {
+    Some(match ty {
+        GgmlType::Q4_0 => include_bytes!("../vectors/quant/q4_0.quant"),
+        GgmlType::Q4_1 => include_bytes!("../vectors/quant/q4_1.quant"),
+        GgmlType::Q5_0 => include_bytes!("../vectors/quant/q5_0.quant"),
+        GgmlType::Q5_1 => include_bytes!("../vectors/quant/q5_1.quant"),
+        GgmlType::Q8_0 => include_bytes!("../vectors/quant/q8_0.quant"),
+        _ => return None,
+    })
+}
+
+const INPUT: &[u8] = include_bytes!("../vectors/quant/input.f32");
+
+fn f32s(bytes: &[u8]) -> Vec<f32> {
+    bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+}
+
+/// The logical shape of `bytes` of `ty`: rows of two blocks (one for the k-quants).
+fn shape_of(ty: GgmlType, bytes: usize) -> [usize; 2] {
+    let blocks = bytes / ty.block_bytes();
+    let per_row = if ty.block_size() == 32 { 2 } else { 1 };
+    [blocks / per_row, per_row * ty.block_size()]
+}
+
+async fn dequantize_matches_ggml(dev: &Device) -> Result<()> {
+    for &ty in GgmlType::ALL {
+        let (blocks, deq) = vectors(ty);
+        let want = f32s(deq);
+        let q = QTensor::from_bytes(ty, shape_of(ty, blocks.len()), blocks, dev)?;
+        let got = q.dequantize(DType::F32)?.flatten_all()?.to_vec_async::<f32>().await?;
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want), "{ty} to f32 on {}", dev.describe());
+        let got = q.dequantize(DType::F16)?.flatten_all()?.to_vec_async::<f16>().await?;
+        let half: Vec<f16> = want.iter().map(|&x| f16::from_f32(x)).collect();
+        assert!(got.iter().zip(&half).all(|(a, b)| a.to_bits() == b.to_bits()), "{ty} to f16");
+        let got = q.dequantize(DType::BF16)?.flatten_all()?.to_vec_async::<bf16>().await?;
+        let brain: Vec<bf16> = want.iter().map(|&x| bf16::from_f32(x)).collect();
+        assert!(got.iter().zip(&brain).all(|(a, b)| a.to_bits() == b.to_bits()), "{ty} to bf16");
+        assert_eq!(q.to_bytes_async().await?, blocks, "{ty}: the blocks as stored");
+    }
+    Ok(())
+}
+
+async fn quantize_matches_ggml(dev: &Device) -> Result<()> {
+    let x = Tensor::from_vec(f32s(INPUT), [4, 128], dev)?;
+    for &ty in GgmlType::ALL {
+        let Some(want) = quantized(ty) else {
+            assert!(matches!(QTensor::quantize_async(&x, ty).await, Err(Error::InvalidParam { .. })), "{ty}");
+            continue;
+        };
+        let q = QTensor::quantize_async(&x, ty).await?;
+        assert_eq!((q.ty(), q.dims()), (ty, &[4, 128][..]));
+        assert_eq!(q.to_bytes_async().await?, want, "{ty}: the blocks of ggml's reference quantizer");
+    }
+    Ok(())
+}
+
+/// A transposed view quantizes as its contiguous copy; f16 and bf16 inputs as their f32 values.
+async fn quantize_reads_strided_and_half_inputs(dev: &Device) -> Result<()> {
+    let x = Tensor::from_vec(f32s(INPUT), [4, 128], dev)?;
+    let xt = x.t()?.contiguous()?.t()?;
+    assert!(!xt.is_contiguous());
+    for dtype in [DType::F16, DType::BF16] {
+        let h = x.to_dtype(dtype)?;
+        let a = QTensor::quantize_async(&h, GgmlType::Q4_1).await?.to_bytes_async().await?;
+        let b = QTensor::quantize_async(&h.to_dtype(DType::F32)?, GgmlType::Q4_1).await?.to_bytes_async().await?;
+        assert_eq!(a, b, "{dtype}");
+    }
+    let a = QTensor::quantize_async(&xt, GgmlType::Q8_0).await?.to_bytes_async().await?;
+    assert_eq!(a, quantized(GgmlType::Q8_0).unwrap_or_default());
+    Ok(())
+}
+
+/// Quantize then dequantize stays within each type's step `d` (q8_0, q4_0, q5_0: `amax / 127, 8,
+/// 16`; q4_1, q5_1: `(max - min) / 15, 31`): half a step, except in q4_0 and q5_0, whose quants
+/// reach 8 (16) steps on the side of the largest magnitude but 7 (15) on the other, where a value
+/// may lose a whole step. Plus the f16 rounding of the scale and min: 2^-11 relative, or half of
+/// f16's least subnormal (2^-25), times the quant.
+async fn quantized_round_trip_is_close(dev: &Device) -> Result<()> {
+    let x = f32s(INPUT);
+    let t = Tensor::from_vec(x.clone(), [4, 128], dev)?;
+    let cases = [
+        (GgmlType::Q8_0, 127.0, false, 0.5),
+        (GgmlType::Q4_0, 8.0, false, 1.0),
+        (GgmlType::Q5_0, 16.0, false, 1.0),
+        (GgmlType::Q4_1, 15.0, true, 0.5),
+        (GgmlType::Q5_1, 31.0, true, 0.5),
+    ];
+    for (ty, steps, with_min, lost) in cases {
+        let q = QTensor::quantize_async(&t, ty).await?;
+        let back = q.dequantize(DType::F32)?.flatten_all()?.to_vec_async::<f32>().await?;
+        for (b, (xs, ys)) in x.chunks(32).zip(back.chunks(32)).enumerate() {
+            let (lo, hi) = xs.iter().fold((f32::MAX, f32::MIN), |(l, h), &v| (l.min(v), h.max(v)));
+            let amax = lo.abs().max(hi.abs());
+            let d = if with_min { (hi - lo) / steps } else { amax / steps };
+            let f16_rounding = amax * 2f32.powi(-9) + (steps + 1.0) * 2f32.powi(-25);
+            for (j, (&v, &w)) in xs.iter().zip(ys).enumerate() {
+                let err = (v - w).abs();
+                assert!(err <= d * lost + f16_rounding, "{ty} block {b} value {j}: {v} came back {w}");
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn quant_rejects_bad_blocks(dev: &Device) -> Result<()> {
+    let (blocks, _) = vectors(GgmlType::Q4_K);
+    let q = |ty, shape: &[usize], bytes: &[u8]| QTensor::from_bytes(ty, shape, bytes, dev).map(|_| ());
+    assert!(matches!(q(GgmlType::Q4_K, &[1, 128], &blocks[..72]), Err(Error::BlockShape { block: 256, .. })));
+    let truncated = q(GgmlType::Q4_K, &[3, 256], &blocks[..blocks.len() - 1]);
+    assert!(matches!(truncated, Err(Error::QuantBytes { expected: 432, got: 431, .. })), "{truncated:?}");
+    assert!(matches!(q(GgmlType::Q4_K, &[2, 256], blocks), Err(Error::QuantBytes { expected: 288, got: 432, .. })));
+    assert!(matches!(q(GgmlType::Q8_0, &[], &blocks[..34]), Err(Error::Rank { .. })));
+    assert_eq!(GgmlType::from_id(1).err(), Some(Error::UnknownBlockType { id: 1 }));
+    let ok = QTensor::from_bytes(GgmlType::Q4_K, [3, 256], blocks, dev)?;
+    assert!(matches!(ok.dequantize(DType::U8), Err(Error::WrongDType { .. })));
+    assert!(matches!(ok.dequantize(DType::F64), Err(Error::WrongDType { .. })));
+    let ints = Tensor::zeros([1, 32], DType::U32, dev)?;
+    assert!(matches!(QTensor::quantize_async(&ints, GgmlType::Q8_0).await, Err(Error::WrongDType { .. })));
+    let ragged = Tensor::zeros([2, 48], DType::F32, dev)?;
+    assert!(matches!(QTensor::quantize_async(&ragged, GgmlType::Q8_0).await, Err(Error::BlockShape { .. })));
+    Ok(())
+}
+
+/// Blocks in a window of a larger u8 buffer, at every byte offset modulo 4 (the WGSL kernels read
+/// words), dequantize as they do alone.
+async fn dequantize_reads_blocks_at_any_byte_offset(dev: &Device) -> Result<()> {
+    for &ty in GgmlType::ALL {
+        let (blocks, deq) = vectors(ty);
+        let want: Vec<u32> = f32s(deq).iter().map(|x| x.to_bits()).collect();
+        for pad in 1..4 {
+            let mut buffer = vec![0xa5u8; pad];
+            buffer.extend_from_slice(blocks);
+            buffer.extend_from_slice(&[0x5a; 3]);
+            let window = Tensor::from_vec(buffer, [blocks.len() + pad + 3], dev)?.narrow(0, pad, blocks.len())?;
+            let q = QTensor::new(ty, shape_of(ty, blocks.len()), &window)?;
+            let got = q.dequantize(DType::F32)?.flatten_all()?.to_vec_async::<f32>().await?;
+            assert_eq!(got.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), want, "{ty} at byte {pad}");
+        }
+    }
+    let ints = Tensor::zeros([34], DType::U32, dev)?;
+    assert!(matches!(QTensor::new(GgmlType::Q8_0, [1, 32], &ints), Err(Error::Operand { .. })));
+    Ok(())
+}
+
+/// The weights of a qmatmul test: five rows of K = 256 quantized from random values (simple
+/// types), the committed blocks (three rows) for the k-quants.
+async fn weight(ty: GgmlType, dev: &Device) -> Result<QTensor> {
+    if ty.can_quantize() {
+        let w = crate::rand_tensor(dev, DType::F32, &[5, 256], 7 + ty.id() as u64, -1.0, 1.0)?;
+        return QTensor::quantize_async(&w, ty).await;
+    }
+    let (blocks, _) = vectors(ty);
+    QTensor::from_bytes(ty, [3, 256], blocks, dev)
+}
+
+/// `x W^T` against the sum in f64 of x's values (as stored) times the dequantized weights: within
+/// f32 accumulation (2^-20 of the sum of |terms|, K = 256) plus one rounding to x's dtype (its
+/// relative tolerance, or half of f16's least subnormal where the result is that small). M = 1
+/// and M = 3, a batch, a transposed x, every block type and float dtype.
+async fn qmatmul_matches_reference(dev: &Device) -> Result<()> {
+    for &ty in GgmlType::ALL {
+        let w = weight(ty, dev).await?;
+        let n = w.dims()[0];
+        let wv = w.dequantize(DType::F32)?.to_vec2_async::<f32>().await?;
+        for dtype in crate::float_dtypes(dev).into_iter().filter(|d| *d != DType::F64) {
+            let xs = [
+                crate::rand_tensor(dev, dtype, &[1, 256], 3, -2.0, 2.0)?,
+                crate::rand_tensor(dev, dtype, &[2, 3, 256], 4, -2.0, 2.0)?,
+                crate::rand_tensor(dev, dtype, &[256, 3], 5, -2.0, 2.0)?.t()?,
+            ];
+            for x in xs {
+                let y = w.qmatmul(&x)?;
+                let rows = x.elem_count() / 256;
+                assert_eq!(y.dims(), [&x.dims()[..x.rank() - 1], &[n]].concat(), "{ty} {dtype}");
+                let xv = x.to_dtype(DType::F64)?.flatten_all()?.to_vec_async::<f64>().await?;
+                let yv = y.to_dtype(DType::F64)?.flatten_all()?.to_vec_async::<f64>().await?;
+                let unit = if dtype == DType::F32 { 0.0 } else { Tol::of(dtype).rtol };
+                // Below f16's least normal its rounding is absolute: half a subnormal step.
+                let floor = if dtype == DType::F16 { 2f64.powi(-25) } else { 0.0 };
+                for r in 0..rows {
+                    for (j, wr) in wv.iter().enumerate() {
+                        let terms = xv[r * 256..(r + 1) * 256].iter().zip(wr).map(|(&a, &b)| a * b as f64);
+                        let (sum, abs) = terms.fold((0.0, 0.0), |(s, a), t| (s + t, a + t.abs()));
+                        let got = yv[r * n + j];
+                        let bound = abs * 2f64.powi(-20) + sum.abs() * unit + floor;
+                        assert!((got - sum).abs() <= bound, "{ty} {dtype} {:?} [{r}, {j}]: {got} vs {sum}", x.dims());
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn qmatmul_rejects_bad_shapes(dev: &Device) -> Result<()> {
+    let w = weight(GgmlType::Q8_0, dev).await?;
+    let x = Tensor::zeros([2, 128], DType::F32, dev)?;
+    assert!(matches!(w.qmatmul(&x), Err(Error::MatmulShape { .. })));
+    let v = Tensor::zeros([256], DType::F32, dev)?;
+    assert!(matches!(w.qmatmul(&v), Err(Error::MatmulShape { .. })));
+    let ints = Tensor::zeros([1, 256], DType::U32, dev)?;
+    assert!(matches!(w.qmatmul(&ints), Err(Error::WrongDType { .. })));
+    Ok(())
+}
