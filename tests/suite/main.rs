@@ -86,19 +86,8 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 /// Runs the registered cases and tests (see `harness.rs`).
-///
-/// On lavapipe (Mesa's software Vulkan) most of the suite's CPU goes into LLVM compiling each
-/// kernel variant once, where the cases' small tensors then run in microseconds: unless
-/// `GALLIVM_PERF` is set, the suite asks Mesa to skip its LLVM optimisation passes (`nopt`),
-/// which takes 30% off the CPU time of a run with a cold shader cache and changes no result (the
-/// passes keep IEEE semantics). Hardware drivers do not read it. `GALLIVM_PERF=` (empty) keeps
-/// Mesa's default.
 #[cfg(not(target_family = "wasm"))]
 fn main() -> std::process::ExitCode {
-    if std::env::var_os("GALLIVM_PERF").is_none() {
-        // SAFETY: the first line of main, before the harness or any device starts a thread.
-        unsafe { std::env::set_var("GALLIVM_PERF", "nopt") };
-    }
     harness::main()
 }
 
