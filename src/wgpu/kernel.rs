@@ -244,7 +244,8 @@ impl Spec {
             if f64 {
                 s.push_str(section(I64, "native_f64"));
             }
-        } else if uses(Compute::I64e) {
+        } else if uses(Compute::I64e) || self.code.contains("i64e_") {
+            // (A conversion into or out of the emulated form may be all a kernel has of it.)
             s.push_str(section(I64, "emulated"));
             if f64 {
                 s.push_str(section(I64, "emulated_f64"));

@@ -220,8 +220,13 @@ async fn qmatmul_matches_reference(dev: &Device) -> Result<()> {
                 let y = w.qmatmul(&x)?;
                 let rows = x.elem_count() / 256;
                 assert_eq!(y.dims(), [&x.dims()[..x.rank() - 1], &[n]].concat(), "{ty} {dtype}");
-                let xv = x.to_dtype(DType::F64)?.flatten_all()?.to_vec_async::<f64>().await?;
-                let yv = y.to_dtype(DType::F64)?.flatten_all()?.to_vec_async::<f64>().await?;
+                // Widened through f32, which holds every f16, bf16 and f32 value exactly and every
+                // adapter computes in (a browser's has no f64).
+                let widened = async |t: &Tensor| -> Result<Vec<f64>> {
+                    let v = t.to_dtype(DType::F32)?.flatten_all()?.to_vec_async::<f32>().await?;
+                    Ok(v.into_iter().map(f64::from).collect())
+                };
+                let (xv, yv) = (widened(&x).await?, widened(&y).await?);
                 let unit = if dtype == DType::F32 { 0.0 } else { Tol::of(dtype).rtol };
                 // Below f16's least normal its rounding is absolute: half a subnormal step.
                 let floor = if dtype == DType::F16 { 2f64.powi(-25) } else { 0.0 };
