@@ -213,7 +213,11 @@ impl WgpuBackend {
             self.run_pipeline(&spec, &pipeline, &buffers, &meta, tiles * 256)?;
             return Ok(y);
         }
-        let lanes = out_repr.vectorizes() && reprs.iter().chain([&out_repr]).all(|r| r.compute() != Compute::I64e);
+        // (Not on a browser's software fallback adapter: Chromium's SwiftShader lost the device
+        // compiling the four-lane forms of the long float maps; there they run one lane a thread.)
+        let lanes = !self.browser_fallback()
+            && out_repr.vectorizes()
+            && reprs.iter().chain([&out_repr]).all(|r| r.compute() != Compute::I64e);
         let (form, threads) = if lanes {
             let mut vec = [false; 3];
             for (v, (r, l)) in vec.iter_mut().zip(reprs.iter().zip(&layouts)) {
