@@ -1,10 +1,11 @@
 //! A decoder-only transformer on every backend found, GPT-2-small-shaped (`--arch gpt2`) or
 //! Llama-shaped (`--arch llama`), with deterministic random weights: forward time, tokens/s, the
-//! greedy next tokens, and the largest difference from the cpu.
+//! greedy next tokens, and the largest difference from the cpu; with `--decode N`, N tokens
+//! generated one at a time through a KV cache.
 //!
 //! ```text
 //! cargo run --release --example transformer -- --layers 2 --width 64 --heads 4 --seq 16 --vocab 512
-//! cargo run --release --example transformer -- --arch llama --heads 4 --kv-heads 2 --layers 2 --width 64 --seq 16 --vocab 512
+//! cargo run --release --example transformer -- --arch llama --heads 4 --kv-heads 2 --layers 2 --width 64 --seq 16 --vocab 512 --decode 8
 //! ```
 
 mod common;
@@ -34,7 +35,11 @@ against the tied embedding, the greedy next token.
   --vocab N        vocabulary size (default 50257)
   --check-seq N    tokens of the prompt's prefix compared with the cpu (default min(seq, 16)):
                    the cpu reference is slow at full size, and with causal attention the logits
-                   of a prefix are those of the whole prompt at its positions";
+                   of a prefix are those of the whole prompt at its positions
+  --decode N       after the prompt, N greedy tokens generated one at a time, each fed back on
+                   the device, with a KV cache (preallocated per layer, written in place, read
+                   through narrowed views): tokens/s; checked against the cpu generating from
+                   the check prefix, each step fed the cpu's token (default 0)";
 
 /// Weight init as GPT-2's: normal with std 0.02, residual projections scaled by 1/sqrt(2 layers).
 const STD: f64 = 0.02;
@@ -57,15 +62,21 @@ struct Config {
     mlp: usize,
     seq: usize,
     vocab: usize,
+    decode: usize,
 }
 
 impl Config {
     fn tag(&self) -> String {
-        let Config { arch, layers, width, heads, kv_heads, mlp, seq, vocab } = self;
+        let Config { arch, layers, width, heads, kv_heads, mlp, seq, vocab, decode } = self;
         let arch = if *arch == Arch::Gpt2 { "gpt2" } else { "llama" };
         format!(
-            "arch={arch},layers={layers},width={width},heads={heads},kv_heads={kv_heads},mlp={mlp},seq={seq},vocab={vocab}"
+            "arch={arch},layers={layers},width={width},heads={heads},kv_heads={kv_heads},mlp={mlp},seq={seq},vocab={vocab},decode={decode}"
         )
+    }
+
+    /// The most positions a sequence reaches: the prompt and the generated tokens.
+    fn positions(&self) -> usize {
+        self.seq + self.decode
     }
 
     fn head_dim(&self) -> usize {
@@ -98,15 +109,40 @@ impl Model {
         })
     }
 
-    /// The logits `(T, vocab)` of a prompt `(T)` and the greedy next token at every position.
-    fn forward(&self, c: &Ctx, cfg: &Config, ids: &Tensor) -> Res<(Tensor, Tensor)> {
+    /// The logits `(T, vocab)` of tokens `(T)` and the greedy next token at every position;
+    /// with a cache, the tokens follow the ones it holds (and are added to it).
+    fn forward(&self, c: &Ctx, cfg: &Config, ids: &Tensor, mut cache: Option<&mut Cache>) -> Res<(Tensor, Tensor)> {
         let (x, wte) = match self {
-            Model::Gpt2(m) => (m.forward(c, cfg, ids)?, &m.wte),
-            Model::Llama(m) => (m.forward(c, cfg, ids)?, &m.embed),
+            Model::Gpt2(m) => (m.forward(c, cfg, ids, cache.as_deref())?, &m.wte),
+            Model::Llama(m) => (m.forward(c, cfg, ids, cache.as_deref())?, &m.embed),
         };
+        if let Some(cache) = cache.as_mut() {
+            cache.len += ids.dims()[0];
+        }
         let logits = c.op("matmul", budget::sum_of_products(cfg.width), || x.matmul(&wte.t()?))?;
         let next = c.op("reduce", budget::COPY, || logits.argmax([1]))?;
         Ok((logits, next))
+    }
+}
+
+/// Keys and values of the positions seen so far, per layer `[1, Hkv, positions, D]`, allocated
+/// once: each forward writes its tokens' rows in place and attends over the first `len + T`.
+pub struct Cache {
+    k: Vec<Tensor>,
+    v: Vec<Tensor>,
+    len: usize,
+}
+
+impl Cache {
+    fn new(cfg: &Config, dev: &Device, dtype: DType) -> Res<Cache> {
+        let shape = [1, cfg.kv_heads, cfg.positions(), cfg.head_dim()];
+        let zeros = || (0..cfg.layers).map(|_| Tensor::zeros(shape, dtype, dev)).collect::<rocm_wgpu_ops::Result<_>>();
+        Ok(Cache { k: zeros()?, v: zeros()?, len: 0 })
+    }
+
+    /// Where the next tokens go.
+    fn pos(cache: Option<&Cache>) -> usize {
+        cache.map_or(0, |c| c.len)
     }
 }
 
@@ -131,10 +167,22 @@ fn heads(x: &Tensor, first: usize, n: usize, d: usize) -> rocm_wgpu_ops::Result<
 }
 
 /// Causal attention of `q [1, H, T, D]` over `k`, `v` `[1, Hkv, T, D]` in one fused op, back to
-/// `(T, H D)`.
-fn attend(c: &Ctx, q: &Tensor, k: &Tensor, v: &Tensor) -> Res<Tensor> {
+/// `(T, H D)`. With layer `layer` of a cache, `k` and `v` are written after the cached
+/// positions and the queries attend over all of them (the causal mask aligned bottom-right).
+fn attend(c: &Ctx, q: &Tensor, k: &Tensor, v: &Tensor, cache: Option<(&Cache, usize)>) -> Res<Tensor> {
     let (h, t, d) = (q.dims()[1], q.dims()[2], q.dims()[3]);
-    let y = c.op("attention", budget::attention(d, t), || q.scaled_dot_product_attention(k, v, None, true, None))?;
+    let (k, v) = match cache {
+        None => (k.clone(), v.clone()),
+        Some((cache, layer)) => {
+            let (kc, vc) = (&cache.k[layer], &cache.v[layer]);
+            c.op("copy", budget::COPY, || kc.slice_set(k, 2, cache.len))?;
+            c.op("copy", budget::COPY, || vc.slice_set(v, 2, cache.len))?;
+            (kc.narrow(2, 0, cache.len + t)?, vc.narrow(2, 0, cache.len + t)?)
+        }
+    };
+    let keys = k.dims()[2];
+    let y =
+        c.op("attention", budget::attention(d, keys), || q.scaled_dot_product_attention(&k, &v, None, true, None))?;
     c.op("copy", budget::COPY, || y.squeeze(0)?.permute([1, 0, 2])?.reshape([t, h * d]))
 }
 
@@ -144,18 +192,55 @@ fn prompt(c: &Config, len: usize, dev: &Device) -> Res<Tensor> {
     Ok(Tensor::from_vec(ids, [len], dev)?)
 }
 
-/// The cpu's logits and budget for the check prompt, in `dtype`.
+/// The cpu's logits and budget for the check prompt, in `dtype`; with `--decode`, the tokens
+/// it generates after that prompt and the logits `(N, vocab)` of each step.
 struct Reference {
     logits: Tensor,
     next: Vec<u32>,
+    budget: f64,
+    decode: Option<Decoded>,
+}
+
+struct Decoded {
+    /// The token fed at each step: the greedy token of the step before.
+    fed: Vec<u32>,
+    logits: Tensor,
+    /// The largest budget of a step (the last: the longest attention).
     budget: f64,
 }
 
 fn reference(cfg: &Config, m: &Model, dtype: DType, check: usize) -> Res<Reference> {
     let cpu = Device::cpu();
     let c = Ctx::new(&cpu, false);
-    let (logits, next) = m.to(&cpu, dtype)?.forward(&c, cfg, &prompt(cfg, check, &cpu)?)?;
-    Ok(Reference { logits, next: next.to_vec()?, budget: c.take_budget() })
+    let m = m.to(&cpu, dtype)?;
+    let mut cache = (cfg.decode > 0).then(|| Cache::new(cfg, &cpu, dtype)).transpose()?;
+    let (logits, next) = m.forward(&c, cfg, &prompt(cfg, check, &cpu)?, cache.as_mut())?;
+    let (next, budget) = (next.to_vec::<u32>()?, c.take_budget());
+    let decode = match cache {
+        None => None,
+        Some(mut cache) => {
+            let (mut fed, mut steps, mut budget) = (vec![next[check - 1]], vec![], 0f64);
+            for _ in 0..cfg.decode {
+                let ids = Tensor::from_vec(vec![*fed.last().unwrap_or(&0)], [1], &cpu)?;
+                let (l, n) = m.forward(&c, cfg, &ids, Some(&mut cache))?;
+                budget = budget.max(c.take_budget());
+                steps.push(l);
+                fed.push(n.to_vec::<u32>()?[0]);
+            }
+            fed.pop();
+            // The cache checked on the cpu: the first step's logits are those of the whole
+            // sequence at its last position.
+            let mut ids = prompt(cfg, check, &cpu)?.to_vec::<u32>()?;
+            ids.push(fed[0]);
+            let (whole, _) = m.forward(&c, cfg, &Tensor::from_vec(ids, [check + 1], &cpu)?, None)?;
+            let what = "the cpu's first decode step against the whole sequence's last logits";
+            if common::compare(&steps[0], &whole.narrow(0, check, 1)?, dtype, c.take_budget(), what)? {
+                return Err("the KV cache does not give the logits of the whole sequence".into());
+            }
+            Some(Decoded { fed, logits: Tensor::cat(&steps, 0)?, budget })
+        }
+    };
+    Ok(Reference { logits, next, budget, decode })
 }
 
 /// Times one backend in one dtype and compares it with the cpu; returns whether it fails.
@@ -164,24 +249,77 @@ fn run(f: &Flags, cfg: &Config, m: &Model, dev: &Device, dtype: DType, r: &Refer
     let w = m.to(dev, dtype)?;
     let ids = prompt(cfg, cfg.seq, dev)?;
     let c = Ctx::new(dev, false);
-    let (t, (_, next)) = common::time(dev, f.get("runs", 5)?, || w.forward(&c, cfg, &ids))?;
+    let (t, (_, next)) = common::time(dev, f.get("runs", 5)?, || w.forward(&c, cfg, &ids, None))?;
     let next = next.to_vec::<u32>()?;
     println!("#   tokens/s: {:.1}", cfg.seq as f64 / t.as_secs_f64());
     let last = &next[next.len().saturating_sub(8)..];
     println!("#   greedy next token: {:?}; at the last {} positions: {last:?}", next.last(), last.len());
     let c = Ctx::new(dev, false);
-    let (logits, got) = w.forward(&c, cfg, &prompt(cfg, check, dev)?)?;
+    let (logits, got) = w.forward(&c, cfg, &prompt(cfg, check, dev)?, None)?;
     let same = got.to_vec::<u32>()?.iter().zip(&r.next).filter(|(a, b)| a == b).count();
     println!("#   greedy tokens of the {check}-token check prefix equal to the cpu's: {same} of {check}");
-    let fails = dev.kind() != rocm_wgpu_ops::BackendKind::Cpu
-        && common::compare(&logits, &r.logits, dtype, r.budget, &format!("the [{check}, {}] logits", cfg.vocab))?;
+    let gpu = dev.kind() != rocm_wgpu_ops::BackendKind::Cpu;
+    let mut fails =
+        gpu && common::compare(&logits, &r.logits, dtype, r.budget, &format!("the [{check}, {}] logits", cfg.vocab))?;
+    if let Some(d) = &r.decode {
+        fails |= decode(cfg, &w, dev, dtype, d, check)? && gpu;
+    }
     if f.profile {
         let c = Ctx::new(dev, true);
-        w.forward(&c, cfg, &ids)?;
+        w.forward(&c, cfg, &ids, None)?;
         c.print_profile();
     }
     common::model_line("transformer", dev, dtype, t, &cfg.tag());
     Ok(fails)
+}
+
+/// `--decode N`: timed, the whole prompt into a fresh cache, then N greedy tokens one at a time,
+/// each step's token fed to the next on the device (no readback until the end); checked, the
+/// check prefix, then the cpu's tokens fed one at a time, the logits of every step compared.
+/// Whether the comparison fails.
+fn decode(cfg: &Config, w: &Model, dev: &Device, dtype: DType, r: &Decoded, check: usize) -> Res<bool> {
+    let c = Ctx::new(dev, false);
+    // The prompt, then `n` tokens: their ids, the seconds and the kernels the tokens took.
+    let generate = |n: usize| -> Res<(Vec<u32>, f64, u64)> {
+        let mut cache = Cache::new(cfg, dev, dtype)?;
+        let (_, next) = w.forward(&c, cfg, &prompt(cfg, cfg.seq, dev)?, Some(&mut cache))?;
+        let mut id = next.narrow(0, cfg.seq - 1, 1)?;
+        dev.synchronize()?;
+        let (start, launched) = (std::time::Instant::now(), dev.launches());
+        let mut tokens = vec![];
+        for _ in 0..n {
+            id = w.forward(&c, cfg, &id, Some(&mut cache))?.1;
+            tokens.push(id.clone());
+        }
+        let tokens = Tensor::cat(&tokens, 0)?.to_vec::<u32>()?;
+        Ok((tokens, start.elapsed().as_secs_f64(), dev.launches() - launched))
+    };
+    // A warm-up of two tokens first: it compiles the one-query kernels.
+    generate(cfg.decode.min(2))?;
+    let (tokens, t, launched) = generate(cfg.decode)?;
+    let per = launched as f64 / cfg.decode as f64;
+    println!(
+        "#   decode: {} tokens after the {}-token prompt in {:.3} ms: {:.1} tokens/s, {per:.0} kernels a token",
+        cfg.decode,
+        cfg.seq,
+        t * 1e3,
+        cfg.decode as f64 / t
+    );
+    println!(
+        "#   decoded tokens: {:?}{}",
+        &tokens[..tokens.len().min(16)],
+        if tokens.len() > 16 { " ..." } else { "" }
+    );
+    let c = Ctx::new(dev, false);
+    let mut cache = Cache::new(cfg, dev, dtype)?;
+    w.forward(&c, cfg, &prompt(cfg, check, dev)?, Some(&mut cache))?;
+    let mut steps = vec![];
+    for &token in &r.fed {
+        steps.push(w.forward(&c, cfg, &Tensor::from_vec(vec![token], [1], dev)?, Some(&mut cache))?.0);
+    }
+    let what =
+        format!("the [{}, {}] logits of the decode steps after the {check}-token check prefix", cfg.decode, cfg.vocab);
+    common::compare(&Tensor::cat(&steps, 0)?, &r.logits, dtype, r.budget, &what)
 }
 
 fn main() -> ExitCode {
@@ -190,7 +328,7 @@ fn main() -> ExitCode {
 
 /// Whether every f32 comparison passed.
 fn main_() -> Res<bool> {
-    let known = ["arch", "layers", "width", "heads", "kv-heads", "mlp", "seq", "vocab", "check-seq"];
+    let known = ["arch", "layers", "width", "heads", "kv-heads", "mlp", "seq", "vocab", "check-seq", "decode"];
     let f = Flags::parse(USAGE, &known)?;
     let arch = match f.get("arch", "gpt2".to_string())?.as_str() {
         "gpt2" => Arch::Gpt2,
@@ -211,6 +349,7 @@ fn main_() -> Res<bool> {
         mlp: f.get("mlp", mlp)?,
         seq: f.get("seq", 128)?,
         vocab: f.get("vocab", 50257)?,
+        decode: f.get("decode", 0)?,
     };
     let heads_ok = cfg.heads > 0 && cfg.width.is_multiple_of(cfg.heads);
     let kv_ok = cfg.kv_heads > 0

@@ -2,7 +2,7 @@
 //! biases, GELU MLP.
 
 use crate::common::{Ctx, Res, budget};
-use crate::{Config, EPS, STD, attend, heads, matmul, weights};
+use crate::{Cache, Config, EPS, STD, attend, heads, matmul, weights};
 use rocm_wgpu_ops::{Result, Tensor};
 
 /// A weight and its bias.
@@ -43,7 +43,7 @@ impl Model {
             .collect::<Result<_>>()?;
         Ok(Model {
             wte: w(0.0, STD, &[c.vocab, c.width])?,
-            wpe: w(0.0, STD, &[c.seq, c.width])?,
+            wpe: w(0.0, STD, &[c.positions(), c.width])?,
             layers,
             ln_f: norm()?,
         })
@@ -69,13 +69,13 @@ impl Model {
         Ok(Model { wte: t(&self.wte)?, wpe: t(&self.wpe)?, layers, ln_f: p(&self.ln_f)? })
     }
 
-    /// The final normed hidden states `(T, C)` of a prompt `(T)`.
-    pub fn forward(&self, c: &Ctx, cfg: &Config, ids: &Tensor) -> Res<Tensor> {
-        let t = ids.dims()[0];
+    /// The final normed hidden states `(T, C)` of tokens `(T)` (after those `cache` holds).
+    pub fn forward(&self, c: &Ctx, cfg: &Config, ids: &Tensor, cache: Option<&Cache>) -> Res<Tensor> {
+        let (t, pos) = (ids.dims()[0], Cache::pos(cache));
         let tok = c.op("index", budget::COPY, || self.wte.index_select(ids, 0))?;
-        let mut x = c.op("elementwise", budget::EXACT_MAP, || tok.add(&self.wpe.narrow(0, 0, t)?))?;
-        for l in &self.layers {
-            let a = attention(c, cfg, l, &norm(c, &x, &l.ln1)?)?;
+        let mut x = c.op("elementwise", budget::EXACT_MAP, || tok.add(&self.wpe.narrow(0, pos, t)?))?;
+        for (i, l) in self.layers.iter().enumerate() {
+            let a = attention(c, cfg, l, &norm(c, &x, &l.ln1)?, cache.map(|k| (k, i)))?;
             x = c.op("elementwise", budget::EXACT_MAP, || x.add(&a))?;
             let hidden = linear(c, &norm(c, &x, &l.ln2)?, &l.fc)?;
             let hidden = c.op("elementwise", budget::MAP, || hidden.gelu())?;
@@ -97,10 +97,10 @@ fn norm(c: &Ctx, x: &Tensor, (w, b): &Affine) -> Res<Tensor> {
 }
 
 /// Causal self-attention of `x` `(T, C)`: q, k, v as head views of one projection (no copies).
-fn attention(c: &Ctx, cfg: &Config, l: &Layer, x: &Tensor) -> Res<Tensor> {
+fn attention(c: &Ctx, cfg: &Config, l: &Layer, x: &Tensor, cache: Option<(&Cache, usize)>) -> Res<Tensor> {
     let (h, d) = (cfg.heads, cfg.head_dim());
     let qkv = linear(c, x, &l.qkv)?;
     let (q, k, v) = (heads(&qkv, 0, h, d)?, heads(&qkv, h, h, d)?, heads(&qkv, 2 * h, h, d)?);
-    let y = attend(c, &q, &k, &v)?;
+    let y = attend(c, &q, &k, &v, cache)?;
     linear(c, &y, &l.proj)
 }

@@ -2,7 +2,7 @@
 //! heads, a SwiGLU MLP, no biases, the lm head tied to the embedding.
 
 use crate::common::{Ctx, Res, budget};
-use crate::{Config, EPS, STD, attend, heads, matmul, weights};
+use crate::{Cache, Config, EPS, STD, attend, heads, matmul, weights};
 use rocm_wgpu_ops::{Device, Result, Tensor};
 
 /// RoPE's base: position `t` turns pair `i` of a head by `t * THETA^(-2i / D)`.
@@ -23,7 +23,8 @@ pub struct Model {
     pub embed: Tensor,
     layers: Vec<Layer>,
     norm: Tensor,
-    /// RoPE's `[seq, D/2]` tables, built once; a shorter prompt reads their first rows.
+    /// RoPE's `[positions, D/2]` tables, built once; tokens at positions `p..p + T` read
+    /// those rows.
     cos: Tensor,
     sin: Tensor,
 }
@@ -45,7 +46,7 @@ impl Model {
                 })
             })
             .collect::<Result<_>>()?;
-        let (cos, sin) = rope_tables(c.seq, c.head_dim())?;
+        let (cos, sin) = rope_tables(c.positions(), c.head_dim())?;
         Ok(Model { embed: w(0.0, STD, &[c.vocab, c.width])?, layers, norm: w(1.0, STD, &[c.width])?, cos, sin })
     }
 
@@ -68,13 +69,14 @@ impl Model {
         Ok(Model { embed: t(&self.embed)?, layers, norm: t(&self.norm)?, cos: t(&self.cos)?, sin: t(&self.sin)? })
     }
 
-    /// The final normed hidden states `(T, C)` of a prompt `(T)`.
-    pub fn forward(&self, c: &Ctx, cfg: &Config, ids: &Tensor) -> Res<Tensor> {
-        let t = ids.dims()[0];
-        let (cos, sin) = (self.cos.narrow(0, 0, t)?, self.sin.narrow(0, 0, t)?);
+    /// The final normed hidden states `(T, C)` of tokens `(T)` (after those `cache` holds).
+    pub fn forward(&self, c: &Ctx, cfg: &Config, ids: &Tensor, cache: Option<&Cache>) -> Res<Tensor> {
+        let (t, pos) = (ids.dims()[0], Cache::pos(cache));
+        let (cos, sin) = (self.cos.narrow(0, pos, t)?, self.sin.narrow(0, pos, t)?);
         let mut x = c.op("index", budget::COPY, || self.embed.index_select(ids, 0))?;
-        for l in &self.layers {
-            let a = attention(c, cfg, l, &norm(c, &x, &l.attn_norm)?, (&cos, &sin))?;
+        for (i, l) in self.layers.iter().enumerate() {
+            let rope = (&cos, &sin);
+            let a = attention(c, cfg, l, &norm(c, &x, &l.attn_norm)?, rope, cache.map(|k| (k, i)))?;
             x = c.op("elementwise", budget::EXACT_MAP, || x.add(&a))?;
             let gate_up = matmul(c, &norm(c, &x, &l.mlp_norm)?, &l.gate_up)?;
             let gate = c.op("elementwise", budget::MAP, || gate_up.narrow(1, 0, cfg.mlp)?.silu())?;
@@ -104,11 +106,18 @@ fn norm(c: &Ctx, x: &Tensor, w: &Tensor) -> Res<Tensor> {
 
 /// Causal self-attention of `x` `(T, C)`: q and k rotated by RoPE, `kv_heads` key/value heads
 /// each read by `heads / kv_heads` query heads (the fused op's grouped heads, no copies).
-fn attention(c: &Ctx, cfg: &Config, l: &Layer, x: &Tensor, (cos, sin): (&Tensor, &Tensor)) -> Res<Tensor> {
+fn attention(
+    c: &Ctx,
+    cfg: &Config,
+    l: &Layer,
+    x: &Tensor,
+    (cos, sin): (&Tensor, &Tensor),
+    cache: Option<(&Cache, usize)>,
+) -> Res<Tensor> {
     let (h, kv, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim());
     let qkv = matmul(c, x, &l.qkv)?;
     let q = c.op("attention", budget::ROPE, || heads(&qkv, 0, h, d)?.rope(cos, sin))?;
     let k = c.op("attention", budget::ROPE, || heads(&qkv, h, kv, d)?.rope(cos, sin))?;
-    let y = attend(c, &q, &k, &heads(&qkv, h + kv, kv, d)?)?;
+    let y = attend(c, &q, &k, &heads(&qkv, h + kv, kv, d)?, cache)?;
     matmul(c, &y, &l.out)
 }
