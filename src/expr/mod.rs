@@ -13,6 +13,7 @@ pub mod program;
 pub mod table;
 
 use crate::DType;
+use std::collections::HashMap;
 
 /// The type a kernel computes an element in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -243,6 +244,76 @@ pub fn render(e: &Expr, d: &impl Dialect) -> String {
             let tys: Vec<Ty> = args.iter().map(Expr::ty).collect();
             d.prim(*p, &rendered, &tys)
         }
+    }
+}
+
+/// `e` in dialect `d` with each subexpression that occurs more than once computed once: the
+/// statements binding those (`{prefix}0`, `{prefix}1`, ..., each after the ones it reads) and
+/// the value. The table's expressions repeat subtrees (powf's squares, a bound tested on the
+/// same product twice): rendered whole, powf was 3.3 KB of WGSL, which Tint passes on unmerged
+/// and SwiftShader (Chromium's WebGPU) took minutes to compile, losing the device. The values
+/// are pure and the native kernels compile without contraction, so binding them changes no bit.
+pub fn render_lines(e: &Expr, d: &impl Dialect, prefix: &str) -> (Vec<String>, String) {
+    let mut counts = HashMap::new();
+    plain(e, d, &mut counts);
+    let mut h = Hoist { d, counts, names: HashMap::new(), lines: vec![], prefix };
+    let value = h.hoisted(e).1;
+    (h.lines, value)
+}
+
+/// `e` rendered whole, each call's and cast's rendering counted in `counts`.
+fn plain(e: &Expr, d: &impl Dialect, counts: &mut HashMap<String, usize>) -> String {
+    let s = match e {
+        Expr::Cast(x, from, to) => d.cast(&plain(x, d, counts), *from, *to),
+        Expr::Call(p, args) => {
+            let rendered: Vec<String> = args.iter().map(|a| plain(a, d, counts)).collect();
+            d.prim(*p, &rendered, &args.iter().map(Expr::ty).collect::<Vec<_>>())
+        }
+        _ => return render(e, d),
+    };
+    *counts.entry(s.clone()).or_default() += 1;
+    s
+}
+
+struct Hoist<'a, D> {
+    d: &'a D,
+    /// How often each call's or cast's whole rendering occurs.
+    counts: HashMap<String, usize>,
+    /// The binding of each repeated rendering bound so far.
+    names: HashMap<String, String>,
+    lines: Vec<String>,
+    prefix: &'a str,
+}
+
+impl<D: Dialect> Hoist<'_, D> {
+    /// `e` rendered whole (the key of its count) and as it reads with the bindings.
+    fn hoisted(&mut self, e: &Expr) -> (String, String) {
+        let d = self.d;
+        let (whole, short) = match e {
+            Expr::Cast(x, from, to) => {
+                let (w, s) = self.hoisted(x);
+                (d.cast(&w, *from, *to), d.cast(&s, *from, *to))
+            }
+            Expr::Call(p, args) => {
+                let (w, s): (Vec<String>, Vec<String>) = args.iter().map(|a| self.hoisted(a)).unzip();
+                let tys: Vec<Ty> = args.iter().map(Expr::ty).collect();
+                (d.prim(*p, &w, &tys), d.prim(*p, &s, &tys))
+            }
+            _ => {
+                let s = render(e, d);
+                return (s.clone(), s);
+            }
+        };
+        if self.counts.get(&whole).copied().unwrap_or(0) < 2 {
+            return (whole, short);
+        }
+        if let Some(name) = self.names.get(&whole) {
+            return (whole, name.clone());
+        }
+        let name = format!("{}{}", self.prefix, self.names.len());
+        self.lines.push(d.bind(&name, &short, e.ty()));
+        self.names.insert(whole.clone(), name.clone());
+        (whole, name)
     }
 }
 

@@ -3,7 +3,7 @@
 //! is what the unfused op would have stored (rounded to its dtype), so a fused kernel gives the
 //! unfused ops' bits; a dialect also keeps compilers from contracting across steps.
 
-use super::{Dialect, Expr, Prim, Ty, render, select, table};
+use super::{Dialect, Expr, Prim, Ty, render_lines, select, table};
 use crate::DType;
 use crate::spec::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 
@@ -96,8 +96,8 @@ impl Program {
     }
 
     /// The program's body in dialect `d`: one binding per step (`t0`, `t1`, ..., each the step's
-    /// stored value), over inputs named `a0`, `a1`, ...; returns the statements and the name of
-    /// the result.
+    /// stored value, after the bindings of its repeated subexpressions `t{k}_0`, ...), over
+    /// inputs named `a0`, `a1`, ...; returns the statements and the name of the result.
     pub fn render(&self, d: &impl Dialect) -> (Vec<String>, String) {
         let mut lines = vec![];
         for (k, step) in self.steps.iter().enumerate() {
@@ -110,8 +110,9 @@ impl Program {
                 })
                 .collect();
             let at = Named { inner: d, names: &names, first_param: step.first_param() };
-            let value = d.stored(render(&step.expr(), &at), step.dtype);
-            lines.push(d.bind(&format!("t{k}"), &value, Ty::of(step.dtype)));
+            let (shared, value) = render_lines(&step.expr(), &at, &format!("t{k}_"));
+            lines.extend(shared);
+            lines.push(d.bind(&format!("t{k}"), &d.stored(value, step.dtype), Ty::of(step.dtype)));
         }
         (lines, format!("t{}", self.steps.len().saturating_sub(1)))
     }

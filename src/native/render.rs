@@ -3,7 +3,7 @@
 //! and instantiation lines (`hip/elementwise_ops.h`, included by `hip/elementwise.hip`).
 
 use crate::DType;
-use crate::expr::{Dialect, Expr, Prim, Ty, float_digits, render, table};
+use crate::expr::{Dialect, Expr, Prim, Ty, float_digits, render_lines, table};
 use crate::spec::elementwise::{BinaryOp, CmpOp, ScalarOp, UnaryOp};
 use std::fmt::Write;
 
@@ -100,10 +100,16 @@ fn functor(s: &mut String, name: &str, arity: usize, tys: &[Ty], expr: impl Fn(T
         let e = expr(t);
         let args: Vec<String> = (0..arity).map(|i| format!("{} a{i}", c_type(t))).collect();
         let ret = c_type(e.ty());
-        let _ =
-            writeln!(s, "  __device__ {ret} operator()({}) const {{ return {}; }}", args.join(", "), render(&e, &Hip));
+        let _ = writeln!(s, "  __device__ {ret} operator()({}) const {{ {} }}", args.join(", "), body(&e));
     }
     s.push_str("};\n");
+}
+
+/// The statements of a functor's body returning `e` (its repeated subexpressions bound once).
+fn body(e: &Expr) -> String {
+    let (lines, value) = render_lines(e, &Hip, "e");
+    let lines: String = lines.iter().map(|l| format!("{l} ")).collect();
+    format!("{lines}return {value};")
 }
 
 /// The distinct compute types of `dtypes`, in a fixed order.
@@ -141,10 +147,10 @@ pub fn elementwise_ops() -> String {
         for t in compute_types(op.dtypes()) {
             let c = c_type(t);
             let params: String = (0..op.arity()).map(|i| format!(" {c} p{i};")).collect();
-            let e = render(&table::scalar(op, t), &Hip);
+            let e = body(&table::scalar(op, t));
             let _ = writeln!(
                 s,
-                "template <>\nstruct {op}_f<{c}> {{\n {params}\n  __device__ {c} operator()({c} a0) const {{ return {e}; }}\n}};"
+                "template <>\nstruct {op}_f<{c}> {{\n {params}\n  __device__ {c} operator()({c} a0) const {{ {e} }}\n}};"
             );
         }
         line(&mut s, &format!("SCALAR{}", op.arity()), op.name(), op.dtypes());

@@ -96,10 +96,12 @@ pub(crate) fn is_gl_software(info: &wgpu::AdapterInfo) -> bool {
     is_software(info) && info.backend == wgpu::Backend::Gl
 }
 
-/// A browser's software (fallback) WebGPU adapter, which a browser does not name: Chromium's
-/// SwiftShader loses the device compiling some kernels every other adapter runs (see the uses).
+/// A browser's software (fallback) WebGPU adapter, which a browser does not name, or SwiftShader
+/// by name natively (Chromium's fallback is SwiftShader, and Chromium ships its Vulkan driver):
+/// its compiler takes minutes over some kernels every other adapter builds at once, and the
+/// browser loses the device (see the uses).
 pub(crate) fn is_browser_fallback(info: &wgpu::AdapterInfo) -> bool {
-    is_software(info) && info.backend == wgpu::Backend::BrowserWebGpu
+    is_software(info) && (info.backend == wgpu::Backend::BrowserWebGpu || info.name.contains("SwiftShader"))
 }
 
 /// What the adapter is, in plain words.

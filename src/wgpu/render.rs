@@ -4,7 +4,7 @@
 
 use super::repr::{Caps, Compute, Repr, convert};
 use crate::DType;
-use crate::expr::{Dialect, Expr, Prim, Ty, float_digits, render};
+use crate::expr::{Dialect, Expr, Prim, Ty, float_digits, render_lines};
 
 /// WGSL with operands named `names`, parameters read by `param(k)`, i64 native or emulated as
 /// the adapter has it.
@@ -29,11 +29,13 @@ impl Wgsl<'_> {
     pub fn function(&self, e: &Expr, args: &[Ty]) -> String {
         let params: Vec<String> =
             self.names.iter().zip(args).map(|(n, &t)| format!("{n}: {}", self.compute(t).wgsl())).collect();
-        let (ret, body) = match e.ty() {
-            Ty::Bool => ("u32".to_string(), format!("select(0u, 1u, {})", render(e, self))),
-            t => (self.compute(t).wgsl().to_string(), render(e, self)),
+        let (lines, value) = render_lines(e, self, "e");
+        let (ret, value) = match e.ty() {
+            Ty::Bool => ("u32".to_string(), format!("select(0u, 1u, {value})")),
+            t => (self.compute(t).wgsl().to_string(), value),
         };
-        format!("fn op({}) -> {ret} {{ return {body}; }}", params.join(", "))
+        let body: String = lines.iter().map(|l| format!("{l} ")).collect();
+        format!("fn op({}) -> {ret} {{ {body}return {value}; }}", params.join(", "))
     }
 }
 

@@ -378,12 +378,17 @@ pub async fn same_as_cpu(dev: &Device, tol: Tol, what: &str, f: impl Fn(&Device)
 }
 
 /// [`same_as_cpu`] whatever the sample (for helpers that sample their comparisons themselves).
-/// In a browser built with `RWO_WEB_TRACE` set, each comparison logs its time (`.ci/browser-suite`);
+/// In a browser built with `RWO_WEB_TRACE` set, each comparison logs its start and its time, its
+/// queued checks awaited at once (`.ci/browser-suite`);
 /// natively, with `RWO_TRACE` set at run time, each logs its start and time to stderr (finding
 /// a slow or hanging comparison).
 pub async fn compare_with_cpu(dev: &Device, tol: Tol, what: &str, f: impl Fn(&Device) -> Result<Tensor>) -> Result<()> {
     #[cfg(target_family = "wasm")]
     let start = web_time::Instant::now();
+    #[cfg(target_family = "wasm")]
+    if option_env!("RWO_WEB_TRACE").is_some() {
+        wasm_bindgen_test::console_log!("  {what} ...");
+    }
     #[cfg(not(target_family = "wasm"))]
     let trace = std::env::var_os("RWO_TRACE").map(|_| {
         eprintln!("  {} {what} ...", dev.kind());
@@ -395,6 +400,9 @@ pub async fn compare_with_cpu(dev: &Device, tol: Tol, what: &str, f: impl Fn(&De
     };
     let want = f(&cpu())?;
     let r = assert_close(&got, &want, tol, what).await;
+    // Traced, the queued checks are awaited here, so that the time is this comparison's.
+    #[cfg(target_family = "wasm")]
+    let r = if option_env!("RWO_WEB_TRACE").is_some() { r.and(later::flush().await) } else { r };
     #[cfg(target_family = "wasm")]
     if option_env!("RWO_WEB_TRACE").is_some() {
         wasm_bindgen_test::console_log!("  {what} {:.0} ms", start.elapsed().as_secs_f64() * 1e3);
