@@ -11,6 +11,7 @@ use super::value::{Cursor, put_string, put_value};
 use crate::spec::quant::{GgmlType, quantized_bytes};
 use crate::{CpuStorage, DType, Device, Error, QTensor, Result, Shape, Tensor};
 use std::collections::HashSet;
+use std::io::Read as _;
 
 pub use super::value::{GgufArray, GgufValue};
 
@@ -224,6 +225,12 @@ impl Gguf {
             tensors.push(GgufTensorInfo { name, shape: Shape::new(dims), type_id, offset });
         }
         let data_offset = pad(c.pos as u64, alignment).unwrap_or(u64::MAX);
+        // Writers pad to the data section even with no tensor; a file that ends first is cut.
+        if data_offset > file.len() as u64 {
+            let (what, offset) = ("the padding before the data section".to_string(), c.pos as u64);
+            let (needed, len) = (data_offset - offset, file.len() as u64);
+            return Err(Error::Truncated { format: FORMAT, what, offset, needed, len });
+        }
         let data_len = (file.len() as u64).saturating_sub(data_offset);
         let gguf = Gguf { version, metadata, tensors, alignment, data_offset, data_len };
         gguf.check_ranges()?;
@@ -383,9 +390,9 @@ impl GgufWriter {
         Ok(self)
     }
 
-    /// The header, metadata and tensor infos, padded to the alignment; then, per tensor, its
+    /// The header, metadata and tensor infos, the padding after them; then, per tensor, its
     /// length and the padding after it.
-    fn header(&self) -> Result<(Vec<u8>, Vec<DataSpan>)> {
+    fn header(&self) -> Result<(Vec<u8>, u64, Vec<DataSpan>)> {
         let alignment = alignment_of(&self.metadata)?;
         let mut out = Vec::new();
         out.extend_from_slice(MAGIC);
@@ -409,8 +416,8 @@ impl GgufWriter {
             offset = offset.checked_add(padded).ok_or_else(|| bad("tensors too large".into()))?;
             lens.push((len, (padded - len as u64) as usize));
         }
-        out.resize(pad(out.len() as u64, alignment).unwrap_or_default() as usize, 0);
-        Ok((out, lens))
+        let padding = pad(out.len() as u64, alignment).unwrap_or_default() - out.len() as u64;
+        Ok((out, padding, lens))
     }
 
     /// Writes the file to `w`, reading each tensor back as it goes. Blocks until the GPU is
@@ -422,15 +429,18 @@ impl GgufWriter {
     /// [`GgufWriter::write`] without blocking on the readbacks: the form that works in a browser.
     pub async fn write_async(&self, w: &mut impl std::io::Write) -> Result<()> {
         let io = |e: std::io::Error| Error::Io { path: "a GGUF writer".into(), msg: e.to_string() };
-        let (header, lens) = self.header()?;
+        // Padding is streamed, not allocated: an alignment may be as large as a u32 allows.
+        let zeros = |n: u64, w: &mut _| std::io::copy(&mut std::io::repeat(0).take(n), w).map(drop);
+        let (header, padding, lens) = self.header()?;
         w.write_all(&header).map_err(io)?;
+        zeros(padding, w).map_err(io)?;
         for ((_, t), (len, padding)) in self.tensors.iter().zip(lens) {
             let bytes = t.to_bytes_async().await?;
             if bytes.len() != len {
                 return Err(bad(format!("a tensor read back {} bytes, its header says {len}", bytes.len())));
             }
             w.write_all(&bytes).map_err(io)?;
-            w.write_all(&vec![0; padding]).map_err(io)?;
+            zeros(padding as u64, w).map_err(io)?;
         }
         Ok(())
     }

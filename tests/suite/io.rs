@@ -372,7 +372,9 @@ fn gguf_rejects_bad_files() -> Result<()> {
     let e = gguf_err(&kv1.clone().str("k").u32(9).u32(8).u64(1).u64(100).bytes(b"abc").0);
     assert!(matches!(e, Error::Truncated { offset: 57, needed: 100, len: 60, .. }), "{e}");
     let nested = |depth: usize| (0..depth).fold(kv1.clone().str("k").u32(9), |r, _| r.u32(9).u64(1)).u32(0).u64(0);
-    Gguf::read(&nested(7).0)?;
+    Gguf::read(&nested(7).data(0).0)?;
+    let e = gguf_err(&nested(7).0);
+    assert!(matches!(&e, Error::Truncated { what, .. } if what.contains("padding before the data")), "{e}");
     let e = gguf_err(&nested(8).0);
     assert!(matches!(&e, Error::BadFile { msg, .. } if msg.contains("nested deeper")), "{e}");
     let twice = Raw::new(3, 0, 2).str("k").u32(4).u32(1).str("k").u32(4).u32(2);
