@@ -272,6 +272,139 @@ pub enum Error {
         op: &'static str,
     },
 
+    /// A model file (GGUF, safetensors) that ends inside something it declares: a header, a
+    /// value, a string, the data section.
+    #[error("{format}: the file ends inside {what}: {needed} bytes at byte {offset}, the file has {len}")]
+    Truncated {
+        /// The file format.
+        format: &'static str,
+        /// What was being read.
+        what: String,
+        /// Where it starts in the file.
+        offset: u64,
+        /// Bytes it takes.
+        needed: u64,
+        /// Bytes in the file.
+        len: u64,
+    },
+
+    /// A file that does not start with its format's magic bytes.
+    #[error("{format}: not a {format} file: it starts with {found:02x?}")]
+    BadMagic {
+        /// The file format.
+        format: &'static str,
+        /// The first bytes found (up to 4).
+        found: Vec<u8>,
+    },
+
+    /// A file format version the crate does not read.
+    #[error("{format}: version {version} is not supported (the crate reads {supported})")]
+    UnsupportedVersion {
+        /// The file format.
+        format: &'static str,
+        /// The version found.
+        version: u32,
+        /// The versions the crate reads, in words.
+        supported: &'static str,
+    },
+
+    /// A count in a file (of tensors, values, array items, dims) that the rest of the file
+    /// cannot hold: refused before anything is allocated for it.
+    #[error("{format}: {what}: count {count} at byte {offset} cannot fit in the {remaining} bytes left")]
+    BadCount {
+        /// The file format.
+        format: &'static str,
+        /// What is counted.
+        what: String,
+        /// The count found.
+        count: u64,
+        /// Where the count is in the file.
+        offset: u64,
+        /// Bytes left after it.
+        remaining: u64,
+    },
+
+    /// Text in a file (a key, a name, a string value, a header) that is not UTF-8.
+    #[error("{format}: {what} at byte {offset} is not UTF-8")]
+    NotUtf8 {
+        /// The file format.
+        format: &'static str,
+        /// What the text is.
+        what: String,
+        /// Where it starts in the file.
+        offset: u64,
+    },
+
+    /// A tensor whose data lies (partly) past the end of the file's data section.
+    #[error("{format}: tensor {tensor}: data at {start}..{end} lies past the end of the data section ({len} bytes)")]
+    DataOutOfRange {
+        /// The file format.
+        format: &'static str,
+        /// The tensor's name.
+        tensor: String,
+        /// Its first byte, from the start of the data section.
+        start: u64,
+        /// One past its last byte.
+        end: u64,
+        /// Bytes in the data section.
+        len: u64,
+    },
+
+    /// A tensor whose shape and type take a number of bytes other than the room the file gives
+    /// its data (it overlaps the next tensor, or its data offsets span another size).
+    #[error("{format}: tensor {tensor}: its shape and type take {expected} bytes, the file gives it {got}")]
+    TensorBytes {
+        /// The file format.
+        format: &'static str,
+        /// The tensor's name.
+        tensor: String,
+        /// Bytes its shape and type take.
+        expected: u64,
+        /// Bytes the file gives it.
+        got: u64,
+    },
+
+    /// A tensor type that a file format has and the crate has no dtype for (GGUF's i8, i16,
+    /// i32; safetensors' bool, i8, i32, fp8 ...), or a dtype a format cannot store (u8 in GGUF).
+    #[error("{format}: tensor {tensor}: type {ty} has no counterpart here")]
+    UnsupportedFileType {
+        /// The file format.
+        format: &'static str,
+        /// The tensor's name.
+        tensor: String,
+        /// The type, by its name in the format (or the crate's dtype name).
+        ty: String,
+    },
+
+    /// A tensor name that a file does not hold.
+    #[error("{format}: no tensor named {name:?}")]
+    MissingTensor {
+        /// The file format.
+        format: &'static str,
+        /// The name asked for.
+        name: String,
+    },
+
+    /// Anything else malformed in a model file (an unknown value type, a misaligned tensor
+    /// offset, a name given twice, a header the format's parser rejects), or metadata that
+    /// cannot be written.
+    #[error("{format}: {msg}")]
+    BadFile {
+        /// The file format.
+        format: &'static str,
+        /// What is wrong, in words.
+        msg: String,
+    },
+
+    /// A file that could not be opened, mapped, read or written, with the system's text.
+    #[error("{path}: {msg}")]
+    Io {
+        /// The file (or `a writer` for a stream).
+        path: String,
+        /// The system's text.
+        msg: String,
+    },
+
     /// A failure reported by a driver or vendor library, with its own text.
     #[error("{backend} backend: {msg}")]
     Backend {

@@ -29,6 +29,7 @@ mod dtype;
 mod error;
 pub mod expr;
 mod host;
+pub mod io;
 mod layout;
 pub mod native;
 pub mod spec;

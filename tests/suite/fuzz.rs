@@ -8,6 +8,7 @@
 use crate::Tol;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use rocm_wgpu_ops::io::{Gguf, GgufWriter, ModelTensor, Safetensors};
 use rocm_wgpu_ops::spec::conv::ConvParams;
 use rocm_wgpu_ops::spec::elementwise::{BinaryOp, CmpOp, UnaryOp};
 use rocm_wgpu_ops::spec::pool::Pool2dParams;
@@ -15,7 +16,11 @@ use rocm_wgpu_ops::spec::reduce::ReduceOp;
 use rocm_wgpu_ops::{BackendKind, CpuStorage, DType, Device, Error, IndexOp, Result, Tensor, TensorIndexer};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-crate::tests!(random_calls_never_panic_and_agree_with_the_cpu, host_bytes_of_any_length_never_panic);
+crate::tests!(
+    random_calls_never_panic_and_agree_with_the_cpu,
+    host_bytes_of_any_length_never_panic,
+    mutated_model_files_never_panic
+);
 
 /// A dim: small mostly, sometimes 0, rarely one no memory holds.
 fn dim() -> impl Strategy<Value = usize> {
@@ -387,4 +392,64 @@ fn host_bytes_of_any_length_never_panic() {
     if let Err(e) = result {
         panic!("{e}");
     }
+}
+
+/// A small valid GGUF and safetensors file (gguf-py's and numpy's: tests/vectors/io/) with
+/// random bytes overwritten (half of them in the first 64 bytes, where the counts are) and cut
+/// short: parsing and loading every tensor on the cpu give a result or an `Error`, never a
+/// panic or an allocation the file could not back. A GGUF whose tensors all load is written
+/// again and read back to the same metadata.
+fn mutated_model_files_never_panic() {
+    const FILES: [&[u8]; 2] =
+        [include_bytes!("../vectors/io/tiny.gguf"), include_bytes!("../vectors/io/tiny.safetensors")];
+    let cases = std::env::var("RWO_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1500);
+    let config = Config { cases, failure_persistence: None, ..Config::default() };
+    let edit = (any::<bool>(), any::<prop::sample::Index>(), any::<u8>());
+    let input =
+        (0usize..2, prop::collection::vec(edit, 0..6), prop::option::weighted(0.25, any::<prop::sample::Index>()));
+    let dev = crate::cpu();
+    let (parsed, loaded) = (std::cell::Cell::new(0u32), std::cell::Cell::new(0u32));
+    let result = TestRunner::new(config).run(&input, |(which, edits, cut)| {
+        let mut bytes = FILES[which].to_vec();
+        for (head, at, b) in edits {
+            let i = at.index(if head { 64 } else { bytes.len() });
+            bytes[i] = b;
+        }
+        if let Some(at) = cut {
+            bytes.truncate(at.index(bytes.len()));
+        }
+        if which == 0 {
+            let Ok(g) = Gguf::read(&bytes) else { return Ok(()) };
+            parsed.set(parsed.get() + 1);
+            let tensors: Vec<Result<(String, ModelTensor)>> =
+                g.tensors().iter().map(|t| Ok((t.name.clone(), g.tensor(&bytes, &t.name, &dev)?))).collect();
+            let Ok(tensors) = tensors.into_iter().collect::<Result<Vec<_>>>() else { return Ok(()) };
+            loaded.set(loaded.get() + 1);
+            let mut w = GgufWriter::new();
+            for (k, v) in g.metadata() {
+                w.metadata(k, v.clone());
+            }
+            for (name, t) in &tensors {
+                let added = match t {
+                    ModelTensor::Plain(t) => w.tensor(name, t).map(drop),
+                    ModelTensor::Quantized(q) => w.qtensor(name, q).map(drop),
+                };
+                added.map_err(|e| TestCaseError::fail(format!("{name} loaded but cannot be written: {e}")))?;
+            }
+            let again = w.to_bytes().map_err(|e| TestCaseError::fail(format!("rewrite: {e}")))?;
+            let back = Gguf::read(&again).map_err(|e| TestCaseError::fail(format!("reread: {e}")))?;
+            prop_assert_eq!(back.metadata(), g.metadata());
+        } else {
+            let Ok(s) = Safetensors::read(&bytes) else { return Ok(()) };
+            parsed.set(parsed.get() + 1);
+            if s.names().iter().all(|n| s.tensor(&bytes, n, &dev).is_ok()) {
+                loaded.set(loaded.get() + 1);
+            }
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    eprintln!("model files: {cases} mutated, {} parsed, {} with every tensor loaded", parsed.get(), loaded.get());
 }

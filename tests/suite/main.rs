@@ -23,6 +23,7 @@ macro_rules! with_browser_families {
             errors,
             fusion,
             index,
+            io,
             matmul,
             nn,
             numerics,
@@ -53,6 +54,7 @@ mod fusion;
 mod fuzz;
 mod harness;
 mod index;
+mod io;
 mod matmul;
 #[cfg(not(target_family = "wasm"))] // the native backends and their HIP sources on disk
 mod native;
