@@ -1,5 +1,5 @@
-// GGML blocks (ggml-common.h's layouts) dequantized to f32, f16 or bf16: ggml's values, the same
-// f32 steps in the same order (the runtimes compile without contraction: -ffp-contract=off,
+// GGML blocks (ggml-common.h's layouts) dequantized to f32, f16 or bf16 (and multiplied with a
+// few rows of x in qmatvec): ggml's values, the same f32 steps in the same order (the runtimes compile without contraction: -ffp-contract=off,
 // --fmad=false, so no product fuses with a sum). Fields are read byte by byte: most block sizes
 // (q4_0's 18 bytes) leave blocks unaligned.
 #include "common.h"
@@ -113,3 +113,89 @@ __device__ __forceinline__ float dequant(u32 t, const u8* q, u64 i) {
 #define DEQUANTIZE(op, ...) RWO_EACH(RWO_DEQUANTIZE, op, __VA_ARGS__)
 
 DEQUANTIZE(dequantize, f32, f16, bf16)
+
+// qmatvec: x [rows, K] (through its strides) times the N rows of blocks transposed, for few rows.
+// A block of QMV_THREADS threads per weight row n; each thread takes runs of QMV_RUN values of the
+// row (run u: values QMV_RUN u .., inside one block), thread i the runs i, i + blockDim.x, ...,
+// decodes each once (the functions above: one branch on the type per run) and adds its products
+// with each of the MQ rows of x to that row's f32 accumulator. The accumulators are added across
+// each warp by shuffles (warpSize lanes: 32 or 64), then across the block's warps in shared
+// memory; thread i < rows writes y[i, n].
+#define QMV_THREADS 128
+#define QMV_RUN 8
+#define QMV_MAX_ROWS 8
+
+// `struct QmvArgs` of src/native/quant.rs: the first weight row of the launch, N, K, the block's
+// values and bytes, the rows, x's stride along K, the offset in x of each row (past `rows`: the
+// last again), ggml's id of the type.
+struct QmvArgs {
+  u64 first, n, k, bs, bb, rows, sk;
+  u64 row[QMV_MAX_ROWS];
+  u64 t;
+};
+
+// Values j0 .. j0 + QMV_RUN of the block at b, decoded by F.
+template <float (*F)(const u8*, u32)>
+__device__ __forceinline__ void decode_run(const u8* b, u32 j0, float* w) {
+#pragma unroll
+  for (u32 e = 0; e < QMV_RUN; ++e) w[e] = F(b, j0 + e);
+}
+
+// The same for the block type t: one branch per run.
+__device__ __forceinline__ void decode_run(u32 t, const u8* b, u32 j0, float* w) {
+  switch (t) {
+    case 2: decode_run<q4_0>(b, j0, w); break;
+    case 3: decode_run<q4_1>(b, j0, w); break;
+    case 6: decode_run<q5_0>(b, j0, w); break;
+    case 7: decode_run<q5_1>(b, j0, w); break;
+    case 8: decode_run<q8_0>(b, j0, w); break;
+    case 10: decode_run<q2_k>(b, j0, w); break;
+    case 11: decode_run<q3_k>(b, j0, w); break;
+    case 12: decode_run<q4_k>(b, j0, w); break;
+    case 13: decode_run<q5_k>(b, j0, w); break;
+    default: decode_run<q6_k>(b, j0, w); break;
+  }
+}
+
+template <class T, int MQ>
+__device__ __forceinline__ void qmatvec(const QmvArgs& a, const u8* q, const T* x, T* y) {
+  __shared__ float part[QMV_THREADS / 32][MQ];
+  const u64 n = a.first + blockIdx.x;
+  if (n >= a.n) return;
+  const u8* row = q + n * (a.k / a.bs) * a.bb;
+  float acc[MQ];
+#pragma unroll
+  for (int i = 0; i < MQ; ++i) acc[i] = 0.0f;
+  for (u64 k0 = (u64)threadIdx.x * QMV_RUN; k0 < a.k; k0 += (u64)blockDim.x * QMV_RUN) {
+    float w[QMV_RUN];
+    decode_run((u32)a.t, row + k0 / a.bs * a.bb, (u32)(k0 % a.bs), w);
+#pragma unroll
+    for (int e = 0; e < QMV_RUN; ++e) {
+      const u64 xk = (k0 + e) * a.sk;
+#pragma unroll
+      for (int i = 0; i < MQ; ++i) acc[i] += w[e] * num<T>::load(x[a.row[i] + xk]);
+    }
+  }
+  const u32 warp = (u32)warpSize, lane = threadIdx.x % warp, wid = threadIdx.x / warp;
+#pragma unroll
+  for (int i = 0; i < MQ; ++i) {
+    float v = acc[i];
+    for (u32 d = warp >> 1; d > 0; d >>= 1) v += shfl_down(v, (int)d);
+    if (lane == 0) part[wid][i] = v;
+  }
+  __syncthreads();
+  if (threadIdx.x < (u32)MQ && threadIdx.x < a.rows) {
+    float s = 0.0f;
+    for (u32 k = 0; k < blockDim.x / warp; ++k) s += part[k][threadIdx.x];
+    y[threadIdx.x * a.n + n] = num<T>::store(s);
+  }
+}
+
+#define RWO_QMATVEC(op, T)                                                                          \
+  RWO_KERNEL op##_##T(QmvArgs a, const u8* q, const T* x, T* y) { qmatvec<T, 1>(a, q, x, y); }    \
+  RWO_KERNEL op##_##T##_m2(QmvArgs a, const u8* q, const T* x, T* y) { qmatvec<T, 2>(a, q, x, y); } \
+  RWO_KERNEL op##_##T##_m4(QmvArgs a, const u8* q, const T* x, T* y) { qmatvec<T, 4>(a, q, x, y); } \
+  RWO_KERNEL op##_##T##_m8(QmvArgs a, const u8* q, const T* x, T* y) { qmatvec<T, 8>(a, q, x, y); }
+#define QMATVEC(op, ...) RWO_EACH(RWO_QMATVEC, op, __VA_ARGS__)
+
+QMATVEC(qmatvec, f32, f16, bf16)

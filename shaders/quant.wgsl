@@ -6,7 +6,8 @@
 // ggml's: the same f32 steps in the same order, each product fenced (a driver may contract a
 // product and a sum into one fused multiply-add, which the cpu reference does not).
 //
-// Metadata at EXTRA: ggml's id of the block type, the byte offset of the first block in q.
+// Metadata at EXTRA: ggml's id of the block type, the byte offset of the first block in q (then,
+// for qmatvec, the words its section lists).
 
 fn byte_at(a: u32) -> u32 {
     return (q[a >> 2u] >> ((a & 3u) * 8u)) & 0xffu;
@@ -158,4 +159,84 @@ fn dequantize(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
         }
     }
     y_flush(w);
+}
+
+// x [rows, K] (read through its strides) times the N rows of blocks transposed, for few rows: a
+// workgroup per weight row n. Each invocation takes runs of RUN values of the row (run u: values
+// RUN u .. RUN u + RUN, inside one block), invocation i the runs i, i + WG, ..., so neighbours
+// read neighbouring bytes; it decodes a run in registers with the functions above, once, and
+// adds its products with each of the MQ rows of x to that row's f32 accumulator. A tree over the
+// workgroup adds the accumulators; invocation i < rows writes y[i, n] (an atomic update of its
+// word: a packed word may hold two outputs of different workgroups).
+//
+// Metadata at EXTRA + 2: K, N, the block's values and bytes, the rows, x's stride along K, then
+// the offset in x of each of the MQ rows (rows past `rows` repeat the last).
+// @kernel qmatvec
+var<workgroup> part: array<f32, WG * MQ>;
+var<private> acc: array<f32, MQ>;
+var<private> wv: array<f32, RUN>;
+var<private> xrow: array<u32, MQ>;
+
+// Values j0 .. j0 + RUN of the block of type t at byte o into wv: one branch per run.
+fn decode_run(t: u32, o: u32, j0: u32) {
+    switch t {
+        case 2u: { for (var e = 0u; e < RUN; e++) { wv[e] = q4_0(o, j0 + e); } }
+        case 3u: { for (var e = 0u; e < RUN; e++) { wv[e] = q4_1(o, j0 + e); } }
+        case 6u: { for (var e = 0u; e < RUN; e++) { wv[e] = q5_0(o, j0 + e); } }
+        case 7u: { for (var e = 0u; e < RUN; e++) { wv[e] = q5_1(o, j0 + e); } }
+        case 8u: { for (var e = 0u; e < RUN; e++) { wv[e] = q8_0(o, j0 + e); } }
+        case 10u: { for (var e = 0u; e < RUN; e++) { wv[e] = q2_k(o, j0 + e); } }
+        case 11u: { for (var e = 0u; e < RUN; e++) { wv[e] = q3_k(o, j0 + e); } }
+        case 12u: { for (var e = 0u; e < RUN; e++) { wv[e] = q4_k(o, j0 + e); } }
+        case 13u: { for (var e = 0u; e < RUN; e++) { wv[e] = q5_k(o, j0 + e); } }
+        default: { for (var e = 0u; e < RUN; e++) { wv[e] = q6_k(o, j0 + e); } }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn qmatvec(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let n = wid.x + wid.y * nwg.x;
+    let kn = md[EXTRA + 2u];
+    let nn = md[EXTRA + 3u];
+    if (n >= nn) {
+        return;
+    }
+    let t = md[EXTRA];
+    let bs = md[EXTRA + 4u];
+    let bb = md[EXTRA + 5u];
+    let rows = md[EXTRA + 6u];
+    let sk = md[EXTRA + 7u];
+    let row = md[EXTRA + 1u] + n * (kn / bs) * bb;
+    for (var i = 0u; i < MQ; i++) {
+        xrow[i] = md[EXTRA + 8u + i];
+        acc[i] = 0.0;
+    }
+    for (var k0 = lid * RUN; k0 < kn; k0 += WG * RUN) {
+        decode_run(t, row + (k0 / bs) * bb, k0 % bs);
+        for (var e = 0u; e < RUN; e++) {
+            let xk = (k0 + e) * sk;
+            for (var i = 0u; i < MQ; i++) {
+                acc[i] += wv[e] * x_load(xrow[i] + xk);
+            }
+        }
+    }
+    for (var i = 0u; i < MQ; i++) {
+        part[i * WG + lid] = acc[i];
+    }
+    workgroupBarrier();
+    for (var half = WG / 2u; half > 0u; half /= 2u) {
+        if (lid < half) {
+            for (var i = 0u; i < MQ; i++) {
+                part[i * WG + lid] += part[i * WG + lid + half];
+            }
+        }
+        workgroupBarrier();
+    }
+    if (lid < MQ && lid < rows) {
+        y_store(lid * nn + n, part[lid * WG]);
+    }
 }

@@ -449,6 +449,19 @@ pub trait QuantOps: Memory {
         n: usize,
         dtype: DType,
     ) -> Result<Self::Storage>;
+
+    /// `x [.., M, K]` (f32, f16 or bf16, any strides; 1 to `spec::quant::QMATVEC_MAX_ROWS` rows
+    /// in all, K > 0) times the `n` rows of K values whose blocks of `ty` start at byte `offset`
+    /// of `q`, transposed: a new contiguous `[rows, n]` storage of x's dtype, each element the
+    /// products of x with ggml's values summed in f32 and rounded once.
+    fn qmatvec(
+        &self,
+        q: &Self::Storage,
+        offset: usize,
+        ty: crate::spec::quant::GgmlType,
+        n: usize,
+        x: Operand<Self::Storage>,
+    ) -> Result<Self::Storage>;
 }
 
 /// A complete backend: memory and every op family.

@@ -346,17 +346,55 @@ fn quant_cases(scale: usize) -> Vec<Case> {
             })
         })
         .chain(std::iter::once(qmatmul_case(scale)))
+        .chain([GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K].map(|ty| qmatvec_case(ty, scale)))
         .collect()
+}
+
+/// A `[n, k]` weight of `ty` on `d`: quantized from uniform values (simple types), or random
+/// bytes with each f16 scale's top bits cleared (below 2, finite) for the k-quants, whose
+/// quantizers the crate lacks.
+fn weight(ty: GgmlType, n: usize, k: usize, d: &Device) -> Result<QTensor> {
+    if ty.can_quantize() {
+        return QTensor::quantize(&rand(&[n, k], DType::F32, &Device::cpu())?, ty)?.to_device(d);
+    }
+    let noise = rand(&[n * k / ty.block_size() * ty.block_bytes()], DType::F32, &Device::cpu())?.to_vec1::<f32>()?;
+    let mut bytes: Vec<u8> = noise.iter().map(|v| ((v + 1.0) * 127.5) as u8).collect();
+    // Where ggml-common.h puts the f16 scales (d, dmin) of each k-quant block.
+    let scales: &[usize] = match ty {
+        GgmlType::Q2_K => &[80, 82],
+        GgmlType::Q3_K => &[108],
+        GgmlType::Q6_K => &[208],
+        _ => &[0, 2],
+    };
+    for block in bytes.chunks_exact_mut(ty.block_bytes()) {
+        for &at in scales {
+            block[at + 1] &= 0x3f;
+        }
+    }
+    QTensor::from_bytes(ty, [n, k], &bytes, d)
 }
 
 /// The decode shape, `1 x 4096` f16 times a q4_0 `[14336, 4096]` weight transposed (rows
 /// divided by `scale`): bytes are the blocks, the figure to hold against a copy of as many.
-/// Today's qmatmul is the first cut (dequantize to f32, then the f32 matmul).
 fn qmatmul_case(scale: usize) -> Case {
     let (n, k) = ((14336 / scale).max(1), 4096);
     let bytes = (n * k / 32 * GgmlType::Q4_0.block_bytes()) as u64;
     Case::new(Family::Quant, format!("qmatmul q4_0 f16 [1,{k}] x [{n},{k}]^T"), bytes, move |d| {
-        let w = QTensor::quantize(&rand(&[n, k], DType::F32, &Device::cpu())?, GgmlType::Q4_0)?.to_device(d)?;
+        let w = weight(GgmlType::Q4_0, n, k, d)?;
+        let x = rand(&[1, k], DType::F16, d)?;
+        Ok(Box::new(move || w.qmatmul(&x)))
+    })
+    .with_flops(2 * (n * k) as u64)
+}
+
+/// The matrix-vector kernel (`qmatvec`, one row of x) on a `[4096, 4096]` weight of `ty` (rows
+/// divided by `scale`) times `1 x 4096` f16: bytes are the weight's blocks, as the kernel's
+/// speed is the rate it streams them.
+fn qmatvec_case(ty: GgmlType, scale: usize) -> Case {
+    let (n, k) = ((4096 / scale).max(1), 4096);
+    let bytes = (n * k / ty.block_size() * ty.block_bytes()) as u64;
+    Case::new(Family::Quant, format!("qmatvec {ty} f16 [1,{k}] x [{n},{k}]^T"), bytes, move |d| {
+        let w = weight(ty, n, k, d)?;
         let x = rand(&[1, k], DType::F16, d)?;
         Ok(Box::new(move || w.qmatmul(&x)))
     })

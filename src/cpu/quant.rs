@@ -1,10 +1,11 @@
 //! GGML blocks on the cpu: the reference dequantizers (ggml's `dequantize_row_*`: the same f32
-//! steps in the same order, so the same bits) and ggml's reference quantizers of the simple types
-//! (`quantize_row_*_ref`). Lengths reach here checked by `spec::quant`: whole blocks only.
+//! steps in the same order, so the same bits), the matrix-vector product on those values, and
+//! ggml's reference quantizers of the simple types (`quantize_row_*_ref`). Lengths reach here
+//! checked by `spec::quant`: whole blocks only.
 
-use super::{CpuBackend, CpuStorage};
-use crate::backend::QuantOps;
-use crate::spec::quant::GgmlType;
+use super::{CpuBackend, CpuStorage, map_strided, wrong_dtype};
+use crate::backend::{Operand, QuantOps};
+use crate::spec::quant::{FLOATS, GgmlType, QuantOp};
 use crate::{DType, Error, Result};
 use half::{bf16, f16};
 
@@ -20,6 +21,42 @@ impl QuantOps for CpuBackend {
             DType::F16 => CpuStorage::F16(values.iter().map(|&v| f16::from_f32(v)).collect()),
             DType::BF16 => CpuStorage::BF16(values.iter().map(|&v| bf16::from_f32(v)).collect()),
             _ => CpuStorage::F32(values),
+        })
+    }
+
+    /// Each weight row dequantized exactly (ggml's values), then each output the sum over K, in
+    /// order, of x (widened exactly) times those values in f32, rounded once to x's dtype.
+    fn qmatvec(
+        &self,
+        q: &CpuStorage,
+        offset: usize,
+        ty: GgmlType,
+        n: usize,
+        (xs, xl): Operand<CpuStorage>,
+    ) -> Result<CpuStorage> {
+        let CpuStorage::U8(bytes) = q else {
+            return Err(Error::HostDType { expected: DType::U8, got: q.dtype() });
+        };
+        let x: Vec<f32> = match xs {
+            CpuStorage::F32(v) => map_strided(v, xl, |e| e),
+            CpuStorage::F16(v) => map_strided(v, xl, f16::to_f32),
+            CpuStorage::BF16(v) => map_strided(v, xl, bf16::to_f32),
+            other => return Err(wrong_dtype(QuantOp::Qmatvec.name(), other, FLOATS)),
+        };
+        let k = xl.dims().last().copied().unwrap_or(0);
+        let rows = x.len().checked_div(k).unwrap_or(0);
+        let row_bytes = k / ty.block_size() * ty.block_bytes();
+        let (mut w, mut y) = (crate::host::try_vec(k, 0f32)?, crate::host::try_vec(rows * n, 0f32)?);
+        for j in 0..n {
+            dequantize(ty, &bytes[offset + j * row_bytes..][..row_bytes], &mut w);
+            for (r, xr) in x.chunks_exact(k.max(1)).enumerate() {
+                y[r * n + j] = xr.iter().zip(&w).fold(0f32, |acc, (a, b)| acc + a * b);
+            }
+        }
+        Ok(match xs.dtype() {
+            DType::F16 => CpuStorage::F16(y.iter().map(|&v| f16::from_f32(v)).collect()),
+            DType::BF16 => CpuStorage::BF16(y.iter().map(|&v| bf16::from_f32(v)).collect()),
+            _ => CpuStorage::F32(y),
         })
     }
 }

@@ -1,12 +1,35 @@
-//! Quantized blocks on the native backend (`hip/quant.hip`): one thread per value, the fields read
-//! byte by byte; launches of whole blocks, each within the kernels' 32-bit index.
+//! Quantized blocks on the native backend (`hip/quant.hip`). `dequantize`: one thread per value,
+//! the fields read byte by byte; launches of whole blocks, each within the kernels' 32-bit index.
+//! `qmatvec`: a block per weight row, the blocks decoded in registers once and used for every
+//! row of x, the sums added by warp shuffles and shared memory.
 
-use super::kernel::{Args, MAX_ELEMS};
+use super::kernel::{Args, MAX_ELEMS, launches};
 use super::{NativeBackend, NativeStorage, Runtime};
-use crate::backend::QuantOps;
-use crate::spec::quant::{GgmlType, QuantOp};
+use crate::backend::{Operand, QuantOps};
+use crate::spec::quant::{GgmlType, QMATVEC_MAX_ROWS, QuantOp, qmatvec_row_offsets, qmatvec_rows_class};
 use crate::spec::{Family, kernel_name};
 use crate::{DType, Result};
+use bytemuck::{Pod, Zeroable};
+
+/// Threads per `qmatvec` block (`QMV_THREADS` in `hip/quant.hip`: a multiple of every warp
+/// size). With K = 4096 each takes 4 runs of 8 values. Chosen to match the WGSL kernel's
+/// workgroup, not measured yet.
+const QMV_THREADS: u32 = 128;
+
+/// `struct QmvArgs` of `hip/quant.hip`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct QmvArgs {
+    first: u64,
+    n: u64,
+    k: u64,
+    bs: u64,
+    bb: u64,
+    rows: u64,
+    sk: u64,
+    row: [u64; QMATVEC_MAX_ROWS],
+    t: u64,
+}
 
 impl<R: Runtime> QuantOps for NativeBackend<R> {
     fn dequantize(
@@ -32,6 +55,41 @@ impl<R: Runtime> QuantOps for NativeBackend<R> {
             // shape) and writes `count` elements of `y` from `first` on.
             unsafe { self.launch(Family::Quant, &name, count as u64, &mut args)? };
             first += count;
+        }
+        Ok(y)
+    }
+
+    fn qmatvec(
+        &self,
+        q: &NativeStorage<R>,
+        offset: usize,
+        ty: GgmlType,
+        n: usize,
+        (x, xl): Operand<NativeStorage<R>>,
+    ) -> Result<NativeStorage<R>> {
+        let starts = qmatvec_row_offsets(xl)?;
+        let rows = starts.len();
+        let y = self.storage(x.dtype, rows * n)?;
+        let mq = qmatvec_rows_class(rows);
+        let base = kernel_name(QuantOp::Qmatvec.name(), x.dtype);
+        let name = if mq == 1 { base } else { format!("{base}_m{mq}") };
+        let u = |v: usize| v as u64;
+        let mut row = [0u64; QMATVEC_MAX_ROWS];
+        for (i, r) in row.iter_mut().enumerate() {
+            *r = u(starts[i.min(rows - 1)]);
+        }
+        let (k, sk) = (xl.dims()[xl.rank() - 1], xl.strides()[xl.rank() - 1]);
+        let (bs, bb) = (u(ty.block_size()), u(ty.block_bytes()));
+        for (first, _, blocks) in launches(u(n), 1, QMV_THREADS) {
+            let args = QmvArgs { first, n: u(n), k: u(k), bs, bb, rows: u(rows), sk: u(sk), row, t: ty.id().into() };
+            let mut a = Args::default();
+            a.pod(&args).ptr(q.at(offset)).ptr(x.ptr).ptr(y.ptr);
+            // SAFETY: qmatvec_T[_mMQ](QmvArgs, q, x, y) in order; it reads the n rows of K / bs
+            // blocks from `q` (inside the u8 storage: the spec checked its bytes against the
+            // shape), x at the row offsets plus multiples of its K stride below K (the spec
+            // checked x's view against its storage) and writes the rows x n elements of `y`;
+            // blocks past n return at once.
+            unsafe { self.launch_grid(Family::Quant, &name, [blocks, 1, 1], QMV_THREADS, &mut a)? };
         }
         Ok(y)
     }

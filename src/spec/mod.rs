@@ -48,7 +48,7 @@ pub enum Family {
     Sort,
     /// Scaled dot-product attention and the rotary embeddings.
     Attention,
-    /// Quantized tensors (GGML blocks): dequantize.
+    /// Quantized tensors (GGML blocks): dequantize, qmatvec.
     Quant,
 }
 

@@ -16,7 +16,36 @@ spec_enum! {
     /// The ops on quantized tensors (the dtype is the float side: dequantize's output).
     pub enum QuantOp in Quant {
         Dequantize = dequantize: FLOATS,
+        /// `x [rows, K] W^T` for few rows (at most [`QMATVEC_MAX_ROWS`]), the blocks streamed
+        /// once; the dtype is x's and the output's.
+        Qmatvec = qmatvec: FLOATS,
     }
+}
+
+/// The most rows of x (M times the batch) `QTensor::qmatmul` sends to the `qmatvec` kernel; more
+/// go through dequantize + matmul. The kernel decodes each weight once and uses it for every row
+/// (a register accumulator per row), so it reads the blocks once where dequantize + matmul also
+/// writes and reads 4 bytes per weight (9.9x q4_0's bytes); past 8 rows the accumulators and the
+/// untiled products outgrow it, while the tiled GEMM reuses each weight across 64+ rows.
+/// llama.cpp draws the same line for its matrix-vector kernels (`MMVQ_MAX_BATCH_SIZE` = 8).
+/// Chosen from that count, not measured here yet.
+pub const QMATVEC_MAX_ROWS: usize = 8;
+
+/// Values of a row each invocation (thread) of the `qmatvec` kernels decodes at a time: a run
+/// inside one block (every block size is a multiple of it).
+pub const QMATVEC_RUN: usize = 8;
+
+/// The accumulators (rows) a `qmatvec` kernel is built for: the power of two at least `rows`
+/// (1, 2, 4 or 8; rows past `rows` repeat the last row and are not written).
+pub fn qmatvec_rows_class(rows: usize) -> usize {
+    rows.next_power_of_two().clamp(1, QMATVEC_MAX_ROWS)
+}
+
+/// The element offset of the first value of each row of x `[.., M, K]` (K > 0), row-major: what
+/// the `qmatvec` kernels read x from, with K's stride.
+pub fn qmatvec_row_offsets(x: &crate::Layout) -> Result<Vec<usize>> {
+    let first = x.narrow(x.rank() - 1, 0, 1)?;
+    Ok(first.strided_index().collect())
 }
 
 /// A GGML block type: how a run of `block_size` values is stored in `block_bytes` bytes.

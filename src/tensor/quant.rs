@@ -3,7 +3,7 @@
 use super::Tensor;
 use crate::backend::QuantOps;
 use crate::device::{BackendOf, dispatch};
-use crate::spec::quant::{FLOATS, GgmlType, QuantOp, check_quantize, check_quantized};
+use crate::spec::quant::{FLOATS, GgmlType, QMATVEC_MAX_ROWS, QuantOp, check_quantize, check_quantized};
 use crate::spec::{Family, Out};
 use crate::{CpuStorage, DType, Device, Error, Result, Shape};
 
@@ -83,12 +83,39 @@ impl QTensor {
     /// `[.., M, N]` in x's dtype, the products of x with the exactly dequantized weights,
     /// accumulated in f32 (halves are widened to f32 and the result rounded once).
     ///
-    /// A first cut made of the spec's ops on every backend: the weight dequantized to f32 and
-    /// the f32 matmul (no kernel reads the blocks in the product yet).
+    /// Up to [`QMATVEC_MAX_ROWS`] rows of x in all (decoding: M times the batch), one kernel
+    /// streams the blocks once, decoding each weight in registers and using it for every row;
+    /// with more rows, the weight is dequantized to f32 and the f32 matmul takes the product.
+    /// The two sum in different orders, so they agree to f32 rounding, not bit for bit.
+    ///
+    /// ```
+    /// use rocm_wgpu_ops::{Device, QTensor, Tensor, spec::quant::GgmlType};
+    ///
+    /// let dev = Device::cpu();
+    /// let w = Tensor::from_vec((0..96).map(|i| (i % 7) as f32).collect::<Vec<_>>(), [3, 32], &dev)?;
+    /// let q = QTensor::quantize(&w, GgmlType::Q8_0)?;
+    /// let x = Tensor::from_vec(vec![1f32; 32], [1, 32], &dev)?;
+    /// let y = q.qmatmul(&x)?.to_vec2::<f32>()?;
+    /// assert_eq!(y.len(), 1);
+    /// assert!((y[0][0] - 90.0).abs() < 0.5); // row 0 sums to (0 + 1 + .. + 6) 4 + 0 + 1 + 2 + 3
+    /// # Ok::<(), rocm_wgpu_ops::Error>(())
+    /// ```
     pub fn qmatmul(&self, x: &Tensor) -> Result<Tensor> {
         let out = crate::spec::quant::qmatmul(x.shape(), x.dtype(), &self.shape)?;
-        let w = self.dequantize(DType::F32)?;
-        x.to_dtype(DType::F32)?.matmul(&w.t()?)?.to_dtype(out.dtype)
+        let (n, k) = (self.shape.dims()[0], self.shape.dims()[1]);
+        let rows: usize = x.dims()[..x.rank() - 1].iter().product();
+        if !(1..=QMATVEC_MAX_ROWS).contains(&rows) || k == 0 || n == 0 {
+            let w = self.dequantize(DType::F32)?;
+            return x.to_dtype(DType::F32)?.matmul(&w.t()?)?.to_dtype(out.dtype);
+        }
+        x.same_device("qmatmul", &[&self.bytes])?;
+        let r = self.bytes.run(Family::Quant, QuantOp::Qmatvec.name(), &[x], &out)?;
+        let offset = self.bytes.layout().offset();
+        let s = dispatch!(self.device(), |b| {
+            let xs = (r.arg(b, x)?, x.layout());
+            b.wrap(b.qmatvec(r.arg(b, &self.bytes)?, offset, self.ty, n, xs)?)
+        });
+        Ok(r.finish(s))
     }
 
     /// The block type.

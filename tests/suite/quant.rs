@@ -2,7 +2,7 @@
 //! the vectors `tests/vectors/gen_quant.py` wrote), quantization byte for byte against ggml's
 //! reference quantizers, and the errors of bad blocks.
 
-use crate::{Tol, suite};
+use crate::{Tol, compare_with_cpu, cpu, rand_tensor, suite};
 use half::{bf16, f16};
 use rocm_wgpu_ops::spec::quant::GgmlType;
 use rocm_wgpu_ops::{DType, Device, Error, QTensor, Result, Tensor};
@@ -15,6 +15,7 @@ suite!(
     quant_rejects_bad_blocks,
     dequantize_reads_blocks_at_any_byte_offset,
     qmatmul_matches_reference,
+    qmatmul_matches_cpu_at_every_row_count,
     qmatmul_rejects_bad_shapes,
 );
 
@@ -239,6 +240,85 @@ async fn qmatmul_matches_reference(dev: &Device) -> Result<()> {
                         assert!((got - sum).abs() <= bound, "{ty} {dtype} {:?} [{r}, {j}]: {got} vs {sum}", x.dims());
                     }
                 }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The blocks of a `[n, k]` weight of `ty` and the largest magnitude of its values: quantized from
+/// values in [-1, 1] (simple types), or the committed blocks in turn (k-quants: scales of both
+/// signs, a zero, a subnormal).
+async fn blocks_of(ty: GgmlType, n: usize, k: usize) -> Result<(Vec<u8>, f64)> {
+    let bytes = if ty.can_quantize() {
+        let w = rand_tensor(&cpu(), DType::F32, &[n, k], 11 + ty.id() as u64, -1.0, 1.0)?;
+        QTensor::quantize_async(&w, ty).await?.to_bytes_async().await?
+    } else {
+        let blocks: Vec<&[u8]> = vectors(ty).0.chunks_exact(ty.block_bytes()).collect();
+        (0..n * k / ty.block_size()).flat_map(|b| blocks[b * 7 % blocks.len()].iter().copied()).collect()
+    };
+    let values = QTensor::from_bytes(ty, [n, k], &bytes, &cpu())?.dequantize(DType::F32)?;
+    let v = values.flatten_all()?.to_vec_async::<f32>().await?;
+    Ok((bytes, v.iter().fold(0f64, |m, &x| m.max(x.abs() as f64))))
+}
+
+/// The layouts of x `[.., M, K]` `qmatmul` must read: M = 1 and 2, a batch (6 rows: the 8-row
+/// kernel with two rows unused), the 8 rows of the threshold from a permuted batch, a transpose
+/// (K's stride 2), a window (an offset, gaps between rows), broadcasts (stride 0 across rows, and
+/// along K), and 9 rows (past the threshold: dequantize + matmul).
+const X_CASES: [&str; 9] = [
+    "[1, K]",
+    "[2, K]",
+    "[3, 2, K]",
+    "[2, 4, K] permuted",
+    "[K, 2]^T",
+    "window",
+    "[1, K] broadcast",
+    "[2, 1] broadcast along K",
+    "[3, 3, K]",
+];
+
+/// x of layout `X_CASES[case]` with values in [-s, s].
+fn x_case(d: &Device, dtype: DType, k: usize, s: f64, case: usize) -> Result<Tensor> {
+    let r = |shape: &[usize]| rand_tensor(d, dtype, shape, case as u64, -s, s);
+    match case {
+        0 => r(&[1, k]),
+        1 => r(&[2, k]),
+        2 => r(&[3, 2, k]),
+        3 => r(&[2, 4, k])?.transpose(0, 1),
+        4 => r(&[k, 2])?.t(),
+        5 => r(&[2, 2 * k + 5])?.narrow(1, 5, k),
+        6 => r(&[1, k])?.broadcast_as([3, k]),
+        7 => r(&[2, 1])?.broadcast_as([2, k]),
+        _ => r(&[3, 3, k]),
+    }
+}
+
+/// Device against the cpu, which sums in f32 too but in order: both sum K products of magnitude
+/// at most 1 (x is scaled by the largest weight), so they differ within the matmul suite's bound
+/// (f32's tolerance grown with K), plus one rounding to x's dtype.
+fn qtol(dtype: DType, k: usize) -> Tol {
+    let (sum, round) = (Tol::of(DType::F32).times(1.0 + k as f64 / 4.0), Tol::of(dtype));
+    Tol { atol: sum.atol + round.atol, rtol: sum.rtol + round.rtol }
+}
+
+/// qmatmul of every block type against the cpu reference at row counts on both sides of the
+/// threshold (`QMATVEC_MAX_ROWS`), every x layout of [`X_CASES`], f32, f16 and bf16 x, an odd N and
+/// a K of several runs per invocation, the blocks off a word boundary of their buffer.
+async fn qmatmul_matches_cpu_at_every_row_count(dev: &Device) -> Result<()> {
+    for &ty in GgmlType::ALL {
+        let (n, k) = if ty.block_size() == 32 { (5, 2048) } else { (3, 1536) };
+        let (bytes, wmax) = blocks_of(ty, n, k).await?;
+        let pad = 1 + ty.id() as usize % 3;
+        let weight = |d: &Device| -> Result<QTensor> {
+            let buffer: Vec<u8> = std::iter::repeat_n(0xa5, pad).chain(bytes.iter().copied()).collect();
+            QTensor::new(ty, [n, k], &Tensor::from_vec(buffer, [pad + bytes.len()], d)?.narrow(0, pad, bytes.len())?)
+        };
+        for dtype in crate::float_dtypes(dev).into_iter().filter(|d| *d != DType::F64) {
+            for (case, name) in X_CASES.iter().enumerate() {
+                let what = format!("qmatmul {ty} {dtype} x {name}");
+                let f = |d: &Device| weight(d)?.qmatmul(&x_case(d, dtype, k, 1.0 / wmax, case)?);
+                compare_with_cpu(dev, qtol(dtype, k), &what, f).await?;
             }
         }
     }
