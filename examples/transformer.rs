@@ -1,7 +1,8 @@
 //! A decoder-only transformer on every backend found, GPT-2-small-shaped (`--arch gpt2`) or
 //! Llama-shaped (`--arch llama`), with deterministic random weights: forward time, tokens/s, the
 //! greedy next tokens, and the largest difference from the cpu; with `--decode N`, N tokens
-//! generated one at a time through a KV cache.
+//! generated one at a time through a KV cache; with `--quant TYPE`, its matmul weights as ggml
+//! blocks multiplied by `QTensor::qmatmul`.
 //!
 //! ```text
 //! cargo run --release --example transformer -- --layers 2 --width 64 --heads 4 --seq 16 --vocab 512
@@ -16,7 +17,8 @@ mod gpt2;
 mod llama;
 
 use common::{Ctx, Flags, Res, budget};
-use rocm_wgpu_ops::{DType, Device, Tensor};
+use rocm_wgpu_ops::spec::quant::GgmlType;
+use rocm_wgpu_ops::{DType, Device, QTensor, Tensor};
 use std::process::ExitCode;
 
 const USAGE: &str = "\
@@ -39,7 +41,11 @@ against the tied embedding, the greedy next token.
   --decode N       after the prompt, N greedy tokens generated one at a time, each fed back on
                    the device, with a KV cache (preallocated per layer, written in place, read
                    through narrowed views): tokens/s; checked against the cpu generating from
-                   the check prefix, each step fed the cpu's token (default 0)";
+                   the check prefix, each step fed the cpu's token (default 0)
+  --quant TYPE     the matmul weights (not the embedding, norms or biases) as ggml blocks of
+                   TYPE (q4_0, q4_1, q5_0, q5_1, q8_0: quantized on the cpu), multiplied by
+                   QTensor::qmatmul (its matrix-vector kernel for up to 8 rows: decoding); the
+                   cpu reference multiplies by the same blocks (default: dense)";
 
 /// Weight init as GPT-2's: normal with std 0.02, residual projections scaled by 1/sqrt(2 layers).
 const STD: f64 = 0.02;
@@ -63,14 +69,16 @@ struct Config {
     seq: usize,
     vocab: usize,
     decode: usize,
+    quant: Option<GgmlType>,
 }
 
 impl Config {
     fn tag(&self) -> String {
-        let Config { arch, layers, width, heads, kv_heads, mlp, seq, vocab, decode } = self;
+        let Config { arch, layers, width, heads, kv_heads, mlp, seq, vocab, decode, quant } = self;
         let arch = if *arch == Arch::Gpt2 { "gpt2" } else { "llama" };
+        let quant = quant.map_or("none", GgmlType::name);
         format!(
-            "arch={arch},layers={layers},width={width},heads={heads},kv_heads={kv_heads},mlp={mlp},seq={seq},vocab={vocab},decode={decode}"
+            "arch={arch},layers={layers},width={width},heads={heads},kv_heads={kv_heads},mlp={mlp},seq={seq},vocab={vocab},decode={decode},quant={quant}"
         )
     }
 
@@ -104,8 +112,8 @@ impl Model {
     fn to(&self, dev: &Device, dtype: DType) -> Res<Model> {
         let t = |x: &Tensor| x.to_device(dev)?.to_dtype(dtype);
         Ok(match self {
-            Model::Gpt2(m) => Model::Gpt2(m.map(t)?),
-            Model::Llama(m) => Model::Llama(m.map(t)?),
+            Model::Gpt2(m) => Model::Gpt2(m.map(dev, t)?),
+            Model::Llama(m) => Model::Llama(m.map(dev, t)?),
         })
     }
 
@@ -154,10 +162,38 @@ fn weights() -> impl Fn(f64, f64, &[usize]) -> rocm_wgpu_ops::Result<Tensor> {
     move |mean, std, shape| Tensor::randn(mean, std, shape, DType::F32, &cpu)
 }
 
+/// A matmul weight `[in, out]`: dense, or (`--quant`) the ggml blocks of its transpose
+/// `[out, in]`, multiplied by `QTensor::qmatmul`.
+pub enum Weight {
+    Dense(Tensor),
+    Quant(QTensor),
+}
+
+impl Weight {
+    /// `w` (drawn on the cpu) dense, or quantized there to `quant`.
+    fn new(w: Tensor, quant: Option<GgmlType>) -> rocm_wgpu_ops::Result<Weight> {
+        Ok(match quant {
+            None => Weight::Dense(w),
+            Some(ty) => Weight::Quant(QTensor::quantize(&w.t()?, ty)?),
+        })
+    }
+
+    /// On `dev`: dense through `t` (to the device and dtype), blocks copied as they are.
+    fn map(&self, dev: &Device, t: impl Fn(&Tensor) -> rocm_wgpu_ops::Result<Tensor>) -> rocm_wgpu_ops::Result<Weight> {
+        Ok(match self {
+            Weight::Dense(w) => Weight::Dense(t(w)?),
+            Weight::Quant(q) => Weight::Quant(q.to_device(dev)?),
+        })
+    }
+}
+
 /// `x @ w` for `x` of `(tokens, k)`.
-fn matmul(c: &Ctx, x: &Tensor, w: &Tensor) -> Res<Tensor> {
+fn matmul(c: &Ctx, x: &Tensor, w: &Weight) -> Res<Tensor> {
     let k = x.dims()[1];
-    c.op("matmul", budget::sum_of_products(k), || x.matmul(w))
+    c.op("matmul", budget::sum_of_products(k), || match w {
+        Weight::Dense(w) => x.matmul(w),
+        Weight::Quant(q) => q.qmatmul(x),
+    })
 }
 
 /// Columns `[first * d, (first + n) * d)` of `x` `(T, _)` as `n` heads `[1, n, T, d]` (a view).
@@ -328,7 +364,7 @@ fn main() -> ExitCode {
 
 /// Whether every f32 comparison passed.
 fn main_() -> Res<bool> {
-    let known = ["arch", "layers", "width", "heads", "kv-heads", "mlp", "seq", "vocab", "check-seq", "decode"];
+    let known = ["arch", "layers", "width", "heads", "kv-heads", "mlp", "seq", "vocab", "check-seq", "decode", "quant"];
     let f = Flags::parse(USAGE, &known)?;
     let arch = match f.get("arch", "gpt2".to_string())?.as_str() {
         "gpt2" => Arch::Gpt2,
@@ -350,6 +386,12 @@ fn main_() -> Res<bool> {
         seq: f.get("seq", 128)?,
         vocab: f.get("vocab", 50257)?,
         decode: f.get("decode", 0)?,
+        quant: match f.get("quant", "none".to_string())?.as_str() {
+            "none" => None,
+            q => Some(
+                GgmlType::ALL.iter().copied().find(|t| t.name() == q).ok_or(format!("--quant {q}: not a ggml type"))?,
+            ),
+        },
     };
     let heads_ok = cfg.heads > 0 && cfg.width.is_multiple_of(cfg.heads);
     let kv_ok = cfg.kv_heads > 0

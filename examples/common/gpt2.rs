@@ -2,19 +2,22 @@
 //! biases, GELU MLP.
 
 use crate::common::{Ctx, Res, budget};
-use crate::{Cache, Config, EPS, STD, attend, heads, matmul, weights};
-use rocm_wgpu_ops::{Result, Tensor};
+use crate::{Cache, Config, EPS, STD, Weight, attend, heads, matmul, weights};
+use rocm_wgpu_ops::{Device, Result, Tensor};
 
-/// A weight and its bias.
+/// A norm's weight and bias.
 type Affine = (Tensor, Tensor);
+
+/// A matmul weight and its bias.
+type Linear = (Weight, Tensor);
 
 pub struct Layer {
     ln1: Affine,
-    qkv: Affine,
-    proj: Affine,
+    qkv: Linear,
+    proj: Linear,
     ln2: Affine,
-    fc: Affine,
-    fc2: Affine,
+    fc: Linear,
+    fc2: Linear,
 }
 
 pub struct Model {
@@ -29,15 +32,16 @@ impl Model {
         let w = weights();
         let resid = c.residual_std();
         let norm = || Ok::<_, rocm_wgpu_ops::Error>((w(1.0, STD, &[c.width])?, w(0.0, STD, &[c.width])?));
+        let q = |w: Tensor| Weight::new(w, c.quant);
         let layers = (0..c.layers)
             .map(|_| {
                 Ok(Layer {
                     ln1: norm()?,
-                    qkv: (w(0.0, STD, &[c.width, 3 * c.width])?, w(0.0, STD, &[3 * c.width])?),
-                    proj: (w(0.0, resid, &[c.width, c.width])?, w(0.0, STD, &[c.width])?),
+                    qkv: (q(w(0.0, STD, &[c.width, 3 * c.width])?)?, w(0.0, STD, &[3 * c.width])?),
+                    proj: (q(w(0.0, resid, &[c.width, c.width])?)?, w(0.0, STD, &[c.width])?),
                     ln2: norm()?,
-                    fc: (w(0.0, STD, &[c.width, c.mlp])?, w(0.0, STD, &[c.mlp])?),
-                    fc2: (w(0.0, resid, &[c.mlp, c.width])?, w(0.0, STD, &[c.width])?),
+                    fc: (q(w(0.0, STD, &[c.width, c.mlp])?)?, w(0.0, STD, &[c.mlp])?),
+                    fc2: (q(w(0.0, resid, &[c.mlp, c.width])?)?, w(0.0, STD, &[c.width])?),
                 })
             })
             .collect::<Result<_>>()?;
@@ -49,20 +53,21 @@ impl Model {
         })
     }
 
-    /// Every weight through `t` (to a device, to a dtype).
-    pub fn map(&self, t: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Model> {
+    /// Every weight through `t` (to `dev`, to a dtype); blocks copied to `dev` as they are.
+    pub fn map(&self, dev: &Device, t: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Model> {
         let p = |(a, b): &Affine| Ok::<_, rocm_wgpu_ops::Error>((t(a)?, t(b)?));
+        let lin = |(a, b): &Linear| Ok::<_, rocm_wgpu_ops::Error>((a.map(dev, &t)?, t(b)?));
         let layers = self
             .layers
             .iter()
             .map(|l| {
                 Ok(Layer {
                     ln1: p(&l.ln1)?,
-                    qkv: p(&l.qkv)?,
-                    proj: p(&l.proj)?,
+                    qkv: lin(&l.qkv)?,
+                    proj: lin(&l.proj)?,
                     ln2: p(&l.ln2)?,
-                    fc: p(&l.fc)?,
-                    fc2: p(&l.fc2)?,
+                    fc: lin(&l.fc)?,
+                    fc2: lin(&l.fc2)?,
                 })
             })
             .collect::<Result<_>>()?;
@@ -87,7 +92,7 @@ impl Model {
 }
 
 /// `x @ w + b` for `x` of `(tokens, k)`.
-fn linear(c: &Ctx, x: &Tensor, (w, b): &Affine) -> Res<Tensor> {
+fn linear(c: &Ctx, x: &Tensor, (w, b): &Linear) -> Res<Tensor> {
     let y = matmul(c, x, w)?;
     c.op("elementwise", budget::EXACT_MAP, || y.add(b))
 }

@@ -2,7 +2,7 @@
 //! heads, a SwiGLU MLP, no biases, the lm head tied to the embedding.
 
 use crate::common::{Ctx, Res, budget};
-use crate::{Cache, Config, EPS, STD, attend, heads, matmul, weights};
+use crate::{Cache, Config, EPS, STD, Weight, attend, heads, matmul, weights};
 use rocm_wgpu_ops::{Device, Result, Tensor};
 
 /// RoPE's base: position `t` turns pair `i` of a head by `t * THETA^(-2i / D)`.
@@ -11,12 +11,12 @@ const THETA: f64 = 10000.0;
 pub struct Layer {
     attn_norm: Tensor,
     /// `[C, (H + 2 Hkv) D]`: q, k and v in one matmul.
-    qkv: Tensor,
-    out: Tensor,
+    qkv: Weight,
+    out: Weight,
     mlp_norm: Tensor,
     /// `[C, 2 M]`: the gate and the up projection in one matmul.
-    gate_up: Tensor,
-    down: Tensor,
+    gate_up: Weight,
+    down: Weight,
 }
 
 pub struct Model {
@@ -34,15 +34,16 @@ impl Model {
         let w = weights();
         let resid = c.residual_std();
         let qkv = (c.heads + 2 * c.kv_heads) * c.head_dim();
+        let q = |w: Tensor| Weight::new(w, c.quant);
         let layers = (0..c.layers)
             .map(|_| {
                 Ok(Layer {
                     attn_norm: w(1.0, STD, &[c.width])?,
-                    qkv: w(0.0, STD, &[c.width, qkv])?,
-                    out: w(0.0, resid, &[c.width, c.width])?,
+                    qkv: q(w(0.0, STD, &[c.width, qkv])?)?,
+                    out: q(w(0.0, resid, &[c.width, c.width])?)?,
                     mlp_norm: w(1.0, STD, &[c.width])?,
-                    gate_up: w(0.0, STD, &[c.width, 2 * c.mlp])?,
-                    down: w(0.0, resid, &[c.mlp, c.width])?,
+                    gate_up: q(w(0.0, STD, &[c.width, 2 * c.mlp])?)?,
+                    down: q(w(0.0, resid, &[c.mlp, c.width])?)?,
                 })
             })
             .collect::<Result<_>>()?;
@@ -50,19 +51,20 @@ impl Model {
         Ok(Model { embed: w(0.0, STD, &[c.vocab, c.width])?, layers, norm: w(1.0, STD, &[c.width])?, cos, sin })
     }
 
-    /// Every weight and table through `t` (to a device, to a dtype).
-    pub fn map(&self, t: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Model> {
+    /// Every weight and table through `t` (to `dev`, to a dtype); blocks copied to `dev` as they
+    /// are.
+    pub fn map(&self, dev: &Device, t: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Model> {
         let layers = self
             .layers
             .iter()
             .map(|l| {
                 Ok(Layer {
                     attn_norm: t(&l.attn_norm)?,
-                    qkv: t(&l.qkv)?,
-                    out: t(&l.out)?,
+                    qkv: l.qkv.map(dev, &t)?,
+                    out: l.out.map(dev, &t)?,
                     mlp_norm: t(&l.mlp_norm)?,
-                    gate_up: t(&l.gate_up)?,
-                    down: t(&l.down)?,
+                    gate_up: l.gate_up.map(dev, &t)?,
+                    down: l.down.map(dev, &t)?,
                 })
             })
             .collect::<Result<_>>()?;
