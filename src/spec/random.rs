@@ -23,6 +23,14 @@
 //!
 //! Every value draws on 24 random bits, f64 included: f64 uniforms take 2^24 distinct values
 //! and every normal lies within `sqrt(48 ln 2) ~ 5.77` standard deviations of the mean.
+//!
+//! Dropout of `x` with probability `p` at `(seed, offset)` ([`dropout`]): element `i` (in `x`'s
+//! logical row-major order) draws `u_i`, the uniform of `rand_uniform` on `[0, 1)` at that
+//! position, and is kept when `u_i >= p` (`p` rounded to `R`): with probability `1 - p` up to
+//! 2^-24. Its value is `x_i * m_i` in `R`, rounded to the dtype, where `m_i` is `1 / (1 - p)`
+//! (one `R` division, rounded) when kept and 0 when not (so a dropped NaN stays NaN and a
+//! negative value gives -0, as `x * mask * scale` in PyTorch); `p = 0` is the identity and
+//! `p = 1` keeps nothing (`m = 0`). `p` must lie in `[0, 1]`.
 
 use super::{Out, check_dtype, invalid, spec_enum};
 use crate::{DType, Result, Shape};
@@ -92,6 +100,22 @@ pub fn random(shape: &Shape, dtype: DType, dist: Distribution) -> Result<Out> {
         return Err(invalid(op, format!("{dist:?}: need finite values in the compute type, low < high, std >= 0")));
     }
     Ok(Out::new(shape.clone(), dtype))
+}
+
+/// Dropout's checks and constants for an `x` of `dtype`: the compute type `R`, `p` rounded to
+/// it, and the scale of a kept element (0 when `p` rounds to 1). `p` outside `[0, 1]` (or NaN)
+/// is `InvalidParam`, an integer dtype `WrongDType`.
+pub fn dropout(dtype: DType, p: f64) -> Result<(DType, f64, f64)> {
+    check_dtype("dropout", dtype, DType::FLOAT)?;
+    if !(0.0..=1.0).contains(&p) {
+        return Err(invalid("dropout", format!("p = {p}: the probability of dropping must lie in [0, 1]")));
+    }
+    Ok(if dtype == DType::F64 {
+        (DType::F64, p, if p == 1.0 { 0.0 } else { 1.0 / (1.0 - p) })
+    } else {
+        let p = p as f32;
+        (DType::F32, p.into(), if p == 1.0 { 0.0 } else { (1.0 / (1.0 - p)).into() })
+    })
 }
 
 const M0: u32 = 0xD251_1F53;

@@ -5,6 +5,7 @@ mod arith;
 mod attention;
 mod dims;
 mod display;
+mod dropout;
 mod fuse;
 mod indexing;
 mod literals;

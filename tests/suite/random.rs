@@ -1,4 +1,4 @@
-use crate::{Tol, assert_close, assert_values, same_as_cpu, suite};
+use crate::{Tol, View, assert_close, assert_values, float_dtypes, rand_tensor, same_as_cpu, suite, view_tensor};
 use rocm_wgpu_ops::spec::random::{Distribution, word};
 #[cfg(not(target_family = "wasm"))]
 use rocm_wgpu_ops::wgpu::{Mul, Tune};
@@ -16,6 +16,9 @@ suite!(
     seeds_and_offsets_give_different_streams,
     device_seed_reproduces_draws,
     random_rejects_bad_params,
+    dropout_matches_the_spec,
+    dropout_keeps_at_its_rate,
+    dropout_rejects_bad_params,
 );
 crate::tests!(
     #[cfg(not(target_family = "wasm"))]
@@ -360,5 +363,85 @@ fn every_wgpu_product_form_matches_reference() -> Result<()> {
             stream_is_continuous(&dev).await
         })?;
     }
+    Ok(())
+}
+
+/// Dropout straight from the spec's text, for `x`'s values in row-major order: element `i` kept
+/// where the uniform at `offset + i` is at least `p` (rounded to the compute type), then
+/// `x * 1 / (1 - p)` in the compute type rounded to the dtype; dropped, `x * 0`.
+fn dropout_expected(xs: &[f64], dtype: DType, p: f64, seed: u64, offset: u64) -> Vec<f64> {
+    let u = |i: usize| unit(word(seed, offset.wrapping_add(i as u64)));
+    xs.iter()
+        .enumerate()
+        .map(|(i, &x)| match dtype {
+            DType::F64 => x * if u(i) >= p { 1.0 / (1.0 - p) } else { 0.0 },
+            _ => {
+                let p = p as f32;
+                let y = x as f32 * if u(i) as f32 >= p { 1.0 / (1.0 - p) } else { 0.0 };
+                match dtype {
+                    DType::F16 => half::f16::from_f32(y).to_f64(),
+                    DType::BF16 => half::bf16::from_f32(y).to_f64(),
+                    _ => y.into(),
+                }
+            }
+        })
+        .collect()
+}
+
+/// Every float dtype, layout and a range of p, bit for bit against the spec (so the same mask on
+/// every backend), signed zeros included.
+async fn dropout_matches_the_spec(dev: &Device) -> Result<()> {
+    for dtype in float_dtypes(dev) {
+        for view in View::ALL {
+            for (k, &p) in [0.0, 0.1, 0.5, 0.999, 1.0].iter().enumerate() {
+                if crate::sample::skip() {
+                    continue;
+                }
+                let (seed, offset) = STREAMS[k % STREAMS.len()];
+                let x = view_tensor(dev, view, dtype, &[5, 7], 11, -3.0, 3.0)?;
+                let got = values(&x.dropout_at(p, seed, offset)?).await?;
+                let want = dropout_expected(&values(&x).await?, dtype, p, seed, offset);
+                let same = |(g, w): (&f64, &f64)| g.to_bits() == w.to_bits();
+                assert!(got.iter().zip(&want).all(same), "dropout {dtype} {view:?} p={p}: {got:?} against {want:?}");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The kept share of 10^6 elements within 5 standard deviations of the binomial's mean; the
+/// device's own stream moves on between calls and repeats after `set_seed`.
+async fn dropout_keeps_at_its_rate(dev: &Device) -> Result<()> {
+    let n = 1_000_000usize;
+    let x = Tensor::ones([n], DType::F32, dev)?;
+    let p = 0.1;
+    let y = values(&x.dropout_at(p, 5, 0)?).await?;
+    let kept = y.iter().filter(|&&v| v != 0.0).count() as f64;
+    let bound = 5.0 * (n as f64 * p * (1.0 - p)).sqrt();
+    assert!((kept - n as f64 * (1.0 - p)).abs() <= bound, "kept {kept} of {n} at p = {p}");
+    let scale = f64::from(1.0f32 / 0.9f32);
+    assert!(y.iter().all(|&v| v == 0.0 || v == scale), "values other than 0 and 1 / (1 - p)");
+    let own = dev.with_fusion(dev.fusion());
+    own.set_seed(9);
+    let small = Tensor::ones([64], DType::F32, &own)?;
+    let (a, b) = (values(&small.dropout(0.5)?).await?, values(&small.dropout(0.5)?).await?);
+    assert_ne!(a, b, "two calls drew the same mask");
+    own.set_seed(9);
+    assert_eq!(values(&small.dropout(0.5)?).await?, a, "set_seed does not repeat the mask");
+    Ok(())
+}
+
+async fn dropout_rejects_bad_params(dev: &Device) -> Result<()> {
+    let x = rand_tensor(dev, DType::F32, &[4], 3, -1.0, 1.0)?;
+    let before = values(&x).await?;
+    for p in [-0.1, 1.5, f64::NAN, f64::INFINITY] {
+        let r = x.dropout_at(p, 0, 0);
+        assert!(matches!(r, Err(Error::InvalidParam { .. })), "p = {p}: {r:?}");
+    }
+    for dtype in [DType::U8, DType::U32, DType::I64] {
+        let r = Tensor::zeros([4], dtype, dev)?.dropout(0.5);
+        assert!(matches!(r, Err(Error::WrongDType { .. })), "{dtype}: {r:?}");
+    }
+    assert_eq!(values(&x).await?, before, "a refused dropout changed its input");
     Ok(())
 }

@@ -1,0 +1,40 @@
+//! Dropout: a draw of the random family and elementwise maps (`spec::random` defines it), which
+//! a GPU backend that fuses runs as two kernels: the uniform draw and one fused map over it and
+//! `x`.
+
+use super::Tensor;
+use crate::spec::random::{self, Distribution};
+use crate::{Result, Shape};
+
+impl Tensor {
+    /// Each element kept with probability `1 - p` and scaled by `1 / (1 - p)`, else zeroed, from
+    /// the device's own stream (see [`crate::Device::set_seed`]): training-mode dropout.
+    ///
+    /// ```
+    /// use rocm_wgpu_ops::{Device, Tensor};
+    ///
+    /// let dev = Device::cpu();
+    /// let x = Tensor::ones([1000], rocm_wgpu_ops::DType::F32, &dev)?;
+    /// let y = x.dropout(0.25)?.to_vec::<f32>()?;
+    /// assert!(y.iter().all(|&v| v == 0.0 || v == 1.0 / 0.75));
+    /// assert!((650..850).contains(&y.iter().filter(|&&v| v != 0.0).count()));
+    /// # Ok::<(), rocm_wgpu_ops::Error>(())
+    /// ```
+    pub fn dropout(&self, p: f64) -> Result<Tensor> {
+        random::dropout(self.dtype(), p)?;
+        let (seed, offset) = self.device().next_random(self.elem_count());
+        self.dropout_at(p, seed, offset)
+    }
+
+    /// Dropout with the mask of stream position `(seed, offset)`: element `i` (row-major) is
+    /// kept where `rand_uniform` at `offset + i` is at least `p`. The same seed and offset give
+    /// the same result bit for bit on every backend, for any layout of `self`.
+    pub fn dropout_at(&self, p: f64, seed: u64, offset: u64) -> Result<Tensor> {
+        let (r, p, scale) = random::dropout(self.dtype(), p)?;
+        let shape: Shape = self.shape().clone();
+        let u = Tensor::random(shape, r, Distribution::Uniform { low: 0.0, high: 1.0 }, seed, offset, self.device())?;
+        // m = scale where kept, else 0 (exact: 1 * scale and 0 * scale, scale finite).
+        let m = u.ge(p)?.to_dtype(r)?.mul(scale)?;
+        self.to_dtype(r)?.mul(&m)?.to_dtype(self.dtype())
+    }
+}
