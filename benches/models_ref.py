@@ -34,7 +34,7 @@ UNET = ["batch=8,size=256,width=32,levels=3,up=nearest", "batch=8,size=256,width
 
 
 def parse(config):
-    return {k: (v if k in ("up", "arch") else int(v)) for k, v in (kv.split("=") for kv in config.split(","))}
+    return {k: (v if k in ("up", "arch", "quant") else int(v)) for k, v in (kv.split("=") for kv in config.split(","))}
 
 
 def weight(dtype, *shape, std=0.02, mean=0.0):
@@ -200,6 +200,9 @@ def main():
     print(f"# torch {torch.__version__} on {torch.cuda.get_device_name()}")
     ref = {}
     for model, dtype, cfg in runs:
+        if parse(cfg).get("quant", "none") != "none":
+            print(f"# {model} {dtype} {cfg}: no twin (torch has no ggml blocks)")
+            continue
         build = transformer if model == "transformer" else unet
         with torch.no_grad():
             f = build(parse(cfg), DTYPES[dtype])

@@ -334,6 +334,7 @@ fn decode(cfg: &Config, w: &Model, dev: &Device, dtype: DType, r: &Decoded, chec
     generate(cfg.decode.min(2))?;
     let (tokens, t, launched) = generate(cfg.decode)?;
     let per = launched as f64 / cfg.decode as f64;
+    println!("DECODE transformer {} {dtype} {:.3} ms {}", dev.kind(), t * 1e3 / cfg.decode as f64, cfg.tag());
     println!(
         "#   decode: {} tokens after the {}-token prompt in {:.3} ms: {:.1} tokens/s, {per:.0} kernels a token",
         cfg.decode,
