@@ -15,8 +15,11 @@ mod common;
 mod gpt2;
 #[path = "common/llama.rs"]
 mod llama;
+#[path = "common/parallel.rs"]
+mod parallel;
 
 use common::{Ctx, Flags, Res, budget};
+use parallel::Ranks;
 use rocm_wgpu_ops::spec::quant::GgmlType;
 use rocm_wgpu_ops::{DType, Device, QTensor, Tensor};
 use std::process::ExitCode;
@@ -45,7 +48,12 @@ against the tied embedding, the greedy next token.
   --quant TYPE     the matmul weights (not the embedding, norms or biases) as ggml blocks of
                    TYPE (q4_0, q4_1, q5_0, q5_1, q8_0: quantized on the cpu), multiplied by
                    QTensor::qmatmul (its matrix-vector kernel for up to 8 rows: decoding); the
-                   cpu reference multiplies by the same blocks (default: dense)";
+                   cpu reference multiplies by the same blocks (default: dense)
+  --devices LIST   also the forward split over these devices of each backend (ordinals, e.g.
+                   0,1; wgpu: adapters, where 0,0 is two devices on one): tensor parallel,
+                   heads and MLP columns split, one all-reduce (a Group: NCCL, RCCL, else the
+                   host) after the attention and after the MLP of each layer; timed, and checked
+                   against the cpu as the one-device forward is (dense weights only)";
 
 /// Weight init as GPT-2's: normal with std 0.02, residual projections scaled by 1/sqrt(2 layers).
 const STD: f64 = 0.02;
@@ -70,11 +78,14 @@ struct Config {
     vocab: usize,
     decode: usize,
     quant: Option<GgmlType>,
+    /// Devices the heads and the MLP are split over: a rank's config has `heads`, `kv_heads`
+    /// and `mlp` divided by it.
+    shards: usize,
 }
 
 impl Config {
     fn tag(&self) -> String {
-        let Config { arch, layers, width, heads, kv_heads, mlp, seq, vocab, decode, quant } = self;
+        let Config { arch, layers, width, heads, kv_heads, mlp, seq, vocab, decode, quant, .. } = self;
         let arch = if *arch == Arch::Gpt2 { "gpt2" } else { "llama" };
         let quant = quant.map_or("none", GgmlType::name);
         format!(
@@ -88,7 +99,7 @@ impl Config {
     }
 
     fn head_dim(&self) -> usize {
-        self.width / self.heads
+        self.width / (self.heads * self.shards)
     }
 
     fn residual_std(&self) -> f64 {
@@ -119,17 +130,50 @@ impl Model {
 
     /// The logits `(T, vocab)` of tokens `(T)` and the greedy next token at every position;
     /// with a cache, the tokens follow the ones it holds (and are added to it).
-    fn forward(&self, c: &Ctx, cfg: &Config, ids: &Tensor, mut cache: Option<&mut Cache>) -> Res<(Tensor, Tensor)> {
-        let (x, wte) = match self {
-            Model::Gpt2(m) => (m.forward(c, cfg, ids, cache.as_deref())?, &m.wte),
-            Model::Llama(m) => (m.forward(c, cfg, ids, cache.as_deref())?, &m.embed),
+    fn forward(&self, c: &Ctx, cfg: &Config, ids: &Tensor, cache: Option<&mut Cache>) -> Res<(Tensor, Tensor)> {
+        let one = Ranks { ctxs: std::slice::from_ref(c), group: None };
+        let caches = cache.map(std::slice::from_mut);
+        let mut out = Model::forward_ranks(&[self], &one, cfg, std::slice::from_ref(ids), caches)?;
+        Ok(out.remove(0))
+    }
+
+    /// [`Model::forward`] of every rank, rank `r` running shard `ms[r]` on the tokens `ids[r]`.
+    fn forward_ranks(
+        ms: &[&Model],
+        p: &Ranks,
+        cfg: &Config,
+        ids: &[Tensor],
+        mut caches: Option<&mut [Cache]>,
+    ) -> Res<Vec<(Tensor, Tensor)>> {
+        let held = caches.as_deref();
+        let (x, wte): (_, Vec<&Tensor>) = match ms[0] {
+            Model::Gpt2(_) => {
+                let ms: Vec<&gpt2::Model> =
+                    ms.iter().filter_map(|m| if let Model::Gpt2(m) = m { Some(m) } else { None }).collect();
+                (gpt2::Model::forward(&ms, p, cfg, ids, held)?, ms.iter().map(|m| &m.wte).collect())
+            }
+            Model::Llama(_) => {
+                let ms: Vec<&llama::Model> =
+                    ms.iter().filter_map(|m| if let Model::Llama(m) = m { Some(m) } else { None }).collect();
+                (llama::Model::forward(&ms, p, cfg, ids, held)?, ms.iter().map(|m| &m.embed).collect())
+            }
         };
-        if let Some(cache) = cache.as_mut() {
-            cache.len += ids.dims()[0];
+        for cache in caches.iter_mut().flat_map(|c| c.iter_mut()) {
+            cache.len += ids[0].dims()[0];
         }
-        let logits = c.op("matmul", budget::sum_of_products(cfg.width), || x.matmul(&wte.t()?))?;
-        let next = c.op("reduce", budget::COPY, || logits.argmax([1]))?;
-        Ok((logits, next))
+        p.map(|r, c| {
+            let logits = c.op("matmul", budget::sum_of_products(cfg.width), || x[r].matmul(&wte[r].t()?))?;
+            let next = c.op("reduce", budget::COPY, || logits.argmax([1]))?;
+            Ok((logits, next))
+        })
+    }
+
+    /// Rank `r` of `n`'s shard (see the archs' `shard`).
+    fn shard(&self, cfg: &Config, r: usize, n: usize) -> rocm_wgpu_ops::Result<Model> {
+        Ok(match self {
+            Model::Gpt2(m) => Model::Gpt2(m.shard(cfg, r, n)?),
+            Model::Llama(m) => Model::Llama(m.shard(cfg, r, n)?),
+        })
     }
 }
 
@@ -176,6 +220,17 @@ impl Weight {
             None => Weight::Dense(w),
             Some(ty) => Weight::Quant(QTensor::quantize(&w.t()?, ty)?),
         })
+    }
+
+    /// The parts `at` (start, length) of dim `dim`, side by side; dense weights only.
+    fn split(&self, dim: usize, at: &[(usize, usize)]) -> rocm_wgpu_ops::Result<Weight> {
+        match self {
+            Weight::Dense(w) => Ok(Weight::Dense(parallel::split(w, dim, at)?)),
+            Weight::Quant(_) => {
+                let msg = "ggml blocks are not split into shards here".into();
+                Err(rocm_wgpu_ops::Error::InvalidParam { op: "--devices", msg })
+            }
+        }
     }
 
     /// On `dev`: dense through `t` (to the device and dtype), blocks copied as they are.
@@ -306,6 +361,7 @@ fn run(f: &Flags, cfg: &Config, m: &Model, dev: &Device, dtype: DType, r: &Refer
         c.print_profile();
     }
     common::model_line("transformer", dev, dtype, t, &cfg.tag());
+    fails |= parallel::run(f, cfg, m, dev, dtype, r, check, t)? && gpu;
     Ok(fails)
 }
 
@@ -365,7 +421,20 @@ fn main() -> ExitCode {
 
 /// Whether every f32 comparison passed.
 fn main_() -> Res<bool> {
-    let known = ["arch", "layers", "width", "heads", "kv-heads", "mlp", "seq", "vocab", "check-seq", "decode", "quant"];
+    let known = [
+        "arch",
+        "layers",
+        "width",
+        "heads",
+        "kv-heads",
+        "mlp",
+        "seq",
+        "vocab",
+        "check-seq",
+        "decode",
+        "quant",
+        "devices",
+    ];
     let f = Flags::parse(USAGE, &known)?;
     let arch = match f.get("arch", "gpt2".to_string())?.as_str() {
         "gpt2" => Arch::Gpt2,
@@ -393,6 +462,7 @@ fn main_() -> Res<bool> {
                 GgmlType::ALL.iter().copied().find(|t| t.name() == q).ok_or(format!("--quant {q}: not a ggml type"))?,
             ),
         },
+        shards: 1,
     };
     let heads_ok = cfg.heads > 0 && cfg.width.is_multiple_of(cfg.heads);
     let kv_ok = cfg.kv_heads > 0
@@ -408,6 +478,7 @@ fn main_() -> Res<bool> {
     if arch == Arch::Llama && !cfg.head_dim().is_multiple_of(2) {
         return Err(format!("RoPE needs an even head size width / heads: {}", cfg.tag()).into());
     }
+    parallel::check(&f, &cfg)?;
     let check = f.get("check-seq", cfg.seq.min(16))?.clamp(1, cfg.seq);
     let devices = f.devices()?;
     println!("# transformer {}; compared with the cpu on the first {check} tokens", cfg.tag());

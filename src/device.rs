@@ -237,7 +237,7 @@ const PENDING_PRUNE: usize = 256;
 pub struct Device(Arc<DeviceInner>);
 
 impl Device {
-    fn from_backend(backend: AnyBackend, description: String) -> Device {
+    pub(crate) fn from_backend(backend: AnyBackend, description: String) -> Device {
         let fusion = std::env::var("RWO_FUSION").map_or(true, |v| v.trim() != "0");
         let rng = Mutex::new(RngState { seed: 0, offset: 0 });
         Device(Arc::new(DeviceInner { backend, description, rng, fusion, pending: Arc::default() }))
@@ -355,23 +355,6 @@ impl Device {
         }
     }
 
-    /// The ROCm device of HIP ordinal `ordinal` (as `hipGetDeviceCount` counts them), or why it
-    /// cannot be used. `Device::auto()` and `Device::new(BackendKind::Rocm)` take the device
-    /// `RWO_ROCM_DEVICE` names, else the first one the kernels can run on (cards before APUs).
-    pub fn rocm(ordinal: usize) -> Result<Device> {
-        #[cfg(feature = "rocm")]
-        let opened = RocmBackend::open(Some(ordinal)).map(|b| {
-            let label = b.describe();
-            (AnyBackend::Rocm(b), label)
-        });
-        #[cfg(not(feature = "rocm"))]
-        let opened: Probe<AnyBackend> = Err(format!("device {ordinal}: not compiled in (build with --features rocm)"));
-        match opened {
-            Ok((b, label)) => Ok(Device::from_backend(b, format!("{label}: asked for by ordinal"))),
-            Err(reason) => Err(Error::BackendUnavailable { kind: BackendKind::Rocm.to_string(), reason }),
-        }
-    }
-
     /// Every kind with whether it answers here (the device, or why not).
     pub fn probe_all() -> Vec<(BackendKind, Result<Device>)> {
         BackendKind::PREFERENCE.iter().map(|&k| (k, Device::new(k))).collect()
@@ -426,7 +409,7 @@ impl Device {
 
     /// [`Device::wgpu`] without blocking: the form that works in a browser.
     pub async fn wgpu_async(adapter: Option<&str>, features: Option<&str>) -> Result<Device> {
-        let b = WgpuBackend::open(adapter, features).await?;
+        let b = WgpuBackend::open(crate::wgpu::Pick::Name(adapter), features).await?;
         let label = b.describe();
         Ok(Device::from_backend(AnyBackend::Wgpu(b), format!("{label}: asked for by name")))
     }
@@ -445,7 +428,7 @@ impl Device {
         features: Option<&str>,
         tune: crate::wgpu::Tune,
     ) -> Result<Device> {
-        let b = WgpuBackend::open_tuned(adapter, features, tune).await?;
+        let b = WgpuBackend::open_tuned(crate::wgpu::Pick::Name(adapter), features, tune).await?;
         let label = b.describe();
         Ok(Device::from_backend(AnyBackend::Wgpu(b), format!("{label}: asked for by name, tuned {tune:?}")))
     }

@@ -23,8 +23,10 @@ compile_error!(
 
 pub mod backend;
 mod block;
+mod collective;
 pub mod cpu;
 mod device;
+mod devices;
 mod dtype;
 mod error;
 pub mod expr;
@@ -37,7 +39,9 @@ mod tensor;
 pub mod wgpu;
 
 pub use backend::BackendKind;
+pub use collective::{Group, ReduceOp, UniqueId};
 pub use device::Device;
+pub use devices::DeviceEntry;
 pub use dtype::{DType, Scalar, WithDType};
 pub use error::{Error, Result};
 /// The f16 and bf16 element types (the `half` crate), so they can be named without adding it.

@@ -2,8 +2,9 @@
 //! biases, GELU MLP.
 
 use crate::common::{Ctx, Res, budget};
+use crate::parallel::{Ranks, first_only, split};
 use crate::{Cache, Config, EPS, STD, Weight, attend, heads, matmul, weights};
-use rocm_wgpu_ops::{Device, Result, Tensor};
+use rocm_wgpu_ops::{Device, Error, Result, Tensor};
 
 /// A norm's weight and bias.
 type Affine = (Tensor, Tensor);
@@ -74,20 +75,61 @@ impl Model {
         Ok(Model { wte: t(&self.wte)?, wpe: t(&self.wpe)?, layers, ln_f: p(&self.ln_f)? })
     }
 
-    /// The final normed hidden states `(T, C)` of tokens `(T)` (after those `cache` holds).
-    pub fn forward(&self, c: &Ctx, cfg: &Config, ids: &Tensor, cache: Option<&Cache>) -> Res<Tensor> {
-        let (t, pos) = (ids.dims()[0], Cache::pos(cache));
-        let tok = c.op("index", budget::COPY, || self.wte.index_select(ids, 0))?;
-        let mut x = c.op("elementwise", budget::EXACT_MAP, || tok.add(&self.wpe.narrow(0, pos, t)?))?;
-        for (i, l) in self.layers.iter().enumerate() {
-            let a = attention(c, cfg, l, &norm(c, &x, &l.ln1)?, cache.map(|k| (k, i)))?;
-            x = c.op("elementwise", budget::EXACT_MAP, || x.add(&a))?;
-            let hidden = linear(c, &norm(c, &x, &l.ln2)?, &l.fc)?;
-            let hidden = c.op("elementwise", budget::MAP, || hidden.gelu())?;
-            let out = linear(c, &hidden, &l.fc2)?;
-            x = c.op("elementwise", budget::EXACT_MAP, || x.add(&out))?;
+    /// Rank `r` of `n`'s shard for tensor parallelism: q, k, v and fc by columns (heads, hidden
+    /// units), proj and fc2 by rows with their biases on rank 0 (zeros elsewhere, so the sum of
+    /// the ranks' outputs adds them once); embeddings and norms whole. Dense weights only.
+    pub fn shard(&self, cfg: &Config, r: usize, n: usize) -> Result<Model> {
+        let (c, m) = (cfg.width / n, cfg.mlp / n);
+        let qkv = [(r * c, c), (cfg.width + r * c, c), (2 * cfg.width + r * c, c)];
+        let cols = |(w, b): &Linear, at: &[(usize, usize)]| Ok::<_, Error>((w.split(1, at)?, split(b, 0, at)?));
+        let rows = |(w, b): &Linear, at: (usize, usize)| Ok::<_, Error>((w.split(0, &[at])?, first_only(b, r)?));
+        let layers = self
+            .layers
+            .iter()
+            .map(|l| {
+                Ok(Layer {
+                    ln1: l.ln1.clone(),
+                    qkv: cols(&l.qkv, &qkv)?,
+                    proj: rows(&l.proj, (r * c, c))?,
+                    ln2: l.ln2.clone(),
+                    fc: cols(&l.fc, &[(r * m, m)])?,
+                    fc2: rows(&l.fc2, (r * m, m))?,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Model { wte: self.wte.clone(), wpe: self.wpe.clone(), layers, ln_f: self.ln_f.clone() })
+    }
+
+    /// The final normed hidden states `(T, C)` of tokens `(T)` (after those the caches hold) on
+    /// every rank: rank `r` runs shard `ms[r]`; the attention's and the MLP's outputs are summed
+    /// over the ranks before the residual adds.
+    pub fn forward(
+        ms: &[&Model],
+        p: &Ranks,
+        cfg: &Config,
+        ids: &[Tensor],
+        caches: Option<&[Cache]>,
+    ) -> Res<Vec<Tensor>> {
+        let (t, pos) = (ids[0].dims()[0], Cache::pos(caches.map(|k| &k[0])));
+        let mut x = p.map(|r, c| {
+            let tok = c.op("index", budget::COPY, || ms[r].wte.index_select(&ids[r], 0))?;
+            c.op("elementwise", budget::EXACT_MAP, || tok.add(&ms[r].wpe.narrow(0, pos, t)?))
+        })?;
+        for i in 0..ms[0].layers.len() {
+            let a = p.sum(p.map(|r, c| {
+                let l = &ms[r].layers[i];
+                attention(c, cfg, l, &norm(c, &x[r], &l.ln1)?, caches.map(|k| (&k[r], i)))
+            })?)?;
+            x = p.map(|r, c| c.op("elementwise", budget::EXACT_MAP, || x[r].add(&a[r])))?;
+            let out = p.sum(p.map(|r, c| {
+                let l = &ms[r].layers[i];
+                let hidden = linear(c, &norm(c, &x[r], &l.ln2)?, &l.fc)?;
+                let hidden = c.op("elementwise", budget::MAP, || hidden.gelu())?;
+                linear(c, &hidden, &l.fc2)
+            })?)?;
+            x = p.map(|r, c| c.op("elementwise", budget::EXACT_MAP, || x[r].add(&out[r])))?;
         }
-        norm(c, &x, &self.ln_f)
+        p.map(|r, c| norm(c, &x[r], &ms[r].ln_f))
     }
 }
 

@@ -2,6 +2,7 @@
 //! heads, a SwiGLU MLP, no biases, the lm head tied to the embedding.
 
 use crate::common::{Ctx, Res, budget};
+use crate::parallel::Ranks;
 use crate::{Cache, Config, EPS, STD, Weight, attend, heads, matmul, weights};
 use rocm_wgpu_ops::{Device, Result, Tensor};
 
@@ -71,22 +72,63 @@ impl Model {
         Ok(Model { embed: t(&self.embed)?, layers, norm: t(&self.norm)?, cos: t(&self.cos)?, sin: t(&self.sin)? })
     }
 
-    /// The final normed hidden states `(T, C)` of tokens `(T)` (after those `cache` holds).
-    pub fn forward(&self, c: &Ctx, cfg: &Config, ids: &Tensor, cache: Option<&Cache>) -> Res<Tensor> {
-        let (t, pos) = (ids.dims()[0], Cache::pos(cache));
-        let (cos, sin) = (self.cos.narrow(0, pos, t)?, self.sin.narrow(0, pos, t)?);
-        let mut x = c.op("index", budget::COPY, || self.embed.index_select(ids, 0))?;
-        for (i, l) in self.layers.iter().enumerate() {
-            let rope = (&cos, &sin);
-            let a = attention(c, cfg, l, &norm(c, &x, &l.attn_norm)?, rope, cache.map(|k| (k, i)))?;
-            x = c.op("elementwise", budget::EXACT_MAP, || x.add(&a))?;
-            let gate_up = matmul(c, &norm(c, &x, &l.mlp_norm)?, &l.gate_up)?;
-            let gate = c.op("elementwise", budget::MAP, || gate_up.narrow(1, 0, cfg.mlp)?.silu())?;
-            let hidden = c.op("elementwise", budget::EXACT_MAP, || gate.mul(&gate_up.narrow(1, cfg.mlp, cfg.mlp)?))?;
-            let out = matmul(c, &hidden, &l.down)?;
-            x = c.op("elementwise", budget::EXACT_MAP, || x.add(&out))?;
+    /// Rank `r` of `n`'s shard for tensor parallelism: q, k, v, gate and up by columns (heads,
+    /// hidden units), out and down by rows; embedding, norms and tables whole. Dense weights only.
+    pub fn shard(&self, cfg: &Config, r: usize, n: usize) -> Result<Model> {
+        let d = cfg.head_dim();
+        let (h, kv, m) = (cfg.heads / n * d, cfg.kv_heads / n * d, cfg.mlp / n);
+        let (all_h, all_kv) = (cfg.heads * d, cfg.kv_heads * d);
+        let qkv = [(r * h, h), (all_h + r * kv, kv), (all_h + all_kv + r * kv, kv)];
+        let c = cfg.width / n;
+        let layers = self
+            .layers
+            .iter()
+            .map(|l| {
+                Ok(Layer {
+                    attn_norm: l.attn_norm.clone(),
+                    qkv: l.qkv.split(1, &qkv)?,
+                    out: l.out.split(0, &[(r * c, c)])?,
+                    mlp_norm: l.mlp_norm.clone(),
+                    gate_up: l.gate_up.split(1, &[(r * m, m), (cfg.mlp + r * m, m)])?,
+                    down: l.down.split(0, &[(r * m, m)])?,
+                })
+            })
+            .collect::<Result<_>>()?;
+        let (embed, norm, cos, sin) = (self.embed.clone(), self.norm.clone(), self.cos.clone(), self.sin.clone());
+        Ok(Model { embed, layers, norm, cos, sin })
+    }
+
+    /// The final normed hidden states `(T, C)` of tokens `(T)` (after those the caches hold) on
+    /// every rank: rank `r` runs shard `ms[r]`; the attention's and the MLP's outputs are summed
+    /// over the ranks before the residual adds.
+    pub fn forward(
+        ms: &[&Model],
+        p: &Ranks,
+        cfg: &Config,
+        ids: &[Tensor],
+        caches: Option<&[Cache]>,
+    ) -> Res<Vec<Tensor>> {
+        let (t, pos) = (ids[0].dims()[0], Cache::pos(caches.map(|k| &k[0])));
+        let rope = p.map(|r, _| Ok((ms[r].cos.narrow(0, pos, t)?, ms[r].sin.narrow(0, pos, t)?)))?;
+        let mut x = p.map(|r, c| c.op("index", budget::COPY, || ms[r].embed.index_select(&ids[r], 0)))?;
+        for i in 0..ms[0].layers.len() {
+            let a = p.sum(p.map(|r, c| {
+                let l = &ms[r].layers[i];
+                let rope = (&rope[r].0, &rope[r].1);
+                attention(c, cfg, l, &norm(c, &x[r], &l.attn_norm)?, rope, caches.map(|k| (&k[r], i)))
+            })?)?;
+            x = p.map(|r, c| c.op("elementwise", budget::EXACT_MAP, || x[r].add(&a[r])))?;
+            let out = p.sum(p.map(|r, c| {
+                let l = &ms[r].layers[i];
+                let gate_up = matmul(c, &norm(c, &x[r], &l.mlp_norm)?, &l.gate_up)?;
+                let gate = c.op("elementwise", budget::MAP, || gate_up.narrow(1, 0, cfg.mlp)?.silu())?;
+                let up = gate_up.narrow(1, cfg.mlp, cfg.mlp)?;
+                let hidden = c.op("elementwise", budget::EXACT_MAP, || gate.mul(&up))?;
+                matmul(c, &hidden, &l.down)
+            })?)?;
+            x = p.map(|r, c| c.op("elementwise", budget::EXACT_MAP, || x[r].add(&out[r])))?;
         }
-        norm(c, &x, &self.norm)
+        p.map(|r, c| norm(c, &x[r], &ms[r].norm))
     }
 }
 

@@ -205,25 +205,33 @@ const WARM_UP: Duration = Duration::from_secs(2);
 
 /// Runs `forward` for [`WARM_UP`] (at least once), then `runs` times, synchronising before each
 /// clock stops. Returns the median time and the last output.
-pub fn time<T>(dev: &Device, runs: usize, mut forward: impl FnMut() -> Res<T>) -> Res<(Duration, T)> {
+pub fn time<T>(dev: &Device, runs: usize, forward: impl FnMut() -> Res<T>) -> Res<(Duration, T)> {
+    time_on(std::slice::from_ref(dev), runs, forward)
+}
+
+/// [`time`] of a forward that runs on several devices: each clock stops when all are done;
+/// kernels counted on all.
+pub fn time_on<T>(devs: &[Device], runs: usize, mut forward: impl FnMut() -> Res<T>) -> Res<(Duration, T)> {
+    let sync = || devs.iter().try_for_each(Device::synchronize);
+    let launches = || devs.iter().map(Device::launches).sum::<u64>();
     let warm = Instant::now();
     let mut out = forward()?;
-    dev.synchronize()?;
+    sync()?;
     while warm.elapsed() < WARM_UP {
         out = forward()?;
-        dev.synchronize()?;
+        sync()?;
     }
     let (mut times, mut records) = (vec![], vec![]);
-    let launched = dev.launches();
+    let launched = launches();
     for _ in 0..runs.max(1) {
         let start = Instant::now();
         out = forward()?;
         records.push(start.elapsed());
-        dev.synchronize()?;
+        sync()?;
         times.push(start.elapsed());
     }
-    let fusion = if dev.fusion() { "on" } else { "off (RWO_FUSION=0)" };
-    let per = (dev.launches() - launched) as f64 / runs.max(1) as f64;
+    let fusion = if devs[0].fusion() { "on" } else { "off (RWO_FUSION=0)" };
+    let per = (launches() - launched) as f64 / runs.max(1) as f64;
     println!("#   kernels per forward: {per:.0} (fusion {fusion})");
     let each: Vec<String> = times.iter().take(16).map(|&t| format!("{:.2}", ms(t))).collect();
     println!("#   forwards in order (ms): {}{}", each.join(" "), if times.len() > 16 { " ..." } else { "" });

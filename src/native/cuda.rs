@@ -6,7 +6,7 @@ use super::blas::{Blas, cuda::CuBlas};
 use super::cache::{Cache, Key};
 use super::dnn::{Dnn, cuda::CuDnn};
 use super::ptr::DevicePtr;
-use super::runtime::{DeviceInfo, Runtime};
+use super::runtime::{DeviceInfo, Runtime, requested_ordinal};
 use super::{HIP_COMMON, NativeBackend, hip_source};
 use crate::spec::Family;
 use crate::{BackendKind, Error, Result};
@@ -34,7 +34,7 @@ fn cu_err(what: &'static str) -> impl Fn(DriverError) -> Error {
     }
 }
 
-/// Device 0 of the CUDA driver, with one non-blocking stream for all work, and the vendor
+/// A device of the CUDA driver, with one non-blocking stream for all work, and the vendor
 /// libraries bound to that stream, loaded at first use (or why they did not load).
 pub struct Cuda {
     /// First: dropped (their handles destroyed) before the stream and context they use.
@@ -76,16 +76,17 @@ unsafe impl Send for CuFunction {}
 unsafe impl Sync for CuFunction {}
 
 impl Cuda {
-    /// Device 0, or why there is none: no driver library, no NVRTC, no device.
-    pub fn open() -> std::result::Result<Cuda, String> {
+    /// Device `ordinal`, else the one `RWO_CUDA_DEVICE` names, else device 0; or why it cannot
+    /// be used: no driver library, no NVRTC, no such device.
+    pub fn open(ordinal: Option<usize>) -> std::result::Result<Cuda, String> {
         // cudarc panics when a library or symbol it loads is missing; keep that a reason.
-        std::panic::catch_unwind(Self::open_inner).unwrap_or_else(|p| {
+        std::panic::catch_unwind(|| Self::open_inner(ordinal)).unwrap_or_else(|p| {
             let msg = p.downcast_ref::<String>().cloned().or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
             Err(format!("the CUDA libraries failed to load: {}", msg.unwrap_or_default()))
         })
     }
 
-    fn open_inner() -> std::result::Result<Cuda, String> {
+    fn open_inner(ordinal: Option<usize>) -> std::result::Result<Cuda, String> {
         // SAFETY: only tries to load the driver library.
         if !unsafe { sys::is_culib_present() } {
             return Err("no CUDA driver library (libcuda.so) found".into());
@@ -98,7 +99,11 @@ impl Cuda {
         if count < 1 {
             return Err("the CUDA driver sees no device".into());
         }
-        let ctx = CudaContext::new(0).map_err(|e| format!("no context on device 0: {e:?}"))?;
+        let n = ordinal.map_or_else(|| requested_ordinal("RWO_CUDA_DEVICE"), |n| Ok(Some(n)))?.unwrap_or(0);
+        if n >= count as usize {
+            return Err(format!("no CUDA device {n} (there are {count})"));
+        }
+        let ctx = CudaContext::new(n).map_err(|e| format!("no context on device {n}: {e:?}"))?;
         let stream = ctx.new_stream().map_err(|e| format!("no stream: {e:?}"))?;
         let info = Self::device_info(&ctx).map_err(|e| e.to_string())?;
         let archs = nvrtc_archs().map_err(|e| e.to_string())?;
@@ -119,7 +124,7 @@ impl Cuda {
         // SAFETY: writes two ints.
         unsafe { rtc_sys::nvrtcVersion(&mut rmaj, &mut rmin) }.result().map_err(|e| err("nvrtcVersion", e))?;
         Ok(DeviceInfo {
-            name: ctx.name().map_err(cu_err("cuDeviceGetName"))?,
+            name: format!("{} (CUDA device {})", ctx.name().map_err(cu_err("cuDeviceGetName"))?, ctx.ordinal()),
             arch: format!("sm_{major}{minor}"),
             warp_size: attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE)? as u32,
             multiprocessors: attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
@@ -131,6 +136,24 @@ impl Cuda {
     fn bind(&self) -> Result<()> {
         self.ctx.bind_to_thread().map_err(cu_err("binding the context"))
     }
+}
+
+/// The name of every device the CUDA driver sees, by ordinal; opens no context.
+pub fn device_names() -> std::result::Result<Vec<String>, String> {
+    std::panic::catch_unwind(|| {
+        // SAFETY: only tries to load the driver library.
+        if !unsafe { sys::is_culib_present() } {
+            return Err("no CUDA driver library (libcuda.so) found".to_string());
+        }
+        let count = CudaContext::device_count().map_err(|e| format!("cuInit failed: {e:?}"))?;
+        (0..count)
+            .map(|i| {
+                let dev = cu::device::get(i).map_err(|e| format!("cuDeviceGet({i}): {e:?}"))?;
+                cu::device::get_name(dev).map_err(|e| format!("cuDeviceGetName({i}): {e:?}"))
+            })
+            .collect()
+    })
+    .unwrap_or_else(|_| Err("the CUDA driver library failed to load".into()))
 }
 
 /// Whether the NVRTC library can be loaded here (what [`nvrtc_compile`] needs).
@@ -237,6 +260,14 @@ impl Runtime for Cuda {
         &self.info
     }
 
+    fn ordinal(&self) -> usize {
+        self.ctx.ordinal()
+    }
+
+    fn raw_stream(&self) -> *mut c_void {
+        self.stream.cu_stream() as *mut c_void
+    }
+
     fn alloc(&self, bytes: usize) -> Result<DevicePtr> {
         self.bind()?;
         // SAFETY: a plain allocation; its contents are never read before being written.
@@ -268,6 +299,18 @@ impl Runtime for Cuda {
         // SAFETY: the caller's contract.
         unsafe { cu::memcpy_dtod_async(dst.0, src.0, bytes, self.stream.cu_stream()) }
             .map_err(cu_err("cuMemcpyDtoDAsync"))
+    }
+
+    unsafe fn copy_peer(&self, from: &Cuda, src: DevicePtr, dst: DevicePtr, bytes: usize) -> Result<()> {
+        from.synchronize()?;
+        self.bind()?;
+        let (to_ctx, from_ctx) = (self.ctx.cu_ctx(), from.ctx.cu_ctx());
+        // SAFETY: the caller's contract; `from`'s writes are done (synchronised above), and the
+        // copy is waited for below, so `src` may be reused once this returns.
+        unsafe { sys::cuMemcpyPeerAsync(dst.0, to_ctx, src.0, from_ctx, bytes, self.stream.cu_stream()) }
+            .result()
+            .map_err(cu_err("cuMemcpyPeerAsync"))?;
+        self.synchronize()
     }
 
     unsafe fn memset(&self, dst: DevicePtr, value: u8, bytes: usize) -> Result<()> {
@@ -346,14 +389,14 @@ impl Runtime for Cuda {
 }
 
 impl NativeBackend<Cuda> {
-    /// Device 0 of the CUDA driver, or why it cannot be used here.
-    pub fn open() -> std::result::Result<CudaBackend, String> {
-        Cuda::open().map(NativeBackend::new)
+    /// CUDA device `ordinal` (else as [`Cuda::open`] chooses), or why it cannot be used here.
+    pub fn open(ordinal: Option<usize>) -> std::result::Result<CudaBackend, String> {
+        Cuda::open(ordinal).map(NativeBackend::new)
     }
 }
 
 impl crate::backend::Open for CudaBackend {
     async fn open_default() -> std::result::Result<Self, String> {
-        Self::open()
+        Self::open(None)
     }
 }

@@ -145,7 +145,7 @@ macro_rules! dylib {
         }
     };
 }
-#[cfg(feature = "rocm")]
+#[cfg(any(feature = "rocm", feature = "cuda"))]
 pub(crate) use dylib;
 
 #[cfg(all(test, target_os = "linux"))]

@@ -151,6 +151,14 @@ dylib! {
         fn hipMalloc(ptr: *mut *mut c_void, bytes: usize) -> HipError;
         fn hipFree(ptr: *mut c_void) -> HipError;
         fn hipMemcpyAsync(dst: *mut c_void, src: *const c_void, bytes: usize, kind: c_int, stream: Stream) -> HipError;
+        fn hipMemcpyPeerAsync(
+            dst: *mut c_void,
+            dst_device: c_int,
+            src: *const c_void,
+            src_device: c_int,
+            bytes: usize,
+            stream: Stream,
+        ) -> HipError;
         fn hipMemsetD8Async(dst: *mut c_void, value: c_uchar, count: usize, stream: Stream) -> HipError;
         fn hipModuleLoadData(module: *mut Module, image: *const c_void) -> HipError;
         fn hipModuleUnload(module: Module) -> HipError;

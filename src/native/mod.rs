@@ -15,7 +15,7 @@ pub(crate) mod cache;
 mod conv;
 mod copy;
 pub mod dnn;
-#[cfg(any(test, feature = "rocm"))]
+#[cfg(any(test, feature = "rocm", feature = "cuda"))]
 mod dylib;
 mod elementwise;
 mod fused;
@@ -26,6 +26,8 @@ mod hip_api;
 mod index;
 pub(crate) mod kernel;
 mod matmul;
+#[cfg(any(feature = "cuda", feature = "rocm"))]
+pub(crate) mod nccl;
 mod nn;
 mod pool;
 mod ptr;
@@ -232,6 +234,25 @@ impl<R: Runtime> NativeBackend<R> {
             })?
         };
         Ok(NativeStorage { ptr, class, dtype, len, owner: self.0.clone() })
+    }
+
+    /// `len` elements from element `offset` of `src`, a storage of `from` (another device of
+    /// this runtime, or this one), in a new storage here; done when this returns.
+    #[cfg(any(feature = "cuda", feature = "rocm"))]
+    pub(crate) fn copy_from_peer(
+        &self,
+        from: &Self,
+        src: &NativeStorage<R>,
+        offset: usize,
+        len: usize,
+    ) -> Result<NativeStorage<R>> {
+        let out = self.storage(src.dtype, len)?;
+        if len > 0 {
+            // SAFETY: `src` holds `offset + len` elements (the caller's tensor lies inside it) and
+            // `out` holds `len`; both stay alive for the call, which waits for the copy.
+            unsafe { self.0.rt.copy_peer(&from.0.rt, src.at(offset), out.ptr, len * src.dtype.size_in_bytes())? };
+        }
+        Ok(out)
     }
 
     /// The function `name` of `family`'s module, loading the module at first use.

@@ -14,7 +14,7 @@ use super::dnn::{Dnn, rocm::MiOpen};
 use super::gfx::{self, Candidate};
 use super::hip_api::{self, Bound, HipLib, c_text};
 use super::ptr::DevicePtr;
-use super::runtime::{DeviceInfo, Runtime, library_allowed};
+use super::runtime::{DeviceInfo, Runtime, library_allowed, requested_ordinal};
 use super::{HIP_COMMON, NativeBackend, hip_source};
 use crate::spec::Family;
 use crate::{BackendKind, Error, Result};
@@ -85,16 +85,6 @@ unsafe impl Send for HipFunction {}
 // SAFETY: as for Send.
 unsafe impl Sync for HipFunction {}
 
-/// The device ordinal `RWO_ROCM_DEVICE` names, if set.
-fn requested_ordinal() -> std::result::Result<Option<usize>, String> {
-    match std::env::var("RWO_ROCM_DEVICE") {
-        Ok(v) if !v.trim().is_empty() => {
-            v.trim().parse().map(Some).map_err(|_| format!("RWO_ROCM_DEVICE={v} is not a device number"))
-        }
-        _ => Ok(None),
-    }
-}
-
 /// The embedded target whose code fits target id `arch`, if any.
 fn embedded_target(arch: &str) -> Option<&'static str> {
     gfx::best_target(objects::TARGETS.iter().copied(), arch)
@@ -155,6 +145,15 @@ pub fn hiprtc_compile(family: Family, arch: &str) -> Result<Vec<u8>> {
     rtc.compile(&format!("{family}.hip"), source, &[("common.h", HIP_COMMON)], arch, objects::FLAGS).map_err(err)
 }
 
+/// The name and architecture of every device the HIP runtime sees, by ordinal.
+pub fn device_names() -> std::result::Result<Vec<String>, String> {
+    let lib = hip_api::library()?;
+    let count = lib.device_count()?;
+    (0..count)
+        .map(|i| lib.properties(i as c_int).map(|p| format!("{} ({})", c_text(&p.name), c_text(&p.gcnArchName))))
+        .collect()
+}
+
 impl Hip {
     /// Device `ordinal`, else the one `RWO_ROCM_DEVICE` names, else the default (the first
     /// usable discrete device, then an integrated one); or why it cannot be used: no HIP
@@ -178,7 +177,7 @@ impl Hip {
             candidates.push(Candidate { ordinal: i, usable: usable(lib, &arch), arch, integrated });
             props.push(p);
         }
-        let ordinal = match ordinal.map_or_else(requested_ordinal, |n| Ok(Some(n)))? {
+        let ordinal = match ordinal.map_or_else(|| requested_ordinal("RWO_ROCM_DEVICE"), |n| Ok(Some(n)))? {
             Some(n) => {
                 let c = candidates.get(n).ok_or_else(|| at(format!("no HIP device {n} (there are {count})")))?;
                 c.usable.clone().map_err(|e| at(format!("device {n} ({}): {e}", c.arch)))?;
@@ -250,6 +249,14 @@ impl Runtime for Hip {
         &self.info
     }
 
+    fn ordinal(&self) -> usize {
+        self.ordinal as usize
+    }
+
+    fn raw_stream(&self) -> *mut c_void {
+        self.stream
+    }
+
     fn alloc(&self, bytes: usize) -> Result<DevicePtr> {
         let _bound = self.bind()?;
         let mut ptr: *mut c_void = std::ptr::null_mut();
@@ -280,6 +287,18 @@ impl Runtime for Hip {
 
     unsafe fn dtod(&self, src: DevicePtr, dst: DevicePtr, bytes: usize) -> Result<()> {
         self.copy("hipMemcpyAsync (on device)", dev(dst), dev(src), bytes, hip_api::MEMCPY_DEVICE_TO_DEVICE)
+    }
+
+    unsafe fn copy_peer(&self, from: &Hip, src: DevicePtr, dst: DevicePtr, bytes: usize) -> Result<()> {
+        from.synchronize()?;
+        let _bound = self.bind()?;
+        // SAFETY: the caller's contract; `from`'s writes are done (synchronised above), and the
+        // copy is waited for below, so `src` may be reused once this returns.
+        let copied = unsafe {
+            (self.lib.fns.hipMemcpyPeerAsync)(dev(dst), self.ordinal, dev(src), from.ordinal, bytes, self.stream)
+        };
+        self.check("hipMemcpyPeerAsync", copied)?;
+        self.synchronize()
     }
 
     unsafe fn memset(&self, dst: DevicePtr, value: u8, bytes: usize) -> Result<()> {

@@ -23,6 +23,17 @@ pub fn library_allowed(name: &str) -> std::result::Result<(), String> {
     }
 }
 
+/// The device ordinal environment variable `var` (`RWO_CUDA_DEVICE`, `RWO_ROCM_DEVICE`) names,
+/// if set.
+pub fn requested_ordinal(var: &str) -> std::result::Result<Option<usize>, String> {
+    match std::env::var(var) {
+        Ok(v) if !v.trim().is_empty() => {
+            v.trim().parse().map(Some).map_err(|_| format!("{var}={v} is not a device number"))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// What a runtime says about its device.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DeviceInfo {
@@ -54,6 +65,12 @@ pub trait Runtime: Send + Sync + Sized + 'static {
     /// What the runtime says about its device.
     fn info(&self) -> &DeviceInfo;
 
+    /// The driver's ordinal of the device.
+    fn ordinal(&self) -> usize;
+
+    /// The stream all work goes to, as the vendor's handle (what NCCL and RCCL queue on).
+    fn raw_stream(&self) -> *mut c_void;
+
     /// `bytes` (> 0) of device memory.
     fn alloc(&self, bytes: usize) -> Result<DevicePtr>;
 
@@ -80,6 +97,13 @@ pub trait Runtime: Send + Sync + Sized + 'static {
     /// # Safety
     /// Both ranges lie inside allocations of this runtime.
     unsafe fn dtod(&self, src: DevicePtr, dst: DevicePtr, bytes: usize) -> Result<()>;
+
+    /// Copies `bytes` from `src`, on `from`'s device, to `dst` on this one: after all work queued
+    /// on `from` so far, and done when this returns (`src` may be reused at once).
+    ///
+    /// # Safety
+    /// Each range lies inside an allocation of its runtime.
+    unsafe fn copy_peer(&self, from: &Self, src: DevicePtr, dst: DevicePtr, bytes: usize) -> Result<()>;
 
     /// Sets `bytes` bytes to `value`, ordered on the stream.
     ///

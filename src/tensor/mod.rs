@@ -108,7 +108,7 @@ impl std::fmt::Debug for Tensor {
 }
 
 impl Tensor {
-    fn from_storage(storage: Storage, shape: impl Into<Shape>, device: &Device) -> Tensor {
+    pub(crate) fn from_storage(storage: Storage, shape: impl Into<Shape>, device: &Device) -> Tensor {
         Self::from_parts(storage, shape.into(), Status::default(), device)
     }
 
@@ -404,9 +404,29 @@ impl Tensor {
         crate::block::block_on_result("to_device", self.to_device_async(device))
     }
 
-    /// [`Tensor::to_device`] without blocking: the form that works in a browser.
+    /// This tensor contiguous, with the errors its kernels may have flagged checked: what code
+    /// that hands its memory to a vendor library (a peer copy, a collective) reads.
+    pub(crate) async fn resolved(&self) -> Result<Tensor> {
+        let t = self.contiguous()?;
+        t.status().resolve(&t.device).await?;
+        Ok(t)
+    }
+
+    /// The element of its storage this tensor starts at.
+    pub(crate) fn offset(&self) -> usize {
+        self.layout.offset()
+    }
+
+    /// [`Tensor::to_device`] without blocking: the form that works in a browser. Between two
+    /// devices of one native backend the driver copies peer to peer; anything else goes
+    /// through the host.
     pub async fn to_device_async(&self, device: &Device) -> Result<Tensor> {
-        Tensor::from_cpu(self.to_cpu_storage_async().await?, self.shape().clone(), device)
+        let t = self.resolved().await?;
+        let peer = crate::devices::peer_copy(&t.device, device, &*t.read()?, t.offset(), t.elem_count());
+        match peer {
+            Some(s) => Ok(Tensor::from_storage(s?, self.shape().clone(), device)),
+            None => Tensor::from_cpu(t.to_cpu_storage_async().await?, self.shape().clone(), device),
+        }
     }
 
     /// This tensor if contiguous, else a contiguous copy.
@@ -478,11 +498,16 @@ impl Tensor {
     }
 
     pub(crate) fn check_same_device(&self, op: &'static str, other: &Tensor) -> Result<()> {
-        if self.device.same_device(&other.device) {
+        self.check_device(op, &other.device)
+    }
+
+    /// `DeviceMismatch` naming both devices unless this tensor lives on `device`.
+    pub(crate) fn check_device(&self, op: &'static str, device: &Device) -> Result<()> {
+        if self.device.same_device(device) {
             Ok(())
         } else {
             let name = |d: &Device| dispatch!(d, |b| b.describe());
-            let (lhs, mut rhs) = (name(&self.device), name(&other.device));
+            let (lhs, mut rhs) = (name(&self.device), name(device));
             if lhs == rhs {
                 rhs.push_str(" (another device of that name)");
             }

@@ -124,31 +124,48 @@ pub(crate) fn plain_kind(info: &wgpu::AdapterInfo) -> String {
     format!("{what}, through {api}")
 }
 
+/// Which adapter to open: the preferred one or the first whose name holds a text, or the
+/// `n`-th in the order of [`Gpu::adapters`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Pick<'a> {
+    Name(Option<&'a str>),
+    Ordinal(usize),
+}
+
 impl Gpu {
-    /// Opens the preferred adapter (or the first whose name holds `name_filter`), asking for
-    /// its own limits and the wanted features it has, within `allowed`.
-    pub(crate) async fn open(name_filter: Option<&str>, allowed: Features) -> std::result::Result<Gpu, String> {
+    /// The adapters that can run compute kernels, in the order the crate prefers them (the
+    /// ordinals of [`Pick::Ordinal`]), and the names of every adapter found.
+    pub(crate) async fn adapters() -> (Vec<wgpu::Adapter>, Vec<String>) {
         // GL only when no native API answers: probing it costs time and prints display noise.
-        let mut instance = Self::instance(wgpu::Backends::PRIMARY);
-        let mut adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
+        let mut adapters = Self::instance(wgpu::Backends::PRIMARY).enumerate_adapters(wgpu::Backends::all()).await;
         if adapters.is_empty() {
-            instance = Self::instance(wgpu::Backends::all());
-            adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
+            adapters = Self::instance(wgpu::Backends::all()).enumerate_adapters(wgpu::Backends::all()).await;
         }
         let all_names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
-        if let Some(f) = name_filter {
-            adapters.retain(|a| a.get_info().name.to_lowercase().contains(&f.to_lowercase()));
-        }
         // Compute needs storage buffers in compute shaders; some GL adapters have none.
         adapters.retain(|a| a.limits().max_storage_buffers_per_shader_stage >= 8);
         adapters.sort_by_key(|a| rank(&a.get_info()));
+        (adapters, all_names)
+    }
+
+    /// Opens the adapter `pick` names, asking for its own limits and the wanted features it
+    /// has, within `allowed`.
+    pub(crate) async fn open(pick: Pick<'_>, allowed: Features) -> std::result::Result<Gpu, String> {
+        let (mut adapters, all_names) = Self::adapters().await;
+        let count = adapters.len();
+        match pick {
+            Pick::Name(Some(f)) => adapters.retain(|a| a.get_info().name.to_lowercase().contains(&f.to_lowercase())),
+            Pick::Ordinal(n) => adapters = adapters.into_iter().skip(n).take(1).collect(),
+            Pick::Name(None) => {}
+        }
         let Some(adapter) = adapters.into_iter().next() else {
-            return Err(match name_filter {
-                Some(f) => format!("no adapter named like {f:?} (RWO_ADAPTER); found {all_names:?}"),
-                None if all_names.is_empty() => {
+            return Err(match pick {
+                Pick::Name(Some(f)) => format!("no adapter named like {f:?} (RWO_ADAPTER); found {all_names:?}"),
+                Pick::Ordinal(n) => format!("no adapter {n}: {count} can run compute kernels, of {all_names:?}"),
+                Pick::Name(None) if all_names.is_empty() => {
                     "no adapter (install a Vulkan driver, e.g. apt-get install mesa-vulkan-drivers)".into()
                 }
-                None => format!("no adapter with compute storage buffers among {all_names:?}"),
+                Pick::Name(None) => format!("no adapter with compute storage buffers among {all_names:?}"),
             });
         };
         let info = adapter.get_info();

@@ -34,6 +34,7 @@ use crate::{BackendKind, CpuStorage, DType, Error, Result};
 pub use alloc::{MemoryStats, SLACK as POOL_SLACK};
 use alloc::{Pool, PooledBuffer};
 use batch::{Mapping, Recorder};
+pub(crate) use context::Pick;
 use context::{BoundsChecks, Gpu};
 #[doc(hidden)]
 pub use gemm::hooks as gemm_hooks;
@@ -164,23 +165,33 @@ impl crate::backend::Open for WgpuBackend {
     async fn open_default() -> std::result::Result<WgpuBackend, String> {
         let adapter = std::env::var("RWO_ADAPTER").ok();
         let features = std::env::var("RWO_WGPU_FEATURES").ok();
-        Self::open(adapter.as_deref(), features.as_deref()).await.map_err(|e| match e {
+        Self::open(Pick::Name(adapter.as_deref()), features.as_deref()).await.map_err(|e| match e {
             Error::BackendUnavailable { reason, .. } => reason,
             e => e.to_string(),
         })
     }
 }
 
+/// The adapters that can run compute kernels, by ordinal (what [`Pick::Ordinal`] counts), each
+/// with its kind in plain words.
+pub(crate) async fn adapter_names() -> Vec<String> {
+    let named = |a: &wgpu::Adapter| {
+        let info = a.get_info();
+        format!("{} ({})", info.name, context::plain_kind(&info))
+    };
+    Gpu::adapters().await.0.iter().map(named).collect()
+}
+
 impl WgpuBackend {
-    /// Opens an adapter by name substring with the named features (`"none"`, `"f16,i64"`...)
+    /// Opens an adapter (by name substring or ordinal) with the named features (`"none"`, `"f16,i64"`...)
     /// and the tuning overrides of `RWO_WGPU_TUNE`.
-    pub(crate) async fn open(adapter: Option<&str>, features: Option<&str>) -> Result<WgpuBackend> {
+    pub(crate) async fn open(adapter: Pick<'_>, features: Option<&str>) -> Result<WgpuBackend> {
         let tune = Tune::parse(std::env::var("RWO_WGPU_TUNE").ok().as_deref())?;
         Self::open_tuned(adapter, features, tune).await
     }
 
     /// [`WgpuBackend::open`] with the tuning overrides `tune`.
-    pub(crate) async fn open_tuned(adapter: Option<&str>, features: Option<&str>, tune: Tune) -> Result<WgpuBackend> {
+    pub(crate) async fn open_tuned(adapter: Pick<'_>, features: Option<&str>, tune: Tune) -> Result<WgpuBackend> {
         let allowed = context::allowed_features(features)?;
         let gpu = Gpu::open(adapter, allowed)
             .await

@@ -100,7 +100,9 @@ mod tests {
     #[test]
     fn pipelines_built_in_one_process_are_on_disk_for_the_next() {
         // Only an adapter with a pipeline cache (Vulkan) can keep one; lavapipe in CI has it.
-        let Ok(gpu) = pollster::block_on(Gpu::open(None, wgpu::Features::empty())) else { return };
+        let Ok(gpu) = pollster::block_on(Gpu::open(crate::wgpu::Pick::Name(None), wgpu::Features::empty())) else {
+            return;
+        };
         if !gpu.has(wgpu::Features::PIPELINE_CACHE) {
             return;
         }

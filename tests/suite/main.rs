@@ -19,6 +19,7 @@ macro_rules! with_browser_families {
             attention,
             conv,
             copy,
+            devices,
             elementwise,
             errors,
             fusion,
@@ -47,6 +48,7 @@ mod api;
 mod attention;
 mod conv;
 mod copy;
+mod devices;
 mod elementwise;
 mod errors;
 mod fusion;
