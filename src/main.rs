@@ -44,6 +44,11 @@ fn check() -> ExitCode {
     println!("rocm-wgpu-ops {}", env!("CARGO_PKG_VERSION"));
     println!("backends:");
     let mut devices = Vec::new();
+    let listed = Device::list();
+    if !listed.is_empty() {
+        println!("  every GPU device here, by ordinal (Device::cuda(n), rocm(n), wgpu_adapter(n)):");
+        listed.iter().for_each(|e| println!("        {e}"));
+    }
     for (kind, dev) in Device::probe_all() {
         match dev {
             Ok(dev) => {

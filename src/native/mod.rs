@@ -397,6 +397,18 @@ fn flag_result(bytes: &[u8; FLAG_BYTES]) -> Result<()> {
     Err(Error::IndexOutOfRange { op, index: word(1) as i64, size: word(2) as usize })
 }
 
+/// What runs a group's collectives on devices of `kind` (NCCL, RCCL), or why nothing does.
+#[cfg(any(feature = "cuda", feature = "rocm"))]
+fn collectives(kind: BackendKind) -> String {
+    nccl::library(kind).map_or_else(|e| format!("none ({e})"), |l| l.describe.clone())
+}
+
+/// Without a native feature there is no native device to ask about.
+#[cfg(not(any(feature = "cuda", feature = "rocm")))]
+fn collectives(_: BackendKind) -> String {
+    "none (built without a native feature)".into()
+}
+
 impl<R: Runtime> NativeBackend<R> {
     /// The families that run on the cpu reference here: matmul where the runtime has no BLAS
     /// (every other family has kernels).
@@ -456,6 +468,7 @@ impl<R: Runtime> Memory for NativeBackend<R> {
             ("memory", format!("{} MiB", i.total_memory >> 20)),
             ("versions", i.versions.clone()),
             ("libraries", self.libraries()),
+            ("collectives", collectives(R::KIND)),
             ("calls so far", self.0.library_use.describe()),
             ("pool", format!("{} MiB live, {} MiB cached", mem.live >> 20, mem.cached >> 20)),
             ("on the cpu reference", self.on_cpu().map_or("none", Family::name).into()),

@@ -117,7 +117,8 @@ fn load(kind: BackendKind) -> std::result::Result<Nccl, String> {
     Ok(Nccl { fns, describe: format!("{what} {version} ({})", opened.name), kind })
 }
 
-/// NCCL (for `Cuda`) or RCCL (for `Rocm`), loaded at the first call; or why it cannot be.
+/// NCCL (for `Cuda`) or RCCL (for `Rocm`), loaded at the first call (a group's creation or
+/// `Device::info`); or why it cannot be.
 pub(crate) fn library(kind: BackendKind) -> std::result::Result<&'static Nccl, String> {
     static NCCL: OnceLock<std::result::Result<Nccl, String>> = OnceLock::new();
     static RCCL: OnceLock<std::result::Result<Nccl, String>> = OnceLock::new();

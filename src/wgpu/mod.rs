@@ -173,7 +173,8 @@ impl crate::backend::Open for WgpuBackend {
 }
 
 /// The adapters that can run compute kernels, by ordinal (what [`Pick::Ordinal`] counts), each
-/// with its kind in plain words.
+/// with its kind in plain words (natively: a browser has one adapter).
+#[cfg(not(target_family = "wasm"))]
 pub(crate) async fn adapter_names() -> Vec<String> {
     let named = |a: &wgpu::Adapter| {
         let info = a.get_info();
