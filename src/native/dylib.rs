@@ -54,6 +54,7 @@ pub(crate) fn open(what: &str, env_var: &str, candidates: &[String]) -> Result<O
 /// the HIP runtime this process loaded), then by soname through the loader's search path, then
 /// in each of `dirs` (where ROCm installs), every name once. Versioned names only where the
 /// caller gives no other: a ROCm 7 wheel ships `libamdhip64.so.7` without `libamdhip64.so`.
+#[cfg(any(test, feature = "rocm"))]
 pub(crate) fn candidates(first: Option<&str>, sonames: &[String], dirs: &[String]) -> Vec<String> {
     let mut all: Vec<String> = vec![];
     let mut add = |name: String| {
@@ -70,7 +71,7 @@ pub(crate) fn candidates(first: Option<&str>, sonames: &[String], dirs: &[String
 
 /// The path of the loaded object that holds `addr` (a resolved symbol), as the loader recorded
 /// it when opening it: where a library found by soname came from.
-#[cfg(unix)]
+#[cfg(all(unix, any(test, feature = "rocm")))]
 pub(crate) fn path_of(addr: *const std::ffi::c_void) -> Option<String> {
     // SAFETY: all-zero bytes are a valid `Dl_info` (null pointers).
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
@@ -84,20 +85,20 @@ pub(crate) fn path_of(addr: *const std::ffi::c_void) -> Option<String> {
 }
 
 /// Elsewhere the loader records no path to ask for.
-#[cfg(not(unix))]
+#[cfg(all(not(unix), any(test, feature = "rocm")))]
 pub(crate) fn path_of(_addr: *const std::ffi::c_void) -> Option<String> {
     None
 }
 
 /// Whether an object of soname (or path) `name` is loaded in this process now; loads nothing.
-#[cfg(unix)]
+#[cfg(all(unix, any(test, feature = "rocm")))]
 pub(crate) fn loaded(name: &str) -> bool {
     // SAFETY: with RTLD_NOLOAD dlopen only looks among the loaded objects: no initialiser runs.
     unsafe { libloading::os::unix::Library::open(Some(name), libc::RTLD_LAZY | libc::RTLD_NOLOAD) }.is_ok()
 }
 
 /// Elsewhere nothing is asked: no object is reported loaded.
-#[cfg(not(unix))]
+#[cfg(all(not(unix), any(test, feature = "rocm")))]
 pub(crate) fn loaded(_name: &str) -> bool {
     false
 }
