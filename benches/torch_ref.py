@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's figures for the cases of src/app/bench.rs, by the same names, on the same GPU.
 
-    python3 benches/torch_ref.py [RWO_BENCH_OUTPUT] [--scale N]
+    python3 benches/torch_ref.py [RWO_BENCH_OUTPUT] [--scale N] [--only TEXT]
 
 With the output of `rocm-wgpu-ops bench` (its BENCH lines), prints each backend's throughput
 as a ratio of torch's, measured in the same run on the same GPU. Its own output (TORCH lines) is
@@ -16,6 +16,11 @@ scale = 1
 if "--scale" in args:
     i = args.index("--scale")
     scale = int(args[i + 1])
+    del args[i : i + 2]
+only = ""
+if "--only" in args:
+    i = args.index("--only")
+    only = args[i + 1]
     del args[i : i + 2]
 ours = args[0] if args else None
 dev = "cuda"
@@ -197,6 +202,8 @@ def attention_cases():
 torch_rate = {}
 print(f"# torch {torch.__version__} on {torch.cuda.get_device_name()}")
 for name, nbytes, f in cases():
+    if only not in name:
+        continue
     t = measure_ms(f, max_batch=1000) / 1e3
     torch_rate[name] = nbytes / t / 1e9
     tf = f"\t{flops[name] / t / 1e12:.1f} TFLOP/s" if name in flops else ""

@@ -8,6 +8,11 @@
 // weighted values to each thread's accumulators. The scores never reach memory. Thread t owns
 // row t / 4 and columns (t % 4) + 4n; no warp shuffle, so any warpSize works. The halves and f32
 // compute in f32, f64 in f64. A row with no key left (mask, causal, Lk = 0) has sum 0: NaN.
+//
+// Few rows against many keys (decoding): the keys are split into `splits` ranges of `split_len`
+// (a multiple of ATT_BK), a block per range; each writes its rows' unnormalised accumulators,
+// running max and sum to `part` ([row, split, Dv + 2] in the compute type) instead of y, and
+// sdpa_combine weighs the ranges by exp(max - the rows' max) into y.
 #include "common.h"
 
 #define ATT_BQ 16
@@ -29,7 +34,7 @@ struct View4 {
 // `struct SdpaArgs` of src/native/attention.rs: the geometry, the launch's blocks and the views
 // (the mask's stride 0 where it broadcasts; unused without a mask).
 struct SdpaArgs {
-  u64 hq, group, lq, lk, d, dv, causal, tiles, chunks, blocks;
+  u64 hq, group, lq, lk, d, dv, causal, tiles, chunks, splits, split_len, blocks;
   double scale;
   View4 q, k, v, m;
 };
@@ -48,7 +53,7 @@ __device__ __forceinline__ typename num<T>::C masked(typename num<T>::C s, const
 
 template <class T, int MASK>
 __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, const T* k, const T* v,
-                                     const void* mask, T* y) {
+                                     const void* mask, T* y, void* part) {
   typedef typename num<T>::C C;
   __shared__ C qs[ATT_BQ * ATT_DK];
   __shared__ C ks[ATT_BK * ATT_DK];
@@ -60,7 +65,8 @@ __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, c
   const u32 t = threadIdx.x, r = t / 4, c = t % 4;
   const u64 c0 = (g % a.chunks) * ATT_DC;
   const u64 i0 = ((g / a.chunks) % a.tiles) * ATT_BQ;
-  const u64 bh = g / a.chunks / a.tiles;
+  const u64 split = (g / a.chunks / a.tiles) % a.splits;
+  const u64 bh = g / a.chunks / a.tiles / a.splits;
   const u64 h = bh % a.hq, b = bh / a.hq, hk = h / a.group;
   const u64 i = i0 + r;
   const C scale = (C)a.scale, neg = neg_inf((C)0);
@@ -71,6 +77,9 @@ __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, c
     kend = last > a.lq ? (last - a.lq < a.lk ? last - a.lq : a.lk) : 0;
     seen = mine > a.lq ? (mine - a.lq < a.lk ? mine - a.lq : a.lk) : 0;
   }
+  // This block's keys: its split's range, up to the tile's last.
+  const u64 kbegin = split * a.split_len;
+  if (a.splits > 1) kend = kbegin + a.split_len < kend ? kbegin + a.split_len : kend;
   if (t < ATT_BQ) {
     row_m[t] = neg;
     row_l[t] = (C)0;
@@ -86,7 +95,7 @@ __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, c
   };
   const bool q_once = a.d <= ATT_DK;
   if (q_once) load_q(0);
-  for (u64 j0 = 0; j0 < kend; j0 += ATT_BK) {
+  for (u64 j0 = kbegin; j0 < kend; j0 += ATT_BK) {
     // The previous tile's readers of ss and vs are done (with D = 0 no other barrier comes).
     __syncthreads();
     C sc[ATT_BK / 4];
@@ -152,12 +161,47 @@ __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, c
   __syncthreads();
   const C l = row_l[r];
   if (i >= a.lq) return;
+  if (a.splits > 1) {
+    C* p = reinterpret_cast<C*>(part) + (((b * a.hq + h) * a.lq + i) * a.splits + split) * (a.dv + 2);
+#pragma unroll
+    for (int n = 0; n < ATT_DC / 4; ++n) {
+      const u64 col = c0 + c + 4 * n;
+      if (col < a.dv) p[col] = acc[n];
+    }
+    if (c0 == 0 && c == 0) {
+      p[a.dv] = row_m[r];
+      p[a.dv + 1] = l;
+    }
+    return;
+  }
   const u64 base = ((b * a.hq + h) * a.lq + i) * a.dv;
 #pragma unroll
   for (int n = 0; n < ATT_DC / 4; ++n) {
     const u64 col = c0 + c + 4 * n;
     if (col < a.dv) y[base + col] = num<T>::store(l == (C)0 ? neg_inf((C)0) - neg_inf((C)0) : acc[n] / l);
   }
+}
+
+// y[row, col] from the splits' partial results in `part` (see above): rows x dv elements.
+template <class T>
+__device__ __forceinline__ void sdpa_combine(u64 rows, u64 dv, u64 splits, const void* part, T* y) {
+  typedef typename num<T>::C C;
+  const C* p = reinterpret_cast<const C*>(part);
+  const C neg = neg_inf((C)0);
+  for_each(rows * dv, [&](u32 idx) {
+    const u64 row = idx / dv, col = idx % dv;
+    const C* r = p + row * splits * (dv + 2);
+    C mx = neg;
+    for (u64 s = 0; s < splits; ++s) mx = r[s * (dv + 2) + dv] > mx ? r[s * (dv + 2) + dv] : mx;
+    C l = (C)0, o = (C)0;
+    for (u64 s = 0; s < splits; ++s) {
+      const C m = r[s * (dv + 2) + dv];
+      const C w = m == neg ? (C)0 : att_exp(m - mx);
+      l += w * r[s * (dv + 2) + dv + 1];
+      o += w * r[s * (dv + 2) + col];
+    }
+    y[idx] = num<T>::store(l == (C)0 ? neg - neg : o / l);
+  });
 }
 
 // `struct RopeArgs` of src/native/attention.rs: x is [B, H, T, D] at (offset, strides), the
@@ -189,17 +233,21 @@ __device__ __forceinline__ void rope(const RopeArgs& a, const T* x, const T* cs,
   });
 }
 
-#define RWO_SDPA(op, T)                                                                                     \
-  ATT_KERNEL op##_##T(u64 first, SdpaArgs a, const T* q, const T* k, const T* v, const void* m, T* y) {   \
-    sdpa<T, 0>(first, a, q, k, v, m, y);                                                                    \
-  }                                                                                                         \
-  ATT_KERNEL op##_##T##_keep(u64 first, SdpaArgs a, const T* q, const T* k, const T* v, const void* m,    \
-                             T* y) {                                                                        \
-    sdpa<T, 1>(first, a, q, k, v, m, y);                                                                    \
-  }                                                                                                         \
-  ATT_KERNEL op##_##T##_additive(u64 first, SdpaArgs a, const T* q, const T* k, const T* v, const void* m, \
-                                 T* y) {                                                                    \
-    sdpa<T, 2>(first, a, q, k, v, m, y);                                                                    \
+#define RWO_SDPA(op, T)                                                                                      \
+  ATT_KERNEL op##_##T(u64 first, SdpaArgs a, const T* q, const T* k, const T* v, const void* m, T* y,        \
+                      void* part) {                                                                          \
+    sdpa<T, 0>(first, a, q, k, v, m, y, part);                                                               \
+  }                                                                                                          \
+  ATT_KERNEL op##_##T##_keep(u64 first, SdpaArgs a, const T* q, const T* k, const T* v, const void* m, T* y, \
+                             void* part) {                                                                   \
+    sdpa<T, 1>(first, a, q, k, v, m, y, part);                                                               \
+  }                                                                                                          \
+  ATT_KERNEL op##_##T##_additive(u64 first, SdpaArgs a, const T* q, const T* k, const T* v, const void* m,  \
+                                 T* y, void* part) {                                                         \
+    sdpa<T, 2>(first, a, q, k, v, m, y, part);                                                               \
+  }                                                                                                          \
+  extern "C" __global__ void op##_combine_##T(u64 rows, u64 dv, u64 splits, const void* part, T* y) {       \
+    sdpa_combine<T>(rows, dv, splits, part, y);                                                              \
   }
 #define SDPA(op, ...) RWO_EACH(RWO_SDPA, op, __VA_ARGS__)
 

@@ -9,9 +9,14 @@
 // halves and f32, f64 for f64). Keys past the causal limit or dropped by a u8 mask score -inf
 // and weigh 0; a row with no key left has sum 0 and is NaN.
 //
+// Few rows against many keys (decoding): with SPLIT the keys are cut into ranges of split_len (a
+// multiple of BK), a workgroup per range, each writing its rows' unnormalised accumulators,
+// running max and sum to `part` ([row, split, Dv + 2] in CT) instead of y; sdpa_combine then
+// weighs the ranges by exp(max - the row's max) into y.
+//
 // Metadata at EXTRA: the scale (param 0), then at A: Hq, Hq / Hkv, Lq, Lk, D, Dv, causal, query
 // tiles, column chunks, workgroups; then offset and strides (batch, head, row, col) of q, k, v
-// and the mask (stride 0 where it broadcasts).
+// and the mask (stride 0 where it broadcasts); then splits and split_len.
 
 const A: u32 = EXTRA + 3u;
 
@@ -59,9 +64,11 @@ fn sdpa(
     let causal = md[A + 6u] != 0u;
     let chunks = md[A + 8u];
     let tiles = md[A + 7u];
+    let splits = md[A + 30u];
     let c0 = (g % chunks) * DC;
     let i0 = ((g / chunks) % tiles) * BQ;
-    let bh = g / chunks / tiles;
+    let split = (g / chunks / tiles) % splits;
+    let bh = g / chunks / tiles / splits;
     let h = bh % hq;
     let b = bh / hq;
     let hk = h / md[A + 1u];
@@ -79,6 +86,11 @@ fn sdpa(
         let mine = i + 1u + lk;
         seen = min(lk, select(0u, mine - lq, mine > lq));
     }
+    // This workgroup's keys: its split's range, up to the tile's last.
+    let kbegin = split * md[A + 31u];
+    if (SPLIT) {
+        kend = min(kend, kbegin + md[A + 31u]);
+    }
     if (t < BQ) {
         row_m[t] = neg;
         row_l[t] = CT(0);
@@ -91,7 +103,7 @@ fn sdpa(
     if (q_once) {
         load_q(t, b, h, i0, 0u);
     }
-    for (var j0 = 0u; j0 < kend; j0 += BK) {
+    for (var j0 = kbegin; j0 < kend; j0 += BK) {
         // The previous tile's readers of ss and vs are done (with D = 0 no other barrier comes).
         workgroupBarrier();
         var sc: array<CT, SU>;
@@ -177,6 +189,22 @@ fn sdpa(
     // The normalised tile, staged in vs (BQ <= BK rows), then stored a word at a time.
     workgroupBarrier();
     let l = row_l[r];
+    if (SPLIT) {
+        if (i < lq) {
+            let p = (((b * hq + h) * lq + i) * splits + split) * (dv + 2u);
+            for (var n = 0u; n < NJ; n++) {
+                let col = c0 + c + 4u * n;
+                if (col < dv) {
+                    part_put(p + col, acc[n]);
+                }
+            }
+            if (c0 == 0u && c == 0u) {
+                part_put(p + dv, row_m[r]);
+                part_put(p + dv + 1u, l);
+            }
+        }
+        return;
+    }
     for (var n = 0u; n < NJ; n++) {
         vs[r * DC + c + 4u * n] = select(acc[n] / l, nan_c(), l == CT(0));
     }
@@ -193,6 +221,45 @@ fn sdpa(
             out_flush(base / OUT_EPW);
         }
     }
+}
+
+// y from the splits' partial results (see sdpa), one invocation per output word. Metadata at
+// A: Dv, splits.
+// @kernel sdpa_combine
+@compute @workgroup_size(WG)
+fn sdpa_combine(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let w = flat_id(gid, nwg);
+    let n = md[0];
+    let first = w * Y_EPW;
+    if (first >= n) {
+        return;
+    }
+    let dv = md[A];
+    let splits = md[A + 1u];
+    let neg = neg_inf();
+    for (var x = 0u; x < Y_EPW; x++) {
+        let idx = first + x;
+        if (idx < n) {
+            let row = idx / dv;
+            let col = idx % dv;
+            let base = row * splits * (dv + 2u);
+            var mx = neg;
+            for (var s = 0u; s < splits; s++) {
+                mx = max(mx, part_load(base + s * (dv + 2u) + dv));
+            }
+            var l = CT(0);
+            var o = CT(0);
+            for (var s = 0u; s < splits; s++) {
+                let at = base + s * (dv + 2u);
+                let m = part_load(at + dv);
+                let wt = select(c_exp(m - mx), CT(0), m == neg);
+                l += wt * part_load(at + dv + 1u);
+                o += wt * part_load(at + col);
+            }
+            y_set(idx, select(o / l, nan_c(), l == CT(0)));
+        }
+    }
+    y_flush(w);
 }
 
 // rope (ROPE_I = false: element i with i + D/2) or rope_i (true: 2i with 2i + 1), one

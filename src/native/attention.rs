@@ -6,9 +6,9 @@
 use super::kernel::{Args, grid, launches};
 use super::{NativeBackend, NativeStorage, Runtime};
 use crate::backend::{AttentionOps, Operand};
-use crate::spec::attention::{AttentionOp, MaskKind, Sdpa};
+use crate::spec::attention::{AttentionOp, MaskKind, Sdpa, key_splits};
 use crate::spec::{Family, kernel_name};
-use crate::{Layout, Result};
+use crate::{DType, Layout, Result};
 use bytemuck::{Pod, Zeroable};
 
 /// Queries per block (`ATT_BQ`), output columns per block (`ATT_DC`) and threads per block
@@ -16,6 +16,9 @@ use bytemuck::{Pod, Zeroable};
 const BQ: u64 = 16;
 const DC: u64 = 64;
 const THREADS: u32 = 64;
+
+/// Blocks per multiprocessor below which the keys are split (decoding: few query rows).
+const BLOCKS_PER_MP: u64 = 8;
 
 /// `struct View4` of `hip/attention.hip`.
 #[repr(C)]
@@ -34,7 +37,7 @@ fn view4(l: &Layout) -> View4 {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Pod, Zeroable)]
 struct SdpaArgs {
-    geometry: [u64; 10],
+    geometry: [u64; 12],
     scale: f64,
     views: [View4; 4],
 }
@@ -74,9 +77,18 @@ impl<R: Runtime> AttentionOps for NativeBackend<R> {
         }
         let u = |v: usize| v as u64;
         let (tiles, chunks) = (u(p.lq).div_ceil(BQ), u(p.dv).div_ceil(DC));
-        let blocks = u(p.b * p.hq) * tiles * chunks;
-        let geometry =
-            [u(p.hq), u(p.hq / p.hkv), u(p.lq), u(p.lk), u(p.d), u(p.dv), p.causal as u64, tiles, chunks, blocks];
+        let row_blocks = u(p.b * p.hq) * tiles * chunks;
+        let (splits, split_len) =
+            key_splits(row_blocks, u(p.lk), u64::from(self.0.rt.info().multiprocessors) * BLOCKS_PER_MP);
+        let rows = u(p.b * p.hq * p.lq);
+        let (splits, split_len) = if rows * u(p.dv) > u64::from(u32::MAX) { (1, u(p.lk)) } else { (splits, split_len) };
+        let blocks = row_blocks * splits;
+        let (hq, group, lq, lk, d, dv, causal) =
+            (u(p.hq), u(p.hq / p.hkv), u(p.lq), u(p.lk), u(p.d), u(p.dv), p.causal as u64);
+        let geometry = [hq, group, lq, lk, d, dv, causal, tiles, chunks, splits, split_len, blocks];
+        // The splits' partial results, in the compute type (f32 for the halves).
+        let part_dtype = if dtype == DType::F64 { DType::F64 } else { DType::F32 };
+        let part = self.storage(part_dtype, if splits > 1 { (rows * splits * (dv + 2)) as usize } else { 0 })?;
         let views = [view4(q.1), view4(k.1), view4(v.1), mask.map_or(View4::default(), |m| view4(m.1))];
         let args = SdpaArgs { geometry, scale: p.scale, views };
         let suffix = match p.mask {
@@ -88,11 +100,21 @@ impl<R: Runtime> AttentionOps for NativeBackend<R> {
         let m = mask.map_or(q.0.ptr, |m| m.0.ptr);
         for (first, _, n) in launches(blocks, 1, THREADS) {
             let mut a = Args::default();
-            a.u64(first).pod(&args).ptr(q.0.ptr).ptr(k.0.ptr).ptr(v.0.ptr).ptr(m).ptr(y.ptr);
-            // SAFETY: {op}_{T}{suffix}(first, SdpaArgs, q, k, v, mask, y) in order; the spec checked
-            // every view against its storage (the mask's laid out as [B, Hq, Lq, Lk]) and `y`
-            // holds the whole output; blocks past `blocks` return at once.
+            a.u64(first).pod(&args).ptr(q.0.ptr).ptr(k.0.ptr).ptr(v.0.ptr).ptr(m).ptr(y.ptr).ptr(part.ptr);
+            // SAFETY: {op}_{T}{suffix}(first, SdpaArgs, q, k, v, mask, y, part) in order; the spec
+            // checked every view against its storage (the mask's laid out as [B, Hq, Lq, Lk]); `y`
+            // holds the whole output and `part` (with splits) rows x splits x (Dv + 2) values of the
+            // compute type; blocks past `blocks` return at once.
             unsafe { self.launch_grid(Family::Attention, &name, [n, 1, 1], THREADS, &mut a)? };
+        }
+        if splits > 1 {
+            let name = kernel_name(&format!("{}_combine", AttentionOp::ScaledDotProductAttention.name()), dtype);
+            let (g, b) = grid(rows * dv, self.0.rt.info().multiprocessors);
+            let mut a = Args::default();
+            a.u64(rows).u64(dv).u64(splits).ptr(part.ptr).ptr(y.ptr);
+            // SAFETY: {op}_combine_{T}(rows, dv, splits, part, y): `part` was written above (the same
+            // stream orders it first) and `y` holds rows x dv < 2^32 elements (checked above).
+            unsafe { self.launch_grid(Family::Attention, &name, g, b[0], &mut a)? };
         }
         Ok(y)
     }

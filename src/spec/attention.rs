@@ -158,3 +158,20 @@ pub fn rope(
     };
     Ok((Out::new(x.0.shape().clone(), x.1), fit(cos.0)?, fit(sin.0)?))
 }
+
+/// Keys per tile of both GPU kernels (`ATT_BK`, `BK`): a key range of a split pass starts at a
+/// multiple of it.
+pub const KEY_TILE: u64 = 16;
+/// The fewest keys a range of a split pass takes.
+const MIN_SPLIT: u64 = 128;
+
+/// How the GPU kernels split the keys when few rows meet many keys (decoding): the number of
+/// ranges and each one's length (a multiple of [`KEY_TILE`]). `row_blocks` workgroups cover the
+/// rows; the keys split until about `target` workgroups run, each range at least [`MIN_SPLIT`]
+/// keys long; one range (no split) when the rows alone fill `target`.
+pub fn key_splits(row_blocks: u64, lk: u64, target: u64) -> (u64, u64) {
+    let want = target.div_ceil(row_blocks.max(1));
+    let splits = want.min(lk / MIN_SPLIT).max(1);
+    let len = (lk.div_ceil(splits).div_ceil(KEY_TILE) * KEY_TILE).max(KEY_TILE);
+    (lk.div_ceil(len).max(1), len)
+}

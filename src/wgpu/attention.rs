@@ -9,7 +9,7 @@ use super::kernel::{Index, Spec};
 use super::repr::{Access, Caps, Compute, Repr, params};
 use super::{KernelKey, WgpuBackend, WgpuStorage};
 use crate::backend::{AttentionOps, Operand};
-use crate::spec::attention::{AttentionOp, MaskKind, Sdpa};
+use crate::spec::attention::{AttentionOp, MaskKind, Sdpa, key_splits};
 use crate::spec::{Family, kernel_name};
 use crate::{DType, Layout, Result, Scalar};
 
@@ -33,13 +33,27 @@ fn tiles(c: Compute) -> &'static Tiles {
     TILES.iter().find(|(k, _)| *k == c).map_or(&TILES[0].1, |(_, t)| t)
 }
 
-/// What decides an `sdpa` kernel besides its dtype: the mask's kind, and whether the output is
-/// stored element by element (`update`: sub-word dtypes whose output rows are not whole words).
+/// What decides an `sdpa` kernel besides its dtype: the mask's kind, whether the output is
+/// stored element by element (`update`: sub-word dtypes whose output rows are not whole words),
+/// and the stage: the whole pass, one key range of a split pass, or the combine of the ranges.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Variant {
     mask: MaskKind,
     update: bool,
+    stage: Stage,
 }
+
+/// See [`Variant`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Stage {
+    Whole,
+    Split,
+    Combine,
+}
+
+/// Workgroups below which the keys are split (decoding: few query rows), as the native path
+/// does per multiprocessor (`spec::attention::key_splits`).
+const SPLIT_TARGET: u64 = 1024;
 
 /// WGSL shared by both kernels: the compute type, its -inf, NaN and exp.
 fn helpers(c: Compute) -> String {
@@ -54,8 +68,26 @@ fn helpers(c: Compute) -> String {
     )
 }
 
+/// The compute type as a dtype: what the split pass keeps its partial results in.
+fn part_dtype(c: Compute) -> DType {
+    if c == Compute::F64 { DType::F64 } else { DType::F32 }
+}
+
+fn combine_spec(caps: Caps, dtype: DType) -> Result<Spec> {
+    let op = AttentionOp::ScaledDotProductAttention.name();
+    let r = Repr::of(dtype, caps, op)?;
+    let part = Repr::of(part_dtype(r.compute()), caps, op)?;
+    Ok(Spec::new(Family::Attention, "sdpa_combine", caps)
+        .bind("part", part, Access::Read, Index::None)
+        .bind("y", r, Access::Write, Index::None)
+        .code(helpers(r.compute())))
+}
+
 fn sdpa_spec(caps: Caps, dtype: DType, v: Variant) -> Result<Spec> {
     let op = AttentionOp::ScaledDotProductAttention.name();
+    if v.stage == Stage::Combine {
+        return combine_spec(caps, dtype);
+    }
     let r = Repr::of(dtype, caps, op)?;
     let c = r.compute();
     let t = tiles(c);
@@ -74,12 +106,18 @@ fn sdpa_spec(caps: Caps, dtype: DType, v: Variant) -> Result<Spec> {
             "s + mask_load(m)".to_string()
         }
     };
-    let out = if v.update {
+    let out = if v.stage == Stage::Split {
+        spec = spec.bind("part", Repr::of(part_dtype(c), caps, op)?, Access::Write, Index::None);
+        "const SPLIT = true;\nconst OUT_EPW: u32 = 1u;\nfn out_set(i: u32, v: CT) {}\nfn out_flush(w: u32) {}\n\
+         fn part_put(i: u32, v: CT) { part_set(i, v); part_flush(i); }\n"
+    } else if v.update {
         spec = spec.bind("y", r, Access::Update, Index::None);
-        "const OUT_EPW: u32 = 1u;\nfn out_set(i: u32, v: CT) { y_store(i, v); }\nfn out_flush(w: u32) {}\n"
+        "const SPLIT = false;\nconst OUT_EPW: u32 = 1u;\nfn out_set(i: u32, v: CT) { y_store(i, v); }\n\
+         fn out_flush(w: u32) {}\nfn part_put(i: u32, v: CT) {}\n"
     } else {
         spec = spec.bind("y", r, Access::Write, Index::None);
-        "const OUT_EPW: u32 = Y_EPW;\nfn out_set(i: u32, v: CT) { y_set(i, v); }\nfn out_flush(w: u32) { y_flush(w); }\n"
+        "const SPLIT = false;\nconst OUT_EPW: u32 = Y_EPW;\nfn out_set(i: u32, v: CT) { y_set(i, v); }\n\
+         fn out_flush(w: u32) { y_flush(w); }\nfn part_put(i: u32, v: CT) {}\n"
     };
     spec.workgroup = 4 * t.bq;
     Ok(spec
@@ -126,12 +164,15 @@ impl AttentionOps for WgpuBackend {
         }
         let caps = self.caps();
         let r = Repr::of(dtype, caps, AttentionOp::ScaledDotProductAttention.name())?;
-        let var = Variant { mask: p.mask, update: !p.dv.is_multiple_of(r.per_word() as usize) };
-        let (spec, pipeline) = self.keyed(KernelKey::Attention(dtype, var), || sdpa_spec(caps, dtype, var))?;
         let t = tiles(r.compute());
         let tiles_q = p.lq.div_ceil(t.bq as usize);
         let chunks = p.dv.div_ceil(t.dc as usize);
-        let groups = p.b * p.hq * tiles_q * chunks;
+        let row_groups = p.b * p.hq * tiles_q * chunks;
+        let (splits, split_len) = key_splits(row_groups as u64, p.lk as u64, SPLIT_TARGET);
+        let stage = if splits > 1 { Stage::Split } else { Stage::Whole };
+        let var = Variant { mask: p.mask, update: !p.dv.is_multiple_of(r.per_word() as usize), stage };
+        let (spec, pipeline) = self.keyed(KernelKey::Attention(dtype, var), || sdpa_spec(caps, dtype, var))?;
+        let groups = row_groups * splits as usize;
         let mut extra = params::encode(r.compute(), &[Scalar::from(p.scale)]);
         let words = [p.hq, p.hq / p.hkv, p.lq, p.lk, p.d, p.dv, p.causal as usize, tiles_q, chunks, groups];
         extra.extend(words.map(|w| w as u32));
@@ -140,13 +181,28 @@ impl AttentionOps for WgpuBackend {
             Some((_, ml)) => extra.extend(view(ml)),
             None => extra.extend([0; 5]),
         }
-        let meta = spec.meta(y.len as u32, &[], &extra);
-        let bufs: Vec<&wgpu::Buffer> = [Some(q.0), Some(k.0), Some(v.0), mask.map(|m| m.0), Some(&y)]
+        extra.extend([splits as u32, split_len as u32]);
+        let rows = p.b * p.hq * p.lq;
+        let part = if splits > 1 {
+            Some(self.storage(part_dtype(r.compute()), rows * splits as usize * (p.dv + 2))?)
+        } else {
+            None
+        };
+        let out = part.as_ref().unwrap_or(&y);
+        let meta = spec.meta(out.len as u32, &[], &extra);
+        let bufs: Vec<&wgpu::Buffer> = [Some(q.0), Some(k.0), Some(v.0), mask.map(|m| m.0), Some(out)]
             .into_iter()
             .flatten()
             .map(|s| s.buffer())
             .collect();
         self.run_pipeline(&spec, &pipeline, &bufs, &meta, groups as u64 * spec.workgroup as u64)?;
+        if let Some(part) = part {
+            let var = Variant { stage: Stage::Combine, ..var };
+            let (spec, pipeline) = self.keyed(KernelKey::Attention(dtype, var), || sdpa_spec(caps, dtype, var))?;
+            let meta = spec.meta(y.len as u32, &[], &[0, 0, 0, p.dv as u32, splits as u32]);
+            let per = r.per_word() as u64;
+            self.run_pipeline(&spec, &pipeline, &[part.buffer(), y.buffer()], &meta, (y.len as u64).div_ceil(per))?;
+        }
         Ok(y)
     }
 
@@ -184,10 +240,17 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
                     (MaskKind::None, false) => String::new(),
                     _ => format!("_{mask:?}{}", if update { "_update" } else { "" }).to_lowercase(),
                 };
-                let var = Variant { mask, update };
+                let var = Variant { mask, update, stage: Stage::Whole };
                 v.push((format!("{}{suffix}", kernel_name(sdpa.name(), dt)), sdpa_spec(caps, dt, var)));
             }
+            let var = Variant { mask, update: false, stage: Stage::Split };
+            v.push((
+                format!("{}_{mask:?}_split", kernel_name(sdpa.name(), dt)).to_lowercase(),
+                sdpa_spec(caps, dt, var),
+            ));
         }
+        let var = Variant { mask: MaskKind::None, update: false, stage: Stage::Combine };
+        v.push((format!("{}_combine", kernel_name(sdpa.name(), dt)), sdpa_spec(caps, dt, var)));
         for op in [AttentionOp::Rope, AttentionOp::RopeI] {
             v.push((kernel_name(op.name(), dt), rope_spec(caps, dt, op)));
         }

@@ -11,6 +11,7 @@ suite!(
     sdpa_masks_match_reference,
     sdpa_strided_inputs_match_reference,
     sdpa_long_rows_match_reference,
+    sdpa_split_keys_match_reference,
     sdpa_hand_computed,
     rope_matches_reference,
     rope_hand_computed,
@@ -134,6 +135,33 @@ async fn sdpa_long_rows_match_reference(dev: &Device) -> Result<()> {
                 q.scaled_dot_product_attention(&k, &v, None, true, None)
             })
             .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Few rows over many keys, where both GPU paths split the keys into ranges and combine them:
+/// both mask kinds, causal or not, an odd Dv, a row with no key (NaN), and a mask dropping the
+/// first 300 keys of every row (whole ranges without a key).
+async fn sdpa_split_keys_match_reference(dev: &Device) -> Result<()> {
+    let (b, hq, hkv, lq, lk, d, dv) = (1, 4, 2, 3, 700, 8, 13);
+    for &dt in SDPA.dtypes() {
+        for mask in ["keep", "late keys", "additive"] {
+            for causal in [false, true] {
+                let what = format!("sdpa {dt} split keys Lq {lq} Lk {lk} mask {mask} causal {causal}");
+                same_as_cpu(dev, tol(dt), &what, |x| {
+                    let q = rand_tensor(x, dt, &[b, hq, lq, d], 70, -1.0, 1.0)?;
+                    let k = rand_tensor(x, dt, &[b, hkv, lk, d], 71, -1.0, 1.0)?;
+                    let v = rand_tensor(x, dt, &[b, hkv, lk, dv], 72, -1.0, 1.0)?;
+                    let m = match mask {
+                        "keep" => keep_mask(x, &[b, hq, lq, lk], 73)?,
+                        "late keys" => Tensor::from_vec((0..lk).map(|j| (j >= 300) as u8).collect(), [1, lk], x)?,
+                        _ => rand_tensor(x, dt, &[lq, lk], 74, -2.0, 1.0)?,
+                    };
+                    q.scaled_dot_product_attention(&k, &v, Some(&m), causal, None)
+                })
+                .await?;
+            }
         }
     }
     Ok(())
