@@ -1,8 +1,10 @@
 // Scaled dot-product attention (flash-style) and the rotary embeddings (src/spec/attention.rs),
 // the same mechanism as shaders/attention.wgsl (see ARCHITECTURE.md, "The attention family").
 //
-// sdpa: a block of ATT_THREADS takes ATT_BQ queries of one (batch, head) and ATT_DC columns of
-// the output. For each tile of ATT_BK keys it forms the scores in shared memory (q and k read in
+// sdpa: a block of ATT_THREADS takes ATT_BQ query rows of one (batch, kv head) and ATT_DC
+// columns of the output: the rows of the query heads that share the kv head (grouped-query
+// attention), head after head (row v is query row v % Lq of head kv * group + v / Lq), so the
+// heads of a group read each tile of k and v once. For each tile of ATT_BK keys it forms the scores in shared memory (q and k read in
 // chunks of ATT_DK along D), updates each row's running max and sum (online softmax: the earlier
 // sum and accumulators scaled by exp(old max - new max)), reads the tile of v and adds the
 // weighted values to each thread's accumulators. The scores never reach memory. Thread t owns
@@ -66,14 +68,19 @@ __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, c
   const u64 c0 = (g % a.chunks) * ATT_DC;
   const u64 i0 = ((g / a.chunks) % a.tiles) * ATT_BQ;
   const u64 split = (g / a.chunks / a.tiles) % a.splits;
+  const u64 hkv = a.hq / a.group, rows = a.group * a.lq;
   const u64 bh = g / a.chunks / a.tiles / a.splits;
-  const u64 h = bh % a.hq, b = bh / a.hq, hk = h / a.group;
-  const u64 i = i0 + r;
+  const u64 hk = bh % hkv, b = bh / hkv;
+  // This thread's row: query row i of head h (rows past the group's: vi >= rows, idle).
+  const u64 vi = i0 + r, h = hk * a.group + vi / a.lq, i = vi % a.lq;
   const C scale = (C)a.scale, neg = neg_inf((C)0);
   // Keys any row of the tile sees, and those row i sees (i + Lk - Lq + 1, within 0 ..= Lk).
   u64 kend = a.lk, seen = a.lk;
   if (a.causal) {
-    const u64 last = (i0 + ATT_BQ < a.lq ? i0 + ATT_BQ : a.lq) + a.lk, mine = i + 1 + a.lk;
+    // The tile's last query row: lq - 1 when the tile crosses from one head to the next.
+    const u64 vlast = (i0 + ATT_BQ < rows ? i0 + ATT_BQ : rows) - 1;
+    const u64 imax = i0 / a.lq != vlast / a.lq ? a.lq - 1 : vlast % a.lq;
+    const u64 last = imax + 1 + a.lk, mine = i + 1 + a.lk;
     kend = last > a.lq ? (last - a.lq < a.lk ? last - a.lq : a.lk) : 0;
     seen = mine > a.lq ? (mine - a.lq < a.lk ? mine - a.lq : a.lk) : 0;
   }
@@ -89,8 +96,9 @@ __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, c
   for (int n = 0; n < ATT_DC / 4; ++n) acc[n] = (C)0;
   auto load_q = [&](u64 d0) {
     for (u32 x = t; x < ATT_BQ * ATT_DK; x += ATT_THREADS) {
-      const u64 qi = i0 + x / ATT_DK, e = d0 + x % ATT_DK;
-      qs[x] = qi < a.lq && e < a.d ? num<T>::load(q[a.q.at(b, h, qi, e)]) : (C)0;
+      const u64 qv = i0 + x / ATT_DK, e = d0 + x % ATT_DK;
+      const u64 qh = hk * a.group + qv / a.lq, qi = qv % a.lq;
+      qs[x] = qv < rows && e < a.d ? num<T>::load(q[a.q.at(b, qh, qi, e)]) : (C)0;
     }
   };
   const bool q_once = a.d <= ATT_DK;
@@ -120,7 +128,7 @@ __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, c
     for (int u = 0; u < ATT_BK / 4; ++u) {
       const u64 j = j0 + c + 4 * u;
       C s = neg;
-      if (i < a.lq && j < seen) s = masked<T, MASK>(scale * sc[u], mask, a.m.at(b, h, i, j));
+      if (vi < rows && j < seen) s = masked<T, MASK>(scale * sc[u], mask, a.m.at(b, h, i, j));
       ss[r * ATT_BK + c + 4 * u] = s;
     }
     __syncthreads();
@@ -160,7 +168,7 @@ __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, c
   // Without a key tile no barrier has yet followed the rows' initialisation.
   __syncthreads();
   const C l = row_l[r];
-  if (i >= a.lq) return;
+  if (vi >= rows) return;
   if (a.splits > 1) {
     C* p = reinterpret_cast<C*>(part) + (((b * a.hq + h) * a.lq + i) * a.splits + split) * (a.dv + 2);
 #pragma unroll

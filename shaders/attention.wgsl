@@ -1,6 +1,8 @@
 // Scaled dot-product attention (flash-style) and the rotary embeddings (src/spec/attention.rs).
 //
-// sdpa: a workgroup takes BQ queries of one (batch, head) and DC columns of the output. For each
+// sdpa: a workgroup takes BQ query rows of one (batch, kv head) and DC columns of the output:
+// the rows of the query heads sharing the kv head (grouped-query attention), head after head
+// (row v is query row v % Lq of head kv * group + v / Lq), so they read each k and v tile once. For each
 // tile of BK keys it forms the BQ x BK scores in workgroup memory (q and k read in chunks of DK
 // along D into workgroup memory), updates each row's running max and sum (online softmax: the
 // earlier sum and accumulators scaled by exp(old max - new max)), reads the BK x DC tile of v and
@@ -33,14 +35,16 @@ var<workgroup> row_m: array<CT, BQ>;
 var<workgroup> row_l: array<CT, BQ>;
 var<workgroup> row_a: array<CT, BQ>;
 
-// Rows i0 .. i0 + BQ of q, dims d0 .. d0 + DK, into qs (0 past the ends).
-fn load_q(t: u32, b: u32, h: u32, i0: u32, d0: u32) {
+// Rows v0 .. v0 + BQ of kv head hk's query rows, dims d0 .. d0 + DK, into qs (0 past the ends).
+fn load_q(t: u32, b: u32, hk: u32, v0: u32, d0: u32) {
+    let lq = md[A + 2u];
+    let group = md[A + 1u];
     for (var x = t; x < BQ * DK; x += WG) {
-        let i = i0 + x / DK;
+        let v = v0 + x / DK;
         let e = d0 + x % DK;
         var val = CT(0);
-        if (i < md[A + 2u] && e < md[A + 4u]) {
-            val = q_load(at(A + 10u, b, h, i, e));
+        if (v < group * lq && e < md[A + 4u]) {
+            val = q_load(at(A + 10u, b, hk * group + v / lq, v % lq, e));
         }
         qs[x] = val;
     }
@@ -68,20 +72,28 @@ fn sdpa(
     let c0 = (g % chunks) * DC;
     let i0 = ((g / chunks) % tiles) * BQ;
     let split = (g / chunks / tiles) % splits;
+    let group = md[A + 1u];
+    let hkv = hq / group;
+    let rows = group * lq;
     let bh = g / chunks / tiles / splits;
-    let h = bh % hq;
-    let b = bh / hq;
-    let hk = h / md[A + 1u];
+    let hk = bh % hkv;
+    let b = bh / hkv;
     let r = t / 4u;
     let c = t % 4u;
-    let i = i0 + r;
+    // This invocation's row: query row i of head h (rows past the group's: vi >= rows, idle).
+    let vi = i0 + r;
+    let h = hk * group + vi / lq;
+    let i = vi % lq;
     let scale = param(0u);
     let neg = neg_inf();
     // Keys any row of the tile sees, and those row i sees (i + Lk - Lq + 1, within 0 ..= Lk).
     var kend = lk;
     var seen = lk;
     if (causal) {
-        let last = min(i0 + BQ, lq) + lk;
+        // The tile's last query row: lq - 1 when the tile crosses from one head to the next.
+        let vlast = min(i0 + BQ, rows) - 1u;
+        let imax = select(vlast % lq, lq - 1u, i0 / lq != vlast / lq);
+        let last = imax + 1u + lk;
         kend = min(lk, select(0u, last - lq, last > lq));
         let mine = i + 1u + lk;
         seen = min(lk, select(0u, mine - lq, mine > lq));
@@ -101,7 +113,7 @@ fn sdpa(
     }
     let q_once = d <= DK;
     if (q_once) {
-        load_q(t, b, h, i0, 0u);
+        load_q(t, b, hk, i0, 0u);
     }
     for (var j0 = kbegin; j0 < kend; j0 += BK) {
         // The previous tile's readers of ss and vs are done (with D = 0 no other barrier comes).
@@ -113,7 +125,7 @@ fn sdpa(
         for (var d0 = 0u; d0 < d; d0 += DK) {
             workgroupBarrier();
             if (!q_once) {
-                load_q(t, b, h, i0, d0);
+                load_q(t, b, hk, i0, d0);
             }
             for (var x = t; x < BK * DK; x += WG) {
                 let j = j0 + x / DK;
@@ -136,7 +148,7 @@ fn sdpa(
         for (var u = 0u; u < SU; u++) {
             let j = j0 + c + 4u * u;
             var s = neg;
-            if (i < lq && j < seen) {
+            if (vi < rows && j < seen) {
                 s = mask_score(scale * sc[u], at(A + 25u, b, h, i, j), neg);
             }
             ss[r * BK + c + 4u * u] = s;
@@ -190,7 +202,7 @@ fn sdpa(
     workgroupBarrier();
     let l = row_l[r];
     if (SPLIT) {
-        if (i < lq) {
+        if (vi < rows) {
             let p = (((b * hq + h) * lq + i) * splits + split) * (dv + 2u);
             for (var n = 0u; n < NJ; n++) {
                 let col = c0 + c + 4u * n;
@@ -213,8 +225,9 @@ fn sdpa(
         let e0 = w * OUT_EPW;
         let row = i0 + e0 / DC;
         let col = c0 + e0 % DC;
-        if (row < lq && col < dv) {
-            let base = ((b * hq + h) * lq + row) * dv + col;
+        if (row < rows && col < dv) {
+            // Row v of kv head hk is output row (b Hkv + hk) group Lq + v: the heads' rows in turn.
+            let base = ((b * hkv + hk) * rows + row) * dv + col;
             for (var x = 0u; x < OUT_EPW; x++) {
                 out_set(base + x, vs[e0 + x]);
             }

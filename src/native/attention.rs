@@ -1,6 +1,6 @@
 //! Attention and the rotary embeddings on the native backend (`hip/attention.hip`): one
-//! flash-style pass for attention (a block per batch, head, tile of [`BQ`] queries and chunk of
-//! [`DC`] output columns; the scores only in shared memory), one thread per element for rope.
+//! flash-style pass for attention (a block per batch, kv head, tile of [`BQ`] query rows of the
+//! heads sharing it and chunk of [`DC`] output columns; the scores only in shared memory), one thread per element for rope.
 //! Operands are read in place through their strides.
 
 use super::kernel::{Args, grid, launches};
@@ -76,8 +76,9 @@ impl<R: Runtime> AttentionOps for NativeBackend<R> {
             return Ok(y);
         }
         let u = |v: usize| v as u64;
-        let (tiles, chunks) = (u(p.lq).div_ceil(BQ), u(p.dv).div_ceil(DC));
-        let row_blocks = u(p.b * p.hq) * tiles * chunks;
+        // The query rows of the heads sharing a kv head go through one block's tiles together.
+        let (tiles, chunks) = (u(p.hq / p.hkv * p.lq).div_ceil(BQ), u(p.dv).div_ceil(DC));
+        let row_blocks = u(p.b * p.hkv) * tiles * chunks;
         let (splits, split_len) =
             key_splits(row_blocks, u(p.lk), u64::from(self.0.rt.info().multiprocessors) * BLOCKS_PER_MP);
         let rows = u(p.b * p.hq * p.lq);

@@ -1,7 +1,7 @@
 //! Attention and the rotary embeddings on wgpu (`shaders/attention.wgsl`).
 //!
-//! `sdpa` is one flash-style pass: a workgroup per (batch, head, tile of [`TILES`]`.bq` queries,
-//! chunk of `dc` output columns), key tiles through workgroup memory, an online softmax, the
+//! `sdpa` is one flash-style pass: a workgroup per (batch, kv head, tile of [`TILES`]`.bq` query
+//! rows of the heads sharing it, chunk of `dc` output columns), key tiles through workgroup memory, an online softmax, the
 //! scores never in a buffer. q, k, v and the mask are read in place through their strides (the
 //! mask's stride 0 where it broadcasts). `rope` is one invocation per output word.
 
@@ -165,9 +165,10 @@ impl AttentionOps for WgpuBackend {
         let caps = self.caps();
         let r = Repr::of(dtype, caps, AttentionOp::ScaledDotProductAttention.name())?;
         let t = tiles(r.compute());
-        let tiles_q = p.lq.div_ceil(t.bq as usize);
+        // The query rows of the heads sharing a kv head go through one workgroup's tiles together.
+        let tiles_q = (p.hq / p.hkv * p.lq).div_ceil(t.bq as usize);
         let chunks = p.dv.div_ceil(t.dc as usize);
-        let row_groups = p.b * p.hq * tiles_q * chunks;
+        let row_groups = p.b * p.hkv * tiles_q * chunks;
         let (splits, split_len) = key_splits(row_groups as u64, p.lk as u64, SPLIT_TARGET);
         let stage = if splits > 1 { Stage::Split } else { Stage::Whole };
         let var = Variant { mask: p.mask, update: !p.dv.is_multiple_of(r.per_word() as usize), stage };
