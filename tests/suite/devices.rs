@@ -75,6 +75,9 @@ async fn copies_between_devices_keep_every_value(dev: &Device) -> Result<()> {
         assert_eq!(values(&there).await?, want, "{dtype} on {}", second.describe());
         let back = there.to_device_async(dev).await?;
         assert_eq!(values(&back).await?, want, "{dtype} back on {}", dev.describe());
+        let host = x.to_device_async(&Device::cpu()).await?;
+        assert!(host.device().same_device(&Device::cpu()));
+        assert_eq!(values(&host.to_device_async(dev).await?).await?, want, "{dtype} through the cpu device");
         assert_eq!(values(&x).await?, want, "{dtype}: the source after the copies");
         let empty = Tensor::zeros([0, 3], dtype, dev)?.to_device_async(&second).await?;
         assert_eq!(empty.shape().dims(), [0, 3]);
