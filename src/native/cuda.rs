@@ -268,6 +268,11 @@ impl Runtime for Cuda {
         self.stream.cu_stream() as *mut c_void
     }
 
+    fn on_device<T>(&self, f: impl FnOnce() -> T) -> Result<T> {
+        self.bind()?;
+        Ok(f())
+    }
+
     fn alloc(&self, bytes: usize) -> Result<DevicePtr> {
         self.bind()?;
         // SAFETY: a plain allocation; its contents are never read before being written.

@@ -208,9 +208,10 @@ impl<R: Runtime> Comms<R> {
         let nccl = library(R::KIND).map_err(|reason| unavailable(R::KIND, reason))?;
         let raw = RawId { internal: id.map(|b| b as c_char) };
         let mut comm: Comm = std::ptr::null_mut();
-        backend.runtime().synchronize()?; // makes the device current on this thread
-        // SAFETY: writes one communicator; NCCL uses the current device.
-        let made = unsafe { (nccl.fns.ncclCommInitRank)(&mut comm, size as c_int, raw, rank as c_int) };
+        // SAFETY: writes one communicator, on the device current during the call.
+        let made = backend
+            .runtime()
+            .on_device(|| unsafe { (nccl.fns.ncclCommInitRank)(&mut comm, size as c_int, raw, rank as c_int) })?;
         nccl.check("ncclCommInitRank", made)?;
         Ok(Comms { nccl, comms: vec![comm], backends: vec![backend], size })
     }

@@ -257,6 +257,11 @@ impl Runtime for Hip {
         self.stream
     }
 
+    fn on_device<T>(&self, f: impl FnOnce() -> T) -> Result<T> {
+        let _bound = self.bind()?;
+        Ok(f())
+    }
+
     fn alloc(&self, bytes: usize) -> Result<DevicePtr> {
         let _bound = self.bind()?;
         let mut ptr: *mut c_void = std::ptr::null_mut();

@@ -71,6 +71,10 @@ pub trait Runtime: Send + Sync + Sized + 'static {
     /// The stream all work goes to, as the vendor's handle (what NCCL and RCCL queue on).
     fn raw_stream(&self) -> *mut c_void;
 
+    /// `f` run with this device current on the calling thread (what a library call that takes
+    /// the current device, as `ncclCommInitRank`, needs).
+    fn on_device<T>(&self, f: impl FnOnce() -> T) -> Result<T>;
+
     /// `bytes` (> 0) of device memory.
     fn alloc(&self, bytes: usize) -> Result<DevicePtr>;
 
