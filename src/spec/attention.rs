@@ -163,7 +163,7 @@ pub fn rope(
 /// multiple of it.
 pub const KEY_TILE: u64 = 16;
 /// The fewest keys a range of a split pass takes.
-const MIN_SPLIT: u64 = 128;
+pub const MIN_SPLIT: u64 = 128;
 
 /// How the GPU kernels split the keys when few rows meet many keys (decoding): the number of
 /// ranges and each one's length (a multiple of [`KEY_TILE`]). `row_blocks` workgroups cover the
