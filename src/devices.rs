@@ -22,16 +22,10 @@ impl std::fmt::Display for DeviceEntry {
     }
 }
 
-fn opened(
-    kind: BackendKind,
-    ordinal: usize,
-    opened: std::result::Result<(AnyBackend, String), String>,
-) -> Result<Device> {
+fn opened(kind: BackendKind, opened: std::result::Result<(AnyBackend, String), String>) -> Result<Device> {
     match opened {
         Ok((b, label)) => Ok(Device::from_backend(b, format!("{label}: asked for by ordinal"))),
-        Err(reason) => {
-            Err(Error::BackendUnavailable { kind: kind.to_string(), reason: format!("device {ordinal}: {reason}") })
-        }
+        Err(reason) => Err(Error::BackendUnavailable { kind: kind.to_string(), reason }),
     }
 }
 
@@ -46,8 +40,8 @@ impl Device {
             (AnyBackend::Cuda(b), label)
         });
         #[cfg(not(feature = "cuda"))]
-        let b = Err("not compiled in (build with --features cuda)".to_string());
-        opened(BackendKind::Cuda, ordinal, b)
+        let b = Err(format!("device {ordinal}: not compiled in (build with --features cuda)"));
+        opened(BackendKind::Cuda, b)
     }
 
     /// The ROCm device of HIP ordinal `ordinal` (as `hipGetDeviceCount` counts them), or why it
@@ -60,8 +54,8 @@ impl Device {
             (AnyBackend::Rocm(b), label)
         });
         #[cfg(not(feature = "rocm"))]
-        let b = Err("not compiled in (build with --features rocm)".to_string());
-        opened(BackendKind::Rocm, ordinal, b)
+        let b = Err(format!("device {ordinal}: not compiled in (build with --features rocm)"));
+        opened(BackendKind::Rocm, b)
     }
 
     /// The wgpu adapter `ordinal` in the order the crate prefers adapters (the order of
@@ -76,7 +70,7 @@ impl Device {
     pub async fn wgpu_adapter_async(ordinal: usize, features: Option<&str>) -> Result<Device> {
         let b = crate::wgpu::WgpuBackend::open(crate::wgpu::Pick::Ordinal(ordinal), features).await?;
         let label = b.describe();
-        opened(BackendKind::Wgpu, ordinal, Ok((AnyBackend::Wgpu(b), label)))
+        opened(BackendKind::Wgpu, Ok((AnyBackend::Wgpu(b), label)))
     }
 
     /// Every device the compiled-in GPU backends see, by backend and ordinal, without opening
