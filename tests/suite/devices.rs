@@ -59,8 +59,9 @@ fn input(r: usize, len: usize) -> Vec<f64> {
     (0..len).map(|i| ((i * 5 + r * 7) % 9 + 1) as f64).collect()
 }
 
+/// Small integers (exact in f32) as `dtype` on `dev`, cast there from f32 (a browser has no f64).
 fn tensor(v: &[f64], shape: &[usize], dtype: DType, dev: &Device) -> Result<Tensor> {
-    Tensor::from_vec(v.to_vec(), shape, dev)?.to_dtype(dtype)
+    Tensor::from_vec(v.iter().map(|&x| x as f32).collect::<Vec<_>>(), shape, dev)?.to_dtype(dtype)
 }
 
 async fn copies_between_devices_keep_every_value(dev: &Device) -> Result<()> {
@@ -142,7 +143,7 @@ async fn collectives_match_their_definitions(dev: &Device) -> Result<()> {
                 assert!(got.device().same_device(&devs[r]));
                 let want = tensor(&want, &[rows, cols], DType::F64, &crate::cpu())?;
                 crate::assert_close(
-                    &got.to_dtype(DType::F64)?,
+                    &got.to_device_async(&crate::cpu()).await?.to_dtype(DType::F64)?,
                     &want,
                     tol,
                     &what(&format!("all_reduce {op:?} rank {r}")),
@@ -154,7 +155,8 @@ async fn collectives_match_their_definitions(dev: &Device) -> Result<()> {
                 assert_eq!(got.shape().dims(), [rows / n, cols]);
                 let want = tensor(&want[r * part..(r + 1) * part], &[rows / n, cols], DType::F64, &crate::cpu())?;
                 let label = what(&format!("reduce_scatter {op:?} rank {r}"));
-                crate::assert_close(&got.to_dtype(DType::F64)?, &want, tol, &label).await?;
+                let got = got.to_device_async(&crate::cpu()).await?.to_dtype(DType::F64)?;
+                crate::assert_close(&got, &want, tol, &label).await?;
             }
         }
         let gathered: Vec<f64> = ins.concat();
