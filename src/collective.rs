@@ -21,9 +21,9 @@
     )
 )]
 
-#[cfg(any(feature = "cuda", feature = "rocm"))]
-use crate::device::AnyBackend;
 use crate::device::Storage;
+#[cfg(any(feature = "cuda", feature = "rocm"))]
+use crate::device::{AnyBackend, BackendOf};
 #[cfg(any(feature = "cuda", feature = "rocm"))]
 use crate::native::nccl::{self, Comms};
 use crate::{BackendKind, DType, Device, Error, Result, Shape, Tensor};
@@ -83,6 +83,26 @@ enum Engine {
     Cuda(Comms<crate::native::cuda::Cuda>),
     #[cfg(feature = "rocm")]
     Rocm(Comms<crate::native::rocm::Hip>),
+}
+
+/// `$native` with `$c` the native engine's communicators and `$b` their backend (whose
+/// `BackendOf` maps storages), once per native runtime compiled in; `$host` for the host engine.
+macro_rules! on_engine {
+    ($engine:expr, |$c:ident, $b:ident| $native:expr, $host:expr) => {
+        match $engine {
+            Engine::Host => $host,
+            #[cfg(feature = "cuda")]
+            Engine::Cuda($c) => {
+                let $b = $c.backend();
+                $native
+            }
+            #[cfg(feature = "rocm")]
+            Engine::Rocm($c) => {
+                let $b = $c.backend();
+                $native
+            }
+        }
+    };
 }
 
 /// One collective, as the engines take it.
@@ -256,19 +276,16 @@ impl Group {
         let x = x.resolved().await?;
         let dev = &self.devices[j];
         let busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
-        let out = match (&self.engine, &*x.read()?) {
-            #[cfg(feature = "cuda")]
-            (Engine::Cuda(c), Storage::Cuda(s)) => {
-                let got = c.exchange(&[(i, to, s, x.offset())], &[(j, from)], x.elem_count(), x.dtype())?;
-                Some(Storage::Cuda(got.into_iter().next().ok_or_else(|| lost("send_recv"))?))
-            }
-            #[cfg(feature = "rocm")]
-            (Engine::Rocm(c), Storage::Rocm(s)) => {
-                let got = c.exchange(&[(i, to, s, x.offset())], &[(j, from)], x.elem_count(), x.dtype())?;
-                Some(Storage::Rocm(got.into_iter().next().ok_or_else(|| lost("send_recv"))?))
-            }
-            _ => None,
-        };
+        let out = on_engine!(
+            &self.engine,
+            |c, b| {
+                let held = x.read()?;
+                let sent = [(i, to, b.get(&held)?, x.offset())];
+                let got = c.exchange(&sent, &[(j, from)], x.elem_count(), x.dtype())?;
+                Some(b.wrap(got.into_iter().next().ok_or_else(|| lost("send_recv"))?))
+            },
+            None
+        );
         drop(busy);
         match out {
             Some(s) => Ok(Tensor::from_storage(s, x.shape().clone(), dev)),
@@ -283,17 +300,11 @@ impl Group {
         x.check_device("send", &self.devices[i])?;
         let x = crate::block::block_on_result("send", x.resolved())?;
         let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
-        match (&self.engine, &*x.read()?) {
-            #[cfg(feature = "cuda")]
-            (Engine::Cuda(c), Storage::Cuda(s)) => {
-                c.exchange(&[(i, to, s, x.offset())], &[], x.elem_count(), x.dtype()).map(drop)
-            }
-            #[cfg(feature = "rocm")]
-            (Engine::Rocm(c), Storage::Rocm(s)) => {
-                c.exchange(&[(i, to, s, x.offset())], &[], x.elem_count(), x.dtype()).map(drop)
-            }
-            _ => Err(across_processes(x.device().kind())),
-        }
+        on_engine!(
+            &self.engine,
+            |c, b| c.exchange(&[(i, to, b.get(&*x.read()?)?, x.offset())], &[], x.elem_count(), x.dtype()).map(drop),
+            Err(across_processes(x.device().kind()))
+        )
     }
 
     /// The tensor of `shape` and `dtype` that rank `from` of another process sends with
@@ -304,13 +315,11 @@ impl Group {
         shape.check("recv", dtype)?;
         let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
         let n = shape.elem_count();
-        let got: Option<Storage> = match &self.engine {
-            #[cfg(feature = "cuda")]
-            Engine::Cuda(c) => c.exchange(&[], &[(i, from)], n, dtype)?.into_iter().next().map(Storage::Cuda),
-            #[cfg(feature = "rocm")]
-            Engine::Rocm(c) => c.exchange(&[], &[(i, from)], n, dtype)?.into_iter().next().map(Storage::Rocm),
-            Engine::Host => return Err(across_processes(self.devices[i].kind())),
-        };
+        let got: Option<Storage> = on_engine!(
+            &self.engine,
+            |c, b| c.exchange(&[], &[(i, from)], n, dtype)?.into_iter().next().map(|s| b.wrap(s)),
+            return Err(across_processes(self.devices[i].kind()))
+        );
         Ok(Tensor::from_storage(got.ok_or_else(|| lost("recv"))?, shape, &self.devices[i]))
     }
 
@@ -384,37 +393,17 @@ impl Group {
         }
         let shape = out_shape(call, xs[0].shape(), self.size);
         let _busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
-        let outs: Vec<Storage> = match &self.engine {
-            Engine::Host => vec![],
-            #[cfg(feature = "cuda")]
-            Engine::Cuda(c) => {
+        let outs: Vec<Storage> = on_engine!(
+            &self.engine,
+            |c, b| {
                 let guards = ready.iter().map(|x| x.read()).collect::<Result<Vec<_>>>()?;
-                let mut ins = vec![];
-                for (g, x) in guards.iter().zip(&ready) {
-                    let Storage::Cuda(s) = &**g else { return Err(lost(op)) };
-                    ins.push((s, x.offset()));
-                }
-                let count = ready[0].elem_count();
-                c.run(nccl_call(call), &ins, count, ready[0].dtype())?
-                    .into_iter()
-                    .map(Storage::Cuda)
-                    .collect::<Vec<_>>()
-            }
-            #[cfg(feature = "rocm")]
-            Engine::Rocm(c) => {
-                let guards = ready.iter().map(|x| x.read()).collect::<Result<Vec<_>>>()?;
-                let mut ins = vec![];
-                for (g, x) in guards.iter().zip(&ready) {
-                    let Storage::Rocm(s) = &**g else { return Err(lost(op)) };
-                    ins.push((s, x.offset()));
-                }
-                let count = ready[0].elem_count();
-                c.run(nccl_call(call), &ins, count, ready[0].dtype())?
-                    .into_iter()
-                    .map(Storage::Rocm)
-                    .collect::<Vec<_>>()
-            }
-        };
+                let ins =
+                    guards.iter().zip(&ready).map(|(g, x)| Ok((b.get(g)?, x.offset()))).collect::<Result<Vec<_>>>()?;
+                let outs = c.run(nccl_call(call), &ins, ready[0].elem_count(), ready[0].dtype())?;
+                outs.into_iter().map(|s| b.wrap(s)).collect()
+            },
+            vec![]
+        );
         Ok(outs.into_iter().zip(&self.devices).map(|(s, d)| Tensor::from_storage(s, shape.clone(), d)).collect())
     }
 

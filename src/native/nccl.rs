@@ -216,6 +216,11 @@ impl<R: Runtime> Comms<R> {
         Ok(Comms { nccl, comms: vec![comm], backends: vec![backend], size })
     }
 
+    /// The backend of this process's first rank (every rank's is of the same runtime).
+    pub(crate) fn backend(&self) -> &NativeBackend<R> {
+        &self.backends[0]
+    }
+
     /// Which library runs the group.
     pub(crate) fn describe(&self) -> &str {
         &self.nccl.describe
