@@ -63,6 +63,8 @@ def cases():
     yield f"copy f32 [{rows},{cols}]^T", 8 * rows * cols, lambda: mt.t().contiguous()
     yield f"fill f32 [{big}]", 4 * big, lambda: torch.full((big,), 1.5, device=dev)
     yield f"rand_uniform f32 [{big}]", 4 * big, lambda: torch.rand(big, device=dev)
+    xd = rand(big)
+    yield f"dropout p 0.1 f32 [{big}]", 8 * big, lambda: torch.nn.functional.dropout(xd, 0.1)
     sr = rand(s(4096), 4096)
     yield f"argsort f32 [{s(4096)},4096]", 8 * s(4096) * 4096, lambda: torch.argsort(sr, dim=-1, stable=True)
     yield from nn_cases()
@@ -82,6 +84,22 @@ def nn_cases():
     yield f"log_softmax f32 [{rows},{cols}]", nbytes, lambda: torch.log_softmax(x, -1)
     yield f"layer_norm f32 [{rows},{cols}]", nbytes, lambda: F.layer_norm(x, (cols,), w, b, 1e-5)
     yield f"rms_norm f32 [{rows},{cols}]", nbytes, lambda: F.rms_norm(x, (cols,), w, 1e-6)
+    shape = planes()
+    n = shape[0] * shape[1] * shape[2] * shape[3]
+    xl = rand(*shape)
+    dims = ",".join(map(str, shape))
+    yield f"local_response_norm size 5 f32 [{dims}]", 8 * n, lambda: F.local_response_norm(xl, 5, 1e-4, 0.75, 1.0)
+    t, b, h = s(128), 32, 1024
+    for name, cls, g in [("lstm", torch.nn.LSTM, 4), ("gru", torch.nn.GRU, 3)]:
+        for dt, dtype, size in [("f32", torch.float32, 4), ("f16", torch.float16, 2)]:
+            m = cls(h, h, 2).to(dev, dtype).eval()
+            xr = rand(t, b, h, dtype=dtype)
+
+            def run(m=m, xr=xr):
+                with torch.no_grad():
+                    return m(xr)[0]
+
+            yield f"{name} 2x{h} T {t} B {b} {dt}", 2 * 2 * g * h * h * size, run
 
 
 def planes():

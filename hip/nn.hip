@@ -1,4 +1,5 @@
-// Softmax, log_softmax, layer_norm, rms_norm and batch_norm (src/spec/nn.rs). No library we
+// Softmax, log_softmax, layer_norm, rms_norm, batch_norm, local_response_norm and the recurrent
+// cells (src/spec/nn.rs). No library we
 // bind has the norms, and measured on an H100 cuDNN's softmax runs at half of torch's speed and
 // its log_softmax misses our tolerance, so these run here (batch_norm also goes to cuDNN where
 // it takes the case: src/native/dnn.rs).
@@ -310,6 +311,73 @@ __device__ __forceinline__ void batch_norm(const Dims& d, const View& v, const T
   });
 }
 
+// `struct LrnArgs` of src/native/nn.rs.
+struct LrnArgs {
+  u64 channels, inner, sc, size;
+  double alpha, beta, k;
+};
+
+// local_response_norm over a strided walk of x: element i of the launch is element first + i of
+// the contiguous output, in channel c = ((first + i) / inner) % channels; its window sums x^2
+// over channels c - size / 2 ..= c + (size - 1) / 2 that exist, read at x's address for element
+// i moved by whole channel strides.
+template <class T>
+__device__ __forceinline__ void lrn(const Dims& d, const View& v, const T* x, T* y, u64 first, const LrnArgs& a) {
+  typedef typename num<T>::C C;
+  for_each(d.n, [&](u32 i) {
+    const u64 c = ((first + i) / a.inner) % a.channels, xi = at(v, d, i), base = xi - c * a.sc;
+    const u64 lo = c >= a.size / 2 ? c - a.size / 2 : 0;
+    const u64 hi = c + (a.size - 1) / 2 < a.channels ? c + (a.size - 1) / 2 : a.channels - 1;
+    C s = 0;
+    for (u64 j = lo; j <= hi; ++j) {
+      const C e = num<T>::load(x[base + j * a.sc]);
+      s += e * e;
+    }
+    y[i] = num<T>::store(num<T>::load(x[xi]) / rwo_pow(s / (C)a.size * (C)a.alpha + (C)a.k, (C)a.beta));
+  });
+}
+
+// `struct CellArgs` of src/native/nn.rs.
+struct CellArgs {
+  u64 n, bh, h, gates, has_bias;
+  u64 gxo, gxr, gxc, gho, ghr, ghc, so, sr, sc, bo, bs;
+};
+
+template <class C>
+__device__ __forceinline__ C sigmoid_c(C v) {
+  return (C)1 / ((C)1 + rwo_exp(-v));
+}
+
+// lstm_cell (4 gates) or gru_cell (3), elementwise over the output: element i of [2, B, H] (h'
+// then c') or [B, H], from e = i % (B H), batch row e / H, column e % H; gate q of a row is
+// column q H + j of gx and gh (plus the bias).
+template <class T>
+__device__ __forceinline__ void rnn_cell(const CellArgs& a, const T* gx, const T* gh, const T* bias, const T* st,
+                                         T* y) {
+  typedef typename num<T>::C C;
+  for_each(a.n, [&](u32 i) {
+    const u64 e = i % a.bh, b = e / a.h, j = e % a.h;
+    C x[4], r[4];
+    for (u64 q = 0; q < a.gates; ++q) {
+      const u64 col = q * a.h + j;
+      x[q] = num<T>::load(gx[a.gxo + b * a.gxr + col * a.gxc]);
+      r[q] = num<T>::load(gh[a.gho + b * a.ghr + col * a.ghc]);
+      if (a.has_bias) r[q] = r[q] + num<T>::load(bias[a.bo + col * a.bs]);
+    }
+    const C s = num<T>::load(st[a.so + b * a.sr + j * a.sc]);
+    C out;
+    if (a.gates == 4) {
+      const C c = sigmoid_c(x[1] + r[1]) * s + sigmoid_c(x[0] + r[0]) * rwo_tanh(x[2] + r[2]);
+      out = i < a.bh ? sigmoid_c(x[3] + r[3]) * rwo_tanh(c) : c;
+    } else {
+      const C z = sigmoid_c(x[1] + r[1]);
+      const C n = rwo_tanh(x[2] + sigmoid_c(x[0] + r[0]) * r[2]);
+      out = ((C)1 - z) * n + z * s;
+    }
+    y[i] = num<T>::store(out);
+  });
+}
+
 #define RWO_NN_ROWS(op, T)                                                                                     \
   NN_KERNEL op##_##T(u64 l0, u32 group, Lines L, const T* x, T* y, Param w, Param b, double eps) {           \
     nn_rows<op##_op, T, 0, 1>(l0, group, L, x, y, w, b, eps);                                                 \
@@ -342,6 +410,16 @@ __device__ __forceinline__ void batch_norm(const Dims& d, const View& v, const T
   }
 #define BATCH_NORM(op, ...) RWO_EACH(RWO_BATCH_NORM, op, __VA_ARGS__)
 
+#define RWO_LRN(op, T)                                                                        \
+  NN_KERNEL op##_##T(Dims d, View v, const T* x, T* y, u64 first, LrnArgs a) { lrn<T>(d, v, x, y, first, a); }
+#define LRN(op, ...) RWO_EACH(RWO_LRN, op, __VA_ARGS__)
+
+#define RWO_CELL(op, T)                                                                                        \
+  NN_KERNEL op##_##T(CellArgs a, const T* gx, const T* gh, const T* bias, const T* st, T* y) {                \
+    rnn_cell<T>(a, gx, gh, bias, st, y);                                                                      \
+  }
+#define CELL(op, ...) RWO_EACH(RWO_CELL, op, __VA_ARGS__)
+
 NN_ROWS(softmax, f16, bf16, f32, f64)
 NN_ROWS(log_softmax, f16, bf16, f32, f64)
 NN_ROWS(layer_norm, f16, bf16, f32, f64)
@@ -349,3 +427,6 @@ NN_ROWS(rms_norm, f16, bf16, f32, f64)
 NN_COLS(softmax, f16, bf16, f32, f64)
 NN_COLS(log_softmax, f16, bf16, f32, f64)
 BATCH_NORM(batch_norm, f16, bf16, f32, f64)
+LRN(local_response_norm, f16, bf16, f32, f64)
+CELL(lstm_cell, f16, bf16, f32, f64)
+CELL(gru_cell, f16, bf16, f32, f64)

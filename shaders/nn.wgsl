@@ -227,3 +227,93 @@ fn batch_norm(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     }
     y_flush(w);
 }
+
+// @kernel local_response_norm
+// Elementwise over a strided x of (N, C, ...): element i is in channel c = (i / INNER) % C, and
+// its window sums x^2 over the channels c - size / 2 ..= c + (size - 1) / 2 that exist, read
+// at x_at(i) moved by whole channel strides. Metadata at EXTRA: alpha, beta, k (3 words each),
+// then C, INNER, the channel stride and size.
+@compute @workgroup_size(WG)
+fn local_response_norm(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let w = flat_id(gid, nwg);
+    let n = md[0];
+    let first = w * Y_EPW;
+    if (first >= n) {
+        return;
+    }
+    let channels = md[EXTRA + 9u];
+    let inner = md[EXTRA + 10u];
+    let sc = md[EXTRA + 11u];
+    let size = md[EXTRA + 12u];
+    for (var k = 0u; k < Y_EPW; k++) {
+        let i = first + k;
+        if (i < n) {
+            let c = (i / inner) % channels;
+            let at = x_at(i);
+            let base = at - c * sc;
+            let lo = select(0u, c - size / 2u, c >= size / 2u);
+            let hi = min(c + (size - 1u) / 2u, channels - 1u);
+            var s = CT(0);
+            for (var j = lo; j <= hi; j++) {
+                let v = x_load(base + j * sc);
+                s += v * v;
+            }
+            y_set(i, x_load(at) / c_pow(s / CT(size) * param(0u) + param(2u), param(1u)));
+        }
+    }
+    y_flush(w);
+}
+
+// @kernel rnn_cell
+// lstm_cell (LSTM) or gru_cell, elementwise over the output: element i of [2, B, H] (h' then
+// c') or [B, H], computed from e = i % (B H), batch row e / H, column e % H. Gate q of a row
+// is column q H + j of gx and gh. Metadata at EXTRA: H, B H, then offset, row stride and
+// column stride of gx, gh and the state, then the bias's offset and stride.
+fn gate_at(o: u32, b: u32, col: u32) -> u32 {
+    return md[o] + b * md[o + 1u] + col * md[o + 2u];
+}
+
+fn sigmoid_c(v: CT) -> CT {
+    return CT(1) / (CT(1) + c_exp(-v));
+}
+
+@compute @workgroup_size(WG)
+fn rnn_cell(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let w = flat_id(gid, nwg);
+    let n = md[0];
+    let first = w * Y_EPW;
+    if (first >= n) {
+        return;
+    }
+    let hh = md[EXTRA];
+    let bh = md[EXTRA + 1u];
+    let gx = EXTRA + 2u;
+    let gh = EXTRA + 5u;
+    let st = EXTRA + 8u;
+    for (var k = 0u; k < Y_EPW; k++) {
+        let i = first + k;
+        if (i < n) {
+            let e = i % bh;
+            let b = e / hh;
+            let j = e % hh;
+            let s = state_load(gate_at(st, b, j));
+            var a: array<CT, 4>;
+            var r: array<CT, 4>;
+            for (var q = 0u; q < GATES; q++) {
+                a[q] = gx_load(gate_at(gx, b, q * hh + j));
+                r[q] = gh_load(gate_at(gh, b, q * hh + j)) + bias_of(q * hh + j);
+            }
+            var y: CT;
+            if (GATES == 4u) {
+                let c = sigmoid_c(a[1] + r[1]) * s + sigmoid_c(a[0] + r[0]) * c_tanh(a[2] + r[2]);
+                y = select(c, sigmoid_c(a[3] + r[3]) * c_tanh(c), i < bh);
+            } else {
+                let z = sigmoid_c(a[1] + r[1]);
+                let nn = c_tanh(a[2] + sigmoid_c(a[0] + r[0]) * r[2]);
+                y = (CT(1) - z) * nn + z * s;
+            }
+            y_set(i, y);
+        }
+    }
+    y_flush(w);
+}

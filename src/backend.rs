@@ -397,6 +397,27 @@ pub trait NnOps: Memory {
         b: Param<Self::Storage>,
         eps: f64,
     ) -> Result<Self::Storage>;
+    /// `x / (k + alpha / size * s)^beta` with `s` the sum of squares over a window of `size`
+    /// channels (dim 1) around each element.
+    fn local_response_norm(
+        &self,
+        x: &Self::Storage,
+        l: &Layout,
+        size: usize,
+        alpha: f64,
+        beta: f64,
+        k: f64,
+    ) -> Result<Self::Storage>;
+    /// One step of a recurrent cell (`op` lstm_cell or gru_cell) from the gate inputs `gx` and `gh`
+    /// (`[B, G H]`), the optional bias of `gh` and the state (`c` or `h`, `[B, H]`).
+    fn rnn_cell(
+        &self,
+        op: NnOp,
+        gx: Operand<Self::Storage>,
+        gh: Operand<Self::Storage>,
+        bias: Param<Self::Storage>,
+        state: Operand<Self::Storage>,
+    ) -> Result<Self::Storage>;
 }
 
 /// An operand of a multi-input op: its storage and its layout.

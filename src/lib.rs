@@ -48,7 +48,10 @@ pub use error::{Error, Result};
 pub use half::{self, bf16, f16};
 pub use host::CpuStorage;
 pub use layout::{D, Dim, Layout, Shape, StridedBlocks, StridedIndex};
-pub use tensor::{Dims, HostElement, IndexOp, QTensor, ShapeWithOneHole, Tensor, TensorIndexer, TensorOrScalar};
+pub use tensor::{
+    Dims, HostElement, IndexOp, QTensor, RnnOptions, RnnWeights, ShapeWithOneHole, Tensor, TensorIndexer,
+    TensorOrScalar,
+};
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

@@ -141,6 +141,10 @@ pub fn cases(scale: usize) -> Vec<Case> {
         let dev = d.clone();
         Ok(Box::new(move || rand(&[big], DType::F32, &dev)))
     }));
+    v.push(Case::new(Family::Random, format!("dropout p 0.1 f32 [{big}]"), 8 * big as u64, move |d| {
+        let x = rand(&[big], DType::F32, d)?;
+        Ok(Box::new(move || x.dropout(0.1)))
+    }));
     let (srows, scols) = (s(4096), 4096);
     v.push(Case::new(Family::Sort, format!("argsort f32 [{srows},{scols}]"), 8 * (srows * scols) as u64, move |d| {
         let a = rand(&[srows, scols], DType::F32, d)?;
@@ -292,6 +296,43 @@ fn nn_cases(scale: usize) -> Vec<Case> {
         let (x, w) = (rand(&[rows, cols], DType::F32, d)?, rand(&[cols], DType::F32, d)?);
         Ok(Box::new(move || x.rms_norm(Some(&w), 1e-6)))
     }));
+    let shape = planes(scale);
+    let n: usize = shape.iter().product();
+    let dims = shape.map(|d| d.to_string()).join(",");
+    v.push(Case::new(Family::Nn, format!("local_response_norm size 5 f32 [{dims}]"), 8 * n as u64, move |d| {
+        let x = rand(&shape, DType::F32, d)?;
+        Ok(Box::new(move || x.local_response_norm(5, 1e-4, 0.75, 1.0)))
+    }));
+    v.extend(rnn_cases(scale));
+    v
+}
+
+/// 2-layer LSTM and GRU, hidden and input 1024, 128 steps of a batch of 32, f32 and f16: the
+/// bytes are the weights' (read once per step by the recurrent products).
+fn rnn_cases(scale: usize) -> Vec<Case> {
+    use rocm_wgpu_ops::{RnnOptions, RnnWeights};
+    let (t, b, h) = ((128 / scale).max(1), 32, 1024);
+    let mut v = vec![];
+    for (lstm, g) in [(true, 4), (false, 3)] {
+        for dtype in [DType::F32, DType::F16] {
+            let name = format!("{} 2x{h} T {t} B {b} {dtype}", if lstm { "lstm" } else { "gru" });
+            let bytes = (2 * 2 * g * h * h * dtype.size_in_bytes()) as u64;
+            v.push(Case::new(Family::Nn, name, bytes, move |d| {
+                let w = |r: usize, c: usize| rand(&[r, c], dtype, d)?.affine(0.03, 0.0);
+                let ws = (0..2)
+                    .map(|_| {
+                        let bias = || Ok::<_, rocm_wgpu_ops::Error>(Some(rand(&[g * h], dtype, d)?));
+                        Ok(RnnWeights { w_ih: w(g * h, h)?, w_hh: w(g * h, h)?, b_ih: bias()?, b_hh: bias()? })
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let x = rand(&[t, b, h], dtype, d)?;
+                Ok(Box::new(move || {
+                    let o = RnnOptions::default();
+                    if lstm { x.lstm(&ws, None, o).map(|r| r.0) } else { x.gru(&ws, None, o).map(|r| r.0) }
+                }))
+            }));
+        }
+    }
     v
 }
 

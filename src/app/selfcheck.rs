@@ -517,6 +517,21 @@ fn nn() -> Vec<Check> {
             let (w, b) = (input(d, dt, &[3], 53, 0., 2.)?, input(d, dt, &[3], 54, -1., 1.)?);
             input(d, dt, &[2, 3, 4, 4], 55, -5., 5.)?.batch_norm(&m, &var, Some(&w), Some(&b), 1e-5)
         }));
+        v.push(check(format!("local_response_norm {dt}"), move |d| {
+            input(d, dt, &[2, 7, 3, 5], 56, -5., 5.)?.local_response_norm(5, 0.1, 0.75, 1.0)
+        }));
+        v.push(check(format!("lstm_cell {dt}"), move |d| {
+            let (gx, gh, b) = (
+                input_t(d, dt, 3, 20, 57, -3., 3.)?,
+                input(d, dt, &[3, 20], 58, -3., 3.)?,
+                input(d, dt, &[20], 59, -1., 1.)?,
+            );
+            gx.lstm_cell(&gh, Some(&b), &input(d, dt, &[3, 5], 60, -2., 2.)?)
+        }));
+        v.push(check(format!("gru_cell {dt}"), move |d| {
+            let (gx, gh) = (input_t(d, dt, 3, 15, 61, -3., 3.)?, input(d, dt, &[3, 15], 62, -3., 3.)?);
+            gx.gru_cell(&gh, None, &input(d, dt, &[3, 5], 63, -2., 2.)?)
+        }));
     }
     v
 }

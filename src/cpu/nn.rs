@@ -2,7 +2,7 @@
 //! each output element is computed in f64 and rounded once to the dtype.
 
 use super::{CpuBackend, CpuStorage, dtype_mismatch, map_strided, wrong_dtype};
-use crate::backend::{NnOps, Param};
+use crate::backend::{NnOps, Operand, Param};
 use crate::spec::nn::NnOp;
 use crate::{DType, Layout, Result, WithDType, with_float_storage};
 
@@ -132,6 +132,66 @@ fn batch_norm_typed<T: WithDType>(
     Ok(round::<T>(y))
 }
 
+/// local_response_norm of the row-major values `x` of shape `(N, C, inner...)`.
+fn lrn_f64(x: &[f64], dims: &[usize], size: usize, alpha: f64, beta: f64, k: f64) -> Vec<f64> {
+    let c = dims[1];
+    let inner: usize = dims[2..].iter().product();
+    let (before, after) = (size / 2, (size - 1) / 2);
+    let mut out = Vec::with_capacity(x.len());
+    for (i, &v) in x.iter().enumerate() {
+        let (ch, base) = ((i / inner) % c, i - (i / inner) % c * inner);
+        let window = ch.saturating_sub(before)..(ch + after + 1).min(c);
+        let s: f64 = window.map(|j| x[base + j * inner] * x[base + j * inner]).sum();
+        out.push(v / (s / size as f64 * alpha + k).powf(beta));
+    }
+    out
+}
+
+fn lrn_typed<T: WithDType>(v: &[T], l: &Layout, size: usize, alpha: f64, beta: f64, k: f64) -> CpuStorage {
+    round::<T>(lrn_f64(&read_f64(v, l), l.dims(), size, alpha, beta, k))
+}
+
+fn sigmoid(v: f64) -> f64 {
+    1.0 / (1.0 + (-v).exp())
+}
+
+/// lstm_cell (`[2, B, H]`: h' then c') or gru_cell (`[B, H]`) of row-major gate inputs `gx`,
+/// `gh` (`[B, G H]`), the bias of `gh` and the state (`[B, H]`).
+fn cell_f64(op: NnOp, h: usize, gx: &[f64], gh: &[f64], bias: Option<&[f64]>, state: &[f64]) -> Vec<f64> {
+    let g = crate::spec::nn::gates(op) * h;
+    let mut out = vec![0.0; if op == NnOp::LstmCell { 2 * state.len() } else { state.len() }];
+    for (i, &s) in state.iter().enumerate() {
+        let (b, j) = (i / h, i % h);
+        let a = |q: usize| gx[b * g + q * h + j];
+        let r = |q: usize| gh[b * g + q * h + j] + bias.map_or(0.0, |v| v[q * h + j]);
+        if op == NnOp::LstmCell {
+            let gate = |q: usize| a(q) + r(q);
+            let c = sigmoid(gate(1)) * s + sigmoid(gate(0)) * gate(2).tanh();
+            out[i] = sigmoid(gate(3)) * c.tanh();
+            out[state.len() + i] = c;
+        } else {
+            let (rr, z) = (sigmoid(a(0) + r(0)), sigmoid(a(1) + r(1)));
+            let n = (a(2) + rr * r(2)).tanh();
+            out[i] = (1.0 - z) * n + z * s;
+        }
+    }
+    out
+}
+
+fn cell_typed<T: WithDType>(
+    _: &[T],
+    op: NnOp,
+    gx: Operand<CpuStorage>,
+    gh: Operand<CpuStorage>,
+    bias: Param<CpuStorage>,
+    state: Operand<CpuStorage>,
+) -> Result<CpuStorage> {
+    let read = |(s, l): Operand<CpuStorage>| read_param::<T>(op, gx.0, (s, l));
+    let h = state.1.dims()[1];
+    let y = cell_f64(op, h, &read(gx)?, &read(gh)?, read_opt::<T>(op, gx.0, bias)?.as_deref(), &read(state)?);
+    Ok(round::<T>(y))
+}
+
 impl NnOps for CpuBackend {
     fn softmax(&self, x: &CpuStorage, l: &Layout, op: NnOp, dim: usize) -> Result<CpuStorage> {
         let log = op == NnOp::LogSoftmax;
@@ -167,6 +227,33 @@ impl NnOps for CpuBackend {
     ) -> Result<CpuStorage> {
         let op = NnOp::BatchNorm;
         with_float_storage!(x, v => batch_norm_typed(v, x, l, mean, var, w, b, eps),
+            Err(wrong_dtype(op.name(), x, DType::FLOAT)))
+    }
+
+    fn local_response_norm(
+        &self,
+        x: &CpuStorage,
+        l: &Layout,
+        size: usize,
+        alpha: f64,
+        beta: f64,
+        k: f64,
+    ) -> Result<CpuStorage> {
+        let op = NnOp::LocalResponseNorm;
+        with_float_storage!(x, v => Ok(lrn_typed(v, l, size, alpha, beta, k)),
+            Err(wrong_dtype(op.name(), x, DType::FLOAT)))
+    }
+
+    fn rnn_cell(
+        &self,
+        op: NnOp,
+        gx: Operand<CpuStorage>,
+        gh: Operand<CpuStorage>,
+        bias: Param<CpuStorage>,
+        state: Operand<CpuStorage>,
+    ) -> Result<CpuStorage> {
+        let x = gx.0;
+        with_float_storage!(x, v => cell_typed(v, op, gx, gh, bias, state),
             Err(wrong_dtype(op.name(), x, DType::FLOAT)))
     }
 }

@@ -5,13 +5,13 @@
 //! where it fits (see [`ROWS`]), or blocks of 32 lines for lines across memory.
 
 use super::dnn::{BnParams, Dnn, Tensor4};
-use super::kernel::{Args, BLOCK, launches};
+use super::kernel::{Args, BLOCK, grid, launches};
 use super::ptr::DevicePtr;
 use super::usage::Path;
 use super::{NativeBackend, NativeStorage, Runtime};
-use crate::backend::{CopyOps, ElementwiseOps, NnOps, Param};
+use crate::backend::{CopyOps, ElementwiseOps, NnOps, Operand, Param};
 use crate::layout::one_dim;
-use crate::spec::nn::NnOp;
+use crate::spec::nn::{NnOp, gates};
 use crate::spec::{Family, kernel_name};
 use crate::{DType, Layout, Result, Scalar};
 use bytemuck::{Pod, Zeroable};
@@ -276,6 +276,105 @@ impl<R: Runtime> NnOps for NativeBackend<R> {
         };
         Ok(y)
     }
+
+    fn local_response_norm(
+        &self,
+        x: &NativeStorage<R>,
+        l: &Layout,
+        size: usize,
+        alpha: f64,
+        beta: f64,
+        k: f64,
+    ) -> Result<NativeStorage<R>> {
+        let y = self.storage(x.dtype, l.elem_count())?;
+        if y.len == 0 {
+            return Ok(y);
+        }
+        let d = l.dims();
+        let u = |v: usize| v as u64;
+        let a = LrnArgs {
+            channels: u(d[1]),
+            inner: u(d[2..].iter().product()),
+            sc: u(l.strides()[1]),
+            size: u(size),
+            alpha,
+            beta,
+            k,
+        };
+        let name = kernel_name(NnOp::LocalResponseNorm.name(), x.dtype);
+        // SAFETY: local_response_norm_T(Dims, View, x, y, first, LrnArgs) in order; each part
+        // writes its `n` elements of `y` from `first` and reads `x` through its view, moved by
+        // whole channel strides to channels below `channels` (the spec validated the layout).
+        unsafe {
+            self.strided(Family::Nn, &name, d, &[l], |part, args| {
+                args.ptr(x.ptr).ptr(y.at(part.first as usize)).u64(part.first).pod(&a);
+            })?
+        };
+        Ok(y)
+    }
+
+    fn rnn_cell(
+        &self,
+        op: NnOp,
+        gx: Operand<NativeStorage<R>>,
+        gh: Operand<NativeStorage<R>>,
+        bias: Param<NativeStorage<R>>,
+        state: Operand<NativeStorage<R>>,
+    ) -> Result<NativeStorage<R>> {
+        let bh = state.1.elem_count();
+        let n = if op == NnOp::LstmCell { 2 * bh } else { bh };
+        let y = self.storage(gx.0.dtype, n)?;
+        if n == 0 {
+            return Ok(y);
+        }
+        if n as u64 > u64::from(u32::MAX) {
+            return Err(self.error(format!("{op}: {n} elements are past the kernel's 2^32")));
+        }
+        let u = |v: usize| v as u64;
+        let shape = [u(n), u(bh), u(state.1.dims()[1]), u(gates(op)), bias.is_some() as u64];
+        let b = bias.map_or([0, 0], |(_, l)| [u(l.offset()), u(l.strides()[0])]);
+        let a = CellArgs { shape, gx: matrix(gx.1), gh: matrix(gh.1), state: matrix(state.1), bias: b };
+        let (g, blk) = grid(n as u64, self.0.rt.info().multiprocessors);
+        let mut args = Args::default();
+        let bias_ptr = bias.map_or(state.0.ptr, |(s, _)| s.ptr);
+        args.pod(&a).ptr(gx.0.ptr).ptr(gh.0.ptr).ptr(bias_ptr).ptr(state.0.ptr).ptr(y.ptr);
+        // SAFETY: rnn_cell_T(CellArgs, gx, gh, bias, state, y) in order; the spec checked each
+        // operand's layout against its storage and the shapes; the bias pointer is read only
+        // where `shape[4]` says one is given; `y` holds n elements; the grid-stride loop covers
+        // n < 2^32.
+        unsafe { self.launch_grid(Family::Nn, &kernel_name(op.name(), gx.0.dtype), g, blk[0], &mut args)? };
+        Ok(y)
+    }
+}
+
+/// `struct LrnArgs` of `hip/nn.hip`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct LrnArgs {
+    channels: u64,
+    inner: u64,
+    sc: u64,
+    size: u64,
+    alpha: f64,
+    beta: f64,
+    k: f64,
+}
+
+/// `struct CellArgs` of `hip/nn.hip`: output elements, `B H`, `H`, gates, whether a bias is
+/// given, then offset, row and column stride of `gx`, `gh` and the state, offset and stride of
+/// the bias.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct CellArgs {
+    shape: [u64; 5],
+    gx: [u64; 3],
+    gh: [u64; 3],
+    state: [u64; 3],
+    bias: [u64; 2],
+}
+
+fn matrix(l: &Layout) -> [u64; 3] {
+    [l.offset() as u64, l.strides()[0] as u64, l.strides()[1] as u64]
 }
 
 impl<R: Runtime> NativeBackend<R> {

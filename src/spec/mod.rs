@@ -15,6 +15,7 @@ pub mod pool;
 pub mod quant;
 pub mod random;
 pub mod reduce;
+pub mod rnn;
 pub mod sort;
 pub mod upsample;
 

@@ -11,6 +11,7 @@ mod indexing;
 mod literals;
 mod ops;
 mod quant;
+mod recurrent;
 mod run;
 mod shape_ops;
 mod status;
@@ -21,6 +22,7 @@ pub use dims::{Dims, ShapeWithOneHole};
 pub use indexing::{IndexOp, TensorIndexer};
 pub use literals::HostElement;
 pub use quant::QTensor;
+pub use recurrent::{RnnOptions, RnnWeights};
 
 use crate::backend::{CopyOps, Memory, RandomOps};
 use crate::device::{BackendOf, Storage, dispatch};

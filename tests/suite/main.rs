@@ -31,6 +31,7 @@ macro_rules! with_browser_families {
             pool,
             quant,
             random,
+            recurrent,
             reduce,
             sort,
             status,
@@ -67,6 +68,7 @@ mod quant;
 mod random;
 #[cfg(not(target_family = "wasm"))] // compares with the blocking forms, which a browser cannot run
 mod readback;
+mod recurrent;
 mod reduce;
 #[cfg(all(feature = "rocm", unix))] // the ROCm installed here, a C compiler, symlinks
 mod rocm;

@@ -379,7 +379,7 @@ fn line_op(op: NnOp, x: &Tensor, dim: usize, params: &[Tensor]) -> Result<Tensor
         NnOp::LogSoftmax => x.log_softmax(dim),
         NnOp::LayerNorm => x.layer_norm(params.first(), params.get(1), 1e-5),
         NnOp::RmsNorm => x.rms_norm(params.first(), 1e-6),
-        NnOp::BatchNorm => unreachable!("batch_norm is not a line op"),
+        _ => unreachable!("{op} is not a line op"),
     }
 }
 

@@ -156,7 +156,8 @@ fn state_code(v: Variant, c: Compute) -> String {
             let _ = writeln!(s, "fn out4(v: V, k: u32) -> V {{\n    return {};\n}}", affine(scale, v));
             &["s"]
         }
-        NnOp::BatchNorm => &[],
+        // Elementwise: not lines kernels.
+        NnOp::BatchNorm | NnOp::LocalResponseNorm | NnOp::LstmCell | NnOp::GruCell => &[],
     };
     if v.subgroup {
         let shuffled: Vec<String> = fields.iter().map(|f| format!("subgroupShuffleXor(s.{f}, off)")).collect();
@@ -297,7 +298,8 @@ pub(super) fn batch_norm_spec(caps: Caps, dtype: DType, xi: Index, weight: bool,
 /// Every nn kernel for `caps`: `{op}_{dtype}` (lines combined in workgroup memory, scalar loads
 /// and stores, 4 units per lane, with the weight and bias the op takes), `_vec` (vector loads and
 /// stores, 16 units), `_sg` and `_sg_vec` with subgroups (f32 compute), `_words` (16-bit words
-/// stored whole), and `batch_norm_{dtype}` with and without (`_plain`) weight and bias.
+/// stored whole), `batch_norm_{dtype}` with and without (`_plain`) weight and bias, then
+/// local_response_norm and the cells (`pointwise::variants`).
 pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
     use crate::spec::kernel_name;
     let mut out = vec![];
@@ -338,6 +340,7 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         let name = kernel_name(NnOp::BatchNorm.name(), dt);
         out.push((name.clone(), batch_norm_spec(caps, dt, Index::Strided(3), true, true)));
         out.push((format!("{name}_plain"), batch_norm_spec(caps, dt, Index::Contiguous, false, false)));
+        out.extend(super::pointwise::variants(caps, dt));
     }
     out
 }

@@ -12,11 +12,12 @@
 //! compute in f32, f64 in f64. batch_norm is elementwise.
 
 mod code;
+mod pointwise;
 
 use super::kernel::Index;
 use super::repr::{Compute, Repr, params};
 use super::{WgpuBackend, WgpuStorage};
-use crate::backend::{NnOps, Param};
+use crate::backend::{NnOps, Operand, Param};
 use crate::spec::nn::NnOp;
 use crate::{Layout, Result, Scalar};
 pub(crate) use code::Variant;
@@ -255,6 +256,29 @@ impl NnOps for WgpuBackend {
             .collect();
         self.run(&spec, &bufs, &meta, n.div_ceil(r.per_word() as usize) as u64)?;
         Ok(y)
+    }
+
+    fn local_response_norm(
+        &self,
+        x: &WgpuStorage,
+        l: &Layout,
+        size: usize,
+        alpha: f64,
+        beta: f64,
+        k: f64,
+    ) -> Result<WgpuStorage> {
+        self.lrn(x, l, size, alpha, beta, k)
+    }
+
+    fn rnn_cell(
+        &self,
+        op: NnOp,
+        gx: Operand<WgpuStorage>,
+        gh: Operand<WgpuStorage>,
+        bias: Param<WgpuStorage>,
+        state: Operand<WgpuStorage>,
+    ) -> Result<WgpuStorage> {
+        self.cell(op, gx, gh, bias, state)
     }
 }
 
