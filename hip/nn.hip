@@ -325,13 +325,24 @@ template <class T>
 __device__ __forceinline__ void lrn(const Dims& d, const View& v, const T* x, T* y, u64 first, const LrnArgs& a) {
   typedef typename num<T>::C C;
   for_each(d.n, [&](u32 i) {
-    const u64 c = ((first + i) / a.inner) % a.channels, xi = at(v, d, i), base = xi - c * a.sc;
+    // 32-bit division where the indices allow: several times cheaper.
+    const u64 g = first + i;
+    const u64 c = g <= 0xffffffffull && a.inner <= 0xffffffffull && a.channels <= 0xffffffffull
+                      ? (u64)(((u32)g / (u32)a.inner) % (u32)a.channels)
+                      : (g / a.inner) % a.channels;
+    const u64 xi = at(v, d, i), base = xi - c * a.sc;
     const u64 lo = c >= a.size / 2 ? c - a.size / 2 : 0;
     const u64 hi = c + (a.size - 1) / 2 < a.channels ? c + (a.size - 1) / 2 : a.channels - 1;
+    // Four loads issued before their sum, in order: a thread waits on memory once per four
+    // channels. A channel past the window reads channel hi again and adds +0, which changes no
+    // sum (every partial sum is >= +0).
     C s = 0;
-    for (u64 j = lo; j <= hi; ++j) {
-      const C e = num<T>::load(x[base + j * a.sc]);
-      s += e * e;
+    for (u64 j = lo; j <= hi; j += 4) {
+      C e[4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) e[q] = num<T>::load(x[base + (j + q <= hi ? j + q : hi) * a.sc]);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) s += j + q <= hi ? e[q] * e[q] : (C)0;
     }
     y[i] = num<T>::store(num<T>::load(x[xi]) / rwo_pow(s / (C)a.size * (C)a.alpha + (C)a.k, (C)a.beta));
   });

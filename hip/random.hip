@@ -135,6 +135,35 @@ __device__ __forceinline__ void draw(T* y, u64 n, u64 seed, u64 offset, typename
     }
   });
 }
+// Dropout of the contiguous x[0, n) from stream positions offset..: element e keeps x * scale
+// where its uniform is at least p, else x * 0 (a NaN stays NaN), in the compute type.
+template <class T>
+__device__ __forceinline__ void dropout(const T* x, T* y, u64 n, u64 seed, u64 offset, typename num<T>::C p,
+                                        typename num<T>::C scale) {
+  typedef typename num<T>::C C;
+  const u32 lane0 = (u32)(offset & 3u);
+  const u64 block0 = offset >> 2;
+  for_each((n + lane0 + 3u) / 4u, [&](u32 t) {
+    u32 w[4];
+    philox((block0 + t) & 0x3fffffffffffffffull, seed, w);
+    const u64 first = (u64)t * 4u;
+#pragma unroll
+    for (u32 k = 0; k < 4; ++k) {
+      if (first + k >= lane0 && first + k - lane0 < n) {
+        const u64 e = first + k - lane0;
+        const C m = real<C>::unit(w[k] >> 8) >= p ? scale : (C)0;
+        y[e] = num<T>::store(num<T>::load(x[e]) * m);
+      }
+    }
+  });
+}
+
+#define RWO_DROPOUT(op, T)                                                                                 \
+  RWO_KERNEL op##_##T(const T* x, T* y, u64 n, u64 seed, u64 offset, num<T>::C p, num<T>::C scale) { \
+    dropout<T>(x, y, n, seed, offset, p, scale);                                                          \
+  }
+#define DROPOUT(op, ...) RWO_EACH(RWO_DROPOUT, op, __VA_ARGS__)
+
 #define RWO_DRAW(op, T, Dist)                                                         \
   RWO_KERNEL op##_##T(T* y, u64 n, u64 seed, u64 offset, num<T>::C a, num<T>::C b) {  \
     draw<T, Dist>(y, n, seed, offset, a, b);                                          \
@@ -146,3 +175,4 @@ __device__ __forceinline__ void draw(T* y, u64 n, u64 seed, u64 offset, typename
 
 UNIFORM(rand_uniform, f16, bf16, f32, f64)
 NORMAL(rand_normal, f16, bf16, f32, f64)
+DROPOUT(dropout, f16, bf16, f32, f64)

@@ -253,10 +253,19 @@ fn local_response_norm(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(n
             let base = at - c * sc;
             let lo = select(0u, c - size / 2u, c >= size / 2u);
             let hi = min(c + (size - 1u) / 2u, channels - 1u);
+            // Four loads issued before their sum, in order: a lane waits on memory once per four
+            // channels. A channel past the window reads channel hi again and adds +0, which
+            // changes no sum (every partial sum is >= +0).
             var s = CT(0);
-            for (var j = lo; j <= hi; j++) {
-                let v = x_load(base + j * sc);
-                s += v * v;
+            for (var j = lo; j <= hi; j += 4u) {
+                let v0 = x_load(base + j * sc);
+                let v1 = x_load(base + min(j + 1u, hi) * sc);
+                let v2 = x_load(base + min(j + 2u, hi) * sc);
+                let v3 = x_load(base + min(j + 3u, hi) * sc);
+                s += v0 * v0;
+                s += select(CT(0), v1 * v1, j + 1u <= hi);
+                s += select(CT(0), v2 * v2, j + 2u <= hi);
+                s += select(CT(0), v3 * v3, j + 3u <= hi);
             }
             y_set(i, x_load(at) / c_pow(s / CT(size) * param(0u) + param(2u), param(1u)));
         }

@@ -305,6 +305,48 @@ fn rand_put(q: u32, v: vec4<R>) {
     }
 }
 
+// @kernel dropout
+// Group q of a dropout: each element below n reads x (through x_at: any layout), is kept
+// where its uniform is at least p, and becomes x * scale, else x * 0 (a NaN stays NaN).
+fn dropout_group(r: Groups, i: u32, q: u32, groups: u32, p: R, scale: R) {
+    if (q >= groups) {
+        return;
+    }
+    let w = rand_four(rand_words(r, i));
+    let n = md[0];
+    let e = 4u * q;
+    var x = vec4<R>(R(0));
+    x.x = x_load(x_at(e));
+    if (e + 1u < n) {
+        x.y = x_load(x_at(e + 1u));
+    }
+    if (e + 2u < n) {
+        x.z = x_load(x_at(e + 2u));
+    }
+    if (e + 3u < n) {
+        x.w = x_load(x_at(e + 3u));
+    }
+    let u = vec4<R>(rand_unit(w.x >> 8u), rand_unit(w.y >> 8u), rand_unit(w.z >> 8u), rand_unit(w.w >> 8u));
+    let m = select(vec4<R>(R(0)), vec4<R>(scale), u >= vec4<R>(p));
+    rand_put(q, vec4<R>(rand_keep(x.x * m.x), rand_keep(x.y * m.y), rand_keep(x.z * m.z), rand_keep(x.w * m.w)));
+}
+
+@compute @workgroup_size(WG)
+fn dropout(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let q = rand_quads(gid, nwg);
+    let groups = rand_group_count();
+    if (q.x >= groups) {
+        return;
+    }
+    let r = rand_groups(q);
+    let p = param(0u);
+    let scale = param(1u);
+    dropout_group(r, 0u, q.x, groups, p, scale);
+    dropout_group(r, 1u, q.y, groups, p, scale);
+    dropout_group(r, 2u, q.z, groups, p, scale);
+    dropout_group(r, 3u, q.w, groups, p, scale);
+}
+
 // @kernel rand_uniform
 @compute @workgroup_size(WG)
 fn rand_uniform(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {

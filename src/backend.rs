@@ -449,6 +449,17 @@ pub trait AttentionOps: Memory {
 pub trait RandomOps: Memory {
     /// `len` values of the stream `(seed, offset)`, as [`crate::spec::random`] defines it.
     fn random(&self, dtype: DType, len: usize, dist: Distribution, seed: u64, offset: u64) -> Result<Self::Storage>;
+    /// Dropout of `x` at stream position `(seed, offset)` ([`crate::spec::random`]): `p` and
+    /// `scale` already rounded to the compute type ([`crate::spec::random::dropout`]).
+    fn dropout(
+        &self,
+        x: &Self::Storage,
+        l: &Layout,
+        p: f64,
+        scale: f64,
+        seed: u64,
+        offset: u64,
+    ) -> Result<Self::Storage>;
 }
 
 /// Sorting.

@@ -545,6 +545,7 @@ fn random() -> Vec<Check> {
         let uni = Distribution::Uniform { low: -2.0, high: 3.0 };
         v.push(check(format!("rand_uniform {dt}"), move |d| Tensor::random([1001], dt, uni, 7, 5, d)));
         v.push(check(format!("rand_normal {dt}"), move |d| Tensor::random([1001], dt, normal, 7, 5, d)));
+        v.push(check(format!("dropout {dt}"), move |d| input_t(d, dt, 7, 33, 64, -5., 5.)?.dropout_at(0.3, 7, 3)));
     }
     v
 }

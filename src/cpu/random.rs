@@ -1,10 +1,10 @@
 //! Uniform and normal draws on the cpu, element by element from the stream position exactly as
 //! [`crate::spec::random`] defines them.
 
-use super::{CpuBackend, CpuStorage};
+use super::{CpuBackend, CpuStorage, map_strided};
 use crate::backend::RandomOps;
 use crate::spec::random::{self, Distribution};
-use crate::{DType, Error, Result};
+use crate::{DType, Error, Layout, Result, WithDType, with_float_storage};
 use half::{bf16, f16};
 use std::ops::{Add, Mul, Sub};
 
@@ -90,7 +90,32 @@ fn stream<R: Real>(len: usize, dist: Distribution, seed: u64, offset: u64) -> Ve
         .collect()
 }
 
+/// Dropout of the row-major values of `x` in the compute type `R`: the uniform at each position,
+/// kept (times `scale`) where it is at least `p`, else times 0.
+fn dropout_in<R: Real + PartialOrd + Into<f64>, T: WithDType>(
+    x: &[T],
+    l: &Layout,
+    p: R,
+    scale: R,
+    seed: u64,
+    offset: u64,
+) -> CpuStorage {
+    let u = stream::<R>(l.elem_count(), Distribution::Uniform { low: 0.0, high: 1.0 }, seed, offset);
+    let xs = map_strided(x, l, |v| R::param(v.to_f64()));
+    let y: Vec<T> =
+        xs.iter().zip(u).map(|(&v, u)| T::from_f64((v * if u >= p { scale } else { R::param(0.0) }).into())).collect();
+    CpuStorage::from_vec(y)
+}
+
 impl RandomOps for CpuBackend {
+    fn dropout(&self, x: &CpuStorage, l: &Layout, p: f64, scale: f64, seed: u64, offset: u64) -> Result<CpuStorage> {
+        with_float_storage!(x, v => Ok(if x.dtype() == DType::F64 {
+            dropout_in::<f64, _>(v, l, p, scale, seed, offset)
+        } else {
+            dropout_in::<f32, _>(v, l, p as f32, scale as f32, seed, offset)
+        }), Err(Error::WrongDType { op: "dropout", dtype: x.dtype(), expected: "f16, bf16, f32, f64".into() }))
+    }
+
     fn random(&self, dtype: DType, len: usize, dist: Distribution, seed: u64, offset: u64) -> Result<CpuStorage> {
         let f32s = || stream::<f32>(len, dist, seed, offset);
         Ok(match dtype {

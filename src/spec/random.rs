@@ -40,6 +40,7 @@ spec_enum! {
     pub enum RandomOp in Random {
         RandUniform = rand_uniform: DType::FLOAT,
         RandNormal = rand_normal: DType::FLOAT,
+        Dropout = dropout: DType::FLOAT,
     }
 }
 
@@ -106,7 +107,7 @@ pub fn random(shape: &Shape, dtype: DType, dist: Distribution) -> Result<Out> {
 /// it, and the scale of a kept element (0 when `p` rounds to 1). `p` outside `[0, 1]` (or NaN)
 /// is `InvalidParam`, an integer dtype `WrongDType`.
 pub fn dropout(dtype: DType, p: f64) -> Result<(DType, f64, f64)> {
-    check_dtype("dropout", dtype, DType::FLOAT)?;
+    check_dtype("dropout", dtype, RandomOp::Dropout.dtypes())?;
     if !(0.0..=1.0).contains(&p) {
         return Err(invalid("dropout", format!("p = {p}: the probability of dropping must lie in [0, 1]")));
     }

@@ -1,10 +1,12 @@
-//! Dropout: a draw of the random family and elementwise maps (`spec::random` defines it), which
-//! a GPU backend that fuses runs as two kernels: the uniform draw and one fused map over it and
-//! `x`.
+//! Dropout (`spec::random` defines it): one kernel of the random family that draws each
+//! element's uniform, compares it with `p` and scales `x`, reading `x` once.
 
 use super::Tensor;
-use crate::spec::random::{self, Distribution};
-use crate::{Result, Shape};
+use crate::Result;
+use crate::backend::RandomOps;
+use crate::device::{BackendOf, dispatch};
+use crate::spec::random::{self, RandomOp};
+use crate::spec::{Family, Out};
 
 impl Tensor {
     /// Each element kept with probability `1 - p` and scaled by `1 / (1 - p)`, else zeroed, from
@@ -30,11 +32,10 @@ impl Tensor {
     /// kept where `rand_uniform` at `offset + i` is at least `p`. The same seed and offset give
     /// the same result bit for bit on every backend, for any layout of `self`.
     pub fn dropout_at(&self, p: f64, seed: u64, offset: u64) -> Result<Tensor> {
-        let (r, p, scale) = random::dropout(self.dtype(), p)?;
-        let shape: Shape = self.shape().clone();
-        let u = Tensor::random(shape, r, Distribution::Uniform { low: 0.0, high: 1.0 }, seed, offset, self.device())?;
-        // m = scale where kept, else 0 (exact: 1 * scale and 0 * scale, scale finite).
-        let m = u.ge(p)?.to_dtype(r)?.mul(scale)?;
-        self.to_dtype(r)?.mul(&m)?.to_dtype(self.dtype())
+        let (_, p, scale) = random::dropout(self.dtype(), p)?;
+        let out = Out::new(self.shape().clone(), self.dtype());
+        let r = self.run(Family::Random, RandomOp::Dropout.name(), &[], &out)?;
+        let s = dispatch!(self.device, |b| b.wrap(b.dropout(r.arg(b, self)?, &self.layout, p, scale, seed, offset)?));
+        Ok(r.finish(s))
     }
 }

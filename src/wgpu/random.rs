@@ -9,7 +9,7 @@ use super::{WgpuBackend, WgpuStorage};
 use crate::backend::RandomOps;
 use crate::spec::random::{Distribution, RandomOp};
 use crate::spec::{Family, kernel_name};
-use crate::{DType, Error, Result, Scalar};
+use crate::{DType, Error, Layout, Result, Scalar};
 
 /// How the kernels form Philox's 32 x 32 -> 64-bit products.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -30,8 +30,8 @@ const MUL_WITH_I64: Mul = Mul::Wide;
 const GROUPS_PER_INVOCATION: u64 = 4;
 
 /// The kernel drawing `op` into a `dtype` tensor with `caps`, products formed as `mul` says
-/// (`Wide` only with SHADER_INT64).
-pub(crate) fn random_spec(caps: Caps, op: RandomOp, dtype: DType, mul: Mul) -> Result<Spec> {
+/// (`Wide` only with SHADER_INT64); dropout reads its input indexed as `xi`.
+pub(crate) fn random_spec(caps: Caps, op: RandomOp, dtype: DType, mul: Mul, xi: Index) -> Result<Spec> {
     if !op.dtypes().contains(&dtype) {
         let expected = op.dtypes().iter().map(|d| d.name()).collect::<Vec<_>>().join(", ");
         return Err(Error::WrongDType { op: op.name(), dtype, expected });
@@ -46,8 +46,13 @@ pub(crate) fn random_spec(caps: Caps, op: RandomOp, dtype: DType, mul: Mul) -> R
         _ if r.per_word() > 1 => "put_packed",
         _ => "put_each",
     };
-    let mut spec = Spec::new(Family::Random, op.name(), caps).bind("y", r, Access::Write, Index::None);
-    spec.bindings[0].vec = put == "put_vec";
+    let mut spec = Spec::new(Family::Random, op.name(), caps);
+    if op == RandomOp::Dropout {
+        spec = spec.bind("x", r, Access::Read, xi);
+    }
+    spec = spec.bind("y", r, Access::Write, Index::None);
+    let last = spec.bindings.len() - 1;
+    spec.bindings[last].vec = put == "put_vec";
     Ok(spec.code(params::decoder(c)).code(section(src, real)).code(section(src, mul)).code(section(src, put)))
 }
 
@@ -73,7 +78,7 @@ impl WgpuBackend {
 
 impl RandomOps for WgpuBackend {
     fn random(&self, dtype: DType, len: usize, dist: Distribution, seed: u64, offset: u64) -> Result<WgpuStorage> {
-        let spec = random_spec(self.caps(), dist.op(), dtype, self.random_mul())?;
+        let spec = random_spec(self.caps(), dist.op(), dtype, self.random_mul(), Index::None)?;
         let y = self.storage(dtype, len)?;
         let (a, b) = match dist {
             Distribution::Uniform { low, high } => (low, high),
@@ -86,6 +91,18 @@ impl RandomOps for WgpuBackend {
         self.run(&spec, &[y.buffer()], &meta, groups.div_ceil(GROUPS_PER_INVOCATION))?;
         Ok(y)
     }
+
+    fn dropout(&self, x: &WgpuStorage, l: &Layout, p: f64, scale: f64, seed: u64, offset: u64) -> Result<WgpuStorage> {
+        let spec = random_spec(self.caps(), RandomOp::Dropout, x.dtype, self.random_mul(), Index::of(l))?;
+        let len = l.elem_count();
+        let y = self.storage(x.dtype, len)?;
+        let mut extra = params::encode(spec.bindings[0].repr.compute(), &[Scalar::F64(p), Scalar::F64(scale)]);
+        extra.extend([offset as u32, (offset >> 32) as u32, seed as u32, (seed >> 32) as u32]);
+        let meta = spec.meta(len as u32, &[l], &extra);
+        let groups = (len as u64).div_ceil(4);
+        self.run(&spec, &[x.buffer(), y.buffer()], &meta, groups.div_ceil(GROUPS_PER_INVOCATION))?;
+        Ok(y)
+    }
 }
 
 /// Every random kernel for `caps`, as (kernel name, spec), for shader validation and the op
@@ -96,9 +113,10 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
     for &op in RandomOp::ALL {
         for &dt in op.dtypes().iter().filter(|d| caps.dtypes().contains(d)) {
             let name = kernel_name(op.name(), dt);
-            v.push((name.clone(), random_spec(caps, op, dt, Mul::Wide)));
+            let xi = if op == RandomOp::Dropout { Index::Strided(3) } else { Index::None };
+            v.push((name.clone(), random_spec(caps, op, dt, Mul::Wide, xi)));
             if caps.i64 {
-                v.push((format!("{name}_pieces"), random_spec(caps, op, dt, Mul::Pieces)));
+                v.push((format!("{name}_pieces"), random_spec(caps, op, dt, Mul::Pieces, xi)));
             }
         }
     }
