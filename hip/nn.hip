@@ -348,6 +348,54 @@ __device__ __forceinline__ void lrn(const Dims& d, const View& v, const T* x, T*
   });
 }
 
+// Channels a thread of the blocked kernel takes, and the widest window it takes (`LRN_CB`,
+// `LRN_MAXW` in src/native/nn.rs).
+#define LRN_CB 8
+#define LRN_MAXW 9
+
+// `struct LrnBlockArgs` of src/native/nn.rs: x as (outer, C, P) at offset with strides.
+struct LrnBlockArgs {
+  u64 outer, channels, inner, size, offset, so, sc, sp;
+  double alpha, beta, k;
+};
+
+// local_response_norm for windows of at most LRN_MAXW channels and x's dims after the channel
+// merged into one stride: thread t takes LRN_CB neighbouring channels c0.. at one position p of
+// one outer index o, loads the squares of the LRN_CB + size - 1 channels their windows cover
+// once (0 outside [0, C)), and sums each window from them in the order `lrn` does (the same
+// bits). The output is contiguous (outer, C, P).
+template <class T>
+__device__ __forceinline__ void lrn_blocked(const LrnBlockArgs& a, const T* x, T* y) {
+  typedef typename num<T>::C C;
+  const u64 blocks = (a.channels + LRN_CB - 1) / LRN_CB, before = a.size / 2;
+  for_each(a.outer * blocks * a.inner, [&](u32 t) {
+    const u64 p = t % a.inner, rest = t / a.inner, c0 = rest % blocks * LRN_CB, o = rest / blocks;
+    const u64 base = a.offset + o * a.so + p * a.sp;
+    C sq[LRN_CB + LRN_MAXW - 1];
+#pragma unroll
+    for (u64 k = 0; k < LRN_CB + LRN_MAXW - 1; ++k) {
+      C v = 0;
+      if (k < LRN_CB + a.size - 1 && c0 + k >= before && c0 + k - before < a.channels) {
+        v = num<T>::load(x[base + (c0 + k - before) * a.sc]);
+      }
+      sq[k] = v * v;
+    }
+#pragma unroll
+    for (u64 q = 0; q < LRN_CB; ++q) {
+      const u64 c = c0 + q;
+      if (c < a.channels) {
+        C s = 0;
+#pragma unroll
+        for (u64 w = 0; w < LRN_MAXW; ++w) {
+          if (w < a.size) s += sq[q + w];
+        }
+        const C d = rwo_pow(s / (C)a.size * (C)a.alpha + (C)a.k, (C)a.beta);
+        y[(o * a.channels + c) * a.inner + p] = num<T>::store(num<T>::load(x[base + c * a.sc]) / d);
+      }
+    }
+  });
+}
+
 // `struct CellArgs` of src/native/nn.rs.
 struct CellArgs {
   u64 n, bh, h, gates, has_bias;
@@ -424,6 +472,9 @@ __device__ __forceinline__ void rnn_cell(const CellArgs& a, const T* gx, const T
 #define RWO_LRN(op, T)                                                                        \
   NN_KERNEL op##_##T(Dims d, View v, const T* x, T* y, u64 first, LrnArgs a) { lrn<T>(d, v, x, y, first, a); }
 #define LRN(op, ...) RWO_EACH(RWO_LRN, op, __VA_ARGS__)
+#define RWO_LRN_BLOCKED(op, T) \
+  NN_KERNEL op##_##T##_blocked(LrnBlockArgs a, const T* x, T* y) { lrn_blocked<T>(a, x, y); }
+#define LRN_BLOCKED(op, ...) RWO_EACH(RWO_LRN_BLOCKED, op, __VA_ARGS__)
 
 #define RWO_CELL(op, T)                                                                                        \
   NN_KERNEL op##_##T(CellArgs a, const T* gx, const T* gh, const T* bias, const T* st, T* y) {                \
@@ -441,3 +492,4 @@ BATCH_NORM(batch_norm, f16, bf16, f32, f64)
 LRN(local_response_norm, f16, bf16, f32, f64)
 CELL(lstm_cell, f16, bf16, f32, f64)
 CELL(gru_cell, f16, bf16, f32, f64)
+LRN_BLOCKED(local_response_norm, f16, bf16, f32, f64)

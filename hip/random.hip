@@ -135,6 +135,28 @@ __device__ __forceinline__ void draw(T* y, u64 n, u64 seed, u64 offset, typename
     }
   });
 }
+// Four consecutive elements in one load, from an address aligned to it (at most 16 bytes).
+template <class T>
+__device__ __forceinline__ void load4(const T* p, T (&q)[4]) {
+  if constexpr (sizeof(T) == 2) {
+    const u64 v = *(const u64*)p;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) q[k].bits = (unsigned short)(v >> (16 * k));
+  } else if constexpr (sizeof(T) == 4) {
+    const uint4 v = *(const uint4*)p;
+    q[0] = __uint_as_float(v.x);
+    q[1] = __uint_as_float(v.y);
+    q[2] = __uint_as_float(v.z);
+    q[3] = __uint_as_float(v.w);
+  } else {
+    const double2 a = ((const double2*)p)[0], b = ((const double2*)p)[1];
+    q[0] = a.x;
+    q[1] = a.y;
+    q[2] = b.x;
+    q[3] = b.y;
+  }
+}
+
 // Dropout of the contiguous x[0, n) from stream positions offset..: element e keeps x * scale
 // where its uniform is at least p, else x * 0 (a NaN stays NaN), in the compute type.
 template <class T>
@@ -143,16 +165,28 @@ __device__ __forceinline__ void dropout(const T* x, T* y, u64 n, u64 seed, u64 o
   typedef typename num<T>::C C;
   const u32 lane0 = (u32)(offset & 3u);
   const u64 block0 = offset >> 2;
+  const u64 align = sizeof(T) * 4 < 16 ? sizeof(T) * 4 : 16;
   for_each((n + lane0 + 3u) / 4u, [&](u32 t) {
     u32 w[4];
     philox((block0 + t) & 0x3fffffffffffffffull, seed, w);
     const u64 first = (u64)t * 4u;
+    C m[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) m[k] = real<C>::unit(w[k] >> 8) >= p ? scale : (C)0;
+    // Whole blocks at aligned addresses move as one vector each way (coalesced across threads).
+    if (lane0 == 0u && first + 4u <= n && (((u64)(x + first) | (u64)(y + first)) & (align - 1u)) == 0u) {
+      T q[4];
+      load4(x + first, q);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) q[k] = num<T>::store(num<T>::load(q[k]) * m[k]);
+      store4(y + first, q);
+      return;
+    }
 #pragma unroll
     for (u32 k = 0; k < 4; ++k) {
       if (first + k >= lane0 && first + k - lane0 < n) {
         const u64 e = first + k - lane0;
-        const C m = real<C>::unit(w[k] >> 8) >= p ? scale : (C)0;
-        y[e] = num<T>::store(num<T>::load(x[e]) * m);
+        y[e] = num<T>::store(num<T>::load(x[e]) * m[k]);
       }
     }
   });

@@ -290,8 +290,30 @@ impl<R: Runtime> NnOps for NativeBackend<R> {
         if y.len == 0 {
             return Ok(y);
         }
-        let d = l.dims();
+        let (d, st) = (l.dims(), l.strides());
         let u = |v: usize| v as u64;
+        // Windows of at most LRN_MAXW channels over one position stride: the blocked kernel, each
+        // thread loading the squares of its channels' windows once.
+        if let Some((inner, sp)) = one_dim(&d[2..], &st[2..]).filter(|_| size <= LRN_MAXW && y.len <= u32::MAX as usize)
+        {
+            let a = LrnBlockArgs {
+                shape: [u(d[0]), u(d[1]), u(inner), u(size)],
+                x: [u(l.offset()), u(st[0]), u(st[1]), u(sp)],
+                alpha,
+                beta,
+                k,
+            };
+            let threads = u(d[0] * d[1].div_ceil(LRN_CB) * inner);
+            let (g, blk) = grid(threads, self.0.rt.info().multiprocessors);
+            let mut args = Args::default();
+            args.pod(&a).ptr(x.ptr).ptr(y.ptr);
+            let name = format!("{}_blocked", kernel_name(NnOp::LocalResponseNorm.name(), x.dtype));
+            // SAFETY: local_response_norm_T_blocked(LrnBlockArgs, x, y) in order; it reads x at
+            // offset + o so + c sc + p sp for o, c, p within the validated layout and writes the
+            // n < 2^32 elements of y; the grid-stride loop covers every thread's block.
+            unsafe { self.launch_grid(Family::Nn, &name, g, blk[0], &mut args)? };
+            return Ok(y);
+        }
         let a = LrnArgs {
             channels: u(d[1]),
             inner: u(d[2..].iter().product()),
@@ -355,6 +377,22 @@ struct LrnArgs {
     inner: u64,
     sc: u64,
     size: u64,
+    alpha: f64,
+    beta: f64,
+    k: f64,
+}
+
+/// Channels a thread of the blocked local_response_norm takes, and the widest window it takes
+/// (`LRN_CB`, `LRN_MAXW` in `hip/nn.hip`).
+const LRN_CB: usize = 8;
+const LRN_MAXW: usize = 9;
+
+/// `struct LrnBlockArgs` of `hip/nn.hip`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+struct LrnBlockArgs {
+    shape: [u64; 4],
+    x: [u64; 4],
     alpha: f64,
     beta: f64,
     k: f64,

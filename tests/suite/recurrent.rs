@@ -21,8 +21,12 @@ fn tol(dtype: DType) -> Tol {
 }
 
 async fn local_response_norm_matches_reference(dev: &Device) -> Result<()> {
-    let shapes: [&[usize]; 4] = [&[2, 7, 3, 4], &[3, 5], &[2, 6, 5], &[0, 3, 2]];
-    let params = [(5, 1e-4, 0.75, 1.0), (1, 0.5, 1.5, 0.5), (2, 2.0, 0.75, 0.25), (8, 1.0, -0.5, 2.0)];
+    // Channels in one block of the blocked kernels and in several (19); windows within its
+    // reach and past it (11: the per-element kernels), as views whose positions do and do not
+    // merge into one stride.
+    let shapes: [&[usize]; 5] = [&[2, 7, 3, 4], &[3, 5], &[2, 19, 5], &[2, 6, 5], &[0, 3, 2]];
+    let params =
+        [(5, 1e-4, 0.75, 1.0), (1, 0.5, 1.5, 0.5), (2, 2.0, 0.75, 0.25), (8, 1.0, -0.5, 2.0), (11, 0.3, 0.6, 1.5)];
     for &dtype in NnOp::LocalResponseNorm.dtypes() {
         for view in View::ALL {
             for shape in shapes {
