@@ -311,6 +311,13 @@ __device__ __forceinline__ void batch_norm(const Dims& d, const View& v, const T
   });
 }
 
+// b^e for local_response_norm: exp2(e log2 b) in f32, a few ulps from powf for the bases it sees
+// (b >= 0) at a fraction of its instructions (the blocked kernel with powf and 64-bit index
+// division was instruction-bound on an H200: SM busy 85%, the integer pipe 59%), with b^0 = 1
+// for every b as pow has it; pow in f64.
+__device__ __forceinline__ float lrn_pow(float b, float e) { return e == 0.0f ? 1.0f : exp2f(e * log2f(b)); }
+__device__ __forceinline__ double lrn_pow(double b, double e) { return pow(b, e); }
+
 // `struct LrnArgs` of src/native/nn.rs.
 struct LrnArgs {
   u64 channels, inner, sc, size;
@@ -344,7 +351,7 @@ __device__ __forceinline__ void lrn(const Dims& d, const View& v, const T* x, T*
 #pragma unroll
       for (int q = 0; q < 4; ++q) s += j + q <= hi ? e[q] * e[q] : (C)0;
     }
-    y[i] = num<T>::store(num<T>::load(x[xi]) / rwo_pow(s / (C)a.size * (C)a.alpha + (C)a.k, (C)a.beta));
+    y[i] = num<T>::store(num<T>::load(x[xi]) / lrn_pow(s / (C)a.size * (C)a.alpha + (C)a.k, (C)a.beta));
   });
 }
 
@@ -367,9 +374,13 @@ struct LrnBlockArgs {
 template <class T>
 __device__ __forceinline__ void lrn_blocked(const LrnBlockArgs& a, const T* x, T* y) {
   typedef typename num<T>::C C;
-  const u64 blocks = (a.channels + LRN_CB - 1) / LRN_CB, before = a.size / 2;
+  // The host launches this only for outer * C * inner < 2^32: 32-bit division (64-bit division
+  // is a software routine of many integer instructions).
+  const u32 inner = (u32)a.inner, blocks = (u32)((a.channels + LRN_CB - 1) / LRN_CB);
+  const u64 before = a.size / 2;
   for_each(a.outer * blocks * a.inner, [&](u32 t) {
-    const u64 p = t % a.inner, rest = t / a.inner, c0 = rest % blocks * LRN_CB, o = rest / blocks;
+    const u32 rest = t / inner;
+    const u64 p = t - rest * inner, c0 = (u64)(rest % blocks) * LRN_CB, o = rest / blocks;
     const u64 base = a.offset + o * a.so + p * a.sp;
     C sq[LRN_CB + LRN_MAXW - 1];
 #pragma unroll
@@ -389,7 +400,7 @@ __device__ __forceinline__ void lrn_blocked(const LrnBlockArgs& a, const T* x, T
         for (u64 w = 0; w < LRN_MAXW; ++w) {
           if (w < a.size) s += sq[q + w];
         }
-        const C d = rwo_pow(s / (C)a.size * (C)a.alpha + (C)a.k, (C)a.beta);
+        const C d = lrn_pow(s / (C)a.size * (C)a.alpha + (C)a.k, (C)a.beta);
         y[(o * a.channels + c) * a.inner + p] = num<T>::store(num<T>::load(x[base + c * a.sc]) / d);
       }
     }

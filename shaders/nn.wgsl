@@ -273,59 +273,6 @@ fn local_response_norm(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(n
     y_flush(w);
 }
 
-// @kernel local_response_norm_blocked
-// Outputs that store one per word, windows of at most LRN_MAXW channels, and x's dims after
-// the channel merged into one stride: invocation t takes LRN_CB neighbouring channels c0.. at
-// one position p of one outer index o, loads the squares of the LRN_CB + size - 1 channels their
-// windows cover once (0 outside [0, C)), and sums each window from them in the order the
-// per-element kernel does (so the same bits). Metadata at EXTRA: alpha, beta, k (3 words each),
-// then C, P (positions per channel), size, outer count, x's offset, outer, channel and position
-// strides.
-const LRN_CB: u32 = 8u;
-const LRN_MAXW: u32 = 9u;
-
-@compute @workgroup_size(WG)
-fn local_response_norm_blocked(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let t = flat_id(gid, nwg);
-    let channels = md[EXTRA + 9u];
-    let inner = md[EXTRA + 10u];
-    let size = md[EXTRA + 11u];
-    let blocks = (channels + LRN_CB - 1u) / LRN_CB;
-    if (t >= md[EXTRA + 12u] * blocks * inner) {
-        return;
-    }
-    let p = t % inner;
-    let rest = t / inner;
-    let c0 = (rest % blocks) * LRN_CB;
-    let o = rest / blocks;
-    let base = md[EXTRA + 13u] + o * md[EXTRA + 14u] + p * md[EXTRA + 16u];
-    let sc = md[EXTRA + 15u];
-    let before = size / 2u;
-    var sq: array<CT, 16>;
-    for (var k = 0u; k < LRN_CB + LRN_MAXW - 1u; k++) {
-        let j = i32(c0 + k) - i32(before);
-        var v = CT(0);
-        if (k < LRN_CB + size - 1u && j >= 0 && u32(j) < channels) {
-            v = x_load(base + u32(j) * sc);
-        }
-        sq[k] = v * v;
-    }
-    for (var q = 0u; q < LRN_CB; q++) {
-        let c = c0 + q;
-        if (c < channels) {
-            var s = CT(0);
-            for (var w = 0u; w < LRN_MAXW; w++) {
-                if (w < size) {
-                    s += sq[q + w];
-                }
-            }
-            let i = (o * channels + c) * inner + p;
-            y_set(i, x_load(base + c * sc) / c_pow(s / CT(size) * param(0u) + param(2u), param(1u)));
-            y_flush(i);
-        }
-    }
-}
-
 // @kernel rnn_cell
 // lstm_cell (LSTM) or gru_cell, elementwise over the output: element i of [2, B, H] (h' then
 // c') or [B, H], computed from e = i % (B H), batch row e / H, column e % H. Gate q of a row
