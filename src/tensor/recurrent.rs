@@ -152,7 +152,7 @@ impl Tensor {
                 hn.push(h);
                 cn.extend(c);
             }
-            input = if outs.len() == 1 { outs.pop().unwrap_or_else(|| unreachable!()) } else { Tensor::cat(&outs, 2)? };
+            input = if outs.len() == 1 { outs.swap_remove(0) } else { Tensor::cat(&outs, 2)? };
         }
         let y = if opts.batch_first { input.transpose(0, 1)? } else { input };
         let c = if mode == RnnMode::Lstm { Some(Tensor::stack(&cn, 0)?) } else { None };
