@@ -8,7 +8,10 @@ name, in their dtypes, and prints each backend's ms per forward as a ratio of to
 torch.compile's, where it works). Without it, runs the examples' default shapes. Prints one line
 per (model, dtype, mode):
 
-    TORCH <model> <dtype> <eager|compile> <ms> ms <config>
+    TORCH <model> <dtype> <eager|graphs|compile> <ms> ms <config>
+
+"graphs" is eager captured once in a CUDA graph and replayed (torch.cuda.graph): the twin of the
+examples' `+replay` lines (the same forward through `Device::capture` and `Plan::run`).
 
 The twins run the examples' op chains one for one (attention through
 F.scaled_dot_product_attention, as the example's fused op; torch has no fused rope, so the llama
@@ -31,6 +34,26 @@ TRANSFORMER = [
     "arch=llama,layers=12,width=768,heads=12,kv_heads=12,mlp=2048,seq=128,vocab=50257",
 ]
 UNET = ["batch=8,size=256,width=32,levels=3,up=nearest", "batch=8,size=256,width=32,levels=3,up=transpose"]
+
+
+def graphed(f):
+    """f captured in a CUDA graph after a warm-up on a side stream (as torch's docs do); each
+    call replays it and returns the captured output."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            f()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = f()
+
+    def replay():
+        g.replay()
+        return out
+
+    return replay
 
 
 def parse(config):
@@ -206,12 +229,12 @@ def main():
         build = transformer if model == "transformer" else unet
         with torch.no_grad():
             f = build(parse(cfg), DTYPES[dtype])
-            modes = [("eager", f)]
+            modes = [("eager", lambda: f), ("graphs", lambda: graphed(f))]
             if compile_too:
-                modes.append(("compile", torch.compile(f)))
-            for mode, g in modes:
+                modes.append(("compile", lambda: torch.compile(f)))
+            for mode, make in modes:
                 try:
-                    ms = measure_ms(g, max_batch=100)
+                    ms = measure_ms(make(), max_batch=100)
                 except Exception as e:  # torch.compile needs a working Triton/compiler: say why not
                     print(f"# {model} {dtype} {mode}: failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
                     continue
@@ -220,12 +243,12 @@ def main():
         torch.cuda.empty_cache()
 
     if ours:
-        print(f"\n{'model':<12} {'backend':>7} {'dtype':>5} {'ms':>9} {'eager':>9} {'ratio':>6} {'compile':>9} {'ratio':>6}  config")
+        head = " ".join(f"{m:>9} {'ratio':>6}" for m in ("eager", "graphs", "compile"))
+        print(f"\n{'model':<12} {'backend':>12} {'dtype':>5} {'ms':>9} {head}  config")
         for model, backend, dtype, ms, cfg in ours:
-            e, c = ref.get((model, dtype, "eager", cfg)), ref.get((model, dtype, "compile", cfg))
-            fmt = lambda t: (f"{t:>9.3f}", f"{ms / t:>6.2f}") if t else (f"{'-':>9}", f"{'-':>6}")
-            (es, er), (cs, cr) = fmt(e), fmt(c)
-            print(f"{model:<12} {backend:>7} {dtype:>5} {ms:>9.3f} {es} {er} {cs} {cr}  {cfg}")
+            fmt = lambda t: f"{t:>9.3f} {ms / t:>6.2f}" if t else f"{'-':>9} {'-':>6}"
+            cols = " ".join(fmt(ref.get((model, dtype, m, cfg))) for m in ("eager", "graphs", "compile"))
+            print(f"{model:<12} {backend:>12} {dtype:>5} {ms:>9.3f} {cols}  {cfg}")
         print("(ratio: our ms / torch's ms; above 1 is slower than torch)")
 
 

@@ -361,8 +361,33 @@ fn run(f: &Flags, cfg: &Config, m: &Model, dev: &Device, dtype: DType, r: &Refer
         c.print_profile();
     }
     common::model_line("transformer", dev, dtype, t, &cfg.tag());
+    if gpu {
+        fails |= replay(f, cfg, &w, dev, dtype, &ids, &next)?;
+    }
     fails |= parallel::run(f, cfg, m, dev, dtype, r, check, t)? && gpu;
     Ok(fails)
+}
+
+/// The same forward captured once (`Device::capture`) and timed through `Plan::run`, printed as
+/// backend `<kind>+replay`; its greedy tokens must be the op-by-op forward's `next` exactly.
+/// Whether they differ.
+fn replay(f: &Flags, cfg: &Config, w: &Model, dev: &Device, dtype: DType, ids: &Tensor, next: &[u32]) -> Res<bool> {
+    let c = Ctx::new(dev, false);
+    let crate_error = |e: Box<dyn std::error::Error>| match e.downcast::<rocm_wgpu_ops::Error>() {
+        Ok(e) => *e,
+        Err(e) => rocm_wgpu_ops::Error::InvalidParam { op: "forward", msg: e.to_string() },
+    };
+    let captured = std::time::Instant::now();
+    let mut plan = dev.capture(&[ids], |x| {
+        let (_, next) = w.forward(&c, cfg, &x[0], None).map_err(crate_error)?;
+        Ok(vec![next])
+    })?;
+    println!("#   replay: captured in {:.3} ms", captured.elapsed().as_secs_f64() * 1e3);
+    let (t, out) = common::time(dev, f.get("runs", 5)?, || Ok(plan.run(&[ids])?))?;
+    let same = out[0].to_vec::<u32>()? == next;
+    println!("#   replay: greedy tokens {} the op-by-op forward's", if same { "equal to" } else { "DIFFER from" });
+    println!("MODEL transformer {}+replay {dtype} {:.3} ms {}", dev.kind(), t.as_secs_f64() * 1e3, cfg.tag());
+    Ok(!same)
 }
 
 /// `--decode N`: timed, the whole prompt into a fresh cache, then N greedy tokens one at a time,

@@ -133,11 +133,48 @@ pub trait Memory: Clone + Send + Sync + 'static {
     fn download(&self, s: &Self::Storage) -> Readback<CpuStorage>;
     /// Done when all recorded work is.
     fn synchronize(&self) -> Readback<()>;
+    /// Starts recording this device's work into a graph instead of running it (see
+    /// [`crate::Device::capture`]); the cpu records none (its plans run their closure again).
+    fn begin_capture(&self) -> Result<()> {
+        Err(Error::Capture { msg: format!("the {} backend records no graphs", self.kind()) })
+    }
+    /// The work recorded since `begin_capture`, ready to run again; it keeps every block that
+    /// work may touch out of reuse while it lives.
+    fn end_capture(&self) -> Result<crate::backend::Graph> {
+        Err(Error::Capture { msg: format!("the {} backend records no graphs", self.kind()) })
+    }
+    /// Abandons a capture under way (its closure failed): nothing recorded runs.
+    fn abort_capture(&self) {}
+    /// Queues graph `g` of `end_capture` after the work recorded so far.
+    fn replay(&self, _g: &crate::backend::Graph) -> Result<()> {
+        Err(Error::Capture { msg: format!("the {} backend records no graphs", self.kind()) })
+    }
     /// A zeroed flag for one op's kernels to record a failure found in device data in (a bad
     /// id); empty where ops report such failures at once (cpu). See `src/tensor/status.rs`.
     fn new_flag(&self) -> Result<Self::Storage>;
     /// What each flag recorded, once every op recorded before has run: `Ok` or the failure.
     fn read_flags(&self, flags: &[&Self::Storage]) -> Readback<Vec<Result<()>>>;
+}
+
+/// A backend's recorded work (a CUDA or HIP graph, wgpu's kept dispatches) behind a plan
+/// ([`crate::Device::capture`]); dropping it lets the blocks it pinned be reused.
+pub struct Graph(Box<dyn std::any::Any + Send + Sync>);
+
+impl Graph {
+    pub(crate) fn new(g: impl std::any::Any + Send + Sync) -> Graph {
+        Graph(Box::new(g))
+    }
+
+    /// The backend's own graph type.
+    pub(crate) fn get<T: 'static>(&self) -> Result<&T> {
+        self.0.downcast_ref().ok_or_else(|| Error::Capture { msg: "a plan of another backend".into() })
+    }
+}
+
+impl fmt::Debug for Graph {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Graph")
+    }
 }
 
 /// Host data on its way back from a device. [`Memory::download`], [`Memory::read_flags`] and

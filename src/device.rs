@@ -188,6 +188,14 @@ pub(crate) trait Pending: Send + Sync {
     fn run(&self) -> Result<()>;
 }
 
+/// A deferred result as the device lists it: the thread that deferred it and whether inside a
+/// capture.
+struct Deferral {
+    thread: std::thread::ThreadId,
+    captured: bool,
+    result: Weak<dyn Pending>,
+}
+
 struct DeviceInner {
     backend: AnyBackend,
     description: String,
@@ -196,13 +204,31 @@ struct DeviceInner {
     fusion: bool,
     /// The deferred results not run yet (dropped ones are skipped), shared by every handle on
     /// this backend (`Device::with_fusion`): a write through one must run what the others defer.
-    pending: Arc<Mutex<Vec<Weak<dyn Pending>>>>,
+    pending: Arc<Mutex<Vec<Deferral>>>,
+    /// Held through a capture (`Device::capture`), shared as `pending` is: one capture at a
+    /// time per backend, another thread's waiting for it.
+    capture_gate: Arc<Mutex<()>>,
 }
 
 impl fmt::Debug for DeviceInner {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DeviceInner").field("backend", &self.backend).field("description", &self.description).finish()
     }
+}
+
+thread_local! {
+    /// Whether this thread is inside a capture's closure (`Device::capture`).
+    static CAPTURING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling thread is inside a capture's closure.
+pub(crate) fn capturing() -> bool {
+    CAPTURING.get()
+}
+
+/// Marks the calling thread as inside a capture's closure, or not.
+pub(crate) fn set_capturing(on: bool) {
+    CAPTURING.set(on);
 }
 
 /// Deferred results a device keeps before it drops the ones already gone.
@@ -240,7 +266,8 @@ impl Device {
     pub(crate) fn from_backend(backend: AnyBackend, description: String) -> Device {
         let fusion = std::env::var("RWO_FUSION").map_or(true, |v| v.trim() != "0");
         let rng = Mutex::new(RngState { seed: 0, offset: 0 });
-        Device(Arc::new(DeviceInner { backend, description, rng, fusion, pending: Arc::default() }))
+        let (pending, capture_gate) = (Arc::default(), Arc::default());
+        Device(Arc::new(DeviceInner { backend, description, rng, fusion, pending, capture_gate }))
     }
 
     /// Whether elementwise ops on this device defer their results into fused programs, which
@@ -273,33 +300,51 @@ impl Device {
             rng,
             fusion: on,
             pending: inner.pending.clone(),
+            capture_gate: inner.capture_gate.clone(),
         }))
     }
 
     /// Registers a deferred result, to run before the next in-place write or synchronize.
     pub(crate) fn defer(&self, p: &Arc<impl Pending + 'static>) {
-        let weak: Weak<dyn Pending> = Arc::downgrade(p) as Weak<dyn Pending>;
+        let result: Weak<dyn Pending> = Arc::downgrade(p) as Weak<dyn Pending>;
         let mut list = self.0.pending.lock().unwrap_or_else(|e| e.into_inner());
         if list.len() >= PENDING_PRUNE {
-            list.retain(|w| w.strong_count() > 0);
+            list.retain(|d| d.result.strong_count() > 0);
         }
-        list.push(weak);
+        list.push(Deferral { thread: std::thread::current().id(), captured: capturing(), result });
     }
 
-    /// Runs every deferred result of this device still held by a tensor.
+    /// Runs every deferred result of this device still held by a tensor, but those of a
+    /// capture under way (`Device::capture`) on any other thread than it: a capture runs its
+    /// thread's only (another's would be recorded into the plan), every other thread all but
+    /// the capture's (which the plan must record).
     pub(crate) fn run_deferred(&self) -> Result<()> {
-        let list = std::mem::take(&mut *self.0.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        let me = std::thread::current().id();
+        let mine = |d: &Deferral| if capturing() { d.thread == me } else { !d.captured };
+        let list = {
+            let mut all = self.0.pending.lock().unwrap_or_else(|e| e.into_inner());
+            let (run, kept) = std::mem::take(&mut *all).into_iter().partition(mine);
+            *all = kept;
+            run
+        };
         let mut first = Ok(());
-        for w in list {
-            if let Some(p) = w.upgrade()
+        for d in list {
+            if let Some(p) = d.result.upgrade()
                 && let Err(e) = p.run()
             {
                 // It stays deferred: its own readback reports the failure again.
-                self.0.pending.lock().unwrap_or_else(|e| e.into_inner()).push(w);
+                self.0.pending.lock().unwrap_or_else(|e| e.into_inner()).push(d);
                 first = first.and(Err(e));
             }
         }
         first
+    }
+
+    /// The calling thread's capture was abandoned: what it deferred runs as any result does.
+    pub(crate) fn release_captured(&self) {
+        let me = std::thread::current().id();
+        let mut all = self.0.pending.lock().unwrap_or_else(|e| e.into_inner());
+        all.iter_mut().filter(|d| d.thread == me).for_each(|d| d.captured = false);
     }
 
     /// The cpu reference backend.
@@ -514,6 +559,11 @@ impl Device {
 
     pub(crate) fn backend(&self) -> &AnyBackend {
         &self.0.backend
+    }
+
+    /// The lock a capture holds (see `tensor/plan.rs`).
+    pub(crate) fn capture_gate(&self) -> &Mutex<()> {
+        &self.0.capture_gate
     }
 }
 

@@ -272,6 +272,14 @@ pub enum Error {
         op: &'static str,
     },
 
+    /// What a capture cannot record ([`crate::Device::capture`]): a readback, a wait or a
+    /// second capture while one is under way; or a plan run with inputs unlike the captured ones.
+    #[error("capture: {msg}")]
+    Capture {
+        /// What was asked and why it cannot be recorded or replayed.
+        msg: String,
+    },
+
     /// A model file (GGUF, safetensors) that ends inside something it declares: a header, a
     /// value, a string, the data section.
     #[error("{format}: the file ends inside {what}: {needed} bytes at byte {offset}, the file has {len}")]

@@ -34,6 +34,7 @@ mod host;
 pub mod io;
 mod layout;
 pub mod native;
+mod pins;
 pub mod spec;
 mod tensor;
 pub mod wgpu;
@@ -49,7 +50,7 @@ pub use half::{self, bf16, f16};
 pub use host::CpuStorage;
 pub use layout::{D, Dim, Layout, Shape, StridedBlocks, StridedIndex};
 pub use tensor::{
-    Dims, HostElement, IndexOp, QTensor, RnnOptions, RnnWeights, ShapeWithOneHole, Tensor, TensorIndexer,
+    Dims, HostElement, IndexOp, Plan, QTensor, RnnOptions, RnnWeights, ShapeWithOneHole, Tensor, TensorIndexer,
     TensorOrScalar,
 };
 

@@ -6,7 +6,8 @@
 
 use super::ptr::DevicePtr;
 use super::runtime::Runtime;
-use crate::Result;
+use crate::pins::Pins;
+use crate::{Error, Result};
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
@@ -30,6 +31,8 @@ struct Pool {
     free: HashMap<usize, Vec<DevicePtr>>,
     cached: usize,
     live: usize,
+    /// Blocks a plan's graph may touch (`crate::pins`): released ones wait here.
+    pins: Pins<(DevicePtr, usize)>,
 }
 
 /// Bytes in use by storages and bytes cached for reuse.
@@ -51,15 +54,16 @@ impl Allocator {
         self.pool.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A block of at least `bytes` (> 0) bytes, and its size class (what to release it with).
-    pub(crate) fn alloc<R: Runtime>(&self, rt: &R, bytes: usize) -> Result<(DevicePtr, usize)> {
+    /// A block of at least `bytes` (> 0) bytes, its size class and serial (what to release it
+    /// with).
+    pub(crate) fn alloc<R: Runtime>(&self, rt: &R, bytes: usize) -> Result<(DevicePtr, usize, u64)> {
         let class = size_class(bytes);
         {
             let mut pool = self.lock();
             if let Some(ptr) = pool.free.get_mut(&class).and_then(|v| v.pop()) {
                 pool.cached -= class;
                 pool.live += class;
-                return Ok((ptr, class));
+                return Ok((ptr, class, pool.pins.stamp()));
             }
         }
         let ptr = match rt.alloc(class) {
@@ -72,20 +76,45 @@ impl Allocator {
                 rt.alloc(class)?
             }
         };
-        self.lock().live += class;
-        Ok((ptr, class))
+        let mut pool = self.lock();
+        pool.live += class;
+        Ok((ptr, class, pool.pins.stamp()))
     }
 
-    /// Takes a block back for reuse.
-    pub(crate) fn release(&self, ptr: DevicePtr, class: usize) {
+    /// Takes a block back for reuse (or parks it, while a plan may touch it).
+    pub(crate) fn release(&self, ptr: DevicePtr, class: usize, serial: u64) {
         let mut pool = self.lock();
-        pool.free.entry(class).or_default().push(ptr);
-        pool.cached += class;
         pool.live -= class;
+        if let Some((ptr, class)) = pool.pins.release((ptr, class), serial) {
+            pool.free.entry(class).or_default().push(ptr);
+            pool.cached += class;
+        }
+    }
+
+    /// A capture starts: no block released from now on is reused until [`Allocator::unpin`].
+    pub(crate) fn pin(&self) {
+        self.lock().pins.begin();
+    }
+
+    /// The capture ended: the blocks handed out so far stay pinned by the returned bound.
+    pub(crate) fn pinned(&self) -> u64 {
+        self.lock().pins.end()
+    }
+
+    /// Pin `bound` goes (a plan dropped, or `u64::MAX`: a capture abandoned).
+    pub(crate) fn unpin(&self, bound: u64) {
+        let mut pool = self.lock();
+        for (ptr, class) in pool.pins.unpin(bound) {
+            pool.free.entry(class).or_default().push(ptr);
+            pool.cached += class;
+        }
     }
 
     /// Frees every cached block (after the stream is idle); returns how many it freed.
     pub(crate) fn trim<R: Runtime>(&self, rt: &R) -> Result<usize> {
+        if rt.capturing() {
+            return Err(Error::Capture { msg: "device memory ran out inside a capture".into() });
+        }
         rt.synchronize()?;
         let blocks: Vec<DevicePtr> = {
             let mut pool = self.lock();

@@ -6,15 +6,15 @@ use super::blas::{Blas, cuda::CuBlas};
 use super::cache::{Cache, Key};
 use super::dnn::{Dnn, cuda::CuDnn};
 use super::ptr::DevicePtr;
-use super::runtime::{DeviceInfo, Runtime, requested_ordinal};
+use super::runtime::{Capturer, DeviceInfo, Runtime, requested_ordinal};
 use super::{HIP_COMMON, NativeBackend, hip_source};
 use crate::spec::Family;
 use crate::{BackendKind, Error, Result};
-use cudarc::driver::{CudaContext, CudaStream, DriverError, result as cu, sys};
+use cudarc::driver::{CudaContext, CudaGraph, CudaStream, DriverError, result as cu, sys};
 use cudarc::nvrtc::{result as rtc, sys as rtc_sys};
 use std::borrow::Cow;
 use std::ffi::{CString, c_char, c_int, c_void};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The native backend on a CUDA device.
 pub type CudaBackend = NativeBackend<Cuda>;
@@ -34,14 +34,34 @@ fn cu_err(what: &'static str) -> impl Fn(DriverError) -> Error {
     }
 }
 
-/// A device of the CUDA driver, with one non-blocking stream for all work, and the vendor
-/// libraries bound to that stream, loaded at first use (or why they did not load).
-pub struct Cuda {
-    /// First: dropped (their handles destroyed) before the stream and context they use.
+/// A non-blocking stream and the vendor libraries bound to it, loaded at first use (or why
+/// they did not load).
+struct Lane {
+    /// First: dropped (their handles destroyed) before the stream they use.
     blas: OnceLock<std::result::Result<CuBlas, String>>,
     dnn: OnceLock<std::result::Result<CuDnn, String>>,
-    ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
+}
+
+impl Lane {
+    fn new(ctx: &Arc<CudaContext>) -> std::result::Result<Lane, String> {
+        let stream = ctx.new_stream().map_err(|e| format!("no stream: {e:?}"))?;
+        Ok(Lane { blas: OnceLock::new(), dnn: OnceLock::new(), stream })
+    }
+
+    fn cu(&self) -> sys::CUstream {
+        self.stream.cu_stream()
+    }
+}
+
+/// A device of the CUDA driver: one lane for all work, and a second one, made at the first
+/// capture, for the capturing thread's (see [`Capturer`]).
+pub struct Cuda {
+    /// First: dropped before the context they use.
+    main: Lane,
+    side: OnceLock<std::result::Result<Lane, String>>,
+    capturer: Capturer,
+    ctx: Arc<CudaContext>,
     info: DeviceInfo,
 }
 
@@ -69,6 +89,15 @@ impl Drop for CuModule {
 /// A kernel of a loaded module.
 #[derive(Clone, Copy)]
 pub struct CuFunction(sys::CUfunction);
+
+/// An instantiated CUDA graph (none: a capture that recorded nothing), launched under a lock:
+/// the driver does not let two threads use one graph at once.
+pub struct CuGraph(Mutex<Option<CudaGraph>>);
+
+// SAFETY: every use of the graph goes through the mutex, with the context bound by cudarc.
+unsafe impl Send for CuGraph {}
+// SAFETY: as for Send.
+unsafe impl Sync for CuGraph {}
 
 // SAFETY: a CUfunction is an immutable handle, usable from any thread with the context current.
 unsafe impl Send for CuFunction {}
@@ -104,13 +133,21 @@ impl Cuda {
             return Err(format!("no CUDA device {n} (there are {count})"));
         }
         let ctx = CudaContext::new(n).map_err(|e| format!("no context on device {n}: {e:?}"))?;
-        let stream = ctx.new_stream().map_err(|e| format!("no stream: {e:?}"))?;
+        let main = Lane::new(&ctx)?;
         let info = Self::device_info(&ctx).map_err(|e| e.to_string())?;
         let archs = nvrtc_archs().map_err(|e| e.to_string())?;
         if target(&info.arch, &archs).is_err() {
             return Err(format!("NVRTC ({}) cannot build for {} (it knows {archs:?})", info.versions, info.arch));
         }
-        Ok(Cuda { blas: OnceLock::new(), dnn: OnceLock::new(), ctx, stream, info })
+        Ok(Cuda { main, side: OnceLock::new(), capturer: Capturer::default(), ctx, info })
+    }
+
+    /// The lane the calling thread's work goes to: the capture's while it captures.
+    fn lane(&self) -> &Lane {
+        match self.side.get() {
+            Some(Ok(side)) if self.capturer.is_mine() => side,
+            _ => &self.main,
+        }
     }
 
     fn device_info(ctx: &CudaContext) -> Result<DeviceInfo> {
@@ -255,6 +292,7 @@ impl Runtime for Cuda {
     const KIND: BackendKind = BackendKind::Cuda;
     type Module = CuModule;
     type Function = CuFunction;
+    type Graph = CuGraph;
 
     fn info(&self) -> &DeviceInfo {
         &self.info
@@ -265,7 +303,7 @@ impl Runtime for Cuda {
     }
 
     fn raw_stream(&self) -> *mut c_void {
-        self.stream.cu_stream() as *mut c_void
+        self.lane().cu() as *mut c_void
     }
 
     fn on_device<T>(&self, f: impl FnOnce() -> T) -> Result<T> {
@@ -289,21 +327,20 @@ impl Runtime for Cuda {
         self.bind()?;
         // SAFETY: the caller's contract; from pageable memory the call returns once `src` is
         // staged, so it may be reused.
-        unsafe { cu::memcpy_htod_async(dst.0, src, self.stream.cu_stream()) }.map_err(cu_err("cuMemcpyHtoDAsync"))
+        unsafe { cu::memcpy_htod_async(dst.0, src, self.lane().cu()) }.map_err(cu_err("cuMemcpyHtoDAsync"))
     }
 
     unsafe fn dtoh(&self, src: DevicePtr, dst: &mut [u8]) -> Result<()> {
         self.bind()?;
         // SAFETY: the caller's contract; the stream is synchronised before `dst` is read.
-        unsafe { cu::memcpy_dtoh_async(dst, src.0, self.stream.cu_stream()) }.map_err(cu_err("cuMemcpyDtoHAsync"))?;
+        unsafe { cu::memcpy_dtoh_async(dst, src.0, self.lane().cu()) }.map_err(cu_err("cuMemcpyDtoHAsync"))?;
         self.synchronize()
     }
 
     unsafe fn dtod(&self, src: DevicePtr, dst: DevicePtr, bytes: usize) -> Result<()> {
         self.bind()?;
         // SAFETY: the caller's contract.
-        unsafe { cu::memcpy_dtod_async(dst.0, src.0, bytes, self.stream.cu_stream()) }
-            .map_err(cu_err("cuMemcpyDtoDAsync"))
+        unsafe { cu::memcpy_dtod_async(dst.0, src.0, bytes, self.lane().cu()) }.map_err(cu_err("cuMemcpyDtoDAsync"))
     }
 
     unsafe fn copy_peer(&self, from: &Cuda, src: DevicePtr, dst: DevicePtr, bytes: usize) -> Result<()> {
@@ -312,7 +349,7 @@ impl Runtime for Cuda {
         let (to_ctx, from_ctx) = (self.ctx.cu_ctx(), from.ctx.cu_ctx());
         // SAFETY: the caller's contract; `from`'s writes are done (synchronised above), and the
         // copy is waited for below, so `src` may be reused once this returns.
-        unsafe { sys::cuMemcpyPeerAsync(dst.0, to_ctx, src.0, from_ctx, bytes, self.stream.cu_stream()) }
+        unsafe { sys::cuMemcpyPeerAsync(dst.0, to_ctx, src.0, from_ctx, bytes, self.lane().cu()) }
             .result()
             .map_err(cu_err("cuMemcpyPeerAsync"))?;
         self.synchronize()
@@ -321,7 +358,7 @@ impl Runtime for Cuda {
     unsafe fn memset(&self, dst: DevicePtr, value: u8, bytes: usize) -> Result<()> {
         self.bind()?;
         // SAFETY: the caller's contract.
-        unsafe { cu::memset_d8_async(dst.0, value, bytes, self.stream.cu_stream()) }.map_err(cu_err("cuMemsetD8Async"))
+        unsafe { cu::memset_d8_async(dst.0, value, bytes, self.lane().cu()) }.map_err(cu_err("cuMemsetD8Async"))
     }
 
     fn code_object(&self, family: Family) -> Result<Cow<'static, [u8]>> {
@@ -366,27 +403,72 @@ impl Runtime for Cuda {
         self.bind()?;
         let (g, b) = ((grid[0], grid[1], grid[2]), (block[0], block[1], block[2]));
         // SAFETY: the caller's contract.
-        unsafe { cu::launch_kernel(f.0, g, b, shared_bytes, self.stream.cu_stream(), args) }
-            .map_err(cu_err("cuLaunchKernel"))
+        unsafe { cu::launch_kernel(f.0, g, b, shared_bytes, self.lane().cu(), args) }.map_err(cu_err("cuLaunchKernel"))
     }
 
     fn synchronize(&self) -> Result<()> {
         self.bind()?;
         // SAFETY: the stream is live (owned by `self`).
-        unsafe { cu::stream::synchronize(self.stream.cu_stream()) }.map_err(cu_err("cuStreamSynchronize"))
+        unsafe { cu::stream::synchronize(self.lane().cu()) }.map_err(cu_err("cuStreamSynchronize"))
+    }
+
+    fn begin_capture(&self) -> Result<()> {
+        let side = match self.side.get_or_init(|| Lane::new(&self.ctx)) {
+            Ok(side) => side,
+            Err(why) => return Err(err("no stream to capture on", why)),
+        };
+        self.capturer.claim()?;
+        let relaxed = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED;
+        side.stream
+            .begin_capture(relaxed)
+            .map_err(cu_err("cuStreamBeginCapture"))
+            .inspect_err(|_| self.capturer.release())
+    }
+
+    fn capturing(&self) -> bool {
+        self.capturer.is_mine()
+    }
+
+    fn end_capture(&self) -> Result<CuGraph> {
+        let Some(Ok(side)) = self.side.get().filter(|_| self.capturer.is_mine()) else {
+            return Err(Error::Capture { msg: "no capture is under way on this thread".into() });
+        };
+        let graph = side.stream.end_capture(sys::CUgraphInstantiate_flags(0));
+        self.capturer.release();
+        Ok(CuGraph(Mutex::new(graph.map_err(cu_err("cuStreamEndCapture"))?)))
+    }
+
+    fn launch_graph(&self, g: &CuGraph) -> Result<()> {
+        self.bind()?;
+        match &*g.0.lock().unwrap_or_else(|e| e.into_inner()) {
+            // SAFETY: the graph lives while `g` does; the main stream is live. (cudarc's own
+            // launch would queue it on the capture's stream, unordered with the main one.)
+            Some(graph) => {
+                unsafe { cu::graph::launch(graph.cu_graph_exec(), self.main.cu()) }.map_err(cu_err("cuGraphLaunch"))
+            }
+            None => Ok(()),
+        }
+    }
+
+    unsafe fn htod_now(&self, src: &[u8], dst: DevicePtr) -> Result<()> {
+        self.bind()?;
+        // SAFETY: the caller's contract; the copy is done when the call returns.
+        unsafe { cu::memcpy_htod_sync(dst.0, src) }.map_err(cu_err("cuMemcpyHtoD"))
     }
 
     fn blas(&self) -> std::result::Result<&dyn Blas, &str> {
-        let open = || super::runtime::library_allowed("blas").and_then(|_| CuBlas::open(&self.ctx, &self.stream));
-        match self.blas.get_or_init(open) {
+        let lane = self.lane();
+        let open = || super::runtime::library_allowed("blas").and_then(|_| CuBlas::open(&self.ctx, &lane.stream));
+        match lane.blas.get_or_init(open) {
             Ok(b) => Ok(b),
             Err(why) => Err(why),
         }
     }
 
     fn dnn(&self) -> std::result::Result<&dyn Dnn, &str> {
-        let open = || super::runtime::library_allowed("dnn").and_then(|_| CuDnn::open(&self.ctx, &self.stream));
-        match self.dnn.get_or_init(open) {
+        let lane = self.lane();
+        let open = || super::runtime::library_allowed("dnn").and_then(|_| CuDnn::open(&self.ctx, &lane.stream));
+        match lane.dnn.get_or_init(open) {
             Ok(d) => Ok(d),
             Err(why) => Err(why),
         }

@@ -26,6 +26,9 @@ pub type HipError = c_int;
 pub type Stream = *mut c_void;
 pub type Module = *mut c_void;
 pub type Function = *mut c_void;
+/// `hipGraph_t` and `hipGraphExec_t`: opaque handles.
+pub type Graph = *mut c_void;
+pub type GraphExec = *mut c_void;
 /// `hiprtcProgram` and `hiprtcResult`.
 type Program = *mut c_void;
 type RtcResult = c_int;
@@ -42,6 +45,9 @@ pub const MEMCPY_DEVICE_TO_DEVICE: c_int = 3;
 /// `hipStreamNonBlocking`: no implicit synchronisation with the null stream, as cudarc's
 /// (hip_runtime_api.h at rocm-5.2.3, rocm-6.2.2 and 003a5d10).
 pub const STREAM_NON_BLOCKING: c_uint = 1;
+/// `hipStreamCaptureModeRelaxed` (`hipStreamCaptureMode`, hip_runtime_api.h at rocm-5.2.3 and
+/// rocm-6.2.2: after Global = 0 and ThreadLocal).
+pub const STREAM_CAPTURE_MODE_RELAXED: c_int = 2;
 /// `HIPRTC_SUCCESS` (`hiprtcResult`, hiprtc.h at rocm-5.2.3 and rocm-6.2.2).
 const HIPRTC_SUCCESS: RtcResult = 0;
 
@@ -129,6 +135,7 @@ pub(crate) fn declared_abi() -> Vec<(&'static str, i64)> {
         ("hipMemcpyDeviceToHost", MEMCPY_DEVICE_TO_HOST.into()),
         ("hipMemcpyDeviceToDevice", MEMCPY_DEVICE_TO_DEVICE.into()),
         ("hipStreamNonBlocking", STREAM_NON_BLOCKING.into()),
+        ("hipStreamCaptureModeRelaxed", STREAM_CAPTURE_MODE_RELAXED.into()),
         ("sizeof(hiprtcResult)", n(size_of::<RtcResult>())),
         ("HIPRTC_SUCCESS", HIPRTC_SUCCESS.into()),
     ]
@@ -151,6 +158,19 @@ dylib! {
         fn hipMalloc(ptr: *mut *mut c_void, bytes: usize) -> HipError;
         fn hipFree(ptr: *mut c_void) -> HipError;
         fn hipMemcpyAsync(dst: *mut c_void, src: *const c_void, bytes: usize, kind: c_int, stream: Stream) -> HipError;
+        fn hipMemcpy(dst: *mut c_void, src: *const c_void, bytes: usize, kind: c_int) -> HipError;
+        fn hipStreamBeginCapture(stream: Stream, mode: c_int) -> HipError;
+        fn hipStreamEndCapture(stream: Stream, graph: *mut Graph) -> HipError;
+        fn hipGraphInstantiate(
+            exec: *mut GraphExec,
+            graph: Graph,
+            error_node: *mut *mut c_void,
+            log: *mut c_char,
+            log_bytes: usize,
+        ) -> HipError;
+        fn hipGraphLaunch(exec: GraphExec, stream: Stream) -> HipError;
+        fn hipGraphExecDestroy(exec: GraphExec) -> HipError;
+        fn hipGraphDestroy(graph: Graph) -> HipError;
         fn hipMemcpyPeerAsync(
             dst: *mut c_void,
             dst_device: c_int,

@@ -9,6 +9,7 @@
 mod alloc;
 mod attention;
 pub mod blas;
+mod capture;
 // Also the wgpu backend's pipeline cache (src/wgpu/pipeline_cache.rs), wherever there is a disk.
 #[cfg(not(target_family = "wasm"))]
 pub(crate) mod cache;
@@ -120,6 +121,8 @@ struct Inner<R: Runtime> {
     dnn_cache: dnn::AlgoCache,
     /// Calls per path (library or our kernels), for `info()`.
     library_use: usage::LibraryUse,
+    /// `library_use`'s launches when the capture under way started.
+    capture_start: std::sync::atomic::AtomicU64,
     /// Last: dropped after the modules and the cached blocks that need it.
     rt: R,
 }
@@ -151,6 +154,8 @@ pub struct NativeStorage<R: Runtime> {
     ptr: DevicePtr,
     /// The block's size class (0 for an empty storage, which owns no block).
     class: usize,
+    /// The block's serial in the allocator (see `crate::pins`).
+    serial: u64,
     dtype: DType,
     len: usize,
     owner: Arc<Inner<R>>,
@@ -170,7 +175,7 @@ impl<R: Runtime> NativeStorage<R> {
 impl<R: Runtime> Drop for NativeStorage<R> {
     fn drop(&mut self) {
         if self.class > 0 {
-            self.owner.alloc.release(self.ptr, self.class);
+            self.owner.alloc.release(self.ptr, self.class, self.serial);
         }
     }
 }
@@ -199,6 +204,7 @@ impl<R: Runtime> NativeBackend<R> {
             alloc: Allocator::default(),
             dnn_cache: Default::default(),
             library_use: Default::default(),
+            capture_start: Default::default(),
             rt,
         }))
     }
@@ -222,8 +228,8 @@ impl<R: Runtime> NativeBackend<R> {
             needed: (len as u64).saturating_mul(dtype.size_in_bytes() as u64),
             limit: isize::MAX as u64,
         })?;
-        let (ptr, class) = if bytes == 0 {
-            (DevicePtr(0), 0)
+        let (ptr, class, serial) = if bytes == 0 {
+            (DevicePtr(0), 0, 0)
         } else {
             // The vendor's out-of-memory text does not say how much was asked for.
             self.0.alloc.alloc(&self.0.rt, bytes).map_err(|e| match e {
@@ -233,7 +239,7 @@ impl<R: Runtime> NativeBackend<R> {
                 e => e,
             })?
         };
-        Ok(NativeStorage { ptr, class, dtype, len, owner: self.0.clone() })
+        Ok(NativeStorage { ptr, class, serial, dtype, len, owner: self.0.clone() })
     }
 
     /// `len` elements from element `offset` of `src`, a storage of `from` (another device of
@@ -487,8 +493,15 @@ impl<R: Runtime> Memory for NativeBackend<R> {
         let s = self.storage(data.dtype(), data.len())?;
         let bytes = data.as_bytes();
         if !bytes.is_empty() {
-            // SAFETY: `s` was just allocated with room for exactly these bytes.
-            unsafe { self.0.rt.htod(bytes, s.ptr)? };
+            // SAFETY: `s` was just allocated with room for exactly these bytes; inside a
+            // capture it is a block no queued work uses (see `crate::pins`), and the stream
+            // was idle when the capture started.
+            unsafe {
+                match self.0.rt.capturing() {
+                    true => self.0.rt.htod_now(bytes, s.ptr)?,
+                    false => self.0.rt.htod(bytes, s.ptr)?,
+                }
+            };
         }
         Ok(s)
     }
@@ -498,7 +511,23 @@ impl<R: Runtime> Memory for NativeBackend<R> {
     }
 
     fn synchronize(&self) -> Readback<()> {
-        Readback::done(self.0.rt.synchronize())
+        Readback::done(self.refuse_in_capture("a synchronize").and_then(|_| self.0.rt.synchronize()))
+    }
+
+    fn begin_capture(&self) -> Result<()> {
+        self.begin_capture_native()
+    }
+
+    fn end_capture(&self) -> Result<crate::backend::Graph> {
+        self.end_capture_native()
+    }
+
+    fn abort_capture(&self) {
+        self.abort_capture_native()
+    }
+
+    fn replay(&self, g: &crate::backend::Graph) -> Result<()> {
+        self.replay_native(g)
     }
 
     fn new_flag(&self) -> Result<NativeStorage<R>> {
@@ -511,6 +540,7 @@ impl<R: Runtime> Memory for NativeBackend<R> {
 
     fn read_flags(&self, flags: &[&NativeStorage<R>]) -> Readback<Vec<Result<()>>> {
         let read = || {
+            self.refuse_in_capture("reading a kernel's error flag")?;
             let mut out = Vec::with_capacity(flags.len());
             for f in flags {
                 let mut bytes = [0u8; FLAG_BYTES];
@@ -528,6 +558,7 @@ impl<R: Runtime> Memory for NativeBackend<R> {
 impl<R: Runtime> NativeBackend<R> {
     /// The whole buffer on the host (the copy waits for the work queued before it).
     pub(crate) fn to_host(&self, s: &NativeStorage<R>) -> Result<CpuStorage> {
+        self.refuse_in_capture("a readback")?;
         let mut bytes = crate::host::try_vec(s.bytes(), 0u8)?;
         if !bytes.is_empty() {
             // SAFETY: `s` holds `s.bytes()` bytes from `s.ptr`.

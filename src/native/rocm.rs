@@ -14,13 +14,13 @@ use super::dnn::{Dnn, rocm::MiOpen};
 use super::gfx::{self, Candidate};
 use super::hip_api::{self, Bound, HipLib, c_text};
 use super::ptr::DevicePtr;
-use super::runtime::{DeviceInfo, Runtime, library_allowed, requested_ordinal};
+use super::runtime::{Capturer, DeviceInfo, Runtime, library_allowed, requested_ordinal};
 use super::{HIP_COMMON, NativeBackend, hip_source};
 use crate::spec::Family;
 use crate::{BackendKind, Error, Result};
 use std::borrow::Cow;
-use std::ffi::{CString, c_int, c_void};
-use std::sync::OnceLock;
+use std::ffi::{CString, c_char, c_int, c_void};
+use std::sync::{Mutex, OnceLock};
 
 /// What build.rs made: `TARGETS`, `OBJECTS` (family, target, code object) and `FLAGS`, the
 /// compiler flags of every kernel (hipcc ahead of time, hiprtc at run time).
@@ -35,24 +35,57 @@ fn err(msg: impl Into<String>) -> Error {
     Error::Backend { backend: BackendKind::Rocm, msg: msg.into() }
 }
 
-/// One HIP device, with one non-blocking stream for all work, and the vendor libraries bound
-/// to that stream, loaded at first use (or why they did not load).
-pub struct Hip {
+/// A non-blocking stream and the vendor libraries bound to it, loaded at first use (or why
+/// they did not load); destroyed after them.
+struct Lane {
     blas: OnceLock<std::result::Result<RocBlas, String>>,
     dnn: OnceLock<std::result::Result<MiOpen, String>>,
     lib: &'static HipLib,
     ordinal: c_int,
     stream: hip_api::Stream,
+}
+
+// SAFETY: the HIP runtime is thread-safe and every call binds the device first; the stream
+// handle is only passed to HIP calls and destroyed once, when the lane drops.
+unsafe impl Send for Lane {}
+// SAFETY: as for Send.
+unsafe impl Sync for Lane {}
+
+impl Lane {
+    fn new(lib: &'static HipLib, ordinal: c_int) -> std::result::Result<Lane, String> {
+        let _bound = Bound::new(lib, ordinal)?;
+        let mut stream: hip_api::Stream = std::ptr::null_mut();
+        // SAFETY: writes one handle; the device is current.
+        let created = unsafe { (lib.fns.hipStreamCreateWithFlags)(&mut stream, hip_api::STREAM_NON_BLOCKING) };
+        lib.check("hipStreamCreateWithFlags", created)?;
+        Ok(Lane { blas: OnceLock::new(), dnn: OnceLock::new(), lib, ordinal, stream })
+    }
+}
+
+impl Drop for Lane {
+    fn drop(&mut self) {
+        // The library handles first: they use the stream.
+        drop((self.blas.take(), self.dnn.take()));
+        if let Ok(_bound) = Bound::new(self.lib, self.ordinal) {
+            // SAFETY: the stream was created by `new` and is destroyed once; the backend drops
+            // its modules and memory first.
+            let _ = unsafe { (self.lib.fns.hipStreamDestroy)(self.stream) };
+        }
+    }
+}
+
+/// One HIP device: one lane for all work, and a second one, made at the first capture, for the
+/// capturing thread's (see [`Capturer`]).
+pub struct Hip {
+    main: Lane,
+    side: OnceLock<std::result::Result<Lane, String>>,
+    capturer: Capturer,
+    lib: &'static HipLib,
+    ordinal: c_int,
     info: DeviceInfo,
     /// The embedded target whose code objects fit the device, if any.
     embedded: Option<&'static str>,
 }
-
-// SAFETY: the HIP runtime is thread-safe and every call binds the device first; the stream
-// handle is only passed to HIP calls and destroyed once, when `Hip` drops.
-unsafe impl Send for Hip {}
-// SAFETY: as for Send; `&Hip` only queues work and reads immutable info.
-unsafe impl Sync for Hip {}
 
 /// A loaded code object, unloaded on drop.
 pub struct HipModule {
@@ -84,6 +117,33 @@ pub struct HipFunction(hip_api::Function);
 unsafe impl Send for HipFunction {}
 // SAFETY: as for Send.
 unsafe impl Sync for HipFunction {}
+
+/// An instantiated HIP graph and the graph it came from, launched under a lock (a graph may
+/// not be used by two threads at once); destroyed with the device current.
+pub struct HipGraph {
+    lib: &'static HipLib,
+    ordinal: c_int,
+    graph: hip_api::Graph,
+    exec: Mutex<hip_api::GraphExec>,
+}
+
+// SAFETY: the handles are only used under the mutex (launch) or in drop, with the device bound.
+unsafe impl Send for HipGraph {}
+// SAFETY: as for Send.
+unsafe impl Sync for HipGraph {}
+
+impl Drop for HipGraph {
+    fn drop(&mut self) {
+        if let Ok(_bound) = Bound::new(self.lib, self.ordinal) {
+            let exec = *self.exec.get_mut().unwrap_or_else(|e| e.into_inner());
+            // SAFETY: both were made by `end_capture` and are destroyed once, here.
+            unsafe {
+                (self.lib.fns.hipGraphExecDestroy)(exec);
+                (self.lib.fns.hipGraphDestroy)(self.graph);
+            }
+        }
+    }
+}
 
 /// The embedded target whose code fits target id `arch`, if any.
 fn embedded_target(arch: &str) -> Option<&'static str> {
@@ -201,12 +261,20 @@ impl Hip {
             versions: format!("{}; kernels: {kernels}", lib.describe()),
         };
         let ordinal = ordinal as c_int;
-        let _bound = Bound::new(lib, ordinal)?;
-        let mut stream: hip_api::Stream = std::ptr::null_mut();
-        // SAFETY: writes one handle; the device is current.
-        let created = unsafe { (lib.fns.hipStreamCreateWithFlags)(&mut stream, hip_api::STREAM_NON_BLOCKING) };
-        lib.check("hipStreamCreateWithFlags", created)?;
-        Ok(Hip { blas: OnceLock::new(), dnn: OnceLock::new(), lib, ordinal, stream, info, embedded })
+        let main = Lane::new(lib, ordinal)?;
+        Ok(Hip { main, side: OnceLock::new(), capturer: Capturer::default(), lib, ordinal, info, embedded })
+    }
+
+    /// The stream the calling thread's work goes to: the capture's while it captures.
+    fn lane(&self) -> &Lane {
+        match self.side.get() {
+            Some(Ok(side)) if self.capturer.is_mine() => side,
+            _ => &self.main,
+        }
+    }
+
+    fn stream(&self) -> hip_api::Stream {
+        self.lane().stream
     }
 
     fn bind(&self) -> Result<Bound> {
@@ -220,19 +288,7 @@ impl Hip {
     fn copy(&self, what: &str, dst: *mut c_void, src: *const c_void, bytes: usize, kind: c_int) -> Result<()> {
         let _bound = self.bind()?;
         // SAFETY: the callers' contracts: both ranges lie in live memory of the right kind.
-        self.check(what, unsafe { (self.lib.fns.hipMemcpyAsync)(dst, src, bytes, kind, self.stream) })
-    }
-}
-
-impl Drop for Hip {
-    fn drop(&mut self) {
-        // The library handles first: they use the stream.
-        drop((self.blas.take(), self.dnn.take()));
-        if let Ok(_bound) = Bound::new(self.lib, self.ordinal) {
-            // SAFETY: the stream was created by `open` and is destroyed once; the backend drops
-            // its modules and memory first.
-            let _ = unsafe { (self.lib.fns.hipStreamDestroy)(self.stream) };
-        }
+        self.check(what, unsafe { (self.lib.fns.hipMemcpyAsync)(dst, src, bytes, kind, self.stream()) })
     }
 }
 
@@ -244,6 +300,7 @@ impl Runtime for Hip {
     const KIND: BackendKind = BackendKind::Rocm;
     type Module = HipModule;
     type Function = HipFunction;
+    type Graph = HipGraph;
 
     fn info(&self) -> &DeviceInfo {
         &self.info
@@ -254,7 +311,7 @@ impl Runtime for Hip {
     }
 
     fn raw_stream(&self) -> *mut c_void {
-        self.stream
+        self.stream()
     }
 
     fn on_device<T>(&self, f: impl FnOnce() -> T) -> Result<T> {
@@ -300,7 +357,7 @@ impl Runtime for Hip {
         // SAFETY: the caller's contract; `from`'s writes are done (synchronised above), and the
         // copy is waited for below, so `src` may be reused once this returns.
         let copied = unsafe {
-            (self.lib.fns.hipMemcpyPeerAsync)(dev(dst), self.ordinal, dev(src), from.ordinal, bytes, self.stream)
+            (self.lib.fns.hipMemcpyPeerAsync)(dev(dst), self.ordinal, dev(src), from.ordinal, bytes, self.stream())
         };
         self.check("hipMemcpyPeerAsync", copied)?;
         self.synchronize()
@@ -309,7 +366,9 @@ impl Runtime for Hip {
     unsafe fn memset(&self, dst: DevicePtr, value: u8, bytes: usize) -> Result<()> {
         let _bound = self.bind()?;
         // SAFETY: the caller's contract.
-        self.check("hipMemsetD8Async", unsafe { (self.lib.fns.hipMemsetD8Async)(dev(dst), value, bytes, self.stream) })
+        self.check("hipMemsetD8Async", unsafe {
+            (self.lib.fns.hipMemsetD8Async)(dev(dst), value, bytes, self.stream())
+        })
     }
 
     fn code_object(&self, family: Family) -> Result<Cow<'static, [u8]>> {
@@ -382,7 +441,7 @@ impl Runtime for Hip {
                 by,
                 bz,
                 shared_bytes,
-                self.stream,
+                self.stream(),
                 params,
                 std::ptr::null_mut(),
             )
@@ -393,20 +452,78 @@ impl Runtime for Hip {
     fn synchronize(&self) -> Result<()> {
         let _bound = self.bind()?;
         // SAFETY: the stream is live (owned by `self`).
-        self.check("hipStreamSynchronize", unsafe { (self.lib.fns.hipStreamSynchronize)(self.stream) })
+        self.check("hipStreamSynchronize", unsafe { (self.lib.fns.hipStreamSynchronize)(self.stream()) })
+    }
+
+    fn begin_capture(&self) -> Result<()> {
+        let side = match self.side.get_or_init(|| Lane::new(self.lib, self.ordinal)) {
+            Ok(side) => side.stream,
+            Err(why) => return Err(err(format!("no stream to capture on: {why}"))),
+        };
+        let _bound = self.bind()?;
+        self.capturer.claim()?;
+        let relaxed = hip_api::STREAM_CAPTURE_MODE_RELAXED;
+        // SAFETY: the stream is live (owned by `self`).
+        let begun = unsafe { (self.lib.fns.hipStreamBeginCapture)(side, relaxed) };
+        self.check("hipStreamBeginCapture", begun).inspect_err(|_| self.capturer.release())
+    }
+
+    fn capturing(&self) -> bool {
+        self.capturer.is_mine()
+    }
+
+    fn end_capture(&self) -> Result<HipGraph> {
+        let Some(Ok(side)) = self.side.get().filter(|_| self.capturer.is_mine()) else {
+            return Err(Error::Capture { msg: "no capture is under way on this thread".into() });
+        };
+        let _bound = self.bind()?;
+        let mut graph: hip_api::Graph = std::ptr::null_mut();
+        // SAFETY: the stream is live; writes one handle.
+        let ended = unsafe { (self.lib.fns.hipStreamEndCapture)(side.stream, &mut graph) };
+        self.capturer.release();
+        self.check("hipStreamEndCapture", ended)?;
+        let mut exec: hip_api::GraphExec = std::ptr::null_mut();
+        let null = std::ptr::null_mut();
+        // SAFETY: `graph` was just made; no error node or log is asked for.
+        let made = self.check("hipGraphInstantiate", unsafe {
+            (self.lib.fns.hipGraphInstantiate)(&mut exec, graph, null, null as *mut c_char, 0)
+        });
+        if let Err(e) = made {
+            // SAFETY: made above, destroyed once.
+            unsafe { (self.lib.fns.hipGraphDestroy)(graph) };
+            return Err(e);
+        }
+        Ok(HipGraph { lib: self.lib, ordinal: self.ordinal, graph, exec: Mutex::new(exec) })
+    }
+
+    fn launch_graph(&self, g: &HipGraph) -> Result<()> {
+        let _bound = self.bind()?;
+        let exec = g.exec.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the graph is live while `g` is; the stream is live.
+        self.check("hipGraphLaunch", unsafe { (self.lib.fns.hipGraphLaunch)(*exec, self.main.stream) })
+    }
+
+    unsafe fn htod_now(&self, src: &[u8], dst: DevicePtr) -> Result<()> {
+        let _bound = self.bind()?;
+        let kind = hip_api::MEMCPY_HOST_TO_DEVICE;
+        // SAFETY: the caller's contract; hipMemcpy returns once the copy is done.
+        let code = unsafe { (self.lib.fns.hipMemcpy)(dev(dst), src.as_ptr() as *const c_void, src.len(), kind) };
+        self.check("hipMemcpy (to device)", code)
     }
 
     fn blas(&self) -> std::result::Result<&dyn Blas, &str> {
-        let open = || library_allowed("blas").and_then(|_| RocBlas::open(self.lib, self.ordinal, self.stream));
-        match self.blas.get_or_init(open) {
+        let lane = self.lane();
+        let open = || library_allowed("blas").and_then(|_| RocBlas::open(self.lib, self.ordinal, lane.stream));
+        match lane.blas.get_or_init(open) {
             Ok(b) => Ok(b),
             Err(why) => Err(why),
         }
     }
 
     fn dnn(&self) -> std::result::Result<&dyn Dnn, &str> {
-        let open = || library_allowed("dnn").and_then(|_| MiOpen::open(self.lib, self.ordinal, self.stream));
-        match self.dnn.get_or_init(open) {
+        let lane = self.lane();
+        let open = || library_allowed("dnn").and_then(|_| MiOpen::open(self.lib, self.ordinal, lane.stream));
+        match lane.dnn.get_or_init(open) {
             Ok(d) => Ok(d),
             Err(why) => Err(why),
         }

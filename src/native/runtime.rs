@@ -6,9 +6,12 @@ use super::blas::Blas;
 use super::dnn::Dnn;
 use super::ptr::DevicePtr;
 use crate::spec::Family;
-use crate::{BackendKind, Result};
+use crate::{BackendKind, Error, Result};
 use std::borrow::Cow;
 use std::ffi::c_void;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::ThreadId;
 
 /// Whether `RWO_NATIVE_LIBS` lets the native backend load vendor library `name` (`blas`,
 /// `dnn`): unset or `all` allows every one, `none` none, else a comma-separated list. A library
@@ -31,6 +34,43 @@ pub fn requested_ordinal(var: &str) -> std::result::Result<Option<usize>, String
             v.trim().parse().map(Some).map_err(|_| format!("{var}={v} is not a device number"))
         }
         _ => Ok(None),
+    }
+}
+
+/// The thread capturing a runtime's work into a graph, if any (one at a time per device): its
+/// work goes to the capture's own stream and libraries, every other thread's to the main ones,
+/// so a capture records the capturing thread's work only.
+#[derive(Default)]
+pub struct Capturer {
+    active: AtomicBool,
+    thread: Mutex<Option<ThreadId>>,
+}
+
+impl Capturer {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<ThreadId>> {
+        self.thread.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether the calling thread is capturing (one load when nobody is).
+    pub fn is_mine(&self) -> bool {
+        self.active.load(Ordering::Acquire) && *self.lock() == Some(std::thread::current().id())
+    }
+
+    /// Makes the calling thread the capturer, unless a capture is under way.
+    pub fn claim(&self) -> Result<()> {
+        let mut t = self.lock();
+        if t.is_some() {
+            return Err(Error::Capture { msg: "a capture is already under way on this device".into() });
+        }
+        *t = Some(std::thread::current().id());
+        self.active.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// The capture ended.
+    pub fn release(&self) {
+        *self.lock() = None;
+        self.active.store(false, Ordering::Release);
     }
 }
 
@@ -61,6 +101,8 @@ pub trait Runtime: Send + Sync + Sized + 'static {
     type Module: Send + Sync;
     /// A kernel of a loaded module; valid while the module is.
     type Function: Copy + Send + Sync;
+    /// The stream's work recorded by a capture, ready to launch again.
+    type Graph: Send + Sync;
 
     /// What the runtime says about its device.
     fn info(&self) -> &DeviceInfo;
@@ -146,6 +188,28 @@ pub trait Runtime: Send + Sync + Sized + 'static {
 
     /// Waits for all work queued on the stream.
     fn synchronize(&self) -> Result<()>;
+
+    /// Starts recording the calling thread's work into a graph instead of running it, on a
+    /// stream of its own (relaxed mode: memory may be allocated meanwhile); other threads'
+    /// work runs as before. One capture at a time ([`Capturer`]).
+    fn begin_capture(&self) -> Result<()>;
+
+    /// Whether the calling thread is capturing.
+    fn capturing(&self) -> bool;
+
+    /// Ends the calling thread's capture: its graph, instantiated.
+    fn end_capture(&self) -> Result<Self::Graph>;
+
+    /// Queues graph `g` on the main stream.
+    fn launch_graph(&self, g: &Self::Graph) -> Result<()>;
+
+    /// Copies host bytes to the device at once, outside the stream (an upload inside a
+    /// capture, which the stream would record instead of run).
+    ///
+    /// # Safety
+    /// `dst .. dst + src.len()` lies inside one allocation of this runtime that no queued work
+    /// uses.
+    unsafe fn htod_now(&self, src: &[u8], dst: DevicePtr) -> Result<()>;
 
     /// The device's BLAS, bound to the stream, or why there is none (loaded at first use; the
     /// ops that need it then run elsewhere, see `blas.rs`).

@@ -35,7 +35,12 @@ impl LibraryUse {
 
     /// One more kernel launched.
     pub(crate) fn launched(&self) {
-        self.launches.fetch_add(1, Ordering::Relaxed);
+        self.launched_many(1);
+    }
+
+    /// Counts `n` launches at once (a replayed graph's).
+    pub(crate) fn launched_many(&self, n: u64) {
+        self.launches.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Kernels launched so far.

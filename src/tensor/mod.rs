@@ -10,6 +10,7 @@ mod fuse;
 mod indexing;
 mod literals;
 mod ops;
+mod plan;
 mod quant;
 mod recurrent;
 mod run;
@@ -21,6 +22,7 @@ pub use arith::TensorOrScalar;
 pub use dims::{Dims, ShapeWithOneHole};
 pub use indexing::{IndexOp, TensorIndexer};
 pub use literals::HostElement;
+pub use plan::Plan;
 pub use quant::QTensor;
 pub use recurrent::{RnnOptions, RnnWeights};
 

@@ -6,6 +6,7 @@
 //! ops outpaces until the device is lost.
 
 use super::context::Gpu;
+use crate::pins::Pins;
 use crate::{BackendKind, Error, Result};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -60,6 +61,8 @@ struct State {
     free: BTreeMap<u64, Vec<wgpu::Buffer>>,
     free_bytes: u64,
     stats: MemoryStats,
+    /// Buffers a plan's recorded work may use (`crate::pins`): released ones wait here.
+    pins: Pins<(wgpu::Buffer, u64)>,
 }
 
 impl State {
@@ -99,6 +102,7 @@ pub(crate) struct PooledBuffer {
     buffer: Option<wgpu::Buffer>,
     size: u64,
     bytes: u64,
+    serial: u64,
     pool: Arc<Pool>,
 }
 
@@ -112,7 +116,7 @@ impl PooledBuffer {
 impl Drop for PooledBuffer {
     fn drop(&mut self) {
         if let Some(b) = self.buffer.take() {
-            self.pool.give_back(b, self.size, self.bytes);
+            self.pool.give_back(b, self.size, self.bytes, self.serial);
         }
     }
 }
@@ -166,7 +170,8 @@ impl Pool {
         let mut st = self.lock();
         st.stats.live += bytes;
         st.stats.peak_live = st.stats.peak_live.max(st.stats.live);
-        Ok(PooledBuffer { buffer: Some(buffer), size, bytes, pool: self.clone() })
+        let serial = st.pins.stamp();
+        Ok(PooledBuffer { buffer: Some(buffer), size, bytes, serial, pool: self.clone() })
     }
 
     /// A new buffer; out of memory, the caller may [`Pool::release_cache`], submit, and retry.
@@ -180,11 +185,36 @@ impl Pool {
         Ok(buffer)
     }
 
-    fn give_back(&self, buffer: wgpu::Buffer, size: u64, bytes: u64) {
+    fn give_back(&self, buffer: wgpu::Buffer, size: u64, bytes: u64, serial: u64) {
         let mut st = self.lock();
         st.stats.live -= bytes;
-        st.free.entry(size).or_default().push(buffer);
-        st.free_bytes += size;
+        if let Some((buffer, size)) = st.pins.release((buffer, size), serial) {
+            st.free.entry(size).or_default().push(buffer);
+            st.free_bytes += size;
+        }
+        let out = st.trim(self.slack);
+        drop(st);
+        self.retired.add(out);
+    }
+
+    /// A capture starts: no buffer released from now on is reused until [`Pool::unpin`].
+    pub(crate) fn pin(&self) {
+        self.lock().pins.begin();
+    }
+
+    /// The capture ended: the buffers handed out so far stay pinned by the returned bound.
+    pub(crate) fn pinned(&self) -> u64 {
+        self.lock().pins.end()
+    }
+
+    /// Pin `bound` goes (a plan dropped, or `u64::MAX`: a capture abandoned): the buffers it
+    /// parked are reused again.
+    pub(crate) fn unpin(&self, bound: u64) {
+        let mut st = self.lock();
+        for (buffer, size) in st.pins.unpin(bound) {
+            st.free.entry(size).or_default().push(buffer);
+            st.free_bytes += size;
+        }
         let out = st.trim(self.slack);
         drop(st);
         self.retired.add(out);

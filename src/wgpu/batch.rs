@@ -31,6 +31,47 @@ pub(crate) struct Recorder {
     dispatches: usize,
     /// When the first dispatch of the batch was recorded.
     opened: Option<Instant>,
+    /// Where dispatches go instead while a capture is under way.
+    capture: Option<Captured>,
+}
+
+/// One dispatch as a capture keeps it: what encoding it again needs.
+struct Kept {
+    pipeline: wgpu::ComputePipeline,
+    group: wgpu::BindGroup,
+    offset: u32,
+    groups: (u32, u32),
+}
+
+/// The dispatches of a capture, in order, and the metadata arenas they read (owned here: no
+/// later batch writes them); only the capturing thread's dispatches are kept.
+pub(crate) struct Captured {
+    thread: std::thread::ThreadId,
+    kept: Vec<Kept>,
+    arenas: Vec<(PooledBuffer, Vec<u32>)>,
+}
+
+impl Captured {
+    /// Dispatches a replay records.
+    pub(crate) fn len(&self) -> usize {
+        self.kept.len()
+    }
+
+    /// Room for one dispatch's metadata in the last arena (a new one when it is full): the
+    /// arena's index and the byte offset.
+    fn place_meta(&mut self, gpu: &Gpu, pool: &Arc<Pool>, words: &[u32]) -> Result<(usize, u32)> {
+        let align = (gpu.limits.min_storage_buffer_offset_alignment as usize / 4).max(1);
+        let fits = |meta: &Vec<u32>| (meta.len().next_multiple_of(align) * 4) as u64 + META_WINDOW <= ARENA;
+        if !self.arenas.last().is_some_and(|(_, m)| fits(m)) {
+            self.arenas.push((pool.alloc(gpu, ARENA)?, vec![]));
+        }
+        let i = self.arenas.len() - 1;
+        let meta = &mut self.arenas[i].1;
+        let at = meta.len().next_multiple_of(align);
+        meta.resize(at, 0);
+        meta.extend_from_slice(words);
+        Ok((i, (at * 4) as u32))
+    }
 }
 
 impl Recorder {
@@ -41,9 +82,6 @@ impl Recorder {
     /// Reserves room for one dispatch's metadata, submitting first if the arena is full; returns
     /// the arena buffer and the byte offset the words were placed at.
     fn place_meta(&mut self, gpu: &Gpu, pool: &Arc<Pool>, words: &[u32]) -> Result<u32> {
-        if (words.len() * 4) as u64 > META_WINDOW {
-            return Err(Error::Backend { backend: BackendKind::Wgpu, msg: format!("{} metadata words", words.len()) });
-        }
         let align = (gpu.limits.min_storage_buffer_offset_alignment as usize / 4).max(1);
         let at = self.meta.len().next_multiple_of(align);
         if (at * 4) as u64 + META_WINDOW > ARENA || self.dispatches >= MAX_DISPATCHES {
@@ -68,24 +106,18 @@ impl Recorder {
         meta: &[u32],
         groups: (u32, u32),
     ) -> Result<()> {
+        if (meta.len() * 4) as u64 > META_WINDOW {
+            return Err(Error::Backend { backend: BackendKind::Wgpu, msg: format!("{} metadata words", meta.len()) });
+        }
+        if let Some(c) = self.capture.as_mut().filter(|c| c.thread == std::thread::current().id()) {
+            let (i, offset) = c.place_meta(gpu, meta_pool, meta)?;
+            let group = bind_group(gpu, pipeline, c.arenas[i].0.buffer(), buffers);
+            c.kept.push(Kept { pipeline: pipeline.pipeline.clone(), group, offset, groups });
+            return Ok(());
+        }
         let offset = self.place_meta(gpu, meta_pool, meta)?;
         let arena = self.arena.as_ref().unwrap_or_else(|| unreachable!("place_meta allocates the arena")).buffer();
-        let mut entries = vec![wgpu::BindGroupEntry {
-            binding: 0,
-            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: arena,
-                offset: 0,
-                size: wgpu::BufferSize::new(META_WINDOW),
-            }),
-        }];
-        for (i, b) in buffers.iter().enumerate() {
-            entries.push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: b.as_entire_binding() });
-        }
-        let group = gpu.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &pipeline.layout,
-            entries: &entries,
-        });
+        let group = bind_group(gpu, pipeline, arena, buffers);
         let pass = self.pass(gpu);
         pass.set_pipeline(&pipeline.pipeline);
         pass.set_bind_group(0, &group, &[offset]);
@@ -95,14 +127,90 @@ impl Recorder {
             }),
             None => pass.dispatch_workgroups(groups.0, groups.1, 1),
         }
-        self.dispatches += 1;
-        // The GPU starts on what is recorded while the CPU records the rest.
+        self.dispatched(gpu, 1)
+    }
+
+    /// Counts `n` dispatches just recorded into the batch, submitting it once it is old enough
+    /// that the GPU should start on it while the CPU records the rest.
+    fn dispatched(&mut self, gpu: &Gpu, n: usize) -> Result<()> {
+        self.dispatches += n;
         if self.opened.get_or_insert_with(Instant::now).elapsed() >= SUBMIT_AFTER {
             self.submit(gpu)?;
         }
         Ok(())
     }
 
+    /// Whether the calling thread is capturing.
+    pub(crate) fn capturing(&self) -> bool {
+        self.capture.as_ref().is_some_and(|c| c.thread == std::thread::current().id())
+    }
+
+    /// Starts keeping the calling thread's dispatches instead of recording them (one capture
+    /// at a time), after submitting the batch so far.
+    pub(crate) fn begin_capture(&mut self, gpu: &Gpu) -> Result<()> {
+        if self.capture.is_some() {
+            return Err(Error::Capture { msg: "a capture is already under way on this device".into() });
+        }
+        self.submit(gpu)?;
+        let thread = std::thread::current().id();
+        self.capture = Some(Captured { thread, kept: vec![], arenas: vec![] });
+        Ok(())
+    }
+
+    /// The dispatches the calling thread kept since [`Recorder::begin_capture`], their
+    /// metadata written (queued before the next submit); `None` if it was not capturing.
+    pub(crate) fn end_capture(&mut self, gpu: &Gpu) -> Option<Captured> {
+        if !self.capturing() {
+            return None;
+        }
+        let c = self.capture.take()?;
+        for (arena, meta) in &c.arenas {
+            gpu.queue.write_buffer(arena.buffer(), 0, bytemuck::cast_slice(meta));
+        }
+        Some(c)
+    }
+
+    /// Records the kept dispatches of `c` again, into the current batch.
+    pub(crate) fn replay(&mut self, gpu: &Gpu, c: &Captured) -> Result<()> {
+        if self.capturing() {
+            return Err(Error::Capture { msg: "a plan run inside a capture".into() });
+        }
+        let pass = self.pass(gpu);
+        for k in &c.kept {
+            pass.set_pipeline(&k.pipeline);
+            pass.set_bind_group(0, &k.group, &[k.offset]);
+            pass.dispatch_workgroups(k.groups.0, k.groups.1, 1);
+        }
+        self.dispatched(gpu, c.kept.len())
+    }
+}
+
+/// The bind group of one dispatch: the metadata window of `arena`, then `buffers`.
+fn bind_group(
+    gpu: &Gpu,
+    pipeline: &super::Pipeline,
+    arena: &wgpu::Buffer,
+    buffers: &[&wgpu::Buffer],
+) -> wgpu::BindGroup {
+    let mut entries = vec![wgpu::BindGroupEntry {
+        binding: 0,
+        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer: arena,
+            offset: 0,
+            size: wgpu::BufferSize::new(META_WINDOW),
+        }),
+    }];
+    for (i, b) in buffers.iter().enumerate() {
+        entries.push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: b.as_entire_binding() });
+    }
+    gpu.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &pipeline.layout,
+        entries: &entries,
+    })
+}
+
+impl Recorder {
     fn pass(&mut self, gpu: &Gpu) -> &mut wgpu::ComputePass<'static> {
         if self.pass.is_none() {
             let encoder = self.encoder.get_or_insert_with(|| gpu.device.create_command_encoder(&Default::default()));

@@ -4,6 +4,7 @@
 mod alloc;
 mod attention;
 mod batch;
+mod capture;
 mod context;
 mod conv;
 mod copy;
@@ -413,6 +414,7 @@ impl WgpuBackend {
 
     /// Submits pending work and starts copying the first `bytes` of each buffer back.
     fn read(&self, parts: &[(&wgpu::Buffer, u64)]) -> Result<Mapping> {
+        self.refuse_in_capture(if parts.is_empty() { "a synchronize" } else { "a readback" })?;
         let gpu = &self.0.gpu;
         let padded = |b: u64| b.next_multiple_of(4);
         let total: u64 = parts.iter().map(|&(_, b)| padded(b)).sum();
@@ -558,6 +560,22 @@ impl Memory for WgpuBackend {
             Ok(m) => Readback::later(async move { m.bytes().await.map(|_| ()) }),
             Err(e) => Readback::done(Err(e)),
         }
+    }
+
+    fn begin_capture(&self) -> Result<()> {
+        self.begin_capture_wgpu()
+    }
+
+    fn end_capture(&self) -> Result<crate::backend::Graph> {
+        self.end_capture_wgpu()
+    }
+
+    fn abort_capture(&self) {
+        self.abort_capture_wgpu()
+    }
+
+    fn replay(&self, g: &crate::backend::Graph) -> Result<()> {
+        self.replay_wgpu(g)
     }
 
     fn new_flag(&self) -> Result<WgpuStorage> {

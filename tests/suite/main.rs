@@ -28,6 +28,7 @@ macro_rules! with_browser_families {
             matmul,
             nn,
             numerics,
+            plan,
             pool,
             quant,
             random,
@@ -63,6 +64,7 @@ mod matmul;
 mod native;
 mod nn;
 mod numerics;
+mod plan;
 mod pool;
 mod quant;
 mod random;

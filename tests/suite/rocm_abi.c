@@ -36,6 +36,7 @@ int main(void) {
   SHOW("hipMemcpyDeviceToHost", hipMemcpyDeviceToHost);
   SHOW("hipMemcpyDeviceToDevice", hipMemcpyDeviceToDevice);
   SHOW("hipStreamNonBlocking", hipStreamNonBlocking);
+  SHOW("hipStreamCaptureModeRelaxed", hipStreamCaptureModeRelaxed);
   SHOW("sizeof(hiprtcResult)", sizeof(hiprtcResult));
   SHOW("HIPRTC_SUCCESS", HIPRTC_SUCCESS);
   return 0;

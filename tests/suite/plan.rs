@@ -1,0 +1,189 @@
+//! Replay (`Device::capture`, `Plan::run`): a plan gives the bits of the ops it recorded, run
+//! on each run's inputs; it reads and writes outside tensors again at each run and keeps them
+//! alive; what it cannot record or replay is an error that leaves the device usable; a bad id
+//! in a replayed step reaches that run's outputs only.
+
+use crate::{float_dtypes, rand_tensor, suite};
+use rocm_wgpu_ops::{BackendKind, DType, Device, Error, Result, Tensor};
+
+suite!(
+    a_plan_gives_the_bits_of_the_ops_it_recorded,
+    a_plan_reads_and_writes_outside_tensors_at_each_run,
+    a_plan_refuses_what_it_cannot_record_or_replay,
+    a_bad_id_in_a_replayed_step_reaches_that_runs_outputs,
+    #[cfg(not(target_family = "wasm"))]
+    another_threads_work_is_not_recorded
+);
+
+/// A model-like step: a product, a broadcast bias, GELU and a residual (fused where the device
+/// fuses), a softmax, rows picked by ids, a constant made inside the step; two outputs.
+fn step(x: &Tensor, w: &Tensor, b: &Tensor, ids: &Tensor) -> Result<Vec<Tensor>> {
+    let h = x.matmul(w)?.broadcast_add(b)?.gelu()?;
+    let h = (h.narrow(1, 0, 16)? + x)?.affine(0.5, 0.25)?;
+    let p = h.softmax(1)?.index_select(ids, 0)?;
+    let scale = Tensor::from_vec((0..16).map(|i| 1.0 + i as f32 / 8.0).collect(), [16], x.device())?;
+    let p = p.broadcast_mul(&scale.to_dtype(x.dtype())?)?;
+    Ok(vec![p.clone(), p.sum_keepdim(1)?.sqr()?])
+}
+
+async fn bytes(t: &Tensor) -> Result<Vec<u8>> {
+    Ok(t.to_cpu_storage_async().await?.as_bytes().to_vec())
+}
+
+async fn a_plan_gives_the_bits_of_the_ops_it_recorded(dev: &Device) -> Result<()> {
+    for dtype in float_dtypes(dev).into_iter().filter(|d| [DType::F32, DType::F16].contains(d)) {
+        let xs: Vec<Tensor> =
+            (0..3).map(|s| rand_tensor(dev, dtype, &[5, 16], 10 + s, -1.0, 1.0)).collect::<Result<_>>()?;
+        let b = rand_tensor(dev, dtype, &[24], 3, -0.5, 0.5)?;
+        let ids = Tensor::from_vec(vec![4u32, 0, 2, 2], [4], dev)?;
+        let mut plan = {
+            // The plan keeps what the step reads alive: these handles go before it runs.
+            let w = rand_tensor(dev, dtype, &[16, 24], 2, -0.5, 0.5)?;
+            let (w2, b2, ids2) = (w.clone(), b.clone(), ids.clone());
+            dev.capture(&[&xs[0]], move |x| step(&x[0], &w2, &b2, &ids2))?
+        };
+        let w = rand_tensor(dev, dtype, &[16, 24], 2, -0.5, 0.5)?;
+        // Buffers freed and made again around the runs must not land in the plan's.
+        let mut runs = vec![];
+        for x in xs.iter().chain([&xs[1]]) {
+            let noise: Vec<Tensor> =
+                (0..8).map(|s| rand_tensor(dev, dtype, &[5, 24], 90 + s, 5.0, 9.0)).collect::<Result<_>>()?;
+            runs.push(plan.run(&[x])?);
+            drop(noise);
+            let _ = rand_tensor(dev, dtype, &[4, 16], 99, 7.0, 8.0)?.exp()?;
+        }
+        // Checked after every run: a later run leaves earlier outputs as they were.
+        for (i, (got, x)) in runs.iter().zip(xs.iter().chain([&xs[1]])).enumerate() {
+            let want = step(x, &w, &b, &ids)?;
+            assert_eq!(got.len(), 2);
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!(g.shape(), w.shape());
+                assert_eq!(
+                    bytes(g).await?,
+                    bytes(w).await?,
+                    "{dtype} run {i} on {}: replay and the ops differ",
+                    dev.kind()
+                );
+            }
+        }
+        // The runs really differ (the plan read each run's input).
+        assert_ne!(bytes(&runs[0][0]).await?, bytes(&runs[1][0]).await?);
+    }
+    Ok(())
+}
+
+async fn a_plan_reads_and_writes_outside_tensors_at_each_run(dev: &Device) -> Result<()> {
+    let cache = Tensor::zeros([4, 3], DType::F32, dev)?;
+    let c = cache.clone();
+    // Each run writes its input into row 1 and returns the column sums of the whole cache.
+    let mut plan = dev.capture(&[&Tensor::zeros([1, 3], DType::F32, dev)?], move |x| {
+        c.slice_set(&x[0], 0, 1)?;
+        Ok(vec![c.sum_keepdim(0)?])
+    })?;
+    let x = Tensor::from_vec(vec![1f32, 2., 3.], [1, 3], dev)?;
+    let y1 = plan.run(&[&x])?.remove(0);
+    // Written outside between runs: the next run reads it.
+    cache.slice_set(&Tensor::from_vec(vec![10f32, 20., 30.], [1, 3], dev)?, 0, 3)?;
+    let x2 =
+        Tensor::from_vec(vec![-1f32, 0.5, 4.], [1, 3], dev)?.broadcast_mul(&Tensor::ones([1], DType::F32, dev)?)?;
+    let y2 = plan.run(&[&x2.t()?.t()?])?.remove(0);
+    assert_eq!(y1.to_vec2_async::<f32>().await?, [[1., 2., 3.]]);
+    assert_eq!(y2.to_vec2_async::<f32>().await?, [[9., 20.5, 34.]]);
+    assert_eq!(cache.to_vec2_async::<f32>().await?, [[0., 0., 0.], [-1., 0.5, 4.], [0., 0., 0.], [10., 20., 30.]]);
+    Ok(())
+}
+
+async fn a_plan_refuses_what_it_cannot_record_or_replay(dev: &Device) -> Result<()> {
+    let x = Tensor::from_vec(vec![1f32, 2., 3., 4.], [2, 2], dev)?;
+    let capture = |e: Error| matches!(e, Error::Capture { .. });
+    if dev.kind() != BackendKind::Cpu {
+        // A wait inside a capture: refused, the capture abandoned, the device as before.
+        let e = dev.capture(&[&x], |x| {
+            let y = x[0].exp()?;
+            y.to_vec2::<f32>()?;
+            Ok(vec![y])
+        });
+        assert!(e.as_ref().is_err_and(|e| capture(e.clone())), "a readback inside a capture: {e:?}");
+        let e = dev.capture(&[&x], |x| {
+            dev.synchronize()?;
+            Ok(vec![x[0].clone()])
+        });
+        assert!(e.is_err_and(capture), "a synchronize inside a capture");
+        let e = dev.capture(&[&x], |x| {
+            dev.capture(&[&x[0]], |x| Ok(vec![x[0].neg()?]))?;
+            Ok(vec![x[0].clone()])
+        });
+        assert!(e.is_err_and(capture), "a capture inside a capture");
+        assert_eq!(x.neg()?.to_vec2_async::<f32>().await?, [[-1., -2.], [-3., -4.]], "the device after refusals");
+    }
+    // The closure's own error comes back as it is.
+    let e = dev.capture(&[&x], |x| Ok(vec![x[0].matmul(&Tensor::zeros([3, 3], DType::F32, dev)?)?]));
+    assert!(matches!(e, Err(Error::MatmulShape { .. })), "{e:?}");
+    // Runs on inputs unlike the captured ones.
+    let mut plan = dev.capture(&[&x], |x| Ok(vec![x[0].sqr()?]))?;
+    for bad in [
+        Tensor::zeros([2, 3], DType::F32, dev)?,
+        Tensor::zeros([2, 2], DType::U32, dev)?,
+        Tensor::zeros([4], DType::F32, dev)?,
+    ] {
+        assert!(plan.run(&[&bad]).is_err_and(capture), "an input {:?} {}", bad.shape(), bad.dtype());
+    }
+    assert!(plan.run(&[]).is_err_and(capture), "no input");
+    assert!(plan.run(&[&x, &x]).is_err_and(capture), "two inputs");
+    let other = Device::cpu();
+    if dev.kind() != BackendKind::Cpu {
+        let on_cpu = Tensor::zeros([2, 2], DType::F32, &other)?;
+        assert!(plan.run(&[&on_cpu]).is_err_and(capture), "an input on another device");
+    }
+    // And the plan still runs after refusing them.
+    let y = plan.run(&[&x.t()?])?.remove(0);
+    assert_eq!(y.to_vec2_async::<f32>().await?, [[1., 9.], [4., 16.]]);
+    Ok(())
+}
+
+async fn a_bad_id_in_a_replayed_step_reaches_that_runs_outputs(dev: &Device) -> Result<()> {
+    let table = Tensor::from_vec((0..12).map(|v| v as f32).collect(), [4, 3], dev)?;
+    let ids = |v: Vec<u32>| Tensor::from_vec(v, [2], dev);
+    let t = table.clone();
+    let mut plan = dev.capture(&[&ids(vec![0, 1])?], move |i| Ok(vec![t.index_select(&i[0], 0)?.affine(2.0, 0.0)?]))?;
+    let good = plan.run(&[&ids(vec![3, 1])?])?.remove(0);
+    // The cpu finds the bad id while the op runs; a GPU in the replay, for the readback.
+    let bad = plan.run(&[&ids(vec![2, 7])?]);
+    let again = plan.run(&[&ids(vec![0, 2])?])?.remove(0);
+    let e = match bad {
+        Ok(mut out) => out.remove(0).to_vec2_async::<f32>().await,
+        Err(e) => Err(e),
+    };
+    assert!(matches!(e, Err(Error::IndexOutOfRange { index: 7, size: 4, .. })), "{e:?}");
+    assert_eq!(good.to_vec2_async::<f32>().await?, [[18., 20., 22.], [6., 8., 10.]]);
+    assert_eq!(again.to_vec2_async::<f32>().await?, [[0., 2., 4.], [12., 14., 16.]]);
+    Ok(())
+}
+
+/// Another thread's ops, readbacks and in-place writes during a capture run as usual (none is
+/// recorded), and the capture's own deferred results stay in its plan.
+#[cfg(not(target_family = "wasm"))]
+async fn another_threads_work_is_not_recorded(dev: &Device) -> Result<()> {
+    let x = Tensor::from_vec(vec![1f32, 2., 3.], [3], dev)?;
+    let seen = std::sync::Mutex::new(vec![]);
+    let mut plan = dev.capture(&[&x], |x| {
+        // Deferred here, in the capture, while the other thread writes and reads.
+        let y = x[0].affine(2.0, 1.0)?.sqr()?;
+        let (z, w) = std::thread::scope(|s| {
+            s.spawn(|| -> Result<(Vec<f32>, Vec<f32>)> {
+                let a = Tensor::from_vec(vec![4f32, 5.], [2], dev)?;
+                let b = a.neg()?;
+                a.fill_(1.0)?;
+                Ok((b.to_vec::<f32>()?, a.to_vec::<f32>()?))
+            })
+            .join()
+            .expect("the other thread does not panic")
+        })?;
+        seen.lock().expect("not poisoned").extend(z.into_iter().chain(w));
+        Ok(vec![y])
+    })?;
+    assert_eq!(*seen.lock().expect("not poisoned"), [-4., -5., 1., 1.]);
+    let y = plan.run(&[&Tensor::from_vec(vec![0f32, -1., 0.5], [3], dev)?])?.remove(0);
+    assert_eq!(y.to_vec_async::<f32>().await?, [1., 1., 4.]);
+    Ok(())
+}
