@@ -4,24 +4,36 @@
 // sdpa: a block of ATT_THREADS takes ATT_BQ query rows of one (batch, kv head) and ATT_DC
 // columns of the output: the rows of the query heads that share the kv head (grouped-query
 // attention), head after head (row v is query row v % Lq of head kv * group + v / Lq), so the
-// heads of a group read each tile of k and v once. For each tile of ATT_BK keys it forms the scores in shared memory (q and k read in
-// chunks of ATT_DK along D), updates each row's running max and sum (online softmax: the earlier
-// sum and accumulators scaled by exp(old max - new max)), reads the tile of v and adds the
-// weighted values to each thread's accumulators. The scores never reach memory. Thread t owns
-// row t / 4 and columns (t % 4) + 4n; no warp shuffle, so any warpSize works. The halves and f32
-// compute in f32, f64 in f64. A row with no key left (mask, causal, Lk = 0) has sum 0: NaN.
+// heads of a group read each tile of k and v once. For each tile of BK keys it forms the scores
+// in shared memory (q and k read in chunks of DK along D), updates each row's running max and
+// sum (online softmax: the earlier sum and accumulators scaled by exp(old max - new max)), reads
+// the tile of v and adds the weighted values to each thread's accumulators. The scores never
+// reach memory. ATT_TPR threads share a row: thread t owns row t / ATT_TPR, the keys and the
+// columns (t % ATT_TPR) + ATT_TPR n; a row's max and sum go through shared memory (no warp
+// shuffle, so any warpSize works). Shared rows are padded by one element so that the threads of
+// a row read different banks. The halves and f32 compute in f32 (BK = DK = 64), f64 in f64
+// (BK 16, DK 32, to fit 48 KiB). A row with no key left (mask, causal, Lk = 0) has sum 0: NaN.
 //
 // Few rows against many keys (decoding): the keys are split into `splits` ranges of `split_len`
-// (a multiple of ATT_BK), a block per range; each writes its rows' unnormalised accumulators,
-// running max and sum to `part` ([row, split, Dv + 2] in the compute type) instead of y, and
-// sdpa_combine weighs the ranges by exp(max - the rows' max) into y.
+// (a multiple of BK: spec::attention::KEY_TILE), a block per range; each writes its rows'
+// unnormalised accumulators, running max and sum to `part` ([row, split, Dv + 2] in the compute
+// type) instead of y, and sdpa_combine weighs the ranges by exp(max - the rows' max) into y.
 #include "common.h"
 
 #define ATT_BQ 16
-#define ATT_BK 16
+#define ATT_TPR 16
 #define ATT_DC 64
-#define ATT_DK 64
-#define ATT_THREADS (4 * ATT_BQ)
+#define ATT_THREADS (ATT_TPR * ATT_BQ)
+
+// Keys per tile and the chunk of D read at a time, per compute type.
+template <class C>
+struct AttTiles {
+  static constexpr u32 BK = 64, DK = 64;
+};
+template <>
+struct AttTiles<double> {
+  static constexpr u32 BK = 16, DK = 32;
+};
 
 #define ATT_KERNEL extern "C" __global__ void __launch_bounds__(ATT_THREADS)
 
@@ -57,14 +69,17 @@ template <class T, int MASK>
 __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, const T* k, const T* v,
                                      const void* mask, T* y, void* part) {
   typedef typename num<T>::C C;
-  __shared__ C qs[ATT_BQ * ATT_DK];
-  __shared__ C ks[ATT_BK * ATT_DK];
-  __shared__ C vs[ATT_BK * ATT_DC];
-  __shared__ C ss[ATT_BQ * ATT_BK];
-  __shared__ C row_m[ATT_BQ], row_l[ATT_BQ], row_a[ATT_BQ];
+  constexpr u32 BK = AttTiles<C>::BK, DK = AttTiles<C>::DK, QP = DK + 1, KP = DK + 1, SP = BK + 1;
+  constexpr u32 SU = BK / ATT_TPR, NJ = ATT_DC / ATT_TPR;
+  __shared__ C qs[ATT_BQ * QP];
+  __shared__ C ks[BK * KP];
+  __shared__ C vs[BK * ATT_DC];
+  __shared__ C ss[ATT_BQ * SP];
+  __shared__ C red_max[ATT_THREADS], red_sum[ATT_THREADS];
+  __shared__ C row_m[ATT_BQ], row_l[ATT_BQ];
   const u64 g = first + blockIdx.x;
   if (g >= a.blocks) return;
-  const u32 t = threadIdx.x, r = t / 4, c = t % 4;
+  const u32 t = threadIdx.x, r = t / ATT_TPR, c = t % ATT_TPR;
   const u64 c0 = (g % a.chunks) * ATT_DC;
   const u64 i0 = ((g / a.chunks) % a.tiles) * ATT_BQ;
   const u64 split = (g / a.chunks / a.tiles) % a.splits;
@@ -91,77 +106,80 @@ __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, c
     row_m[t] = neg;
     row_l[t] = (C)0;
   }
-  C acc[ATT_DC / 4];
+  C acc[NJ];
 #pragma unroll
-  for (int n = 0; n < ATT_DC / 4; ++n) acc[n] = (C)0;
+  for (u32 n = 0; n < NJ; ++n) acc[n] = (C)0;
   auto load_q = [&](u64 d0) {
-    for (u32 x = t; x < ATT_BQ * ATT_DK; x += ATT_THREADS) {
-      const u64 qv = i0 + x / ATT_DK, e = d0 + x % ATT_DK;
+    for (u32 x = t; x < ATT_BQ * DK; x += ATT_THREADS) {
+      const u64 qv = i0 + x / DK, e = d0 + x % DK;
       const u64 qh = hk * a.group + qv / a.lq, qi = qv % a.lq;
-      qs[x] = qv < rows && e < a.d ? num<T>::load(q[a.q.at(b, qh, qi, e)]) : (C)0;
+      qs[(x / DK) * QP + x % DK] = qv < rows && e < a.d ? num<T>::load(q[a.q.at(b, qh, qi, e)]) : (C)0;
     }
   };
-  const bool q_once = a.d <= ATT_DK;
+  const bool q_once = a.d <= DK;
   if (q_once) load_q(0);
-  for (u64 j0 = kbegin; j0 < kend; j0 += ATT_BK) {
-    // The previous tile's readers of ss and vs are done (with D = 0 no other barrier comes).
+  for (u64 j0 = kbegin; j0 < kend; j0 += BK) {
+    // The previous tile's readers of ss, vs and the row sums are done (with D = 0 no other
+    // barrier comes).
     __syncthreads();
-    C sc[ATT_BK / 4];
+    C sc[SU];
 #pragma unroll
-    for (int u = 0; u < ATT_BK / 4; ++u) sc[u] = (C)0;
-    for (u64 d0 = 0; d0 < a.d; d0 += ATT_DK) {
+    for (u32 u = 0; u < SU; ++u) sc[u] = (C)0;
+    for (u64 d0 = 0; d0 < a.d; d0 += DK) {
       __syncthreads();
       if (!q_once) load_q(d0);
-      for (u32 x = t; x < ATT_BK * ATT_DK; x += ATT_THREADS) {
-        const u64 j = j0 + x / ATT_DK, e = d0 + x % ATT_DK;
-        ks[x] = j < a.lk && e < a.d ? num<T>::load(k[a.k.at(b, hk, j, e)]) : (C)0;
+      for (u32 x = t; x < BK * DK; x += ATT_THREADS) {
+        const u64 j = j0 + x / DK, e = d0 + x % DK;
+        ks[(x / DK) * KP + x % DK] = j < a.lk && e < a.d ? num<T>::load(k[a.k.at(b, hk, j, e)]) : (C)0;
       }
       __syncthreads();
-      const u32 dn = (u32)(a.d - d0 < ATT_DK ? a.d - d0 : ATT_DK);
+      const u32 dn = (u32)(a.d - d0 < DK ? a.d - d0 : DK);
       for (u32 e = 0; e < dn; ++e) {
-        const C qv = qs[r * ATT_DK + e];
+        const C qv = qs[r * QP + e];
 #pragma unroll
-        for (int u = 0; u < ATT_BK / 4; ++u) sc[u] += qv * ks[(c + 4 * u) * ATT_DK + e];
+        for (u32 u = 0; u < SU; ++u) sc[u] += qv * ks[(c + ATT_TPR * u) * KP + e];
       }
     }
+    // Scores in registers; the row's max over its threads' partial maxima.
+    C mx = neg;
 #pragma unroll
-    for (int u = 0; u < ATT_BK / 4; ++u) {
-      const u64 j = j0 + c + 4 * u;
+    for (u32 u = 0; u < SU; ++u) {
+      const u64 j = j0 + c + ATT_TPR * u;
       C s = neg;
       if (vi < rows && j < seen) s = masked<T, MASK>(scale * sc[u], mask, a.m.at(b, h, i, j));
-      ss[r * ATT_BK + c + 4 * u] = s;
+      sc[u] = s;
+      mx = s > mx ? s : mx;
     }
+    const C old = row_m[r];
+    red_max[t] = mx;
     __syncthreads();
-    if (t < ATT_BQ) {
-      const C old = row_m[t];
-      C mx = old;
-      for (int x = 0; x < ATT_BK; ++x) mx = ss[t * ATT_BK + x] > mx ? ss[t * ATT_BK + x] : mx;
-      C al = (C)1, sum = (C)0;
-      if (mx > neg) {
-        al = old == neg ? (C)0 : att_exp(old - mx);
-        for (int x = 0; x < ATT_BK; ++x) {
-          const C s = ss[t * ATT_BK + x];
-          const C p = s == neg ? (C)0 : att_exp(s - mx);
-          ss[t * ATT_BK + x] = p;
-          sum += p;
-        }
-      } else {
-        for (int x = 0; x < ATT_BK; ++x) ss[t * ATT_BK + x] = (C)0;
-      }
-      row_m[t] = mx;
-      row_l[t] = row_l[t] * al + sum;
-      row_a[t] = al;
+    mx = old;
+    for (u32 x = 0; x < ATT_TPR; ++x) mx = red_max[r * ATT_TPR + x] > mx ? red_max[r * ATT_TPR + x] : mx;
+    // A key scored -inf weighs 0; while the row has none, the accumulators stay as they are.
+    C al = (C)1, part_sum = (C)0;
+    if (mx > neg) al = old == neg ? (C)0 : att_exp(old - mx);
+#pragma unroll
+    for (u32 u = 0; u < SU; ++u) {
+      const C p = mx > neg && sc[u] != neg ? att_exp(sc[u] - mx) : (C)0;
+      ss[r * SP + c + ATT_TPR * u] = p;
+      part_sum += p;
     }
-    for (u32 x = t; x < ATT_BK * ATT_DC; x += ATT_THREADS) {
+    red_sum[t] = part_sum;
+    for (u32 x = t; x < BK * ATT_DC; x += ATT_THREADS) {
       const u64 j = j0 + x / ATT_DC, col = c0 + x % ATT_DC;
       vs[x] = j < a.lk && col < a.dv ? num<T>::load(v[a.v.at(b, hk, j, col)]) : (C)0;
     }
     __syncthreads();
-    const C al = row_a[r];
+    if (c == 0) {
+      C sum = (C)0;
+      for (u32 x = 0; x < ATT_TPR; ++x) sum += red_sum[r * ATT_TPR + x];
+      row_m[r] = mx;
+      row_l[r] = row_l[r] * al + sum;
+    }
 #pragma unroll
-    for (int n = 0; n < ATT_DC / 4; ++n) {
+    for (u32 n = 0; n < NJ; ++n) {
       C sum = acc[n] * al;
-      for (int x = 0; x < ATT_BK; ++x) sum += ss[r * ATT_BK + x] * vs[x * ATT_DC + c + 4 * n];
+      for (u32 x = 0; x < BK; ++x) sum += ss[r * SP + x] * vs[x * ATT_DC + c + ATT_TPR * n];
       acc[n] = sum;
     }
   }
@@ -172,8 +190,8 @@ __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, c
   if (a.splits > 1) {
     C* p = reinterpret_cast<C*>(part) + (((b * a.hq + h) * a.lq + i) * a.splits + split) * (a.dv + 2);
 #pragma unroll
-    for (int n = 0; n < ATT_DC / 4; ++n) {
-      const u64 col = c0 + c + 4 * n;
+    for (u32 n = 0; n < NJ; ++n) {
+      const u64 col = c0 + c + ATT_TPR * n;
       if (col < a.dv) p[col] = acc[n];
     }
     if (c0 == 0 && c == 0) {
@@ -184,8 +202,8 @@ __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, c
   }
   const u64 base = ((b * a.hq + h) * a.lq + i) * a.dv;
 #pragma unroll
-  for (int n = 0; n < ATT_DC / 4; ++n) {
-    const u64 col = c0 + c + 4 * n;
+  for (u32 n = 0; n < NJ; ++n) {
+    const u64 col = c0 + c + ATT_TPR * n;
     if (col < a.dv) y[base + col] = num<T>::store(l == (C)0 ? neg_inf((C)0) - neg_inf((C)0) : acc[n] / l);
   }
 }

@@ -12,10 +12,10 @@ use crate::{DType, Layout, Result};
 use bytemuck::{Pod, Zeroable};
 
 /// Queries per block (`ATT_BQ`), output columns per block (`ATT_DC`) and threads per block
-/// (`ATT_THREADS`) in `hip/attention.hip`.
+/// (`ATT_THREADS`: 16 a query row) in `hip/attention.hip`.
 const BQ: u64 = 16;
 const DC: u64 = 64;
-const THREADS: u32 = 64;
+const THREADS: u32 = 256;
 
 /// Blocks per multiprocessor below which the keys are split (decoding: few query rows).
 const BLOCKS_PER_MP: u64 = 8;

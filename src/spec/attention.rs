@@ -159,9 +159,10 @@ pub fn rope(
     Ok((Out::new(x.0.shape().clone(), x.1), fit(cos.0)?, fit(sin.0)?))
 }
 
-/// Keys per tile of both GPU kernels (`ATT_BK`, `BK`): a key range of a split pass starts at a
-/// multiple of it.
-pub const KEY_TILE: u64 = 16;
+/// A multiple of the keys per tile of every GPU kernel (`AttTiles::BK` in HIP: 64, or 16 for
+/// f64; `BK` in WGSL: 16): a key range of a split pass starts at a multiple of it and, but for
+/// the last, ends at one, so that no tile straddles two ranges.
+pub const KEY_TILE: u64 = 64;
 /// The fewest keys a range of a split pass takes.
 pub const MIN_SPLIT: u64 = 128;
 
