@@ -7,8 +7,10 @@
 // along D into workgroup memory), updates each row's running max and sum (online softmax: the
 // earlier sum and accumulators scaled by exp(old max - new max)), reads the BK x DC tile of v and
 // adds the tile's weighted values to each invocation's accumulators. Scores never reach memory.
-// Invocation t owns row t / 4 and the columns (t % 4) + 4n. CT is the compute type (f32 for the
-// halves and f32, f64 for f64). Keys past the causal limit or dropped by a u8 mask score -inf
+// TPR invocations share a row: invocation t owns row t / TPR, the keys and the columns
+// (t % TPR) + TPR n; a row's max and sum go through workgroup memory. Rows of qs, ks and ss are
+// padded (QP, KP, SP) so that a row's invocations read different banks. CT is the compute type
+// (f32 for the halves and f32, f64 for f64). Keys past the causal limit or dropped by a u8 mask score -inf
 // and weigh 0; a row with no key left has sum 0 and is NaN.
 //
 // Few rows against many keys (decoding): with SPLIT the keys are cut into ranges of split_len (a
@@ -27,13 +29,14 @@ fn at(o: u32, b: u32, h: u32, i: u32, c: u32) -> u32 {
 }
 
 // @kernel sdpa
-var<workgroup> qs: array<CT, BQ * DK>;
-var<workgroup> ks: array<CT, BK * DK>;
+var<workgroup> qs: array<CT, BQ * QP>;
+var<workgroup> ks: array<CT, BK * KP>;
 var<workgroup> vs: array<CT, BK * DC>;
-var<workgroup> ss: array<CT, BQ * BK>;
+var<workgroup> ss: array<CT, BQ * SP>;
+var<workgroup> red_max: array<CT, WG>;
+var<workgroup> red_sum: array<CT, WG>;
 var<workgroup> row_m: array<CT, BQ>;
 var<workgroup> row_l: array<CT, BQ>;
-var<workgroup> row_a: array<CT, BQ>;
 
 // Rows v0 .. v0 + BQ of kv head hk's query rows, dims d0 .. d0 + DK, into qs (0 past the ends).
 fn load_q(t: u32, b: u32, hk: u32, v0: u32, d0: u32) {
@@ -46,7 +49,7 @@ fn load_q(t: u32, b: u32, hk: u32, v0: u32, d0: u32) {
         if (v < group * lq && e < md[A + 4u]) {
             val = q_load(at(A + 10u, b, hk * group + v / lq, v % lq, e));
         }
-        qs[x] = val;
+        qs[(x / DK) * QP + x % DK] = val;
     }
 }
 
@@ -78,8 +81,8 @@ fn sdpa(
     let bh = g / chunks / tiles / splits;
     let hk = bh % hkv;
     let b = bh / hkv;
-    let r = t / 4u;
-    let c = t % 4u;
+    let r = t / TPR;
+    let c = t % TPR;
     // This invocation's row: query row i of head h (rows past the group's: vi >= rows, idle).
     let vi = i0 + r;
     let h = hk * group + vi / lq;
@@ -116,7 +119,8 @@ fn sdpa(
         load_q(t, b, hk, i0, 0u);
     }
     for (var j0 = kbegin; j0 < kend; j0 += BK) {
-        // The previous tile's readers of ss and vs are done (with D = 0 no other barrier comes).
+        // The previous tile's readers of ss, vs and the row sums are done (with D = 0 no other
+        // barrier comes).
         workgroupBarrier();
         var sc: array<CT, SU>;
         for (var u = 0u; u < SU; u++) {
@@ -134,51 +138,51 @@ fn sdpa(
                 if (j < lk && e < d) {
                     val = k_load(at(A + 15u, b, hk, j, e));
                 }
-                ks[x] = val;
+                ks[(x / DK) * KP + x % DK] = val;
             }
             workgroupBarrier();
             let dn = min(DK, d - d0);
             for (var e = 0u; e < dn; e++) {
-                let qv = qs[r * DK + e];
+                let qv = qs[r * QP + e];
                 for (var u = 0u; u < SU; u++) {
-                    sc[u] += qv * ks[(c + 4u * u) * DK + e];
+                    sc[u] += qv * ks[(c + TPR * u) * KP + e];
                 }
             }
         }
+        // Scores in registers; the row's max over its invocations' partial maxima.
+        var mx = neg;
         for (var u = 0u; u < SU; u++) {
-            let j = j0 + c + 4u * u;
+            let j = j0 + c + TPR * u;
             var s = neg;
             if (vi < rows && j < seen) {
                 s = mask_score(scale * sc[u], at(A + 25u, b, h, i, j), neg);
             }
-            ss[r * BK + c + 4u * u] = s;
+            sc[u] = s;
+            mx = select(mx, s, s > mx);
         }
+        let old = row_m[r];
+        red_max[t] = mx;
         workgroupBarrier();
-        if (t < BQ) {
-            let old = row_m[t];
-            var mx = old;
-            for (var x = 0u; x < BK; x++) {
-                mx = max(mx, ss[t * BK + x]);
-            }
-            var a = CT(1);
-            var sum = CT(0);
-            if (mx > neg) {
-                a = select(c_exp(old - mx), CT(0), old == neg);
-                for (var x = 0u; x < BK; x++) {
-                    let s = ss[t * BK + x];
-                    let p = select(c_exp(s - mx), CT(0), s == neg);
-                    ss[t * BK + x] = p;
-                    sum += p;
-                }
-            } else {
-                for (var x = 0u; x < BK; x++) {
-                    ss[t * BK + x] = CT(0);
-                }
-            }
-            row_m[t] = mx;
-            row_l[t] = row_l[t] * a + sum;
-            row_a[t] = a;
+        mx = old;
+        for (var x = 0u; x < TPR; x++) {
+            let m = red_max[r * TPR + x];
+            mx = select(mx, m, m > mx);
         }
+        // A key scored -inf weighs 0; while the row has none, the accumulators stay as they are.
+        var a = CT(1);
+        if (mx > neg) {
+            a = select(c_exp(old - mx), CT(0), old == neg);
+        }
+        var part_sum = CT(0);
+        for (var u = 0u; u < SU; u++) {
+            var p = CT(0);
+            if (mx > neg && sc[u] != neg) {
+                p = c_exp(sc[u] - mx);
+            }
+            ss[r * SP + c + TPR * u] = p;
+            part_sum += p;
+        }
+        red_sum[t] = part_sum;
         for (var x = t; x < BK * DC; x += WG) {
             let j = j0 + x / DC;
             let col = c0 + x % DC;
@@ -189,11 +193,18 @@ fn sdpa(
             vs[x] = val;
         }
         workgroupBarrier();
-        let a = row_a[r];
+        if (c == 0u) {
+            var sum = CT(0);
+            for (var x = 0u; x < TPR; x++) {
+                sum += red_sum[r * TPR + x];
+            }
+            row_m[r] = mx;
+            row_l[r] = row_l[r] * a + sum;
+        }
         for (var n = 0u; n < NJ; n++) {
             var sum = acc[n] * a;
             for (var x = 0u; x < BK; x++) {
-                sum += ss[r * BK + x] * vs[x * DC + c + 4u * n];
+                sum += ss[r * SP + x] * vs[x * DC + c + TPR * n];
             }
             acc[n] = sum;
         }
@@ -205,7 +216,7 @@ fn sdpa(
         if (vi < rows) {
             let p = (((b * hq + h) * lq + i) * splits + split) * (dv + 2u);
             for (var n = 0u; n < NJ; n++) {
-                let col = c0 + c + 4u * n;
+                let col = c0 + c + TPR * n;
                 if (col < dv) {
                     part_put(p + col, acc[n]);
                 }
@@ -218,7 +229,7 @@ fn sdpa(
         return;
     }
     for (var n = 0u; n < NJ; n++) {
-        vs[r * DC + c + 4u * n] = select(acc[n] / l, nan_c(), l == CT(0));
+        vs[r * DC + c + TPR * n] = select(acc[n] / l, nan_c(), l == CT(0));
     }
     workgroupBarrier();
     for (var w = t; w < BQ * DC / OUT_EPW; w += WG) {

@@ -13,26 +13,37 @@ use crate::spec::attention::{AttentionOp, MaskKind, Sdpa, key_splits};
 use crate::spec::{Family, kernel_name};
 use crate::{DType, Layout, Result, Scalar};
 
-/// Tile sizes of `sdpa` per compute type: queries and keys per tile, output columns per
-/// workgroup (`dc`) and the chunk of D read at a time (`dk`). 64 invocations (4 per query row);
-/// workgroup memory `(bq dk + bk dk + bk dc + bq bk) * size` stays within WebGPU's 16 KiB (f32
-/// 13.3 KiB, f64 14.7 KiB with the halved columns). Chosen to fit, not measured yet.
+/// Tile sizes of `sdpa`: queries and keys per tile, output columns per workgroup (`dc`), the
+/// chunk of D read at a time (`dk`) and invocations per query row (`tpr`; `bq tpr` a workgroup).
+/// Two sets per compute type: `small` within WebGPU's 16 KiB of workgroup memory (f32 11.6 KiB,
+/// f64 15.1 KiB), `big` where the adapter has 48 KiB (f32 43.6 KiB: key tiles of 64, a quarter
+/// of the tiles a row of 128 keys takes with 16).
+#[derive(Clone, Copy)]
 struct Tiles {
     bq: u32,
     bk: u32,
     dc: u32,
     dk: u32,
+    tpr: u32,
 }
 
-const TILES: [(Compute, Tiles); 2] = [
-    (Compute::F32, Tiles { bq: 16, bk: 16, dc: 64, dk: 64 }),
-    (Compute::F64, Tiles { bq: 16, bk: 16, dc: 32, dk: 32 }),
-];
+impl Tiles {
+    fn of(c: Compute, big: bool) -> Tiles {
+        match (c, big) {
+            (Compute::F64, false) => Tiles { bq: 16, bk: 16, dc: 32, dk: 16, tpr: 16 },
+            (Compute::F64, true) => Tiles { bq: 16, bk: 16, dc: 64, dk: 32, tpr: 16 },
+            (_, false) => Tiles { bq: 16, bk: 16, dc: 64, dk: 32, tpr: 16 },
+            (_, true) => Tiles { bq: 16, bk: 64, dc: 64, dk: 64, tpr: 16 },
+        }
+    }
 
-fn tiles(c: Compute) -> &'static Tiles {
-    TILES.iter().find(|(k, _)| *k == c).map_or(&TILES[0].1, |(_, t)| t)
+    /// Bytes of workgroup memory the kernel declares with these tiles (padded rows included).
+    fn bytes(&self, c: Compute) -> u32 {
+        let size = if c == Compute::F64 { 8 } else { 4 };
+        let (p, wg) = (self.dk + 1, self.bq * self.tpr);
+        (self.bq * p + self.bk * p + self.bk * self.dc + self.bq * (self.bk + 1) + 2 * wg + 2 * self.bq) * size
+    }
 }
-
 /// What decides an `sdpa` kernel besides its dtype: the mask's kind, whether the output is
 /// stored element by element (`update`: sub-word dtypes whose output rows are not whole words),
 /// and the stage: the whole pass, one key range of a split pass, or the combine of the ranges.
@@ -41,6 +52,8 @@ pub(crate) struct Variant {
     mask: MaskKind,
     update: bool,
     stage: Stage,
+    /// The big tiles ([`Tiles`]): the adapter has the workgroup memory for them.
+    big: bool,
 }
 
 /// See [`Variant`].
@@ -90,7 +103,7 @@ fn sdpa_spec(caps: Caps, dtype: DType, v: Variant) -> Result<Spec> {
     }
     let r = Repr::of(dtype, caps, op)?;
     let c = r.compute();
-    let t = tiles(c);
+    let t = Tiles::of(c, v.big);
     let mut spec = Spec::new(Family::Attention, "sdpa", caps)
         .bind("q", r, Access::Read, Index::None)
         .bind("k", r, Access::Read, Index::None)
@@ -119,14 +132,18 @@ fn sdpa_spec(caps: Caps, dtype: DType, v: Variant) -> Result<Spec> {
         "const SPLIT = false;\nconst OUT_EPW: u32 = Y_EPW;\nfn out_set(i: u32, v: CT) { y_set(i, v); }\n\
          fn out_flush(w: u32) { y_flush(w); }\nfn part_put(i: u32, v: CT) {}\n"
     };
-    spec.workgroup = 4 * t.bq;
+    spec.workgroup = t.tpr * t.bq;
     Ok(spec
         .constant("BQ", format!("{}u", t.bq))
         .constant("BK", format!("{}u", t.bk))
         .constant("DC", format!("{}u", t.dc))
         .constant("DK", format!("{}u", t.dk))
-        .constant("NJ", format!("{}u", t.dc / 4))
-        .constant("SU", format!("{}u", t.bk / 4))
+        .constant("TPR", format!("{}u", t.tpr))
+        .constant("QP", format!("{}u", t.dk + 1))
+        .constant("KP", format!("{}u", t.dk + 1))
+        .constant("SP", format!("{}u", t.bk + 1))
+        .constant("NJ", format!("{}u", t.dc / t.tpr))
+        .constant("SU", format!("{}u", t.bk / t.tpr))
         .code(helpers(c))
         .code(out)
         .code(format!("fn mask_score(s: CT, m: u32, neg: CT) -> CT {{ return {score}; }}")))
@@ -164,14 +181,16 @@ impl AttentionOps for WgpuBackend {
         }
         let caps = self.caps();
         let r = Repr::of(dtype, caps, AttentionOp::ScaledDotProductAttention.name())?;
-        let t = tiles(r.compute());
+        let room = self.0.gpu.limits.max_compute_workgroup_storage_size;
+        let big = Tiles::of(r.compute(), true).bytes(r.compute()) <= room;
+        let t = Tiles::of(r.compute(), big);
         // The query rows of the heads sharing a kv head go through one workgroup's tiles together.
         let tiles_q = (p.hq / p.hkv * p.lq).div_ceil(t.bq as usize);
         let chunks = p.dv.div_ceil(t.dc as usize);
         let row_groups = p.b * p.hkv * tiles_q * chunks;
         let (splits, split_len) = key_splits(row_groups as u64, p.lk as u64, SPLIT_TARGET);
         let stage = if splits > 1 { Stage::Split } else { Stage::Whole };
-        let var = Variant { mask: p.mask, update: !p.dv.is_multiple_of(r.per_word() as usize), stage };
+        let var = Variant { mask: p.mask, update: !p.dv.is_multiple_of(r.per_word() as usize), stage, big };
         let (spec, pipeline) = self.keyed(KernelKey::Attention(dtype, var), || sdpa_spec(caps, dtype, var))?;
         let groups = row_groups * splits as usize;
         let mut extra = params::encode(r.compute(), &[Scalar::from(p.scale)]);
@@ -235,22 +254,25 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
     let mut v = vec![];
     let sdpa = AttentionOp::ScaledDotProductAttention;
     for dt in caps.dtypes().into_iter().filter(|d| sdpa.dtypes().contains(d)) {
-        for mask in [MaskKind::None, MaskKind::Keep, MaskKind::Additive] {
-            for update in [false, true] {
-                let suffix = match (mask, update) {
-                    (MaskKind::None, false) => String::new(),
-                    _ => format!("_{mask:?}{}", if update { "_update" } else { "" }).to_lowercase(),
-                };
-                let var = Variant { mask, update, stage: Stage::Whole };
-                v.push((format!("{}{suffix}", kernel_name(sdpa.name(), dt)), sdpa_spec(caps, dt, var)));
+        for big in [false, true] {
+            let tiles = if big { "_big" } else { "" };
+            for mask in [MaskKind::None, MaskKind::Keep, MaskKind::Additive] {
+                for update in [false, true] {
+                    let suffix = match (mask, update) {
+                        (MaskKind::None, false) => String::new(),
+                        _ => format!("_{mask:?}{}", if update { "_update" } else { "" }).to_lowercase(),
+                    };
+                    let var = Variant { mask, update, stage: Stage::Whole, big };
+                    v.push((format!("{}{suffix}{tiles}", kernel_name(sdpa.name(), dt)), sdpa_spec(caps, dt, var)));
+                }
+                let var = Variant { mask, update: false, stage: Stage::Split, big };
+                v.push((
+                    format!("{}_{mask:?}_split{tiles}", kernel_name(sdpa.name(), dt)).to_lowercase(),
+                    sdpa_spec(caps, dt, var),
+                ));
             }
-            let var = Variant { mask, update: false, stage: Stage::Split };
-            v.push((
-                format!("{}_{mask:?}_split", kernel_name(sdpa.name(), dt)).to_lowercase(),
-                sdpa_spec(caps, dt, var),
-            ));
         }
-        let var = Variant { mask: MaskKind::None, update: false, stage: Stage::Combine };
+        let var = Variant { mask: MaskKind::None, update: false, stage: Stage::Combine, big: false };
         v.push((format!("{}_combine", kernel_name(sdpa.name(), dt)), sdpa_spec(caps, dt, var)));
         for op in [AttentionOp::Rope, AttentionOp::RopeI] {
             v.push((kernel_name(op.name(), dt), rope_spec(caps, dt, op)));
