@@ -151,7 +151,7 @@ fn kernels_are_bounds_checked_by_default() -> Result<()> {
     let want = match std::env::var("RWO_WGPU_BOUNDS_CHECKS").as_deref() {
         Ok("0") => "off (RWO_WGPU_BOUNDS_CHECKS=0)",
         Ok("1") => "on for every kernel (RWO_WGPU_BOUNDS_CHECKS=1)",
-        _ => "on, except matmul, conv (measured faster without)",
+        _ => "on, except matmul, conv, attention, quant (measured faster without)",
     };
     let got = dev.info().into_iter().find(|(k, _)| *k == "bounds checks").map(|(_, v)| v);
     assert_eq!(got.as_deref(), Some(want));
