@@ -305,7 +305,10 @@ impl Layout {
     }
 
     /// A new shape over the same elements; `None` when the strides cannot express it
-    /// without a copy.
+    /// without a copy. Beyond contiguous layouts, as PyTorch's `view`: dims may be split and
+    /// merged within each run of dims whose strides chain (`stride[i] = stride[i + 1] *
+    /// size[i + 1]`), so the head views of a column block (`[T, 3C]` narrowed to `[T, C]`, then
+    /// `[T, H, D]`) stay views.
     pub fn reshape(&self, shape: &Shape) -> Result<Option<Layout>> {
         if shape.elem_count() != self.elem_count() {
             return Err(Error::ElementCount {
@@ -315,7 +318,11 @@ impl Layout {
                 got: self.elem_count(),
             });
         }
-        Ok(self.is_contiguous().then(|| Layout::contiguous_with_offset(shape.clone(), self.offset)))
+        if self.is_contiguous() || self.elem_count() == 0 {
+            return Ok(self.is_contiguous().then(|| Layout::contiguous_with_offset(shape.clone(), self.offset)));
+        }
+        let strides = view_strides(self.dims(), &self.strides, shape.dims());
+        Ok(strides.map(|strides| Layout { shape: shape.clone(), strides, offset: self.offset }))
     }
 
     /// Inserts a dim of size 1 at `dim` (which may equal the rank).
@@ -473,6 +480,40 @@ impl Iterator for StridedIndex<'_> {
     }
 }
 
+/// The strides of `new` over elements laid out by `old` (sizes and strides, no element count
+/// of 0), or `None` when a dim of `new` would cross two runs of chaining strides (PyTorch's
+/// `computeStride`): walking the old dims from the last, each run of dims whose strides chain
+/// must be covered exactly by a run of new dims.
+fn view_strides(old: &[usize], old_strides: &[usize], new: &[usize]) -> Option<Vec<usize>> {
+    let mut strides = vec![0; new.len()];
+    let mut view_d = new.len();
+    let Some(mut base) = old_strides.last().copied() else {
+        // A scalar: every new dim has size 1.
+        return Some(strides);
+    };
+    let (mut old_numel, mut view_numel) = (1usize, 1usize);
+    for d in (0..old.len()).rev() {
+        old_numel *= old[d];
+        let run_ends = d == 0 || (old[d - 1] != 1 && old_strides[d - 1] != old_numel * base);
+        if run_ends {
+            while view_d > 0 && (view_numel < old_numel || new[view_d - 1] == 1) {
+                strides[view_d - 1] = view_numel * base;
+                view_numel *= new[view_d - 1];
+                view_d -= 1;
+            }
+            if view_numel != old_numel {
+                return None;
+            }
+            if d > 0 {
+                base = old_strides[d - 1];
+                old_numel = 1;
+                view_numel = 1;
+            }
+        }
+    }
+    (view_d == 0).then_some(strides)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -489,6 +530,44 @@ mod tests {
         // No dims left: a scalar walk; no operands: one dim of every element.
         assert_eq!(coalesce(&[1, 1], &[&[5, 7]]), (vec![], vec![vec![]]));
         assert_eq!(coalesce(&[2, 1, 3], &[]), (vec![6], vec![]));
+    }
+
+    #[test]
+    fn reshape_views_keep_the_row_major_order_or_refuse() {
+        // Each view a reshape gives walks the elements in the old layout's row-major order.
+        let views = [
+            Layout::contiguous([5, 12]).narrow(1, 4, 4).unwrap(),
+            Layout::contiguous([3, 4]).transpose(0, 1).unwrap(),
+            Layout::contiguous_with_offset([3], 2).broadcast_as(&Shape::new([4, 3])).unwrap(),
+            Layout::contiguous([2, 3, 4]).permute(&[1, 0, 2]).unwrap(),
+            Layout::contiguous([6, 1, 8]).narrow(2, 0, 4).unwrap(),
+        ];
+        let shapes: [&[usize]; 10] =
+            [&[20], &[5, 2, 2], &[10, 2], &[12], &[2, 2, 3], &[4, 1, 3], &[2, 6, 2], &[24], &[3, 2, 4], &[6, 4]];
+        let mut seen = 0;
+        for l in &views {
+            for &dims in &shapes {
+                let shape = Shape::new(dims.to_vec());
+                if shape.elem_count() != l.elem_count() {
+                    continue;
+                }
+                if let Some(v) = l.reshape(&shape).unwrap() {
+                    let (want, got): (Vec<usize>, Vec<usize>) =
+                        (l.strided_index().collect(), v.strided_index().collect());
+                    assert_eq!(got, want, "{l:?} as {dims:?}");
+                    seen += 1;
+                }
+            }
+        }
+        assert!(seen >= 6, "only {seen} reshapes were views");
+        // The head views of a column block stay views; what would cross a stride gap is refused.
+        let cols = Layout::contiguous([128, 2304]).narrow(1, 768, 768).unwrap();
+        let heads = cols.reshape(&Shape::new([128, 12, 64])).unwrap().unwrap();
+        assert_eq!((heads.strides(), heads.offset()), (&[2304, 64, 1][..], 768));
+        assert_eq!(cols.reshape(&Shape::new([128 * 768])).unwrap(), None);
+        let t = Layout::contiguous([3, 4]).transpose(0, 1).unwrap();
+        assert_eq!(t.reshape(&Shape::new([12])).unwrap(), None);
+        assert_eq!(t.reshape(&Shape::new([2, 2, 3])).unwrap().unwrap().strides(), &[2, 1, 4]);
     }
 
     #[test]

@@ -474,8 +474,10 @@ impl Tensor {
         Ok(self.view(self.layout.broadcast_as(&shape)?))
     }
 
-    /// The same elements in a new shape: a view when contiguous, else a copy. One dim may be
-    /// left for it to infer, as `()`: `reshape(((), 3))` ([`ShapeWithOneHole`]).
+    /// The same elements in a new shape: a view where the strides allow it (as PyTorch's
+    /// `view`: a contiguous tensor, or dims split and merged within runs of chaining strides,
+    /// such as the heads of a column block), else a copy. One dim may be left for it to infer,
+    /// as `()`: `reshape(((), 3))` ([`ShapeWithOneHole`]).
     pub fn reshape(&self, shape: impl ShapeWithOneHole) -> Result<Tensor> {
         let shape = shape.into_shape(self.elem_count())?;
         shape.check("reshape", self.dtype)?;

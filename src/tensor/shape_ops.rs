@@ -34,7 +34,7 @@ impl Tensor {
         Tensor::cat(&lifted, dim)
     }
 
-    /// Dims `start..=end` merged into one (a view when contiguous, else a copy); a rank-0
+    /// Dims `start..=end` merged into one (a view where `reshape` gives one, else a copy); a rank-0
     /// tensor becomes rank 1.
     ///
     /// ```
