@@ -26,6 +26,16 @@ pub(crate) fn size_class(bytes: usize) -> usize {
     lo + (bytes - lo).div_ceil(step) * step
 }
 
+impl Pool {
+    /// Keeps `blocks` for reuse.
+    fn cache(&mut self, blocks: impl IntoIterator<Item = (DevicePtr, usize)>) {
+        for (ptr, class) in blocks {
+            self.free.entry(class).or_default().push(ptr);
+            self.cached += class;
+        }
+    }
+}
+
 #[derive(Default)]
 struct Pool {
     free: HashMap<usize, Vec<DevicePtr>>,
@@ -85,10 +95,8 @@ impl Allocator {
     pub(crate) fn release(&self, ptr: DevicePtr, class: usize, serial: u64) {
         let mut pool = self.lock();
         pool.live -= class;
-        if let Some((ptr, class)) = pool.pins.release((ptr, class), serial) {
-            pool.free.entry(class).or_default().push(ptr);
-            pool.cached += class;
-        }
+        let back = pool.pins.release((ptr, class), serial);
+        pool.cache(back);
     }
 
     /// A capture starts: no block released from now on is reused until [`Allocator::unpin`].
@@ -104,10 +112,8 @@ impl Allocator {
     /// Pin `bound` goes (a plan dropped, or `u64::MAX`: a capture abandoned).
     pub(crate) fn unpin(&self, bound: u64) {
         let mut pool = self.lock();
-        for (ptr, class) in pool.pins.unpin(bound) {
-            pool.free.entry(class).or_default().push(ptr);
-            pool.cached += class;
-        }
+        let back = pool.pins.unpin(bound);
+        pool.cache(back);
     }
 
     /// Frees every cached block (after the stream is idle); returns how many it freed.

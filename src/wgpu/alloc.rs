@@ -188,7 +188,13 @@ impl Pool {
     fn give_back(&self, buffer: wgpu::Buffer, size: u64, bytes: u64, serial: u64) {
         let mut st = self.lock();
         st.stats.live -= bytes;
-        if let Some((buffer, size)) = st.pins.release((buffer, size), serial) {
+        let back = st.pins.release((buffer, size), serial);
+        self.keep(st, back);
+    }
+
+    /// Caches `buffers` for reuse, then trims the cache (the lock `st` released first).
+    fn keep(&self, mut st: std::sync::MutexGuard<'_, State>, buffers: impl IntoIterator<Item = (wgpu::Buffer, u64)>) {
+        for (buffer, size) in buffers {
             st.free.entry(size).or_default().push(buffer);
             st.free_bytes += size;
         }
@@ -211,13 +217,8 @@ impl Pool {
     /// parked are reused again.
     pub(crate) fn unpin(&self, bound: u64) {
         let mut st = self.lock();
-        for (buffer, size) in st.pins.unpin(bound) {
-            st.free.entry(size).or_default().push(buffer);
-            st.free_bytes += size;
-        }
-        let out = st.trim(self.slack);
-        drop(st);
-        self.retired.add(out);
+        let back = st.pins.unpin(bound);
+        self.keep(st, back);
     }
 
     /// Lets go of every cached buffer (destroyed after the next submit).
