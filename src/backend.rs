@@ -335,6 +335,21 @@ pub trait IndexOps: Memory {
         mode: ScatterMode,
         flag: &Self::Storage,
     ) -> Result<Self::Storage>;
+    /// `src` scattered into `dst` in place: `dl` is a view of `dst` in which no two positions
+    /// share memory, and neither `ids` nor `src` share `dst`'s storage.
+    #[allow(clippy::too_many_arguments)]
+    fn scatter_set(
+        &self,
+        dst: &mut Self::Storage,
+        dl: &Layout,
+        ids: &Self::Storage,
+        il: &Layout,
+        src: &Self::Storage,
+        sl: &Layout,
+        dim: usize,
+        mode: ScatterMode,
+        flag: &Self::Storage,
+    ) -> Result<()>;
     /// A copy of `dst` with the slices of `src` added at `ids` along `dim`.
     #[allow(clippy::too_many_arguments)]
     fn index_add(

@@ -49,8 +49,26 @@ fn pick<T: Copy>(x: &[T], xl: &Layout, shape: &Shape, ids: &[usize], dim: usize)
     base.strided_index().zip(ids).map(|(b, &i)| x[b + i * stride]).collect()
 }
 
-/// A contiguous copy of `dst` with `out[p with p[dim] = ids[p]] = f(out[..], src[p])` for the
-/// positions `p` of `sl`, applied in row-major order.
+/// `dst[p with p[dim] = ids[p]] = f(dst[..], src[p])` for the positions `p` of `sl`, applied in
+/// row-major order, in place: `dst` laid out as `dl`.
+fn put_into<T: Arith>(
+    dst: &mut [T],
+    dl: &Layout,
+    src: &[T],
+    sl: &Layout,
+    ids: &[usize],
+    dim: usize,
+    f: impl Fn(T, T) -> T,
+) {
+    let stride = dl.strides()[dim];
+    let base = base_layout(sl.shape(), dl.strides(), dl.offset(), dim);
+    for ((b, &i), s) in base.strided_index().zip(ids).zip(strided(src, sl)) {
+        let at = b + i * stride;
+        dst[at] = f(dst[at], s);
+    }
+}
+
+/// A contiguous copy of `dst` updated by [`put_into`].
 fn put<T: Arith>(
     dst: &[T],
     dl: &Layout,
@@ -61,12 +79,7 @@ fn put<T: Arith>(
     f: impl Fn(T, T) -> T,
 ) -> Vec<T> {
     let mut out = strided(dst, dl);
-    let strides = dl.shape().contiguous_strides();
-    let base = base_layout(sl.shape(), &strides, 0, dim);
-    for ((b, &i), s) in base.strided_index().zip(ids).zip(strided(src, sl)) {
-        let at = b + i * strides[dim];
-        out[at] = f(out[at], s);
-    }
+    put_into(&mut out, &Layout::contiguous(dl.shape().clone()), src, sl, ids, dim, f);
     out
 }
 
@@ -124,6 +137,30 @@ impl IndexOps for CpuBackend {
             ScatterMode::Set => put(d, dl, s, sl, &ids, dim, |_, new| new),
             ScatterMode::Add => put(d, dl, s, sl, &ids, dim, scatter_add),
         })), Err(dtype_mismatch(op, dst, src)))
+    }
+
+    fn scatter_set(
+        &self,
+        dst: &mut CpuStorage,
+        dl: &Layout,
+        ids: &CpuStorage,
+        il: &Layout,
+        src: &CpuStorage,
+        sl: &Layout,
+        dim: usize,
+        mode: ScatterMode,
+        _flag: &CpuStorage,
+    ) -> Result<()> {
+        let op = mode.op().name();
+        let ids = checked_ids(op, ids, il, dl.dims()[dim])?;
+        let mismatch = dtype_mismatch(op, dst, src);
+        with_storage_pair!(dst, src, (d, s) => {
+            match mode {
+                ScatterMode::Set => put_into(d, dl, s, sl, &ids, dim, |_, new| new),
+                ScatterMode::Add => put_into(d, dl, s, sl, &ids, dim, scatter_add),
+            }
+            Ok(())
+        }, Err(mismatch))
     }
 
     fn index_add(

@@ -131,8 +131,7 @@ impl<R: Runtime> NativeBackend<R> {
         Ok(())
     }
 
-    /// A contiguous copy of `dst` updated at `ids` along `dim` with `src` (as `op`), `il` being
-    /// the ids' layout over the shape of `src`.
+    /// A contiguous copy of `dst` updated by [`Self::put_into`].
     #[allow(clippy::too_many_arguments)]
     fn put(
         &self,
@@ -148,26 +147,44 @@ impl<R: Runtime> NativeBackend<R> {
     ) -> Result<S<R>> {
         let mut y = self.storage(dst.dtype, dl.elem_count())?;
         self.copy_strided(dst, dl, &mut y, 0)?;
+        self.put_into(op, &y, &Layout::contiguous(dl.shape().clone()), ids, il, src, sl, dim, flag)?;
+        Ok(y)
+    }
+
+    /// `y` (laid out as `yl`, no two positions sharing memory) updated in place at `ids` along
+    /// `dim` with `src` (as `op`), `il` being the ids' layout over the shape of `src`.
+    #[allow(clippy::too_many_arguments)]
+    fn put_into(
+        &self,
+        op: IndexOp,
+        y: &S<R>,
+        yl: &Layout,
+        ids: &S<R>,
+        il: &Layout,
+        src: &S<R>,
+        sl: &Layout,
+        dim: usize,
+        flag: &S<R>,
+    ) -> Result<()> {
         if sl.elem_count() == 0 {
-            return Ok(y);
+            return Ok(());
         }
-        let c = self.id_check(op, ids, dl.dims()[dim], flag);
-        let ys = dl.shape().contiguous_strides();
-        let yb = along(sl.shape(), &ys, 0, dim);
-        let stride = ys[dim] as u64;
-        let name = kernel_name(op.name(), dst.dtype);
+        let c = self.id_check(op, ids, yl.dims()[dim], flag);
+        let yb = along(sl.shape(), yl.strides(), yl.offset(), dim);
+        let stride = yl.strides()[dim] as u64;
+        let name = kernel_name(op.name(), y.dtype);
         let yp = y.ptr;
         // SAFETY: put kernels take (Dims, View iv, View sv, View yv, ids, src, y, u32 width, u64
         // size, u64 stride, u64* flag, u32 code) in order. `yb` with an id below the size of
-        // `dim` stays inside `y` (src fits in dst but along `dim`); the views of ids and src lie
-        // inside their storages.
+        // `dim` stays inside `y`'s layout (src fits in it but along `dim`); the views of ids and
+        // src lie inside their storages.
         unsafe {
             self.strided(Family::Index, &name, sl.dims(), &[il, sl, &yb], |_, args| {
                 args.ptr(ids.ptr).ptr(src.ptr).ptr(yp);
                 args.arg(Arg::U32(c.width)).u64(c.size).u64(stride).ptr(c.flag).arg(Arg::U32(c.code));
             })?
         };
-        Ok(y)
+        Ok(())
     }
 }
 
@@ -208,6 +225,21 @@ impl<R: Runtime> IndexOps for NativeBackend<R> {
         flag: &S<R>,
     ) -> Result<S<R>> {
         self.put(mode.op(), dst, dl, ids, il, src, sl, dim, flag)
+    }
+
+    fn scatter_set(
+        &self,
+        dst: &mut S<R>,
+        dl: &Layout,
+        ids: &S<R>,
+        il: &Layout,
+        src: &S<R>,
+        sl: &Layout,
+        dim: usize,
+        mode: ScatterMode,
+        flag: &S<R>,
+    ) -> Result<()> {
+        self.put_into(mode.op(), dst, dl, ids, il, src, sl, dim, flag)
     }
 
     fn index_add(

@@ -108,16 +108,28 @@ pub fn slice_set(dst: (&Layout, DType), src: (&Layout, DType), dim: usize, start
     check_same_dtype(op, dst.1, src.1)?;
     let dim = super::dim(op, dim, dst.0.rank())?;
     check_block(op, dst.0.shape(), src.0.shape(), dim)?;
-    if let Some(d) = dst.0.dims().iter().zip(dst.0.strides()).position(|(&n, &s)| n > 1 && s == 0) {
-        let msg =
-            format!("destination {} is broadcast along dim {d} (stride 0): its elements share memory", dst.0.shape());
-        return Err(Error::InvalidView { op, msg });
-    }
+    writable(op, dst.0)?;
     let (len, size) = (src.0.dims()[dim], dst.0.dims()[dim]);
     if start.checked_add(len).is_none_or(|end| end > size) {
         return Err(invalid(op, format!("block {start}..{start}+{len} past size {size} of dim {dim}")));
     }
     Ok(())
+}
+
+/// A destination written in place: no two of its positions share memory (a broadcast view's do;
+/// an empty one has none, whatever its strides).
+pub fn writable(op: &'static str, dst: &Layout) -> Result<()> {
+    if dst.elem_count() == 0 {
+        return Ok(());
+    }
+    match dst.dims().iter().zip(dst.strides()).position(|(&n, &s)| n > 1 && s == 0) {
+        Some(d) => {
+            let msg =
+                format!("destination {} is broadcast along dim {d} (stride 0): its elements share memory", dst.shape());
+            Err(Error::InvalidView { op, msg })
+        }
+        None => Ok(()),
+    }
 }
 
 /// Same rank and dims as `a`, except along `dim`.

@@ -103,6 +103,18 @@ pub fn scatter(
     Ok(Out::new(dst.0.shape().clone(), dst.1))
 }
 
+/// [`scatter`] into `dst` in place: also a destination whose positions are distinct in memory.
+pub fn scatter_set(
+    mode: ScatterMode,
+    dst: (&Layout, DType),
+    ids: (&Layout, DType),
+    src: (&Layout, DType),
+    d: usize,
+) -> Result<()> {
+    scatter(mode, dst, ids, src, d)?;
+    super::copy::writable(mode.op().name(), dst.0)
+}
+
 /// `ids` is 1-D; `src` is `dst` with `dim` resized to `ids.len()`.
 pub fn index_add(dst: (&Layout, DType), ids: (&Layout, DType), src: (&Layout, DType), d: usize) -> Result<Out> {
     let op = IndexOp::IndexAdd.name();

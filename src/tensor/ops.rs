@@ -281,6 +281,64 @@ impl Tensor {
         self.scatter_mode(ids, src, dim.to_index(self.rank(), "scatter_add")?, ScatterMode::Add)
     }
 
+    /// Writes `src` at `ids` along `dim` into this tensor, in place: [`Tensor::scatter`]
+    /// without the copy, through a view too (the viewed tensor's elements change). A KV cache
+    /// written at positions held on the device is one use: a captured [`crate::Plan`] then
+    /// writes at the position each run is given. A broadcast destination is an error; on a GPU
+    /// an id out of range is skipped and reported by the next read of this tensor (the cpu
+    /// reports it here, writing nothing).
+    ///
+    /// ```
+    /// use rocm_wgpu_ops::{Device, Tensor};
+    ///
+    /// let dev = Device::cpu();
+    /// let cache = Tensor::zeros((4, 2), rocm_wgpu_ops::DType::F32, &dev)?;
+    /// let at = Tensor::from_vec(vec![2u32, 2], (1, 2), &dev)?;
+    /// cache.scatter_set(&at, &Tensor::from_vec(vec![5f32, 6.], (1, 2), &dev)?, 0)?;
+    /// assert_eq!(cache.to_vec2::<f32>()?, [[0., 0.], [0., 0.], [5., 6.], [0., 0.]]);
+    /// # Ok::<(), rocm_wgpu_ops::Error>(())
+    /// ```
+    pub fn scatter_set(&self, ids: &Tensor, src: &Tensor, dim: impl Dim) -> Result<()> {
+        self.scatter_in_place(ids, src, dim.to_index(self.rank(), "scatter")?, ScatterMode::Set)
+    }
+
+    /// As [`Tensor::scatter_set`], adding `src` into this tensor at `ids` in place.
+    pub fn scatter_add_set(&self, ids: &Tensor, src: &Tensor, dim: impl Dim) -> Result<()> {
+        self.scatter_in_place(ids, src, dim.to_index(self.rank(), "scatter_add")?, ScatterMode::Add)
+    }
+
+    fn scatter_in_place(&self, ids: &Tensor, src: &Tensor, dim: usize, mode: ScatterMode) -> Result<()> {
+        let op = mode.op().name();
+        self.same_device(op, &[ids, src])?;
+        index::scatter_set(mode, self.lay(), ids.lay(), src.lay(), dim)?;
+        self.check_operands(op, [self, ids, src].into_iter())?;
+        if src.elem_count() == 0 {
+            return Ok(());
+        }
+        // An operand sharing this tensor's storage would be read while it is written.
+        let own = |t: &Tensor| if t.shares_storage(self) { t.copy() } else { Ok(t.clone()) };
+        let (ids, src) = (own(ids)?, own(src)?);
+        let flag = self.new_flag()?;
+        let mut flags: Vec<_> = ids.status().flags().into_iter().chain(src.status().flags()).collect();
+        flags.extend(Some(flag.clone()).filter(|f| f.records()));
+        let (i, s) = (ids.read()?, src.read()?);
+        let mut d = self.write()?;
+        dispatch!(self.device, |b| b.scatter_set(
+            b.get_mut(&mut d)?,
+            &self.layout,
+            b.get(&i)?,
+            &ids.layout,
+            b.get(&s)?,
+            &src.layout,
+            dim,
+            mode,
+            b.get(flag.storage())?
+        ))?;
+        // What this tensor holds now depends on the ids, the source and the op's own check.
+        self.status().absorb(flags);
+        Ok(())
+    }
+
     /// A copy of `self` with the slices of `src` added at the 1-D `ids` along `dim`.
     pub fn index_add(&self, ids: &Tensor, src: &Tensor, dim: impl Dim) -> Result<Tensor> {
         let dim = dim.to_index(self.rank(), "index_add")?;

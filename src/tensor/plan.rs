@@ -177,11 +177,16 @@ fn overwrite(p: &Tensor, x: &Tensor) -> Result<()> {
 }
 
 /// A new tensor with `o`'s values after a replay, its status the run's: copies of `o`'s flags
-/// (rewritten by the replay; `fresh` maps each to its copy, once per run) and `carried`.
+/// made by the capture (rewritten by the replay; `fresh` maps each to its copy, once per run),
+/// its flags from before the capture, and `carried`.
 fn copy_out(o: &Tensor, carried: &[Arc<Flag>], fresh: &mut Vec<(Arc<Flag>, Arc<Flag>)>) -> Result<Tensor> {
     let dev = &o.device;
     let mut flags = carried.to_vec();
     for f in o.status().flags() {
+        if !f.replayed() {
+            flags.push(f);
+            continue;
+        }
         if let Some((_, copy)) = fresh.iter().find(|(old, _)| Arc::ptr_eq(old, &f)) {
             flags.push(copy.clone());
             continue;

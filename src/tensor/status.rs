@@ -17,12 +17,16 @@ pub(crate) struct Flag {
     storage: Storage,
     /// Whether kernels can record in it (the cpu's flags are empty: it reports at once).
     records: bool,
+    /// Made inside a capture: each run of the plan zeroes and rewrites it (a plan's outputs
+    /// get copies of these; flags made before the capture stay as they are).
+    replayed: bool,
     read: OnceLock<Result<()>>,
 }
 
 impl Flag {
     pub(crate) fn new(storage: Storage, records: bool) -> Arc<Flag> {
-        Arc::new(Flag { storage, records, read: OnceLock::new() })
+        let replayed = crate::device::capturing();
+        Arc::new(Flag { storage, records, replayed, read: OnceLock::new() })
     }
 
     pub(crate) fn storage(&self) -> &Storage {
@@ -31,6 +35,10 @@ impl Flag {
 
     pub(crate) fn records(&self) -> bool {
         self.records
+    }
+
+    pub(crate) fn replayed(&self) -> bool {
+        self.replayed
     }
 }
 
@@ -67,12 +75,15 @@ impl Status {
         self.lock().clone()
     }
 
-    /// Adds `flags` (data written into this storage now depends on them).
+    /// Adds `flags` (data written into this storage now depends on them), and forgets those
+    /// held that are known to be clean (a tensor written in place again and again, such as a
+    /// KV cache, would otherwise hold every flag of its writes).
     pub(crate) fn absorb(&self, flags: Vec<Arc<Flag>>) {
         if flags.is_empty() {
             return;
         }
         let mut held = self.lock();
+        held.retain(|f| !matches!(f.read.get(), Some(Ok(()))));
         for f in flags {
             if !held.iter().any(|h| Arc::ptr_eq(h, &f)) {
                 held.push(f);

@@ -246,8 +246,7 @@ impl WgpuBackend {
         Ok(y)
     }
 
-    /// A contiguous copy of `dst` updated at `ids` along `dim` with `src` (as `op` in `mode`);
-    /// `il` is the ids' layout over the shape of `src`.
+    /// A contiguous copy of `dst` updated by [`Self::put_into`].
     #[allow(clippy::too_many_arguments)]
     fn put(
         &self,
@@ -262,13 +261,33 @@ impl WgpuBackend {
         dim: usize,
         flag: &WgpuStorage,
     ) -> Result<WgpuStorage> {
-        let caps = self.caps();
-        // A set only moves bytes: f64 needs no SHADER_F64 (see `support.rs`); adds do.
-        let dt = if mode == ScatterMode::Set { bits_of(dst.dtype, caps) } else { dst.dtype };
         let mut y = self.storage(dst.dtype, dl.elem_count())?;
         self.copy_strided(dst, dl, &mut y, 0)?;
-        let ys = dl.shape().contiguous_strides();
-        let head = [op.flag_code(), dl.dims()[dim] as u32, ys[dim] as u32];
+        let yl = Layout::contiguous(dl.shape().clone());
+        self.put_into(op, mode, &y, &yl, ids, il, src, sl, dim, flag)?;
+        Ok(y)
+    }
+
+    /// `y` (laid out as `yl`, no two positions sharing memory) updated in place at `ids` along
+    /// `dim` with `src` (as `op` in `mode`); `il` is the ids' layout over the shape of `src`.
+    #[allow(clippy::too_many_arguments)]
+    fn put_into(
+        &self,
+        op: IndexOp,
+        mode: ScatterMode,
+        y: &WgpuStorage,
+        yl: &Layout,
+        ids: &WgpuStorage,
+        il: &Layout,
+        src: &WgpuStorage,
+        sl: &Layout,
+        dim: usize,
+        flag: &WgpuStorage,
+    ) -> Result<()> {
+        let caps = self.caps();
+        // A set only moves bytes: f64 needs no SHADER_F64 (see `support.rs`); adds do.
+        let dt = if mode == ScatterMode::Set { bits_of(y.dtype, caps) } else { y.dtype };
+        let head = [op.flag_code(), yl.dims()[dim] as u32, yl.strides()[dim] as u32];
         let buffers = [ids.buffer(), src.buffer(), y.buffer(), flag.buffer()];
         if serial(dt, mode) {
             let m = sl.dims()[dim];
@@ -278,21 +297,20 @@ impl WgpuBackend {
             let l = [
                 Layout::new(cols.clone(), il.strides().to_vec(), il.offset()),
                 Layout::new(cols.clone(), sl.strides().to_vec(), sl.offset()),
-                Layout::new(cols.clone(), ys.clone(), 0),
+                Layout::new(cols.clone(), yl.strides().to_vec(), yl.offset()),
             ];
             let spec = put_spec(caps, op, dt, ids.dtype, mode, [&l[0], &l[1], &l[2]].map(Index::of))?;
             let extra = [&head[..], &[m as u32, il.strides()[dim] as u32, sl.strides()[dim] as u32]].concat();
             let meta = spec.meta(cols.elem_count() as u32, &[&l[0], &l[1], &l[2]], &extra);
             let threads = if m == 0 { 0 } else { cols.elem_count() };
-            self.run(&spec, &buffers, &meta, threads as u64)?;
+            self.run(&spec, &buffers, &meta, threads as u64)
         } else {
-            let yb = along(sl.shape(), &ys, 0, dim);
+            let yb = along(sl.shape(), yl.strides(), yl.offset(), dim);
             let spec = put_spec(caps, op, dt, ids.dtype, mode, [Index::of(il), Index::of(sl), Index::of(&yb)])?;
             let n = sl.elem_count();
             let meta = spec.meta(n as u32, &[il, sl, &yb], &head);
-            self.run(&spec, &buffers, &meta, n as u64)?;
+            self.run(&spec, &buffers, &meta, n as u64)
         }
-        Ok(y)
     }
 }
 
@@ -346,6 +364,21 @@ impl IndexOps for WgpuBackend {
         flag: &WgpuStorage,
     ) -> Result<WgpuStorage> {
         self.put(mode.op(), mode, dst, dl, ids, il, src, sl, dim, flag)
+    }
+
+    fn scatter_set(
+        &self,
+        dst: &mut WgpuStorage,
+        dl: &Layout,
+        ids: &WgpuStorage,
+        il: &Layout,
+        src: &WgpuStorage,
+        sl: &Layout,
+        dim: usize,
+        mode: ScatterMode,
+        flag: &WgpuStorage,
+    ) -> Result<()> {
+        self.put_into(mode.op(), mode, dst, dl, ids, il, src, sl, dim, flag)
     }
 
     fn index_add(

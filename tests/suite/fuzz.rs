@@ -196,7 +196,13 @@ fn run(dev: &Device, c: &Case, x: &Tensor) -> Result<(Vec<usize>, CpuStorage)> {
                 ids(dev, idt, &s, size_of(dim), c.seed ^ 5)?
             };
             let src = other(s)?;
-            call(if c.op == 12 { x.scatter(&i, &src, dim) } else { x.scatter_add(&i, &src, dim) })
+            // Half of the cases in place, through x's view (a broadcast one is an error).
+            call(match (c.op == 12, p2 % 2 == 0) {
+                (true, true) => x.scatter(&i, &src, dim),
+                (false, true) => x.scatter_add(&i, &src, dim),
+                (true, false) => x.scatter_set(&i, &src, dim).map(|()| x.clone()),
+                (false, false) => x.scatter_add_set(&i, &src, dim).map(|()| x.clone()),
+            })
         }
         14 => {
             let dim = d(p0);

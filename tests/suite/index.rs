@@ -7,11 +7,13 @@ suite!(
     gather_matches_reference,
     scatter_matches_reference,
     scatter_add_matches_reference,
+    scatter_in_place_matches_reference,
     index_add_matches_reference,
     index_select_hand_computed,
     gather_hand_computed,
     scatter_hand_computed,
     scatter_add_hand_computed,
+    scatter_set_hand_computed,
     index_add_hand_computed,
     out_of_range_ids_are_errors,
     scatter_add_equals_index_add,
@@ -70,6 +72,18 @@ fn view_layout(view: View, shape: &[usize]) -> Result<(Vec<usize>, Layout)> {
 /// A tensor holding the row-major values `v` of `shape`, laid out as `view` (a broadcast keeps
 /// the last row written); storage cells outside the view hold `pad`, which a kernel must not read.
 fn laid_out(dev: &Device, view: View, dtype: DType, shape: &[usize], v: &[f64], pad: f64) -> Result<Tensor> {
+    Ok(laid_out_in(dev, view, dtype, shape, v, pad)?.1)
+}
+
+/// [`laid_out`]'s tensor after the whole storage it views (pad cells included).
+fn laid_out_in(
+    dev: &Device,
+    view: View,
+    dtype: DType,
+    shape: &[usize],
+    v: &[f64],
+    pad: f64,
+) -> Result<(Tensor, Tensor)> {
     let (storage_shape, l) = view_layout(view, shape)?;
     let mut data = vec![pad; storage_shape.iter().product()];
     for (i, &x) in l.strided_index().zip(v) {
@@ -77,13 +91,14 @@ fn laid_out(dev: &Device, view: View, dtype: DType, shape: &[usize], v: &[f64], 
     }
     let t = Tensor::from_cpu(host(dtype, &data), storage_shape, dev)?;
     let rank = shape.len();
-    match view {
+    let viewed = match view {
         View::Transposed if rank >= 2 => t.transpose(0, rank - 1),
         View::Offset if rank == 1 => t.narrow(0, 3, shape[0]),
         View::Offset if rank >= 2 => t.narrow(0, 1, shape[0])?.narrow(rank - 1, 2, shape[rank - 1]),
         View::Broadcast if rank >= 1 => t.broadcast_as(Shape::new(shape)),
-        _ => Ok(t),
-    }
+        _ => Ok(t.clone()),
+    }?;
+    Ok((t, viewed))
 }
 
 /// `n` values for `dtype`: integers that make u8 sums wrap, floats on a grid of 1/4 in
@@ -228,6 +243,43 @@ async fn scatter_add_matches_reference(dev: &Device) -> Result<()> {
     .await
 }
 
+/// `scatter_set` and `scatter_add_set` write through every view but a broadcast (an error):
+/// the whole storage after the write, pad cells included, is the cpu's.
+async fn scatter_in_place_matches_reference(dev: &Device) -> Result<()> {
+    for op in [IndexOp::Scatter, IndexOp::ScatterAdd] {
+        for_all(dev, op, async |dtype, idt, view, iview, shape, dim, empty| {
+            let set = op == IndexOp::Scatter;
+            let n = match (empty, set) {
+                (true, _) => 0,
+                (false, true) => shape[dim] - 1,
+                (false, false) => shape[dim] + 2,
+            };
+            let src_shape = fitted(shape, dim, n);
+            let what = format!("{op} in place {dtype} ids {idt} {view:?} ids {iview:?} {shape:?} dim {dim} n {n}");
+            let tol = if set { Tol::EXACT } else { Tol::of(dtype) };
+            let write = |d: &Device| -> Result<Tensor> {
+                let n = shape.iter().product();
+                let (storage, dst) = laid_out_in(d, view, dtype, shape, &values(dtype, n, 5), 0.0)?;
+                let src = value_tensor(d, iview, dtype, &src_shape, 6)?;
+                if set {
+                    dst.scatter_set(&distinct_ids(d, iview, idt, &src_shape, dim, shape[dim])?, &src, dim)?;
+                } else {
+                    dst.scatter_add_set(&random_ids(d, iview, idt, &src_shape, shape[dim], 9)?, &src, dim)?;
+                }
+                Ok(storage)
+            };
+            if view == View::Broadcast && !shape.contains(&0) {
+                let e = write(dev).expect_err(&what);
+                assert!(matches!(e, Error::InvalidView { .. }), "{what}: {e}");
+                return Ok(());
+            }
+            same_as_cpu(dev, tol, &what, write).await
+        })
+        .await?;
+    }
+    Ok(())
+}
+
 async fn index_add_matches_reference(dev: &Device) -> Result<()> {
     let op = IndexOp::IndexAdd;
     for_all(dev, op, async |dtype, idt, view, iview, shape, dim, empty| {
@@ -302,6 +354,25 @@ async fn scatter_add_hand_computed(dev: &Device) -> Result<()> {
     Ok(())
 }
 
+/// A KV-cache write: rows of `[1, 2, 1, 3]` at a position held on the device (ids broadcast
+/// over the source), through a narrowed view of the cache; the rest of the cache untouched.
+async fn scatter_set_hand_computed(dev: &Device) -> Result<()> {
+    let cache = Tensor::zeros([1, 2, 4, 3], DType::F32, dev)?;
+    let at = Tensor::from_vec(vec![2u32], [1], dev)?;
+    let ids = at.reshape([1, 1, 1, 1])?.broadcast_as([1, 2, 1, 3])?;
+    let row = Tensor::from_vec(vec![1f32, 2., 3., 4., 5., 6.], [1, 2, 1, 3], dev)?;
+    cache.narrow(2, 1, 3)?.scatter_set(&ids, &row, 2)?;
+    let mut want = [0f32; 24];
+    want[9..12].copy_from_slice(&[1., 2., 3.]);
+    want[21..24].copy_from_slice(&[4., 5., 6.]);
+    assert_values(&cache, &[1, 2, 4, 3], &want, 0.0).await?;
+    // Adding in place, repeated ids accumulate; a source that is the destination is read whole
+    // before the write.
+    let x = Tensor::from_vec(vec![1i64, 2, 3], [3], dev)?;
+    x.scatter_add_set(&Tensor::from_vec(vec![0u8, 0, 2], [3], dev)?, &x, 0)?;
+    assert_values(&x, &[3], &[4i64, 2, 6], 0.0).await
+}
+
 async fn index_add_hand_computed(dev: &Device) -> Result<()> {
     let dst = Tensor::ones([3, 2], DType::I64, dev)?;
     let ids = Tensor::from_vec(vec![0u8, 2, 0], [3], dev)?;
@@ -352,6 +423,10 @@ async fn out_of_range_ids_are_errors(dev: &Device) -> Result<()> {
             expect_out_of_range(x.scatter(&ids2, &src, 1), IndexOp::Scatter, b, 4).await?;
             expect_out_of_range(x.scatter_add(&ids2, &src, 1), IndexOp::ScatterAdd, b, 4).await?;
             expect_out_of_range(x.index_add(&ids1, &src, 1), IndexOp::IndexAdd, b, 4).await?;
+            // In place, the cpu refuses before writing; a GPU skips the bad id and the next
+            // read of the destination reports it.
+            let y = x.copy()?;
+            expect_out_of_range(y.scatter_set(&ids2, &src, 1).map(|()| y), IndexOp::Scatter, b, 4).await?;
             assert_eq!(x.to_cpu_storage_async().await?, x_before, "x unchanged after {idt} id {b}");
             assert_eq!(src.to_cpu_storage_async().await?, src_before, "src unchanged after {idt} id {b}");
             assert_eq!(ids1.to_cpu_storage_async().await?, ids1_before, "1-D ids unchanged");
