@@ -10,7 +10,9 @@
 // the tile of v and adds the weighted values to each thread's accumulators. The scores never
 // reach memory. ATT_TPR threads share a row: thread t owns row t / ATT_TPR, the keys and the
 // columns (t % ATT_TPR) + ATT_TPR n; a row's max and sum go through shared memory (no warp
-// shuffle, so any warpSize works). Shared rows are padded by one element so that the threads of
+// shuffle, so any warpSize works). The k and v tiles are read in passes of ATT_THREADS elements,
+// a thread's loads into registers before its stores to shared memory, v's at the top of the
+// tile's iteration (see the kernel). Shared rows are padded by one element so that the threads of
 // a row read different banks. The halves and f32 compute in f32 (BK = DK = 64), f64 in f64
 // (BK 16, DK 32, to fit 48 KiB). A row with no key left (mask, causal, Lk = 0) has sum 0: NaN.
 //
@@ -71,6 +73,14 @@ __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, c
   typedef typename num<T>::C C;
   constexpr u32 BK = AttTiles<C>::BK, DK = AttTiles<C>::DK, QP = DK + 1, KP = DK + 1, SP = BK + 1;
   constexpr u32 SU = BK / ATT_TPR, NJ = ATT_DC / ATT_TPR;
+  // Tiles are read in passes of ATT_THREADS elements, a thread's loads all issued before its
+  // stores to shared memory (a store between two loads would wait for the first: a generic
+  // pointer may alias shared memory), so their latencies overlap: ATT_THREADS / DK rows of a
+  // k tile a pass, ATT_THREADS / ATT_DC rows of a v tile.
+  constexpr u32 KN = BK * DK / ATT_THREADS, VN = BK * ATT_DC / ATT_THREADS;
+  constexpr u32 KR = ATT_THREADS / DK, VR = ATT_THREADS / ATT_DC;
+  static_assert(BK * DK % ATT_THREADS == 0 && ATT_THREADS % DK == 0, "a k tile in whole passes");
+  static_assert(BK * ATT_DC % ATT_THREADS == 0 && ATT_THREADS % ATT_DC == 0, "a v tile in whole passes");
   __shared__ C qs[ATT_BQ * QP];
   __shared__ C ks[BK * KP];
   __shared__ C vs[BK * ATT_DC];
@@ -89,6 +99,9 @@ __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, c
   // This thread's row: query row i of head h (rows past the group's: vi >= rows, idle).
   const u64 vi = i0 + r, h = hk * a.group + vi / a.lq, i = vi % a.lq;
   const C scale = (C)a.scale, neg = neg_inf((C)0);
+  // The block's kv head in k and v; this thread's column of the tiles it loads.
+  const u64 kbase = a.k.offset + b * a.k.sb + hk * a.k.sh, vbase = a.v.offset + b * a.v.sb + hk * a.v.sh;
+  const u32 ke = t % DK, kr0 = t / DK, vcol = t % ATT_DC, vr0 = t / ATT_DC;
   // Keys any row of the tile sees, and those row i sees (i + Lk - Lq + 1, within 0 ..= Lk).
   u64 kend = a.lk, seen = a.lk;
   if (a.causal) {
@@ -122,16 +135,28 @@ __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, c
     // The previous tile's readers of ss, vs and the row sums are done (with D = 0 no other
     // barrier comes).
     __syncthreads();
+    // The tile of v, read now so that its loads overlap the scores' work.
+    C vv[VN];
+#pragma unroll
+    for (u32 n = 0; n < VN; ++n) {
+      const u64 j = j0 + vr0 + VR * n, col = c0 + vcol;
+      vv[n] = j < a.lk && col < a.dv ? num<T>::load(v[vbase + j * a.v.sl + col * a.v.sc]) : (C)0;
+    }
     C sc[SU];
 #pragma unroll
     for (u32 u = 0; u < SU; ++u) sc[u] = (C)0;
     for (u64 d0 = 0; d0 < a.d; d0 += DK) {
       __syncthreads();
       if (!q_once) load_q(d0);
-      for (u32 x = t; x < BK * DK; x += ATT_THREADS) {
-        const u64 j = j0 + x / DK, e = d0 + x % DK;
-        ks[(x / DK) * KP + x % DK] = j < a.lk && e < a.d ? num<T>::load(k[a.k.at(b, hk, j, e)]) : (C)0;
+      C kv[KN];
+      const u64 e = d0 + ke;
+#pragma unroll
+      for (u32 n = 0; n < KN; ++n) {
+        const u64 j = j0 + kr0 + KR * n;
+        kv[n] = j < a.lk && e < a.d ? num<T>::load(k[kbase + j * a.k.sl + e * a.k.sc]) : (C)0;
       }
+#pragma unroll
+      for (u32 n = 0; n < KN; ++n) ks[(kr0 + KR * n) * KP + ke] = kv[n];
       __syncthreads();
       const u32 dn = (u32)(a.d - d0 < DK ? a.d - d0 : DK);
       for (u32 e = 0; e < dn; ++e) {
@@ -165,10 +190,8 @@ __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, c
       part_sum += p;
     }
     red_sum[t] = part_sum;
-    for (u32 x = t; x < BK * ATT_DC; x += ATT_THREADS) {
-      const u64 j = j0 + x / ATT_DC, col = c0 + x % ATT_DC;
-      vs[x] = j < a.lk && col < a.dv ? num<T>::load(v[a.v.at(b, hk, j, col)]) : (C)0;
-    }
+#pragma unroll
+    for (u32 n = 0; n < VN; ++n) vs[(vr0 + VR * n) * ATT_DC + vcol] = vv[n];
     __syncthreads();
     if (c == 0) {
       C sum = (C)0;

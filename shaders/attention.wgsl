@@ -114,6 +114,12 @@ fn sdpa(
     for (var n = 0u; n < NJ; n++) {
         acc[n] = CT(0);
     }
+    // The workgroup's kv head in k and v. Tiles are read in passes of WG elements (KR rows of a k
+    // tile, VR of a v tile), an invocation's loads all issued before its stores to workgroup
+    // memory so that their latencies overlap; the v tile's at the top of its iteration, before
+    // the scores' work.
+    let kbase = at(A + 15u, b, hk, 0u, 0u);
+    let vbase = at(A + 20u, b, hk, 0u, 0u);
     let q_once = d <= DK;
     if (q_once) {
         load_q(t, b, hk, i0, 0u);
@@ -122,6 +128,16 @@ fn sdpa(
         // The previous tile's readers of ss, vs and the row sums are done (with D = 0 no other
         // barrier comes).
         workgroupBarrier();
+        var vv: array<CT, VN>;
+        for (var n = 0u; n < VN; n++) {
+            let j = j0 + t / DC + VR * n;
+            let col = c0 + t % DC;
+            var val = CT(0);
+            if (j < lk && col < dv) {
+                val = v_load(vbase + j * md[A + 23u] + col * md[A + 24u]);
+            }
+            vv[n] = val;
+        }
         var sc: array<CT, SU>;
         for (var u = 0u; u < SU; u++) {
             sc[u] = CT(0);
@@ -131,14 +147,18 @@ fn sdpa(
             if (!q_once) {
                 load_q(t, b, hk, i0, d0);
             }
-            for (var x = t; x < BK * DK; x += WG) {
-                let j = j0 + x / DK;
-                let e = d0 + x % DK;
+            var kv: array<CT, KN>;
+            let e = d0 + t % DK;
+            for (var n = 0u; n < KN; n++) {
+                let j = j0 + t / DK + KR * n;
                 var val = CT(0);
                 if (j < lk && e < d) {
-                    val = k_load(at(A + 15u, b, hk, j, e));
+                    val = k_load(kbase + j * md[A + 18u] + e * md[A + 19u]);
                 }
-                ks[(x / DK) * KP + x % DK] = val;
+                kv[n] = val;
+            }
+            for (var n = 0u; n < KN; n++) {
+                ks[(t / DK + KR * n) * KP + t % DK] = kv[n];
             }
             workgroupBarrier();
             let dn = min(DK, d - d0);
@@ -183,14 +203,8 @@ fn sdpa(
             part_sum += p;
         }
         red_sum[t] = part_sum;
-        for (var x = t; x < BK * DC; x += WG) {
-            let j = j0 + x / DC;
-            let col = c0 + x % DC;
-            var val = CT(0);
-            if (j < lk && col < dv) {
-                val = v_load(at(A + 20u, b, hk, j, col));
-            }
-            vs[x] = val;
+        for (var n = 0u; n < VN; n++) {
+            vs[(t / DC + VR * n) * DC + t % DC] = vv[n];
         }
         workgroupBarrier();
         if (c == 0u) {

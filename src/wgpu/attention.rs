@@ -132,7 +132,8 @@ fn sdpa_spec(caps: Caps, dtype: DType, v: Variant) -> Result<Spec> {
         "const SPLIT = false;\nconst OUT_EPW: u32 = Y_EPW;\nfn out_set(i: u32, v: CT) { y_set(i, v); }\n\
          fn out_flush(w: u32) { y_flush(w); }\nfn part_put(i: u32, v: CT) {}\n"
     };
-    spec.workgroup = t.tpr * t.bq;
+    let wg = t.tpr * t.bq;
+    spec.workgroup = wg;
     Ok(spec
         .constant("BQ", format!("{}u", t.bq))
         .constant("BK", format!("{}u", t.bk))
@@ -144,6 +145,10 @@ fn sdpa_spec(caps: Caps, dtype: DType, v: Variant) -> Result<Spec> {
         .constant("SP", format!("{}u", t.bk + 1))
         .constant("NJ", format!("{}u", t.dc / t.tpr))
         .constant("SU", format!("{}u", t.bk / t.tpr))
+        .constant("KN", format!("{}u", t.bk * t.dk / wg))
+        .constant("KR", format!("{}u", wg / t.dk))
+        .constant("VN", format!("{}u", t.bk * t.dc / wg))
+        .constant("VR", format!("{}u", wg / t.dc))
         .code(helpers(c))
         .code(out)
         .code(format!("fn mask_score(s: CT, m: u32, neg: CT) -> CT {{ return {score}; }}")))
@@ -279,4 +284,21 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         }
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tile_set_reads_its_tiles_in_whole_passes() {
+        for c in [Compute::F32, Compute::F64] {
+            for big in [false, true] {
+                let t = Tiles::of(c, big);
+                let wg = t.tpr * t.bq;
+                // KN, KR, VN and VR of the kernel: a pass of WG elements covers whole rows.
+                assert_eq!((t.bk * t.dk % wg, wg % t.dk, t.bk * t.dc % wg, wg % t.dc), (0, 0, 0, 0), "{c:?} big {big}");
+            }
+        }
+    }
 }
