@@ -13,6 +13,14 @@ per (model, dtype, mode):
 "graphs" is eager captured once in a CUDA graph and replayed (torch.cuda.graph): the twin of the
 examples' `+replay` lines (the same forward through `Device::capture` and `Plan::run`).
 
+The transformer's DECODE lines (`--decode N`: ms per generated token) get the same twin of its
+decode: the prompt into a static KV cache, then N greedy tokens one at a time, each step writing
+its keys and values at its position (index_copy_) and attending over the whole cache through a
+mask, position and token fed back on the device; eager, and one step captured in a CUDA graph
+(which also advances the token and position) replayed per token:
+
+    TORCH decode <dtype> <eager|graphs> <ms per token> ms <config>
+
 The twins run the examples' op chains one for one (attention through
 F.scaled_dot_product_attention, as the example's fused op; torch has no fused rope, so the llama
 twin's is the usual rotate-half expression), so eager is nearly the same sequence of launches and
@@ -69,8 +77,57 @@ def prompt(T, V):
 
 
 def transformer(c, dtype):
-    """The forward of examples/transformer.rs, batch 1, in its --arch."""
+    """The forward of examples/transformer.rs on its prompt, batch 1, in its --arch."""
+    f = model(c, dtype)
+    ids = prompt(c["seq"], c["vocab"])
+    return lambda: f(ids)
+
+
+def model(c, dtype):
+    """examples/transformer.rs's model in its --arch: f(ids, slot=None) gives the greedy next
+    token at every position; with a Slot, the tokens are at its positions in its cache."""
     return llama(c, dtype) if c.get("arch", "gpt2") == "llama" else gpt2(c, dtype)
+
+
+class Slot:
+    """A KV cache ([1, Hkv, P, D] per layer) and the positions `at` [T] of a step's tokens in
+    it, with the mask [1, 1, T, P] of the cache positions each sees (the example's Slot)."""
+
+    def __init__(self, c, dtype, at):
+        H, K, P = c["heads"], c.get("kv_heads", c["heads"]), c["seq"] + c.get("decode", 0)
+        D = c["width"] // H
+        self.k = [torch.zeros(1, K, P, D, device=dev, dtype=dtype) for _ in range(c["layers"])]
+        self.v = [torch.zeros(1, K, P, D, device=dev, dtype=dtype) for _ in range(c["layers"])]
+        self.keys = torch.arange(P, device=dev)
+        self.at = at
+
+    def mask(self):
+        return (self.keys[None, :] <= self.at[:, None])[None, None]
+
+
+def decoder(c, dtype, mode):
+    """examples/transformer.rs's --decode N: the prompt into the cache, then a callable that
+    generates the N tokens after it (eager, or each step a replay of one captured step)."""
+    f, T, N = model(c, dtype), c["seq"], c["decode"]
+    slot = Slot(c, dtype, torch.arange(T, device=dev))
+    first = f(prompt(T, c["vocab"]), slot)[-1:].clone()
+    token, at = first.clone(), torch.tensor([T], device=dev)
+    slot.at = at
+
+    def step():
+        token.copy_(f(token, slot)[-1:])
+        at.add_(1)
+
+    if mode == "graphs":
+        step = graphed(step)
+
+    def generate():
+        token.copy_(first)
+        at.fill_(T)
+        for _ in range(N):
+            step()
+
+    return generate
 
 
 def gpt2(c, dtype):
@@ -87,15 +144,15 @@ def gpt2(c, dtype):
         (norm(), (w(C, 3 * C), w(3 * C)), (w(C, C, std=resid), w(C)), norm(), (w(C, M), w(M)), (w(M, C, std=resid), w(C)))
         for _ in range(L)
     ]
-    wte, wpe, ln_f = w(V, C), w(T, C), norm()
-    ids = prompt(T, V)
+    wte, wpe, ln_f = w(V, C), w(T + c.get("decode", 0), C), norm()
 
-    def forward():
-        x = wte.index_select(0, ids) + wpe[:T]
-        for ln1, qkv, proj, ln2, fc, fc2 in layers:
+    def forward(ids, slot=None):
+        x = wte.index_select(0, ids) + (wpe[: len(ids)] if slot is None else wpe.index_select(0, slot.at))
+        mask = None if slot is None else slot.mask()
+        for i, (ln1, qkv, proj, ln2, fc, fc2) in enumerate(layers):
             h = F.layer_norm(x, (C,), *ln1, 1e-5) @ qkv[0] + qkv[1]
-            q, k, v = (heads(h, i * H, H, D) for i in range(3))
-            x = x + (attend(q, k, v) @ proj[0] + proj[1])
+            q, k, v = (heads(h, j * H, H, D) for j in range(3))
+            x = x + (attend(q, k, v, slot, i, mask) @ proj[0] + proj[1])
             h = F.gelu(F.layer_norm(x, (C,), *ln2, 1e-5) @ fc[0] + fc[1], approximate="tanh")
             x = x + (h @ fc2[0] + fc2[1])
         logits = F.layer_norm(x, (C,), *ln_f, 1e-5) @ wte.t()
@@ -109,10 +166,18 @@ def heads(x, first, n, d):
     return x[:, first * d : (first + n) * d].unflatten(1, (n, d)).permute(1, 0, 2).unsqueeze(0)
 
 
-def attend(q, k, v):
-    """Causal attention, back to (T, H D); enable_gqa only where k and v have fewer heads, so
-    that equal heads keep torch's choice of kernel as without it."""
-    y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=k.shape[1] != q.shape[1])
+def attend(q, k, v, slot=None, layer=0, mask=None):
+    """Causal attention, back to (T, H D); with a slot, k and v written into its cache at its
+    positions and the whole cache attended through its mask. enable_gqa only where k and v
+    have fewer heads, so that equal heads keep torch's choice of kernel as without it."""
+    gqa = k.shape[1] != q.shape[1]
+    if slot is None:
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa)
+    else:
+        kc, vc = slot.k[layer], slot.v[layer]
+        kc.index_copy_(2, slot.at, k)
+        vc.index_copy_(2, slot.at, v)
+        y = F.scaled_dot_product_attention(q, kc, vc, attn_mask=mask, enable_gqa=gqa)
     return y[0].permute(1, 0, 2).flatten(1)
 
 
@@ -128,21 +193,24 @@ def llama(c, dtype):
         for _ in range(L)
     ]
     embed, norm = w(V, C), w(C, mean=1.0)
-    ids = prompt(T, V)
     inv = 10000.0 ** (-torch.arange(0, D, 2, device=dev, dtype=torch.float64) / D)
-    ang = torch.arange(T, device=dev, dtype=torch.float64)[:, None] * inv[None, :]
-    cos, sin = ang.cos().to(torch.float32).to(dtype), ang.sin().to(torch.float32).to(dtype)
+    ang = torch.arange(T + c.get("decode", 0), device=dev, dtype=torch.float64)[:, None] * inv[None, :]
+    cos_all, sin_all = ang.cos().to(torch.float32).to(dtype), ang.sin().to(torch.float32).to(dtype)
 
-    def rope(x):
+    def rope(x, cos, sin):
         a, b = x[..., : D // 2], x[..., D // 2 :]
         return torch.cat([a * cos - b * sin, a * sin + b * cos], -1)
 
-    def forward():
+    def forward(ids, slot=None):
+        if slot is None:
+            cos, sin, mask = cos_all[: len(ids)], sin_all[: len(ids)], None
+        else:
+            cos, sin, mask = cos_all.index_select(0, slot.at), sin_all.index_select(0, slot.at), slot.mask()
         x = embed.index_select(0, ids)
-        for attn_norm, qkv, out, mlp_norm, gate_up, down in layers:
+        for i, (attn_norm, qkv, out, mlp_norm, gate_up, down) in enumerate(layers):
             h = F.rms_norm(x, (C,), attn_norm, 1e-5) @ qkv
-            q, k, v = rope(heads(h, 0, H, D)), rope(heads(h, H, K, D)), heads(h, H + K, K, D)
-            x = x + attend(q, k, v) @ out
+            q, k, v = rope(heads(h, 0, H, D), cos, sin), rope(heads(h, H, K, D), cos, sin), heads(h, H + K, K, D)
+            x = x + attend(q, k, v, slot, i, mask) @ out
             g = F.rms_norm(x, (C,), mlp_norm, 1e-5) @ gate_up
             x = x + (F.silu(g[:, :M]) * g[:, M:]) @ down
         logits = F.rms_norm(x, (C,), norm, 1e-5) @ embed.t()
@@ -211,8 +279,9 @@ def main():
     if args:
         for line in open(args[0]):
             p = line.split()
-            if len(p) == 7 and p[0] == "MODEL" and p[5] == "ms":
-                ours.append((p[1], p[2], p[3], float(p[4]), p[6]))
+            if len(p) == 7 and p[0] in ("MODEL", "DECODE") and p[5] == "ms":
+                model = "decode" if p[0] == "DECODE" else p[1]
+                ours.append((model, p[2], p[3], float(p[4]), p[6]))
     if ours:
         runs = sorted({(m, d, cfg) for m, _, d, _, cfg in ours})
     else:
@@ -226,15 +295,21 @@ def main():
         if parse(cfg).get("quant", "none") != "none":
             print(f"# {model} {dtype} {cfg}: no twin (torch has no ggml blocks)")
             continue
-        build = transformer if model == "transformer" else unet
+        build = {"transformer": transformer, "unet": unet, "decode": None}[model]
+        c = parse(cfg)
         with torch.no_grad():
-            f = build(parse(cfg), DTYPES[dtype])
-            modes = [("eager", lambda: f), ("graphs", lambda: graphed(f))]
-            if compile_too:
-                modes.append(("compile", lambda: torch.compile(f)))
+            if build is None:
+                # ms per token: a call generates all of them.
+                n = c["decode"]
+                modes = [(m, lambda m=m: decoder(c, DTYPES[dtype], m)) for m in ("eager", "graphs")]
+            else:
+                f, n = build(c, DTYPES[dtype]), 1
+                modes = [("eager", lambda: f), ("graphs", lambda: graphed(f))]
+                if compile_too:
+                    modes.append(("compile", lambda: torch.compile(f)))
             for mode, make in modes:
                 try:
-                    ms = measure_ms(make(), max_batch=100)
+                    ms = measure_ms(make(), max_batch=100) / n
                 except Exception as e:  # torch.compile needs a working Triton/compiler: say why not
                     print(f"# {model} {dtype} {mode}: failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
                     continue

@@ -42,9 +42,11 @@ against the tied embedding, the greedy next token.
                    the cpu reference is slow at full size, and with causal attention the logits
                    of a prefix are those of the whole prompt at its positions
   --decode N       after the prompt, N greedy tokens generated one at a time, each fed back on
-                   the device, with a KV cache (preallocated per layer, written in place, read
-                   through narrowed views): tokens/s; checked against the cpu generating from
-                   the check prefix, each step fed the cpu's token (default 0)
+                   the device, with a KV cache (preallocated per layer, written in place at
+                   positions held on the device, attended through a mask): tokens/s op by op
+                   and, on a GPU, with one step captured and replayed per token (Plan::run);
+                   checked against the cpu generating from the check prefix, each step fed the
+                   cpu's token (default 0)
   --quant TYPE     the matmul weights (not the embedding, norms or biases) as ggml blocks of
                    TYPE (q4_0, q4_1, q5_0, q5_1, q8_0: quantized on the cpu), multiplied by
                    QTensor::qmatmul (its matrix-vector kernel for up to 8 rows: decoding); the
@@ -131,36 +133,45 @@ impl Model {
     /// The logits `(T, vocab)` of tokens `(T)` and the greedy next token at every position;
     /// with a cache, the tokens follow the ones it holds (and are added to it).
     fn forward(&self, c: &Ctx, cfg: &Config, ids: &Tensor, cache: Option<&mut Cache>) -> Res<(Tensor, Tensor)> {
+        let Some(cache) = cache else { return self.step(c, cfg, ids, None) };
+        let t = ids.dims()[0];
+        let at: Vec<u32> = (cache.len..cache.len + t).map(|p| p as u32).collect();
+        let at = Tensor::from_vec(at, [t], ids.device())?;
+        let out = self.step(c, cfg, ids, Some((&at, cache)))?;
+        cache.len += t;
+        Ok(out)
+    }
+
+    /// [`Model::forward`] with the tokens' positions `[T]` (u32) as data on the device, so that
+    /// a captured step replays at whatever position it is given.
+    fn step(&self, c: &Ctx, cfg: &Config, ids: &Tensor, at: Option<(&Tensor, &Cache)>) -> Res<(Tensor, Tensor)> {
         let one = Ranks { ctxs: std::slice::from_ref(c), group: None };
-        let caches = cache.map(std::slice::from_mut);
-        let mut out = Model::forward_ranks(&[self], &one, cfg, std::slice::from_ref(ids), caches)?;
+        let slots = at.map(|(at, cache)| cache.slot(c, at)).transpose()?;
+        let mut out = Model::forward_ranks(&[self], &one, cfg, std::slice::from_ref(ids), slots.as_slice())?;
         Ok(out.remove(0))
     }
 
-    /// [`Model::forward`] of every rank, rank `r` running shard `ms[r]` on the tokens `ids[r]`.
+    /// [`Model::forward`] of every rank, rank `r` running shard `ms[r]` on the tokens `ids[r]`
+    /// (written to and read from its cache `slots[r]`, if any).
     fn forward_ranks(
         ms: &[&Model],
         p: &Ranks,
         cfg: &Config,
         ids: &[Tensor],
-        mut caches: Option<&mut [Cache]>,
+        slots: &[Slot],
     ) -> Res<Vec<(Tensor, Tensor)>> {
-        let held = caches.as_deref();
         let (x, wte): (_, Vec<&Tensor>) = match ms[0] {
             Model::Gpt2(_) => {
                 let ms: Vec<&gpt2::Model> =
                     ms.iter().filter_map(|m| if let Model::Gpt2(m) = m { Some(m) } else { None }).collect();
-                (gpt2::Model::forward(&ms, p, cfg, ids, held)?, ms.iter().map(|m| &m.wte).collect())
+                (gpt2::Model::forward(&ms, p, cfg, ids, slots)?, ms.iter().map(|m| &m.wte).collect())
             }
             Model::Llama(_) => {
                 let ms: Vec<&llama::Model> =
                     ms.iter().filter_map(|m| if let Model::Llama(m) = m { Some(m) } else { None }).collect();
-                (llama::Model::forward(&ms, p, cfg, ids, held)?, ms.iter().map(|m| &m.embed).collect())
+                (llama::Model::forward(&ms, p, cfg, ids, slots)?, ms.iter().map(|m| &m.embed).collect())
             }
         };
-        for cache in caches.iter_mut().flat_map(|c| c.iter_mut()) {
-            cache.len += ids[0].dims()[0];
-        }
         p.map(|r, c| {
             let logits = c.op("matmul", budget::sum_of_products(cfg.width), || x[r].matmul(&wte[r].t()?))?;
             let next = c.op("reduce", budget::COPY, || logits.argmax([1]))?;
@@ -177,24 +188,39 @@ impl Model {
     }
 }
 
-/// Keys and values of the positions seen so far, per layer `[1, Hkv, positions, D]`, allocated
-/// once: each forward writes its tokens' rows in place and attends over the first `len + T`.
+/// Keys and values of every position, per layer `[1, Hkv, positions, D]`, allocated once, the
+/// first `len` filled. A forward with a cache writes its tokens' keys and values at their
+/// positions in place (`scatter_set`) and attends over the whole cache, masked to the positions
+/// each token may see: positions and mask are data on the device, so that one captured step
+/// (`Device::capture`) replays at every position.
 pub struct Cache {
     k: Vec<Tensor>,
     v: Vec<Tensor>,
     len: usize,
+    /// `[1, 1, 1, positions]` (u32): `0..positions`, the keys' positions.
+    keys: Tensor,
+}
+
+/// A forward's tokens in a cache: their positions `at` `[T]` (u32) and `mask` `[1, 1, T,
+/// positions]` (u8), the cache positions each token sees (its own and those before it).
+pub struct Slot<'a> {
+    cache: &'a Cache,
+    at: Tensor,
+    mask: Tensor,
 }
 
 impl Cache {
     fn new(cfg: &Config, dev: &Device, dtype: DType) -> Res<Cache> {
-        let shape = [1, cfg.kv_heads, cfg.positions(), cfg.head_dim()];
+        let (p, shape) = (cfg.positions(), [1, cfg.kv_heads, cfg.positions(), cfg.head_dim()]);
         let zeros = || (0..cfg.layers).map(|_| Tensor::zeros(shape, dtype, dev)).collect::<rocm_wgpu_ops::Result<_>>();
-        Ok(Cache { k: zeros()?, v: zeros()?, len: 0 })
+        let keys = Tensor::arange(0u32, p as u32, dev)?.reshape([1, 1, 1, p])?;
+        Ok(Cache { k: zeros()?, v: zeros()?, len: 0, keys })
     }
 
-    /// Where the next tokens go.
-    fn pos(cache: Option<&Cache>) -> usize {
-        cache.map_or(0, |c| c.len)
+    /// Tokens at positions `at` `[T]` (u32) in this cache.
+    fn slot(&self, c: &Ctx, at: &Tensor) -> Res<Slot<'_>> {
+        let mask = c.op("elementwise", budget::EXACT_MAP, || self.keys.le(&at.reshape([1, 1, at.dims()[0], 1])?))?;
+        Ok(Slot { cache: self, at: at.clone(), mask })
     }
 }
 
@@ -258,22 +284,25 @@ fn heads(x: &Tensor, first: usize, n: usize, d: usize) -> rocm_wgpu_ops::Result<
 }
 
 /// Causal attention of `q [1, H, T, D]` over `k`, `v` `[1, Hkv, T, D]` in one fused op, back to
-/// `(T, H D)`. With layer `layer` of a cache, `k` and `v` are written after the cached
-/// positions and the queries attend over all of them (the causal mask aligned bottom-right).
-fn attend(c: &Ctx, q: &Tensor, k: &Tensor, v: &Tensor, cache: Option<(&Cache, usize)>) -> Res<Tensor> {
+/// `(T, H D)`. With layer `layer` of a cache slot, `k` and `v` are written at the tokens'
+/// positions and the queries attend over the whole cache through the slot's mask.
+fn attend(c: &Ctx, q: &Tensor, k: &Tensor, v: &Tensor, slot: Option<(&Slot, usize)>) -> Res<Tensor> {
     let (h, t, d) = (q.dims()[1], q.dims()[2], q.dims()[3]);
-    let (k, v) = match cache {
-        None => (k.clone(), v.clone()),
-        Some((cache, layer)) => {
-            let (kc, vc) = (&cache.k[layer], &cache.v[layer]);
-            c.op("copy", budget::COPY, || kc.slice_set(k, 2, cache.len))?;
-            c.op("copy", budget::COPY, || vc.slice_set(v, 2, cache.len))?;
-            (kc.narrow(2, 0, cache.len + t)?, vc.narrow(2, 0, cache.len + t)?)
+    let y = match slot {
+        None => {
+            let budget = budget::attention(d, t);
+            c.op("attention", budget, || q.scaled_dot_product_attention(k, v, None, true, None))?
+        }
+        Some((s, layer)) => {
+            let (kc, vc) = (&s.cache.k[layer], &s.cache.v[layer]);
+            let ids = s.at.reshape([1, 1, t, 1])?.broadcast_as(k.dims())?;
+            c.op("index", budget::COPY, || kc.scatter_set(&ids, k, 2))?;
+            c.op("index", budget::COPY, || vc.scatter_set(&ids, v, 2))?;
+            // The most keys a token sees: the budget of the longest attention.
+            let budget = budget::attention(d, s.cache.len + t);
+            c.op("attention", budget, || q.scaled_dot_product_attention(kc, vc, Some(&s.mask), false, None))?
         }
     };
-    let keys = k.dims()[2];
-    let y =
-        c.op("attention", budget::attention(d, keys), || q.scaled_dot_product_attention(&k, &v, None, true, None))?;
     c.op("copy", budget::COPY, || y.squeeze(0)?.permute([1, 0, 2])?.reshape([t, h * d]))
 }
 
@@ -373,10 +402,6 @@ fn run(f: &Flags, cfg: &Config, m: &Model, dev: &Device, dtype: DType, r: &Refer
 /// Whether they differ.
 fn replay(f: &Flags, cfg: &Config, w: &Model, dev: &Device, dtype: DType, ids: &Tensor, next: &[u32]) -> Res<bool> {
     let c = Ctx::new(dev, false);
-    let crate_error = |e: Box<dyn std::error::Error>| match e.downcast::<rocm_wgpu_ops::Error>() {
-        Ok(e) => *e,
-        Err(e) => rocm_wgpu_ops::Error::InvalidParam { op: "forward", msg: e.to_string() },
-    };
     let captured = std::time::Instant::now();
     let mut plan = dev.capture(&[ids], |x| {
         let (_, next) = w.forward(&c, cfg, &x[0], None).map_err(crate_error)?;
@@ -391,43 +416,76 @@ fn replay(f: &Flags, cfg: &Config, w: &Model, dev: &Device, dtype: DType, ids: &
 }
 
 /// `--decode N`: timed, the whole prompt into a fresh cache, then N greedy tokens one at a time,
-/// each step's token fed to the next on the device (no readback until the end); checked, the
-/// check prefix, then the cpu's tokens fed one at a time, the logits of every step compared.
-/// Whether the comparison fails.
+/// each step's token and position fed to the next on the device (no readback until the end),
+/// op by op and, on a GPU, through one captured step (`Device::capture`) replayed per token
+/// (`+replay`), whose tokens must be the op-by-op ones; checked, the check prefix, then the
+/// cpu's tokens fed one at a time, the logits of every step compared. Whether either fails.
 fn decode(cfg: &Config, w: &Model, dev: &Device, dtype: DType, r: &Decoded, check: usize) -> Res<bool> {
     let c = Ctx::new(dev, false);
     // The prompt, then `n` tokens: their ids, the seconds and the kernels the tokens took.
-    let generate = |n: usize| -> Res<(Vec<u32>, f64, u64)> {
+    let generate = |n: usize, replay: bool| -> Res<(Vec<u32>, f64, u64)> {
         let mut cache = Cache::new(cfg, dev, dtype)?;
         let (_, next) = w.forward(&c, cfg, &prompt(cfg, cfg.seq, dev)?, Some(&mut cache))?;
         let mut id = next.narrow(0, cfg.seq - 1, 1)?;
+        let mut at = Tensor::from_vec(vec![cfg.seq as u32], [1], dev)?;
+        let cache = &cache;
+        // One token: the next token and position.
+        let step = |x: &[Tensor]| -> rocm_wgpu_ops::Result<Vec<Tensor>> {
+            let (_, next) = w.step(&c, cfg, &x[0], Some((&x[1], cache))).map_err(crate_error)?;
+            Ok(vec![next, x[1].add(1u32)?])
+        };
+        let mut plan = if replay { Some(dev.capture(&[&id, &at], &step)?) } else { None };
         dev.synchronize()?;
         let (start, launched) = (std::time::Instant::now(), dev.launches());
         let mut tokens = vec![];
         for _ in 0..n {
-            id = w.forward(&c, cfg, &id, Some(&mut cache))?.1;
+            let out = match plan.as_mut() {
+                Some(plan) => plan.run(&[&id, &at])?,
+                None => step(&[id, at])?,
+            };
+            [id, at] = <[Tensor; 2]>::try_from(out).map_err(|_| "a step gives a token and a position")?;
             tokens.push(id.clone());
         }
         let tokens = Tensor::cat(&tokens, 0)?.to_vec::<u32>()?;
         Ok((tokens, start.elapsed().as_secs_f64(), dev.launches() - launched))
     };
-    // A warm-up of two tokens first: it compiles the one-query kernels.
-    generate(cfg.decode.min(2))?;
-    let (tokens, t, launched) = generate(cfg.decode)?;
-    let per = launched as f64 / cfg.decode as f64;
-    println!("DECODE transformer {} {dtype} {:.3} ms {}", dev.kind(), t * 1e3 / cfg.decode as f64, cfg.tag());
-    println!(
-        "#   decode: {} tokens after the {}-token prompt in {:.3} ms: {:.1} tokens/s, {per:.0} kernels a token",
-        cfg.decode,
-        cfg.seq,
-        t * 1e3,
-        cfg.decode as f64 / t
-    );
-    println!(
-        "#   decoded tokens: {:?}{}",
-        &tokens[..tokens.len().min(16)],
-        if tokens.len() > 16 { " ..." } else { "" }
-    );
+    let gpu = dev.kind() != rocm_wgpu_ops::BackendKind::Cpu;
+    let mut first: Option<Vec<u32>> = None;
+    let mut fails = false;
+    for replay in [false, gpu] {
+        // A warm-up of two tokens first: it compiles the one-query kernels.
+        generate(cfg.decode.min(2), replay)?;
+        let (tokens, t, launched) = generate(cfg.decode, replay)?;
+        let (per, kind) =
+            (launched as f64 / cfg.decode as f64, format!("{}{}", dev.kind(), if replay { "+replay" } else { "" }));
+        println!("DECODE transformer {kind} {dtype} {:.3} ms {}", t * 1e3 / cfg.decode as f64, cfg.tag());
+        println!(
+            "#   decode{}: {} tokens after the {}-token prompt in {:.3} ms: {:.1} tokens/s, {per:.0} kernels a token",
+            if replay { " (replay)" } else { "" },
+            cfg.decode,
+            cfg.seq,
+            t * 1e3,
+            cfg.decode as f64 / t
+        );
+        match &first {
+            None => {
+                let more = if tokens.len() > 16 { " ..." } else { "" };
+                println!("#   decoded tokens: {:?}{more}", &tokens[..tokens.len().min(16)]);
+                first = Some(tokens);
+            }
+            Some(op_by_op) => {
+                let same = *op_by_op == tokens;
+                println!(
+                    "#   replay: decoded tokens {} the op-by-op ones",
+                    if same { "equal to" } else { "DIFFER from" }
+                );
+                fails |= !same;
+            }
+        }
+        if !gpu {
+            break;
+        }
+    }
     let c = Ctx::new(dev, false);
     let mut cache = Cache::new(cfg, dev, dtype)?;
     w.forward(&c, cfg, &prompt(cfg, check, dev)?, Some(&mut cache))?;
@@ -437,7 +495,15 @@ fn decode(cfg: &Config, w: &Model, dev: &Device, dtype: DType, r: &Decoded, chec
     }
     let what =
         format!("the [{}, {}] logits of the decode steps after the {check}-token check prefix", cfg.decode, cfg.vocab);
-    common::compare(&Tensor::cat(&steps, 0)?, &r.logits, dtype, r.budget, &what)
+    Ok(common::compare(&Tensor::cat(&steps, 0)?, &r.logits, dtype, r.budget, &what)? | fails)
+}
+
+/// An example's error as the crate's, for a closure `Device::capture` runs.
+fn crate_error(e: Box<dyn std::error::Error>) -> rocm_wgpu_ops::Error {
+    match e.downcast::<rocm_wgpu_ops::Error>() {
+        Ok(e) => *e,
+        Err(e) => rocm_wgpu_ops::Error::InvalidParam { op: "forward", msg: e.to_string() },
+    }
 }
 
 fn main() -> ExitCode {

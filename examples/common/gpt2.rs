@@ -3,7 +3,7 @@
 
 use crate::common::{Ctx, Res, budget};
 use crate::parallel::{Ranks, first_only, split};
-use crate::{Cache, Config, EPS, STD, Weight, attend, heads, matmul, weights};
+use crate::{Config, EPS, STD, Slot, Weight, attend, heads, matmul, weights};
 use rocm_wgpu_ops::{Device, Error, Result, Tensor};
 
 /// A norm's weight and bias.
@@ -100,25 +100,24 @@ impl Model {
         Ok(Model { wte: self.wte.clone(), wpe: self.wpe.clone(), layers, ln_f: self.ln_f.clone() })
     }
 
-    /// The final normed hidden states `(T, C)` of tokens `(T)` (after those the caches hold) on
-    /// every rank: rank `r` runs shard `ms[r]`; the attention's and the MLP's outputs are summed
-    /// over the ranks before the residual adds.
-    pub fn forward(
-        ms: &[&Model],
-        p: &Ranks,
-        cfg: &Config,
-        ids: &[Tensor],
-        caches: Option<&[Cache]>,
-    ) -> Res<Vec<Tensor>> {
-        let (t, pos) = (ids[0].dims()[0], Cache::pos(caches.map(|k| &k[0])));
+    /// The final normed hidden states `(T, C)` of tokens `(T)` on every rank, at positions
+    /// `0..T` or at those of the rank's cache slot (`slots[r]`, if any): rank `r` runs shard
+    /// `ms[r]`; the attention's and the MLP's outputs are summed over the ranks before the
+    /// residual adds.
+    pub fn forward(ms: &[&Model], p: &Ranks, cfg: &Config, ids: &[Tensor], slots: &[Slot]) -> Res<Vec<Tensor>> {
+        let t = ids[0].dims()[0];
         let mut x = p.map(|r, c| {
             let tok = c.op("index", budget::COPY, || ms[r].wte.index_select(&ids[r], 0))?;
-            c.op("elementwise", budget::EXACT_MAP, || tok.add(&ms[r].wpe.narrow(0, pos, t)?))
+            let pos = match slots.get(r) {
+                None => ms[r].wpe.narrow(0, 0, t)?,
+                Some(s) => c.op("index", budget::COPY, || ms[r].wpe.index_select(&s.at, 0))?,
+            };
+            c.op("elementwise", budget::EXACT_MAP, || tok.add(&pos))
         })?;
         for i in 0..ms[0].layers.len() {
             let a = p.sum(p.map(|r, c| {
                 let l = &ms[r].layers[i];
-                attention(c, cfg, l, &norm(c, &x[r], &l.ln1)?, caches.map(|k| (&k[r], i)))
+                attention(c, cfg, l, &norm(c, &x[r], &l.ln1)?, slots.get(r).map(|s| (s, i)))
             })?)?;
             x = p.map(|r, c| c.op("elementwise", budget::EXACT_MAP, || x[r].add(&a[r])))?;
             let out = p.sum(p.map(|r, c| {
@@ -144,10 +143,10 @@ fn norm(c: &Ctx, x: &Tensor, (w, b): &Affine) -> Res<Tensor> {
 }
 
 /// Causal self-attention of `x` `(T, C)`: q, k, v as head views of one projection (no copies).
-fn attention(c: &Ctx, cfg: &Config, l: &Layer, x: &Tensor, cache: Option<(&Cache, usize)>) -> Res<Tensor> {
+fn attention(c: &Ctx, cfg: &Config, l: &Layer, x: &Tensor, slot: Option<(&Slot, usize)>) -> Res<Tensor> {
     let (h, d) = (cfg.heads, cfg.head_dim());
     let qkv = linear(c, x, &l.qkv)?;
     let (q, k, v) = (heads(&qkv, 0, h, d)?, heads(&qkv, h, h, d)?, heads(&qkv, 2 * h, h, d)?);
-    let y = attend(c, &q, &k, &v, cache)?;
+    let y = attend(c, &q, &k, &v, slot)?;
     linear(c, &y, &l.proj)
 }

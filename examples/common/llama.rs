@@ -3,7 +3,7 @@
 
 use crate::common::{Ctx, Res, budget};
 use crate::parallel::Ranks;
-use crate::{Cache, Config, EPS, STD, Weight, attend, heads, matmul, weights};
+use crate::{Config, EPS, STD, Slot, Weight, attend, heads, matmul, weights};
 use rocm_wgpu_ops::{Device, Result, Tensor};
 
 /// RoPE's base: position `t` turns pair `i` of a head by `t * THETA^(-2i / D)`.
@@ -24,8 +24,7 @@ pub struct Model {
     pub embed: Tensor,
     layers: Vec<Layer>,
     norm: Tensor,
-    /// RoPE's `[positions, D/2]` tables, built once; tokens at positions `p..p + T` read
-    /// those rows.
+    /// RoPE's `[positions, D/2]` tables, built once; tokens read the rows of their positions.
     cos: Tensor,
     sin: Tensor,
 }
@@ -98,24 +97,27 @@ impl Model {
         Ok(Model { embed, layers, norm, cos, sin })
     }
 
-    /// The final normed hidden states `(T, C)` of tokens `(T)` (after those the caches hold) on
-    /// every rank: rank `r` runs shard `ms[r]`; the attention's and the MLP's outputs are summed
-    /// over the ranks before the residual adds.
-    pub fn forward(
-        ms: &[&Model],
-        p: &Ranks,
-        cfg: &Config,
-        ids: &[Tensor],
-        caches: Option<&[Cache]>,
-    ) -> Res<Vec<Tensor>> {
-        let (t, pos) = (ids[0].dims()[0], Cache::pos(caches.map(|k| &k[0])));
-        let rope = p.map(|r, _| Ok((ms[r].cos.narrow(0, pos, t)?, ms[r].sin.narrow(0, pos, t)?)))?;
+    /// The final normed hidden states `(T, C)` of tokens `(T)` on every rank, at positions
+    /// `0..T` or at those of the rank's cache slot (`slots[r]`, if any): rank `r` runs shard
+    /// `ms[r]`; the attention's and the MLP's outputs are summed over the ranks before the
+    /// residual adds.
+    pub fn forward(ms: &[&Model], p: &Ranks, cfg: &Config, ids: &[Tensor], slots: &[Slot]) -> Res<Vec<Tensor>> {
+        let t = ids[0].dims()[0];
+        let rope = p.map(|r, c| {
+            let m = ms[r];
+            Ok(match slots.get(r) {
+                None => (m.cos.narrow(0, 0, t)?, m.sin.narrow(0, 0, t)?),
+                Some(s) => {
+                    c.op("index", budget::COPY, || Ok((m.cos.index_select(&s.at, 0)?, m.sin.index_select(&s.at, 0)?)))?
+                }
+            })
+        })?;
         let mut x = p.map(|r, c| c.op("index", budget::COPY, || ms[r].embed.index_select(&ids[r], 0)))?;
         for i in 0..ms[0].layers.len() {
             let a = p.sum(p.map(|r, c| {
                 let l = &ms[r].layers[i];
                 let rope = (&rope[r].0, &rope[r].1);
-                attention(c, cfg, l, &norm(c, &x[r], &l.attn_norm)?, rope, caches.map(|k| (&k[r], i)))
+                attention(c, cfg, l, &norm(c, &x[r], &l.attn_norm)?, rope, slots.get(r).map(|s| (s, i)))
             })?)?;
             x = p.map(|r, c| c.op("elementwise", budget::EXACT_MAP, || x[r].add(&a[r])))?;
             let out = p.sum(p.map(|r, c| {
@@ -156,12 +158,12 @@ fn attention(
     l: &Layer,
     x: &Tensor,
     (cos, sin): (&Tensor, &Tensor),
-    cache: Option<(&Cache, usize)>,
+    slot: Option<(&Slot, usize)>,
 ) -> Res<Tensor> {
     let (h, kv, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim());
     let qkv = matmul(c, x, &l.qkv)?;
     let q = c.op("attention", budget::ROPE, || heads(&qkv, 0, h, d)?.rope(cos, sin))?;
     let k = c.op("attention", budget::ROPE, || heads(&qkv, h, kv, d)?.rope(cos, sin))?;
-    let y = attend(c, &q, &k, &heads(&qkv, h + kv, kv, d)?, cache)?;
+    let y = attend(c, &q, &k, &heads(&qkv, h + kv, kv, d)?, slot)?;
     matmul(c, &y, &l.out)
 }

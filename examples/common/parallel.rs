@@ -106,7 +106,7 @@ pub fn run(
     let p = Ranks { ctxs: &ctxs, group: Some(&group) };
     let forward = |len: usize| -> Res<Vec<(Tensor, Tensor)>> {
         let ids = devs.iter().map(|d| prompt(cfg, len, d)).collect::<Res<Vec<_>>>()?;
-        Model::forward_ranks(&shards, &p, &rank_cfg, &ids, None)
+        Model::forward_ranks(&shards, &p, &rank_cfg, &ids, &[])
     };
     let (t, _) = common::time_on(&devs, f.get("runs", 5)?, || forward(cfg.seq))?;
     println!("#   {n} devices vs one: {:.2}x the one-device forward's speed", one.as_secs_f64() / t.as_secs_f64());
