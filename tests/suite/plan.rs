@@ -9,6 +9,7 @@ use rocm_wgpu_ops::{BackendKind, DType, Device, Error, Result, Tensor};
 suite!(
     a_plan_gives_the_bits_of_the_ops_it_recorded,
     a_plan_reads_and_writes_outside_tensors_at_each_run,
+    a_plan_writes_where_its_inputs_say,
     a_plan_refuses_what_it_cannot_record_or_replay,
     a_bad_id_in_a_replayed_step_reaches_that_runs_outputs,
     #[cfg(not(target_family = "wasm"))]
@@ -90,6 +91,30 @@ async fn a_plan_reads_and_writes_outside_tensors_at_each_run(dev: &Device) -> Re
     assert_eq!(y1.to_vec2_async::<f32>().await?, [[1., 2., 3.]]);
     assert_eq!(y2.to_vec2_async::<f32>().await?, [[9., 20.5, 34.]]);
     assert_eq!(cache.to_vec2_async::<f32>().await?, [[0., 0., 0.], [-1., 0.5, 4.], [0., 0., 0.], [10., 20., 30.]]);
+    Ok(())
+}
+
+/// A decode step's cache write: a row written in place (`scatter_set`) at a position that is
+/// the run's input, the next position an output fed to the next run: one plan, every position.
+async fn a_plan_writes_where_its_inputs_say(dev: &Device) -> Result<()> {
+    let cache = Tensor::zeros([4, 3], DType::F32, dev)?;
+    let c = cache.clone();
+    let row = |v: [f32; 3]| Tensor::from_vec(v.to_vec(), [1, 3], dev);
+    let mut at = Tensor::from_vec(vec![0u32], [1], dev)?;
+    let mut plan = dev.capture(&[&row([1., 2., 3.])?, &at], move |x| {
+        c.scatter_set(&x[1].reshape([1, 1])?.broadcast_as([1, 3])?, &x[0], 0)?;
+        Ok(vec![c.sum_keepdim(0)?, x[1].add(1u32)?])
+    })?;
+    let mut sums = vec![];
+    for v in [[1f32, 2., 3.], [10., 20., 30.], [-4., 0.5, 8.]] {
+        let [sum, next] = <[Tensor; 2]>::try_from(plan.run(&[&row(v)?, &at])?).expect("two outputs");
+        sums.push(sum.to_vec2_async::<f32>().await?);
+        at = next;
+    }
+    assert_eq!(sums, [vec![[1f32, 2., 3.]], vec![[11., 22., 33.]], vec![[7., 22.5, 41.]]], "on {}", dev.kind());
+    assert_eq!(at.to_vec_async::<u32>().await?, [3]);
+    let rows = cache.to_vec2_async::<f32>().await?;
+    assert_eq!(rows, [[1f32, 2., 3.], [10., 20., 30.], [-4., 0.5, 8.], [0., 0., 0.]], "on {}", dev.kind());
     Ok(())
 }
 
