@@ -231,6 +231,183 @@ __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, c
   }
 }
 
+// The decode pass: the group x Lq <= DEC_ROWS query rows of one (batch, kv head) in one block,
+// against one key range (the split rule as sdpa's), DEC_DC output columns. Per tile of DEC_BK
+// keys: (1) thread t forms key t's score for every row (q and the k tile in shared memory,
+// chunks of DK along D); (2) the rows' maxima over the tile through shared memory (DEC_RED
+// partial maxima a row); (3) the threads split as (column, key group) add p x v for their column
+// over their group's keys (v read straight into registers, DEC_VU loads in flight), each keeping
+// its group's sum of p. At the end the key groups' accumulators and sums are added through
+// shared memory. No warp operation. The loops over the rows are unrolled and skip the rows past
+// the block's. Measured on the H200 (see ARCHITECTURE.md): with DK 64, or the v tile's loads
+// all issued at the top of the tile, a thread needs more registers, fewer than 4 blocks fit an
+// SM and a decode step of 32 heads over 4096 keys (512 blocks) takes two waves, twice the time.
+#define DEC_ROWS 8
+#define DEC_THREADS 128
+#define DEC_BK 128
+#define DEC_DC 64
+#define DEC_KG (DEC_THREADS / DEC_DC)
+#define DEC_RED 16
+#define DEC_VU 8
+
+// The chunk of D read at a time: 32 for the halves and f32, 16 for f64.
+template <class C>
+struct DecTiles {
+  static constexpr u32 DK = 32;
+};
+template <>
+struct DecTiles<double> {
+  static constexpr u32 DK = 16;
+};
+
+#define DEC_KERNEL extern "C" __global__ void __launch_bounds__(DEC_THREADS)
+
+template <class T, int MASK>
+__device__ __forceinline__ void sdpa_decode(u64 first, const SdpaArgs& a, const T* q, const T* k, const T* v,
+                                            const void* mask, T* y, void* part) {
+  typedef typename num<T>::C C;
+  constexpr u32 DK = DecTiles<C>::DK, KP = DK + 1, KN = DEC_BK * DK / DEC_THREADS, KR = DEC_THREADS / DK;
+  constexpr u32 VN = DEC_BK / DEC_KG, PER = DEC_BK / DEC_RED;
+  static_assert(DEC_BK == DEC_THREADS && DEC_THREADS % DK == 0 && DEC_THREADS % DEC_DC == 0, "decode tiles");
+  __shared__ C qs[DEC_ROWS * DK];
+  __shared__ C ks[DEC_BK * KP];
+  __shared__ C ps[DEC_ROWS * DEC_BK];
+  __shared__ C red[DEC_ROWS * DEC_RED];
+  const u64 g = first + blockIdx.x;
+  if (g >= a.blocks) return;
+  const u32 t = threadIdx.x, c = t % DEC_DC, kg = t / DEC_DC;
+  const u64 c0 = (g % a.chunks) * DEC_DC, split = (g / a.chunks) % a.splits, bh = g / a.chunks / a.splits;
+  const u64 hkv = a.hq / a.group, rows = a.group * a.lq, hk = bh % hkv, b = bh / hkv;
+  const C scale = (C)a.scale, neg = neg_inf((C)0);
+  const u64 kbase = a.k.offset + b * a.k.sb + hk * a.k.sh, vbase = a.v.offset + b * a.v.sb + hk * a.v.sh;
+  const u64 kbegin = split * a.split_len;
+  const u64 kend = a.splits > 1 && kbegin + a.split_len < a.lk ? kbegin + a.split_len : a.lk;
+  // Row r is query row r % Lq of head hk group + r / Lq; under causal it sees keys below seen(r).
+  auto seen = [&](u64 r) -> u64 {
+    const u64 mine = r % a.lq + 1 + a.lk;
+    return !a.causal ? a.lk : mine > a.lq ? (mine - a.lq < a.lk ? mine - a.lq : a.lk) : 0;
+  };
+  C m[DEC_ROWS], l[DEC_ROWS], acc[DEC_ROWS], sc[DEC_ROWS];
+#pragma unroll
+  for (u32 r = 0; r < DEC_ROWS; ++r) m[r] = neg, l[r] = (C)0, acc[r] = (C)0;
+  for (u64 j0 = kbegin; j0 < kend; j0 += DEC_BK) {
+#pragma unroll
+    for (u32 r = 0; r < DEC_ROWS; ++r) sc[r] = (C)0;
+    for (u64 d0 = 0; d0 < a.d; d0 += DK) {
+      // The previous chunk's (or tile's) readers of qs, ks, ps and red are done.
+      __syncthreads();
+      for (u32 x = t; x < DEC_ROWS * DK; x += DEC_THREADS) {
+        const u64 r = x / DK, e = d0 + x % DK;
+        qs[x] = r < rows && e < a.d ? num<T>::load(q[a.q.at(b, hk * a.group + r / a.lq, r % a.lq, e)]) : (C)0;
+      }
+      C kv[KN];
+      const u64 e = d0 + t % DK;
+#pragma unroll
+      for (u32 n = 0; n < KN; ++n) {
+        const u64 j = j0 + t / DK + KR * n;
+        kv[n] = j < kend && e < a.d ? num<T>::load(k[kbase + j * a.k.sl + e * a.k.sc]) : (C)0;
+      }
+#pragma unroll
+      for (u32 n = 0; n < KN; ++n) ks[(t / DK + KR * n) * KP + t % DK] = kv[n];
+      __syncthreads();
+      const u32 dn = (u32)(a.d - d0 < DK ? a.d - d0 : DK);
+      for (u32 e = 0; e < dn; ++e) {
+        const C kx = ks[t * KP + e];
+#pragma unroll
+        for (u32 r = 0; r < DEC_ROWS; ++r)
+          if (r < rows) sc[r] += qs[r * DK + e] * kx;
+      }
+    }
+    // Key t's scores (-inf past the range, the causal limit or the mask), into ps for the maxima.
+    const u64 j = j0 + t;
+#pragma unroll
+    for (u32 r = 0; r < DEC_ROWS; ++r) {
+      if (r >= rows) continue;
+      C s = neg;
+      if (j < kend && j < seen(r))
+        s = masked<T, MASK>(scale * sc[r], mask, a.m.at(b, hk * a.group + r / a.lq, r % a.lq, j));
+      sc[r] = s;
+      ps[r * DEC_BK + t] = s;
+    }
+    __syncthreads();
+    if (t < rows * DEC_RED) {
+      C mx = neg;
+      for (u32 x = 0; x < PER; ++x) {
+        const C s = ps[(t / DEC_RED) * DEC_BK + (t % DEC_RED) * PER + x];
+        mx = s > mx ? s : mx;
+      }
+      red[t] = mx;
+    }
+    __syncthreads();
+    // Each row's new max; the weights p of key t, the earlier sums and accumulators rescaled.
+#pragma unroll
+    for (u32 r = 0; r < DEC_ROWS; ++r) {
+      if (r >= rows) continue;
+      C mx = m[r];
+      for (u32 x = 0; x < DEC_RED; ++x) mx = red[r * DEC_RED + x] > mx ? red[r * DEC_RED + x] : mx;
+      // A key scored -inf weighs 0; while the row has none, the accumulators stay as they are.
+      if (mx > neg) {
+        const C al = m[r] == neg ? (C)0 : att_exp(m[r] - mx);
+        acc[r] *= al;
+        l[r] *= al;
+      }
+      m[r] = mx;
+      ps[r * DEC_BK + t] = mx > neg && sc[r] != neg ? att_exp(sc[r] - mx) : (C)0;
+    }
+    __syncthreads();
+    // Column c0 + c of v over the key group's keys, DEC_VU loads in flight at a time.
+    const u64 col = c0 + c;
+#pragma unroll 1
+    for (u32 n0 = 0; n0 < VN; n0 += DEC_VU) {
+      C vv[DEC_VU];
+#pragma unroll
+      for (u32 n = 0; n < DEC_VU; ++n) {
+        const u64 jv = j0 + kg * VN + n0 + n;
+        vv[n] = jv < kend && col < a.dv ? num<T>::load(v[vbase + jv * a.v.sl + col * a.v.sc]) : (C)0;
+      }
+#pragma unroll
+      for (u32 n = 0; n < DEC_VU; ++n) {
+#pragma unroll
+        for (u32 r = 0; r < DEC_ROWS; ++r) {
+          if (r >= rows) continue;
+          const C p = ps[r * DEC_BK + kg * VN + n0 + n];
+          acc[r] += p * vv[n];
+          l[r] += p;
+        }
+      }
+    }
+  }
+  // The key groups' accumulators (in ps) and sums (in red) added by group 0's threads.
+  __syncthreads();
+#pragma unroll
+  for (u32 r = 0; r < DEC_ROWS; ++r) {
+    ps[(kg * DEC_ROWS + r) * DEC_DC + c] = acc[r];
+    if (c == 0) red[kg * DEC_ROWS + r] = l[r];
+  }
+  __syncthreads();
+  if (kg != 0 || c0 + c >= a.dv) return;
+#pragma unroll
+  for (u32 r = 0; r < DEC_ROWS; ++r) {
+    if (r >= rows) continue;
+    C o = (C)0, sum = (C)0;
+    for (u32 x = 0; x < DEC_KG; ++x) {
+      o += ps[(x * DEC_ROWS + r) * DEC_DC + c];
+      sum += red[x * DEC_ROWS + r];
+    }
+    const u64 row = (b * a.hq + hk * a.group + r / a.lq) * a.lq + r % a.lq;
+    if (a.splits > 1) {
+      C* p = reinterpret_cast<C*>(part) + (row * a.splits + split) * (a.dv + 2);
+      p[c0 + c] = o;
+      if (c0 + c == 0) {
+        p[a.dv] = m[r];
+        p[a.dv + 1] = sum;
+      }
+    } else {
+      y[row * a.dv + c0 + c] = num<T>::store(sum == (C)0 ? neg - neg : o / sum);
+    }
+  }
+}
+
 // y[row, col] from the splits' partial results in `part` (see above): rows x dv elements.
 template <class T>
 __device__ __forceinline__ void sdpa_combine(u64 rows, u64 dv, u64 splits, const void* part, T* y) {
@@ -240,9 +417,13 @@ __device__ __forceinline__ void sdpa_combine(u64 rows, u64 dv, u64 splits, const
   for_each(rows * dv, [&](u32 idx) {
     const u64 row = idx / dv, col = idx % dv;
     const C* r = p + row * splits * (dv + 2);
+    // Both loops unrolled, so that a row's loads overlap (H200, a decode step of 32 heads over
+    // 4096 keys: 60.5 us with one pass and a running max, 53.0 us so).
     C mx = neg;
+#pragma unroll 8
     for (u64 s = 0; s < splits; ++s) mx = r[s * (dv + 2) + dv] > mx ? r[s * (dv + 2) + dv] : mx;
     C l = (C)0, o = (C)0;
+#pragma unroll 8
     for (u64 s = 0; s < splits; ++s) {
       const C m = r[s * (dv + 2) + dv];
       const C w = m == neg ? (C)0 : att_exp(m - mx);
@@ -294,6 +475,18 @@ __device__ __forceinline__ void rope(const RopeArgs& a, const T* x, const T* cs,
   ATT_KERNEL op##_##T##_additive(u64 first, SdpaArgs a, const T* q, const T* k, const T* v, const void* m,  \
                                  T* y, void* part) {                                                         \
     sdpa<T, 2>(first, a, q, k, v, m, y, part);                                                               \
+  }                                                                                                          \
+  DEC_KERNEL op##_decode_##T(u64 first, SdpaArgs a, const T* q, const T* k, const T* v, const void* m, T* y, \
+                             void* part) {                                                                   \
+    sdpa_decode<T, 0>(first, a, q, k, v, m, y, part);                                                        \
+  }                                                                                                          \
+  DEC_KERNEL op##_decode_##T##_keep(u64 first, SdpaArgs a, const T* q, const T* k, const T* v, const void* m, \
+                                    T* y, void* part) {                                                      \
+    sdpa_decode<T, 1>(first, a, q, k, v, m, y, part);                                                        \
+  }                                                                                                          \
+  DEC_KERNEL op##_decode_##T##_additive(u64 first, SdpaArgs a, const T* q, const T* k, const T* v,          \
+                                        const void* m, T* y, void* part) {                                   \
+    sdpa_decode<T, 2>(first, a, q, k, v, m, y, part);                                                        \
   }                                                                                                          \
   extern "C" __global__ void op##_combine_##T(u64 rows, u64 dv, u64 splits, const void* part, T* y) {       \
     sdpa_combine<T>(rows, dv, splits, part, y);                                                              \

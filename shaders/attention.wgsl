@@ -261,6 +261,235 @@ fn sdpa(
     }
 }
 
+// The decode pass: the group x Lq <= ROWS query rows of one (batch, kv head) in one workgroup,
+// against one key range (the split rule as sdpa's), DC output columns. Per tile of BK = WG keys:
+// (1) invocation t forms key t's score for every row (q and the k tile in workgroup memory,
+// chunks of DK along D); (2) the rows' maxima over the tile through workgroup memory (RED partial
+// maxima a row); (3) the invocations split as (column, key group) add p x v for their column over
+// their group's VN keys (v read straight into registers, VU at a time), each keeping its group's
+// sum of p. At the end the KG key groups' accumulators and sums are added through workgroup
+// memory. The loops over the rows skip those past the workgroup's. Metadata as sdpa's (one query
+// tile).
+// @kernel sdpa_decode
+var<workgroup> qs: array<CT, ROWS * DK>;
+var<workgroup> ks: array<CT, BK * KP>;
+var<workgroup> ps: array<CT, ROWS * BK>;
+var<workgroup> red: array<CT, ROWS * RED>;
+
+@compute @workgroup_size(WG)
+fn sdpa_decode(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    let g = wid.x + wid.y * nwg.x;
+    if (g >= md[A + 9u]) {
+        return;
+    }
+    let hq = md[A];
+    let group = md[A + 1u];
+    let lq = md[A + 2u];
+    let lk = md[A + 3u];
+    let d = md[A + 4u];
+    let dv = md[A + 5u];
+    let causal = md[A + 6u] != 0u;
+    let chunks = md[A + 8u];
+    let splits = md[A + 30u];
+    let split_len = md[A + 31u];
+    let c = t % DC;
+    let kg = t / DC;
+    let c0 = (g % chunks) * DC;
+    let col = c0 + c;
+    let split = (g / chunks) % splits;
+    let bh = g / chunks / splits;
+    let hkv = hq / group;
+    let rows = group * lq;
+    let hk = bh % hkv;
+    let b = bh / hkv;
+    let scale = param(0u);
+    let neg = neg_inf();
+    let kbase = at(A + 15u, b, hk, 0u, 0u);
+    let vbase = at(A + 20u, b, hk, 0u, 0u);
+    let kbegin = split * split_len;
+    var kend = lk;
+    if (SPLIT) {
+        kend = min(lk, kbegin + split_len);
+    }
+    var m: array<CT, ROWS>;
+    var l: array<CT, ROWS>;
+    var acc: array<CT, ROWS>;
+    var sc: array<CT, ROWS>;
+    for (var r = 0u; r < ROWS; r++) {
+        m[r] = neg;
+        l[r] = CT(0);
+        acc[r] = CT(0);
+    }
+    for (var j0 = kbegin; j0 < kend; j0 += BK) {
+        for (var r = 0u; r < ROWS; r++) {
+            sc[r] = CT(0);
+        }
+        for (var d0 = 0u; d0 < d; d0 += DK) {
+            // The previous chunk's (or tile's) readers of qs, ks, ps and red are done.
+            workgroupBarrier();
+            for (var x = t; x < ROWS * DK; x += WG) {
+                let r = x / DK;
+                let e = d0 + x % DK;
+                var val = CT(0);
+                if (r < rows && e < d) {
+                    val = q_load(at(A + 10u, b, hk * group + r / lq, r % lq, e));
+                }
+                qs[x] = val;
+            }
+            var kv: array<CT, KN>;
+            let e = d0 + t % DK;
+            for (var n = 0u; n < KN; n++) {
+                let j = j0 + t / DK + KR * n;
+                var val = CT(0);
+                if (j < kend && e < d) {
+                    val = k_load(kbase + j * md[A + 18u] + e * md[A + 19u]);
+                }
+                kv[n] = val;
+            }
+            for (var n = 0u; n < KN; n++) {
+                ks[(t / DK + KR * n) * KP + t % DK] = kv[n];
+            }
+            workgroupBarrier();
+            let dn = min(DK, d - d0);
+            for (var e = 0u; e < dn; e++) {
+                let kx = ks[t * KP + e];
+                for (var r = 0u; r < ROWS; r++) {
+                    if (r < rows) {
+                        sc[r] += qs[r * DK + e] * kx;
+                    }
+                }
+            }
+        }
+        // Key t's scores (-inf past the range, the causal limit or the mask), into ps for the
+        // maxima. Row r is query row r % Lq of head hk group + r / Lq.
+        let j = j0 + t;
+        for (var r = 0u; r < ROWS; r++) {
+            if (r < rows) {
+                var seen = lk;
+                if (causal) {
+                    let mine = r % lq + 1u + lk;
+                    seen = min(lk, select(0u, mine - lq, mine > lq));
+                }
+                var s = neg;
+                if (j < kend && j < seen) {
+                    s = mask_score(scale * sc[r], at(A + 25u, b, hk * group + r / lq, r % lq, j), neg);
+                }
+                sc[r] = s;
+                ps[r * BK + t] = s;
+            }
+        }
+        workgroupBarrier();
+        if (t < rows * RED) {
+            let r = t / RED;
+            let x0 = (t % RED) * PER;
+            var mx = neg;
+            for (var x = 0u; x < PER; x++) {
+                let s = ps[r * BK + x0 + x];
+                mx = select(mx, s, s > mx);
+            }
+            red[t] = mx;
+        }
+        workgroupBarrier();
+        // Each row's new max; key t's weights p; the earlier sums and accumulators rescaled. A key
+        // scored -inf weighs 0; while a row has none, its accumulators stay as they are.
+        for (var r = 0u; r < ROWS; r++) {
+            if (r < rows) {
+                var mx = m[r];
+                for (var x = 0u; x < RED; x++) {
+                    let v = red[r * RED + x];
+                    mx = select(mx, v, v > mx);
+                }
+                if (mx > neg) {
+                    let a = select(c_exp(m[r] - mx), CT(0), m[r] == neg);
+                    acc[r] *= a;
+                    l[r] *= a;
+                }
+                m[r] = mx;
+                var p = CT(0);
+                if (mx > neg && sc[r] != neg) {
+                    p = c_exp(sc[r] - mx);
+                }
+                ps[r * BK + t] = p;
+            }
+        }
+        workgroupBarrier();
+        // Column c0 + c of v over the key group's keys, VU loads at a time.
+        for (var n0 = 0u; n0 < VN; n0 += VU) {
+            var vv: array<CT, VU>;
+            for (var n = 0u; n < VU; n++) {
+                let jv = j0 + kg * VN + n0 + n;
+                var val = CT(0);
+                if (jv < kend && col < dv) {
+                    val = v_load(vbase + jv * md[A + 23u] + col * md[A + 24u]);
+                }
+                vv[n] = val;
+            }
+            for (var n = 0u; n < VU; n++) {
+                for (var r = 0u; r < ROWS; r++) {
+                    if (r < rows) {
+                        let p = ps[r * BK + kg * VN + n0 + n];
+                        acc[r] += p * vv[n];
+                        l[r] += p;
+                    }
+                }
+            }
+        }
+    }
+    // The key groups' accumulators (in ps) and sums (in red), added by group 0's invocations.
+    workgroupBarrier();
+    for (var r = 0u; r < ROWS; r++) {
+        ps[(kg * ROWS + r) * DC + c] = acc[r];
+        if (c == 0u) {
+            red[kg * ROWS + r] = l[r];
+        }
+    }
+    workgroupBarrier();
+    for (var r = 0u; r < ROWS; r++) {
+        var o = CT(0);
+        var sum = CT(0);
+        for (var x = 0u; x < KG; x++) {
+            o += ps[(x * ROWS + r) * DC + c];
+            sum += red[x * ROWS + r];
+        }
+        if (kg == 0u && r < rows) {
+            let row = (b * hq + hk * group + r / lq) * lq + r % lq;
+            if (SPLIT) {
+                if (col < dv) {
+                    let p = (row * splits + split) * (dv + 2u);
+                    part_put(p + col, o);
+                    if (col == 0u) {
+                        part_put(p + dv, m[r]);
+                        part_put(p + dv + 1u, sum);
+                    }
+                }
+            } else {
+                ks[r * DC + c] = select(o / sum, nan_c(), sum == CT(0));
+            }
+        }
+    }
+    if (SPLIT) {
+        return;
+    }
+    // The rows' outputs staged in ks (ROWS DC <= BK KP), stored a word at a time.
+    workgroupBarrier();
+    for (var w = t; w < rows * DC / OUT_EPW; w += WG) {
+        let e0 = w * OUT_EPW;
+        let r = e0 / DC;
+        let col = c0 + e0 % DC;
+        if (col < dv) {
+            let base = ((b * hq + hk * group + r / lq) * lq + r % lq) * dv + col;
+            for (var x = 0u; x < OUT_EPW; x++) {
+                out_set(base + x, ks[e0 + x]);
+            }
+            out_flush(base / OUT_EPW);
+        }
+    }
+}
+
 // y from the splits' partial results (see sdpa), one invocation per output word. Metadata at
 // A: Dv, splits.
 // @kernel sdpa_combine

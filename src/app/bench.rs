@@ -172,6 +172,8 @@ fn attention_cases(scale: usize) -> Vec<Case> {
         (32, 32, s(4096), s(4096), 128, DType::F16),
         (32, 32, s(4096), s(4096), 128, DType::BF16),
         (32, 8, 1, s(4096), 128, DType::F16),
+        (12, 12, 1, 256, 64, DType::F32),
+        (12, 12, 1, 256, 64, DType::F16),
     ];
     let mut v: Vec<Case> = shapes
         .into_iter()

@@ -1,7 +1,9 @@
 //! Attention and the rotary embeddings on the native backend (`hip/attention.hip`): one
 //! flash-style pass for attention (a block per batch, kv head, tile of [`BQ`] query rows of the
-//! heads sharing it and chunk of [`DC`] output columns; the scores only in shared memory), one thread per element for rope.
-//! Operands are read in place through their strides.
+//! heads sharing it and chunk of [`DC`] output columns; the scores only in shared memory), or,
+//! for up to [`DEC_ROWS`] rows a kv head (decoding), the decode pass (all of them in one block,
+//! a key a thread); one thread per element for rope. Operands are read in place through their
+//! strides.
 
 use super::kernel::{Args, grid, launches};
 use super::{NativeBackend, NativeStorage, Runtime};
@@ -19,6 +21,12 @@ const THREADS: u32 = 256;
 
 /// Blocks per multiprocessor below which the keys are split (decoding: few query rows).
 const BLOCKS_PER_MP: u64 = 8;
+
+/// The decode pass of `hip/attention.hip`: the most query rows a kv head it takes
+/// (`DEC_ROWS`), its output columns per block (`DEC_DC`) and threads per block (`DEC_THREADS`).
+const DEC_ROWS: u64 = 8;
+const DEC_DC: u64 = 64;
+const DEC_THREADS: u32 = 128;
 
 /// `struct View4` of `hip/attention.hip`.
 #[repr(C)]
@@ -76,8 +84,14 @@ impl<R: Runtime> AttentionOps for NativeBackend<R> {
             return Ok(y);
         }
         let u = |v: usize| v as u64;
-        // The query rows of the heads sharing a kv head go through one block's tiles together.
-        let (tiles, chunks) = (u(p.hq / p.hkv * p.lq).div_ceil(BQ), u(p.dv).div_ceil(DC));
+        // The query rows of the heads sharing a kv head go through one block's tiles together; the
+        // decode pass takes up to DEC_ROWS of them in one block.
+        let group_rows = u(p.hq / p.hkv * p.lq);
+        let decode = group_rows <= DEC_ROWS;
+        let (tiles, chunks, threads) = match decode {
+            true => (1, u(p.dv).div_ceil(DEC_DC), DEC_THREADS),
+            false => (group_rows.div_ceil(BQ), u(p.dv).div_ceil(DC), THREADS),
+        };
         let row_blocks = u(p.b * p.hkv) * tiles * chunks;
         let (splits, split_len) =
             key_splits(row_blocks, u(p.lk), u64::from(self.0.rt.info().multiprocessors) * BLOCKS_PER_MP);
@@ -97,19 +111,23 @@ impl<R: Runtime> AttentionOps for NativeBackend<R> {
             MaskKind::Keep => "_keep",
             MaskKind::Additive => "_additive",
         };
-        let name = format!("{}{suffix}", kernel_name(AttentionOp::ScaledDotProductAttention.name(), dtype));
+        let op = AttentionOp::ScaledDotProductAttention.name();
+        let name = match decode {
+            true => format!("{}{suffix}", kernel_name(&format!("{op}_decode"), dtype)),
+            false => format!("{}{suffix}", kernel_name(op, dtype)),
+        };
         let m = mask.map_or(q.0.ptr, |m| m.0.ptr);
-        for (first, _, n) in launches(blocks, 1, THREADS) {
+        for (first, _, n) in launches(blocks, 1, threads) {
             let mut a = Args::default();
             a.u64(first).pod(&args).ptr(q.0.ptr).ptr(k.0.ptr).ptr(v.0.ptr).ptr(m).ptr(y.ptr).ptr(part.ptr);
-            // SAFETY: {op}_{T}{suffix}(first, SdpaArgs, q, k, v, mask, y, part) in order; the spec
+            // SAFETY: {op}[_decode]_{T}{suffix}(first, SdpaArgs, q, k, v, mask, y, part) in order; the spec
             // checked every view against its storage (the mask's laid out as [B, Hq, Lq, Lk]); `y`
             // holds the whole output and `part` (with splits) rows x splits x (Dv + 2) values of the
             // compute type; blocks past `blocks` return at once.
-            unsafe { self.launch_grid(Family::Attention, &name, [n, 1, 1], THREADS, &mut a)? };
+            unsafe { self.launch_grid(Family::Attention, &name, [n, 1, 1], threads, &mut a)? };
         }
         if splits > 1 {
-            let name = kernel_name(&format!("{}_combine", AttentionOp::ScaledDotProductAttention.name()), dtype);
+            let name = kernel_name(&format!("{op}_combine"), dtype);
             let (g, b) = grid(rows * dv, self.0.rt.info().multiprocessors);
             let mut a = Args::default();
             a.u64(rows).u64(dv).u64(splits).ptr(part.ptr).ptr(y.ptr);

@@ -1,8 +1,10 @@
 //! Attention and the rotary embeddings on wgpu (`shaders/attention.wgsl`).
 //!
-//! `sdpa` is one flash-style pass: a workgroup per (batch, kv head, tile of [`TILES`]`.bq` query
-//! rows of the heads sharing it, chunk of `dc` output columns), key tiles through workgroup memory, an online softmax, the
-//! scores never in a buffer. q, k, v and the mask are read in place through their strides (the
+//! `sdpa` is one flash-style pass: a workgroup per (batch, kv head, tile of `Tiles::bq` query
+//! rows of the heads sharing it, chunk of `dc` output columns), key tiles through workgroup
+//! memory, an online softmax, the scores never in a buffer; from 2 to [`DECODE_ROWS`] rows a kv
+//! head (decoding) go through the decode pass instead (all of them in one workgroup, a key an
+//! invocation). q, k, v and the mask are read in place through their strides (the
 //! mask's stride 0 where it broadcasts). `rope` is one invocation per output word.
 
 use super::kernel::{Index, Spec};
@@ -44,16 +46,58 @@ impl Tiles {
         (self.bq * p + self.bk * p + self.bk * self.dc + self.bq * (self.bk + 1) + 2 * wg + 2 * self.bq) * size
     }
 }
+
+/// The decode pass (`sdpa_decode`): up to [`DECODE_ROWS`] query rows a kv head in one workgroup
+/// of 128 invocations, one key a invocation for the scores, then (column, key group) for the
+/// weighted values; `dk` is the chunk of D read at a time (within 16 KiB of workgroup memory
+/// unless `big`).
+struct DecodeTiles {
+    dk: u32,
+}
+
+/// The most query rows (`group x Lq`) the decode pass takes. It takes at least 2: on the H200
+/// (Vulkan) one row (GPT-2's decode step, 12 heads over 256 keys) took 31 us through it against
+/// 20-23 us through the tiled pass, while 4 rows (32 heads grouped by 4 over 4096 keys) took
+/// 86.5 us against 110.
+const DECODE_ROWS: u32 = 8;
+/// Keys per tile of the decode pass (one a invocation), output columns a workgroup, the
+/// partial maxima a row and the loads of v in flight.
+const DECODE_BK: u32 = 128;
+const DECODE_DC: u32 = 64;
+const DECODE_RED: u32 = 16;
+const DECODE_VU: u32 = 8;
+
+impl DecodeTiles {
+    fn of(c: Compute, big: bool) -> DecodeTiles {
+        let dk = match (c, big) {
+            (Compute::F64, false) => 4,
+            (Compute::F64, true) => 16,
+            (_, false) => 16,
+            (_, true) => 32,
+        };
+        DecodeTiles { dk }
+    }
+
+    /// Bytes of workgroup memory the kernel declares with these tiles.
+    fn bytes(&self, c: Compute) -> u32 {
+        let size = if c == Compute::F64 { 8 } else { 4 };
+        let r = DECODE_ROWS;
+        (r * self.dk + DECODE_BK * (self.dk + 1) + r * DECODE_BK + r * DECODE_RED) * size
+    }
+}
+
 /// What decides an `sdpa` kernel besides its dtype: the mask's kind, whether the output is
 /// stored element by element (`update`: sub-word dtypes whose output rows are not whole words),
-/// and the stage: the whole pass, one key range of a split pass, or the combine of the ranges.
+/// the stage (the whole pass, one key range of a split pass, or the combine of the ranges) and
+/// whether it is the decode pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Variant {
     mask: MaskKind,
     update: bool,
     stage: Stage,
-    /// The big tiles ([`Tiles`]): the adapter has the workgroup memory for them.
+    /// The big tiles ([`Tiles`], [`DecodeTiles`]): the adapter has the workgroup memory for them.
     big: bool,
+    decode: bool,
 }
 
 /// See [`Variant`].
@@ -103,8 +147,7 @@ fn sdpa_spec(caps: Caps, dtype: DType, v: Variant) -> Result<Spec> {
     }
     let r = Repr::of(dtype, caps, op)?;
     let c = r.compute();
-    let t = Tiles::of(c, v.big);
-    let mut spec = Spec::new(Family::Attention, "sdpa", caps)
+    let mut spec = Spec::new(Family::Attention, if v.decode { "sdpa_decode" } else { "sdpa" }, caps)
         .bind("q", r, Access::Read, Index::None)
         .bind("k", r, Access::Read, Index::None)
         .bind("v", r, Access::Read, Index::None);
@@ -132,10 +175,39 @@ fn sdpa_spec(caps: Caps, dtype: DType, v: Variant) -> Result<Spec> {
         "const SPLIT = false;\nconst OUT_EPW: u32 = Y_EPW;\nfn out_set(i: u32, v: CT) { y_set(i, v); }\n\
          fn out_flush(w: u32) { y_flush(w); }\nfn part_put(i: u32, v: CT) {}\n"
     };
+    let spec = spec
+        .code(helpers(c))
+        .code(out)
+        .code(format!("fn mask_score(s: CT, m: u32, neg: CT) -> CT {{ return {score}; }}"));
+    Ok(if v.decode {
+        decode_constants(spec, DecodeTiles::of(c, v.big))
+    } else {
+        tile_constants(spec, Tiles::of(c, v.big))
+    })
+}
+
+fn decode_constants(mut spec: Spec, t: DecodeTiles) -> Spec {
+    let wg = DECODE_BK;
+    spec.workgroup = wg;
+    let u = |v: u32| format!("{v}u");
+    spec.constant("ROWS", u(DECODE_ROWS))
+        .constant("BK", u(DECODE_BK))
+        .constant("DC", u(DECODE_DC))
+        .constant("DK", u(t.dk))
+        .constant("KP", u(t.dk + 1))
+        .constant("KN", u(DECODE_BK * t.dk / wg))
+        .constant("KR", u(wg / t.dk))
+        .constant("KG", u(wg / DECODE_DC))
+        .constant("VN", u(DECODE_BK / (wg / DECODE_DC)))
+        .constant("VU", u(DECODE_VU))
+        .constant("RED", u(DECODE_RED))
+        .constant("PER", u(DECODE_BK / DECODE_RED))
+}
+
+fn tile_constants(mut spec: Spec, t: Tiles) -> Spec {
     let wg = t.tpr * t.bq;
     spec.workgroup = wg;
-    Ok(spec
-        .constant("BQ", format!("{}u", t.bq))
+    spec.constant("BQ", format!("{}u", t.bq))
         .constant("BK", format!("{}u", t.bk))
         .constant("DC", format!("{}u", t.dc))
         .constant("DK", format!("{}u", t.dk))
@@ -149,9 +221,6 @@ fn sdpa_spec(caps: Caps, dtype: DType, v: Variant) -> Result<Spec> {
         .constant("KR", format!("{}u", wg / t.dk))
         .constant("VN", format!("{}u", t.bk * t.dc / wg))
         .constant("VR", format!("{}u", wg / t.dc))
-        .code(helpers(c))
-        .code(out)
-        .code(format!("fn mask_score(s: CT, m: u32, neg: CT) -> CT {{ return {score}; }}")))
 }
 
 fn rope_spec(caps: Caps, dtype: DType, op: AttentionOp) -> Result<Spec> {
@@ -187,15 +256,27 @@ impl AttentionOps for WgpuBackend {
         let caps = self.caps();
         let r = Repr::of(dtype, caps, AttentionOp::ScaledDotProductAttention.name())?;
         let room = self.0.gpu.limits.max_compute_workgroup_storage_size;
-        let big = Tiles::of(r.compute(), true).bytes(r.compute()) <= room;
-        let t = Tiles::of(r.compute(), big);
-        // The query rows of the heads sharing a kv head go through one workgroup's tiles together.
-        let tiles_q = (p.hq / p.hkv * p.lq).div_ceil(t.bq as usize);
-        let chunks = p.dv.div_ceil(t.dc as usize);
+        // The query rows of the heads sharing a kv head go through one workgroup's tiles together;
+        // the decode pass takes from 2 to DECODE_ROWS of them in one workgroup (one row is faster
+        // through the tiled pass here: see DECODE_ROWS).
+        let group_rows = p.hq / p.hkv * p.lq;
+        let decode = (2..=DECODE_ROWS as usize).contains(&group_rows);
+        let c = r.compute();
+        let (big, bq, dc) = match decode {
+            true => (DecodeTiles::of(c, true).bytes(c) <= room, group_rows.max(1), DECODE_DC),
+            false => {
+                let big = Tiles::of(c, true).bytes(c) <= room;
+                let t = Tiles::of(c, big);
+                (big, t.bq as usize, t.dc)
+            }
+        };
+        let tiles_q = group_rows.div_ceil(bq);
+        let chunks = p.dv.div_ceil(dc as usize);
         let row_groups = p.b * p.hkv * tiles_q * chunks;
         let (splits, split_len) = key_splits(row_groups as u64, p.lk as u64, SPLIT_TARGET);
         let stage = if splits > 1 { Stage::Split } else { Stage::Whole };
-        let var = Variant { mask: p.mask, update: !p.dv.is_multiple_of(r.per_word() as usize), stage, big };
+        let update = !p.dv.is_multiple_of(r.per_word() as usize);
+        let var = Variant { mask: p.mask, update, stage, big, decode };
         let (spec, pipeline) = self.keyed(KernelKey::Attention(dtype, var), || sdpa_spec(caps, dtype, var))?;
         let groups = row_groups * splits as usize;
         let mut extra = params::encode(r.compute(), &[Scalar::from(p.scale)]);
@@ -222,7 +303,7 @@ impl AttentionOps for WgpuBackend {
             .collect();
         self.run_pipeline(&spec, &pipeline, &bufs, &meta, groups as u64 * spec.workgroup as u64)?;
         if let Some(part) = part {
-            let var = Variant { stage: Stage::Combine, ..var };
+            let var = Variant { mask: MaskKind::None, update: false, stage: Stage::Combine, big: false, decode: false };
             let (spec, pipeline) = self.keyed(KernelKey::Attention(dtype, var), || sdpa_spec(caps, dtype, var))?;
             let meta = spec.meta(y.len as u32, &[], &[0, 0, 0, p.dv as u32, splits as u32]);
             let per = r.per_word() as u64;
@@ -259,25 +340,25 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
     let mut v = vec![];
     let sdpa = AttentionOp::ScaledDotProductAttention;
     for dt in caps.dtypes().into_iter().filter(|d| sdpa.dtypes().contains(d)) {
-        for big in [false, true] {
-            let tiles = if big { "_big" } else { "" };
+        for (big, decode) in [(false, false), (true, false), (false, true), (true, true)] {
+            let tiles = format!("{}{}", if decode { "_decode" } else { "" }, if big { "_big" } else { "" });
             for mask in [MaskKind::None, MaskKind::Keep, MaskKind::Additive] {
                 for update in [false, true] {
                     let suffix = match (mask, update) {
                         (MaskKind::None, false) => String::new(),
                         _ => format!("_{mask:?}{}", if update { "_update" } else { "" }).to_lowercase(),
                     };
-                    let var = Variant { mask, update, stage: Stage::Whole, big };
+                    let var = Variant { mask, update, stage: Stage::Whole, big, decode };
                     v.push((format!("{}{suffix}{tiles}", kernel_name(sdpa.name(), dt)), sdpa_spec(caps, dt, var)));
                 }
-                let var = Variant { mask, update: false, stage: Stage::Split, big };
+                let var = Variant { mask, update: false, stage: Stage::Split, big, decode };
                 v.push((
                     format!("{}_{mask:?}_split{tiles}", kernel_name(sdpa.name(), dt)).to_lowercase(),
                     sdpa_spec(caps, dt, var),
                 ));
             }
         }
-        let var = Variant { mask: MaskKind::None, update: false, stage: Stage::Combine, big: false };
+        let var = Variant { mask: MaskKind::None, update: false, stage: Stage::Combine, big: false, decode: false };
         v.push((format!("{}_combine", kernel_name(sdpa.name(), dt)), sdpa_spec(caps, dt, var)));
         for op in [AttentionOp::Rope, AttentionOp::RopeI] {
             v.push((kernel_name(op.name(), dt), rope_spec(caps, dt, op)));
@@ -299,6 +380,21 @@ mod tests {
                 // KN, KR, VN and VR of the kernel: a pass of WG elements covers whole rows.
                 assert_eq!((t.bk * t.dk % wg, wg % t.dk, t.bk * t.dc % wg, wg % t.dc), (0, 0, 0, 0), "{c:?} big {big}");
             }
+        }
+    }
+
+    #[test]
+    fn every_tile_set_fits_the_workgroup_memory_it_is_chosen_for() {
+        for c in [Compute::F32, Compute::F64] {
+            let (small, big) = (Tiles::of(c, false).bytes(c), Tiles::of(c, true).bytes(c));
+            let (dsmall, dbig) = (DecodeTiles::of(c, false).bytes(c), DecodeTiles::of(c, true).bytes(c));
+            // WebGPU's default 16 KiB, and the 48 KiB the big sets are chosen where the adapter has.
+            assert!(small <= 16384 && dsmall <= 16384, "{c:?}: {small} {dsmall}");
+            assert!(big <= 49152 && dbig <= 49152, "{c:?}: {big} {dbig}");
+            // The decode pass: a k chunk in whole passes, and its staged outputs fit in ks.
+            let dk = DecodeTiles::of(c, false).dk;
+            assert_eq!((DECODE_BK * dk % DECODE_BK, DECODE_BK % dk), (0, 0));
+            assert!(DECODE_ROWS * DECODE_DC <= DECODE_BK * (dk + 1), "{c:?}");
         }
     }
 }

@@ -33,16 +33,23 @@ const SDPA: AttentionOp = AttentionOp::ScaledDotProductAttention;
 /// (B, Hq, Hkv, Lq, Lk, D, Dv, causal): grouped heads; Lq = 1, Lq = Lk and Lq < Lk causal; an odd
 /// Dv (sub-word dtypes store element by element); D and Dv past one chunk of the kernels and Lq
 /// past one query tile; Lq > Lk causal (the first rows see no key: NaN); no keys at all (NaN).
+/// The GPU paths take up to 8 query rows a kv head (`Hq / Hkv x Lq`) through their decode pass
+/// (WGSL from 2) and more through the tiled one: each case above comes in both, the decode
+/// pass's up to its 8 rows (8 heads of one kv head over more keys than its tile of 128).
 type Geometry = (usize, usize, usize, usize, usize, usize, usize, bool);
 
-const SHAPES: [Geometry; 8] = [
+const SHAPES: [Geometry; 12] = [
     (2, 4, 2, 5, 7, 8, 6, false),
     (1, 2, 2, 1, 9, 4, 4, true),
     (1, 3, 1, 6, 6, 5, 3, true),
+    (1, 2, 1, 2, 37, 5, 3, true),
     (1, 2, 2, 3, 20, 16, 8, true),
     (1, 2, 1, 19, 33, 72, 70, true),
+    (1, 8, 1, 1, 150, 72, 70, false),
     (1, 1, 1, 6, 3, 4, 4, true),
+    (1, 2, 1, 6, 3, 4, 4, true),
     (1, 1, 1, 3, 0, 4, 4, false),
+    (1, 3, 1, 3, 0, 4, 4, false),
     (2, 6, 3, 17, 17, 32, 16, false),
 ];
 
@@ -65,27 +72,31 @@ async fn sdpa_matches_reference(dev: &Device) -> Result<()> {
 }
 
 /// u8 masks (1 keeps a key) and additive masks of several broadcast shapes, with and without
-/// `causal`; a u8 mask with a row of zeros gives that row NaN.
+/// `causal`; a u8 mask with a row of zeros gives that row NaN. Lq 5 (10 rows a kv head: the
+/// tiled pass) and 2 (4 rows: the decode pass).
 async fn sdpa_masks_match_reference(dev: &Device) -> Result<()> {
-    let (b, hq, hkv, lq, lk, d) = (2, 4, 2, 5, 11, 8);
-    let shapes: [&[usize]; 4] = [&[lq, lk], &[b, 1, lq, lk], &[b, hq, lq, lk], &[1, lk]];
+    let (b, hq, hkv, lk, d) = (2, 4, 2, 11, 8);
+    let geometries = [5, 2].map(|lq| (lq, [vec![lq, lk], vec![b, 1, lq, lk], vec![b, hq, lq, lk], vec![1, lk]]));
     for &dt in SDPA.dtypes() {
-        for (n, shape) in shapes.iter().enumerate() {
-            for causal in [false, true] {
-                for keep in [true, false] {
-                    let what = format!("sdpa {dt} mask {shape:?} keep {keep} causal {causal}");
-                    same_as_cpu(dev, tol(dt), &what, |x| {
-                        let q = rand_tensor(x, dt, &[b, hq, lq, d], 40, -1.0, 1.0)?;
-                        let k = rand_tensor(x, dt, &[b, hkv, lk, d], 41, -1.0, 1.0)?;
-                        let v = rand_tensor(x, dt, &[b, hkv, lk, d], 42, -1.0, 1.0)?;
-                        let m = if keep {
-                            keep_mask(x, shape, 43 + n as u64)?
-                        } else {
-                            rand_tensor(x, dt, shape, 44 + n as u64, -2.0, 1.0)?
-                        };
-                        q.scaled_dot_product_attention(&k, &v, Some(&m), causal, None)
-                    })
-                    .await?;
+        for (lq, shapes) in &geometries {
+            let lq = *lq;
+            for (n, shape) in shapes.iter().enumerate() {
+                for causal in [false, true] {
+                    for keep in [true, false] {
+                        let what = format!("sdpa {dt} Lq {lq} mask {shape:?} keep {keep} causal {causal}");
+                        same_as_cpu(dev, tol(dt), &what, |x| {
+                            let q = rand_tensor(x, dt, &[b, hq, lq, d], 40, -1.0, 1.0)?;
+                            let k = rand_tensor(x, dt, &[b, hkv, lk, d], 41, -1.0, 1.0)?;
+                            let v = rand_tensor(x, dt, &[b, hkv, lk, d], 42, -1.0, 1.0)?;
+                            let m = if keep {
+                                keep_mask(x, shape, 43 + n as u64)?
+                            } else {
+                                rand_tensor(x, dt, shape, 44 + n as u64, -2.0, 1.0)?
+                            };
+                            q.scaled_dot_product_attention(&k, &v, Some(&m), causal, None)
+                        })
+                        .await?;
+                    }
                 }
             }
         }
@@ -103,12 +114,12 @@ fn keep_mask(dev: &Device, shape: &[usize], seed: u64) -> Result<Tensor> {
 }
 
 /// Heads split by a transpose view (q stored [B, L, H, D]), a KV cache narrowed from a larger
-/// buffer, and an offset, transposed head dim of v.
+/// buffer, and an offset, transposed head dim of v; Lq 3 (the decode pass) and 5 (tiled).
 async fn sdpa_strided_inputs_match_reference(dev: &Device) -> Result<()> {
-    let (b, hq, hkv, lq, lk, d, cap) = (2, 4, 2, 3, 9, 8, 24);
+    let (b, hq, hkv, lk, d, cap) = (2, 4, 2, 9, 8, 24);
     for &dt in SDPA.dtypes() {
-        for causal in [false, true] {
-            let what = format!("sdpa {dt} strided causal {causal}");
+        for (lq, causal) in [(3, false), (3, true), (5, true)] {
+            let what = format!("sdpa {dt} strided Lq {lq} causal {causal}");
             same_as_cpu(dev, tol(dt), &what, |x| {
                 let q = rand_tensor(x, dt, &[b, lq, hq, d], 50, -1.0, 1.0)?.transpose(1, 2)?;
                 let k = rand_tensor(x, dt, &[b, hkv, cap, d], 51, -1.0, 1.0)?.narrow(2, 4, lk)?;
@@ -142,12 +153,12 @@ async fn sdpa_long_rows_match_reference(dev: &Device) -> Result<()> {
 
 /// Few rows over many keys, where both GPU paths split the keys into ranges and combine them:
 /// both mask kinds, causal or not, an odd Dv, a row with no key (NaN), and a mask dropping the
-/// first 300 keys of every row (whole ranges without a key).
+/// first 300 keys of every row (whole ranges without a key); Lq 3 (the decode pass) and 5 (tiled).
 async fn sdpa_split_keys_match_reference(dev: &Device) -> Result<()> {
-    let (b, hq, hkv, lq, lk, d, dv) = (1, 4, 2, 3, 700, 8, 13);
+    let (b, hq, hkv, lk, d, dv) = (1, 4, 2, 700, 8, 13);
     for &dt in SDPA.dtypes() {
         for mask in ["keep", "late keys", "additive"] {
-            for causal in [false, true] {
+            for (lq, causal) in [(3, false), (3, true), (5, true)] {
                 let what = format!("sdpa {dt} split keys Lq {lq} Lk {lk} mask {mask} causal {causal}");
                 same_as_cpu(dev, tol(dt), &what, |x| {
                     let q = rand_tensor(x, dt, &[b, hq, lq, d], 70, -1.0, 1.0)?;
