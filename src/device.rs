@@ -14,6 +14,7 @@ use crate::native::NativeStorage;
 use crate::native::cuda::{Cuda, CudaBackend};
 #[cfg(feature = "rocm")]
 use crate::native::rocm::{Hip, RocmBackend};
+use crate::tensor::parts::Parts;
 use crate::wgpu::{WgpuBackend, WgpuStorage};
 use crate::{Error, Result};
 use std::fmt;
@@ -34,18 +35,30 @@ macro_rules! backends {
         #[derive(Debug)]
         pub(crate) enum Storage {
             $($(#[$cfg])* $kind($storage),)*
+            /// A tensor larger than one buffer of its backend, in parts (`tensor/parts.rs`).
+            Parts(Box<Parts>),
         }
 
         impl Storage {
             pub(crate) fn dtype(&self) -> crate::DType {
                 match self {
                     $($(#[$cfg])* Storage::$kind(s) => s.dtype(),)*
+                    Storage::Parts(p) => p.dtype(),
                 }
             }
 
-            fn kind(&self) -> BackendKind {
+            pub(crate) fn kind(&self) -> BackendKind {
                 match self {
                     $($(#[$cfg])* Storage::$kind(_) => BackendKind::$kind,)*
+                    Storage::Parts(p) => p.kind(),
+                }
+            }
+
+            /// The elements it holds.
+            pub(crate) fn len(&self) -> usize {
+                match self {
+                    $($(#[$cfg])* Storage::$kind(s) => s.len(),)*
+                    Storage::Parts(p) => p.len(),
                 }
             }
         }
@@ -56,6 +69,7 @@ macro_rules! backends {
                 fn get<'a>(&self, s: &'a Storage) -> Result<&'a $storage> {
                     match s {
                         Storage::$kind(s) => Ok(s),
+                        Storage::Parts(p) => Err(p.unsplit("an op")),
                         #[allow(unreachable_patterns)]
                         other => Err(mismatch(BackendKind::$kind, other)),
                     }
@@ -63,6 +77,7 @@ macro_rules! backends {
                 fn get_mut<'a>(&self, s: &'a mut Storage) -> Result<&'a mut $storage> {
                     match s {
                         Storage::$kind(s) => Ok(s),
+                        Storage::Parts(p) => Err(p.unsplit("a write in place")),
                         #[allow(unreachable_patterns)]
                         other => Err(mismatch(BackendKind::$kind, other)),
                     }
@@ -115,6 +130,17 @@ backends! {$
     Rocm => RocmBackend, NativeStorage<Hip>;
     #[cfg(feature = "cuda")]
     Cuda => CudaBackend, NativeStorage<Cuda>;
+}
+
+impl Storage {
+    /// Another handle on the same memory, for a view of one part of a [`Parts`] storage (wgpu's
+    /// storages are shared handles; no other backend stores tensors in parts).
+    pub(crate) fn share(&self) -> Option<Storage> {
+        match self {
+            Storage::Wgpu(s) => Some(Storage::Wgpu(s.clone())),
+            _ => None,
+        }
+    }
 }
 
 fn mismatch(want: BackendKind, s: &Storage) -> Error {

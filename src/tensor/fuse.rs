@@ -145,13 +145,8 @@ impl Tensor {
         }
         super::run::admit(dev, crate::spec::Family::Elementwise, op_name(op), out)?;
         args[0].check_operands(op_name(op), args.iter().copied())?;
-        // What the output's allocation would refuse now is refused now, not when it runs.
-        let bytes = (out.shape.elem_count() as u64).saturating_mul(out.dtype.size_in_bytes() as u64);
-        let limit = dispatch!(dev, |b| b.max_bytes());
-        if bytes > limit {
-            let what = format!("{}: an output of {} elements", op_name(op), out.shape.elem_count());
-            return Err(crate::Error::LimitExceeded { backend: dev.kind(), what, needed: bytes, limit });
-        }
+        // An output past one buffer, or an operand stored in parts, split before they got here
+        // (`parts.rs`): what is deferred fits one buffer.
         let mut b =
             Builder { program: Program::default(), inputs: vec![], params: vec![], inline: true, inlined: vec![] };
         let mut values = vec![];

@@ -10,6 +10,7 @@ mod fuse;
 mod indexing;
 mod literals;
 mod ops;
+pub(crate) mod parts;
 mod plan;
 mod quant;
 mod recurrent;
@@ -74,6 +75,8 @@ pub(crate) struct Cell {
     deferred: Mutex<Option<fuse::Deferred>>,
     /// Whether `deferred` holds a program (read without the lock on every access).
     is_deferred: AtomicBool,
+    /// Whether `data` is stored in parts (`parts.rs`; a deferred result never is).
+    parts: bool,
     status: Status,
 }
 
@@ -86,7 +89,8 @@ impl crate::device::Pending for Cell {
 impl Cell {
     fn new(data: Storage, deferred: Option<fuse::Deferred>, status: Status) -> Cell {
         let is_deferred = AtomicBool::new(deferred.is_some());
-        Cell { data: RwLock::new(data), deferred: Mutex::new(deferred), is_deferred, status }
+        let parts = matches!(data, Storage::Parts(_));
+        Cell { data: RwLock::new(data), deferred: Mutex::new(deferred), is_deferred, parts, status }
     }
 
     /// Runs the deferred program, if any, into `data`; a failure leaves it deferred (and is
@@ -196,6 +200,13 @@ impl Tensor {
         if shape.elem_count() != data.len() {
             return Err(Error::ElementCount { op: "from_vec", expected: shape.elem_count(), got: data.len(), shape });
         }
+        let part = |lo: usize, hi: usize| {
+            let piece = crate::with_storage!(&data, v => CpuStorage::from_vec(v[lo..hi].to_vec()));
+            dispatch!(device, |b| Ok(b.wrap(b.upload(&piece)?)))
+        };
+        if let Some(t) = Tensor::make_parts(&shape, data.dtype(), device, part)? {
+            return Ok(t);
+        }
         let storage = dispatch!(device, |b| b.wrap(b.upload(&data)?));
         Ok(Self::from_storage(storage, shape, device))
     }
@@ -206,6 +217,16 @@ impl Tensor {
         run::admit(device, Family::Copy, "full", &Out::new(shape.clone(), dtype))?;
         let layout = Layout::contiguous(shape.clone());
         let value = value.into().to_dtype(dtype);
+        let part = |lo: usize, hi: usize| {
+            dispatch!(device, |b| {
+                let mut s = b.alloc(dtype, hi - lo)?;
+                b.fill(&mut s, &Layout::contiguous([hi - lo]), value)?;
+                Ok(b.wrap(s))
+            })
+        };
+        if let Some(t) = Tensor::make_parts(&shape, dtype, device, part)? {
+            return Ok(t);
+        }
         let storage = dispatch!(device, |b| {
             let mut s = b.alloc(dtype, shape.elem_count())?;
             b.fill(&mut s, &layout, value)?;
@@ -340,6 +361,9 @@ impl Tensor {
     pub async fn to_cpu_storage_async(&self) -> Result<CpuStorage> {
         let t = self.contiguous()?;
         t.status().resolve(&t.device).await?;
+        if let Some(pending) = t.download_parts()? {
+            return pending.wait().await;
+        }
         // Started under the read lock, awaited without it.
         let pending = dispatch!(t.device, |b| b.download(b.get(&*t.read()?)?));
         let all = pending.wait().await?;

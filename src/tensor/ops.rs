@@ -1,6 +1,7 @@
 //! Every op of the spec as a tensor method: validate once with the spec, run on the device.
 
 use super::Tensor;
+use super::parts::{self, Split};
 use super::{Dims, TensorOrScalar};
 use crate::backend::*;
 use crate::device::{BackendOf, dispatch};
@@ -88,6 +89,9 @@ impl Tensor {
     /// The unary map `op` on every element (see [`crate::spec::elementwise::UnaryOp`]).
     pub fn unary(&self, op: UnaryOp) -> Result<Tensor> {
         let out = ew::unary(op, &self.layout, self.dtype)?;
+        if parts::needed(&out, &[self]) {
+            return Split::pointwise(op.name(), &out, std::slice::from_ref(self)).run(|x| x[0].unary(op));
+        }
         if let Some(t) = Tensor::defer(Op::Unary(op), &[self], &[&self.layout], &out, &[])? {
             return Ok(t);
         }
@@ -119,6 +123,11 @@ impl Tensor {
     /// The map `op` with its scalar parameters (see [`ScalarOp`]).
     pub fn scalar_map(&self, op: ScalarOp, params: &mut [Scalar]) -> Result<Tensor> {
         let out = ew::scalar_map(op, &self.layout, self.dtype, params)?;
+        if parts::needed(&out, &[self]) {
+            let p = params.to_vec();
+            return Split::pointwise(op.name(), &out, std::slice::from_ref(self))
+                .run(|x| x[0].scalar_map(op, &mut p.clone()));
+        }
         if let Some(t) = Tensor::defer(Op::Scalar(op, 0), &[self], &[&self.layout], &out, params)? {
             return Ok(t);
         }
@@ -132,6 +141,10 @@ impl Tensor {
         self.same_device(op.name(), &[rhs])?;
         let out = ew::binary_op(op, (&self.layout, self.dtype), (&rhs.layout, rhs.dtype))?;
         let (ll, rl) = (self.layout.broadcast_as(&out.shape)?, rhs.layout.broadcast_as(&out.shape)?);
+        if parts::needed(&out, &[self, rhs]) {
+            let xs = [self.view(ll), rhs.view(rl)];
+            return Split::pointwise(op.name(), &out, &xs).run(|x| x[0].binary(&x[1], op));
+        }
         if let Some(t) = Tensor::defer(Op::Binary(op), &[self, rhs], &[&ll, &rl], &out, &[])? {
             return Ok(t);
         }
@@ -145,6 +158,10 @@ impl Tensor {
         self.same_device(op.name(), &[rhs])?;
         let out = ew::cmp(op, (&self.layout, self.dtype), (&rhs.layout, rhs.dtype))?;
         let (ll, rl) = (self.layout.broadcast_as(&out.shape)?, rhs.layout.broadcast_as(&out.shape)?);
+        if parts::needed(&out, &[self, rhs]) {
+            let xs = [self.view(ll), rhs.view(rl)];
+            return Split::pointwise(op.name(), &out, &xs).run(|x| x[0].cmp(&x[1], op));
+        }
         if let Some(t) = Tensor::defer(Op::Cmp(op), &[self, rhs], &[&ll, &rl], &out, &[])? {
             return Ok(t);
         }
@@ -164,6 +181,10 @@ impl Tensor {
         let cl = self.layout.broadcast_as(&out.shape)?;
         let tl = on_true.layout.broadcast_as(&out.shape)?;
         let fl = on_false.layout.broadcast_as(&out.shape)?;
+        if parts::needed(&out, &[self, on_true, on_false]) {
+            let xs = [self.view(cl), on_true.view(tl), on_false.view(fl)];
+            return Split::pointwise("where_cond", &out, &xs).run(|x| x[0].where_cond(&x[1], &x[2]));
+        }
         if let Some(t) = Tensor::defer(Op::Where, &[self, on_true, on_false], &[&cl, &tl, &fl], &out, &[])? {
             return Ok(t);
         }
@@ -185,6 +206,9 @@ impl Tensor {
             return Ok(self.clone());
         }
         let out = ew::cast(&self.layout, dtype)?;
+        if parts::needed(&out, &[self]) {
+            return Split::pointwise("cast", &out, std::slice::from_ref(self)).run(|x| x[0].to_dtype(dtype));
+        }
         if let Some(t) = Tensor::defer(Op::Cast, &[self], &[&self.layout], &out, &[])? {
             return Ok(t);
         }
@@ -197,9 +221,14 @@ impl Tensor {
     pub fn reduce(&self, op: ReduceOp, dims: impl Dims, keepdim: bool) -> Result<Tensor> {
         let dims = dims.to_indexes(self.rank(), op.name())?;
         let red = reduce::reduce(op, &self.layout, self.dtype, &dims)?;
-        let r = self.run(Family::Reduce, op.name(), &[], &red.out)?;
-        let s = dispatch!(self.device, |b| b.wrap(b.reduce(r.arg(b, self)?, &self.layout, op, &red.dims)?));
-        let t = r.finish(s);
+        let t = if parts::needed(&red.out, &[self]) {
+            let split = Split::pointwise(op.name(), &red.out, std::slice::from_ref(self)).fixed(&red.dims);
+            split.run(|x| x[0].reduce(op, red.dims.clone(), true))?
+        } else {
+            let r = self.run(Family::Reduce, op.name(), &[], &red.out)?;
+            let s = dispatch!(self.device, |b| b.wrap(b.reduce(r.arg(b, self)?, &self.layout, op, &red.dims)?));
+            r.finish(s)
+        };
         if keepdim {
             return Ok(t);
         }
@@ -220,6 +249,20 @@ impl Tensor {
         let dim = dim.to_index(self.rank(), "index_select")?;
         self.same_device("index_select", &[ids])?;
         let out = index::index_select((&self.layout, self.dtype), (&ids.layout, ids.dtype), dim)?;
+        if parts::needed(&out, &[self, ids]) {
+            // Along another dim than the select's, pieces; along it, part by part.
+            let mut table: Vec<Option<usize>> = (0..out.shape.rank()).map(Some).collect();
+            table[dim] = None;
+            let mut at = vec![None; out.shape.rank()];
+            at[dim] = Some(0);
+            let split = Split::mapped("index_select", &out, vec![(self.clone(), table), (ids.clone(), at)]);
+            return match split.run(|x| x[0].index_select(&x[1], dim)) {
+                Err(Error::LimitExceeded { .. }) if self.in_parts() && !ids.in_parts() => {
+                    self.index_select_parts(ids, dim, &out)
+                }
+                r => r,
+            };
+        }
         let r = self.run(Family::Index, "index_select", &[ids], &out)?;
         let flag = self.new_flag()?;
         let s = dispatch!(self.device, |b| b.wrap(b.index_select(
@@ -424,7 +467,11 @@ impl Tensor {
 
     /// A fresh contiguous copy (never shares storage with `self`).
     pub fn copy(&self) -> Result<Tensor> {
-        let r = self.run(Family::Copy, "copy", &[], &Out::new(self.shape().clone(), self.dtype))?;
+        let out = Out::new(self.shape().clone(), self.dtype);
+        if parts::needed(&out, &[self]) {
+            return Split::pointwise("copy", &out, std::slice::from_ref(self)).run(|x| x[0].copy());
+        }
+        let r = self.run(Family::Copy, "copy", &[], &out)?;
         let s = dispatch!(self.device, |b| {
             let mut dst = b.alloc(self.dtype, self.elem_count())?;
             b.copy_strided(r.arg(b, self)?, &self.layout, &mut dst, 0)?;
@@ -535,6 +582,14 @@ impl Tensor {
         self.same_device("matmul", &[rhs])?;
         let g = spec::matmul::matmul((&self.layout, self.dtype), (&rhs.layout, rhs.dtype))?;
         let (ll, rl) = (self.layout.broadcast_as(&g.lhs_shape())?, rhs.layout.broadcast_as(&g.rhs_shape())?);
+        if parts::needed(&g.out, &[self, rhs]) {
+            // Batch dims with both operands, M with the lhs's rows, N with the rhs's columns.
+            let n = g.out.shape.rank();
+            let lhs = (0..n).map(|i| (i != n - 1).then_some(i)).collect();
+            let rhs_dims = (0..n).map(|i| (i != n - 2).then_some(i)).collect();
+            let xs = vec![(self.view(ll), lhs), (rhs.view(rl), rhs_dims)];
+            return Split::mapped("matmul", &g.out, xs).run(|x| x[0].matmul(&x[1]));
+        }
         let r = self.run(Family::Matmul, "matmul", &[rhs], &g.out)?;
         let s = dispatch!(self.device, |b| b.wrap(b.matmul(r.arg(b, self)?, &ll, r.arg(b, rhs)?, &rl, &g)?));
         Ok(r.finish(s))
@@ -553,6 +608,11 @@ impl Tensor {
     fn softmax_op(&self, op: NnOp, dim: impl Dim) -> Result<Tensor> {
         let dim = dim.to_index(self.rank(), op.name())?;
         let out = nn::softmax(op, &self.layout, self.dtype, dim)?;
+        if parts::needed(&out, &[self]) {
+            return Split::pointwise(op.name(), &out, std::slice::from_ref(self))
+                .fixed(&[dim])
+                .run(|x| x[0].softmax_op(op, dim));
+        }
         let r = self.run(Family::Nn, op.name(), &[], &out)?;
         let s = dispatch!(self.device, |b| b.wrap(b.softmax(r.arg(b, self)?, &self.layout, op, dim)?));
         Ok(r.finish(s))

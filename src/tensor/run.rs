@@ -81,6 +81,10 @@ impl Tensor {
                 r.guards.push(t.read()?);
             }
         }
+        // An op that splits took such an operand before it got here (`parts.rs`).
+        if let Some(Storage::Parts(p)) = r.guards.iter().map(|g| &**g).find(|s| matches!(s, Storage::Parts(_))) {
+            return Err(p.unsplit(op));
+        }
         Ok(r)
     }
 

@@ -229,6 +229,19 @@ impl WgpuBackend {
         })))
     }
 
+    /// The largest buffer a kernel binds and the largest buffer, as the device was opened with
+    /// (the adapter's own maxima, or `max_binding` of `RWO_WGPU_TUNE`); larger tensors are
+    /// stored in parts.
+    fn binding_info(&self) -> String {
+        let (b, l) = (self.max_bytes(), &self.0.gpu.limits);
+        let forced = if self.0.tune.max_binding.is_some() { ", lowered by RWO_WGPU_TUNE" } else { "" };
+        format!(
+            "{b} bytes ({} MiB{forced}); max buffer {} MiB; larger tensors are stored in parts",
+            b >> 20,
+            l.max_buffer_size >> 20
+        )
+    }
+
     /// The adapter features that decide how dtypes are represented in kernels.
     pub fn caps(&self) -> Caps {
         self.0.caps
@@ -487,7 +500,7 @@ impl Memory for WgpuBackend {
             ("bounds checks", self.0.bounds_checks.describe()),
             ("driver", format!("{} {}", gpu.info.driver, gpu.info.driver_info)),
             ("features", if on.is_empty() { "none".into() } else { on.join(", ") }),
-            ("max storage binding", format!("{} bytes ({} MiB)", gpu.max_binding(), gpu.max_binding() >> 20)),
+            ("max storage binding", self.binding_info()),
             (
                 "max workgroup",
                 format!(
@@ -515,7 +528,9 @@ impl Memory for WgpuBackend {
     }
 
     fn max_bytes(&self) -> u64 {
-        self.0.gpu.max_binding()
+        // A lower limit forced for tests binds tensors only: scratch and metadata keep the
+        // adapter's.
+        self.0.gpu.max_binding().min(self.0.tune.max_binding.unwrap_or(u64::MAX))
     }
 
     fn alloc(&self, dtype: DType, len: usize) -> Result<WgpuStorage> {

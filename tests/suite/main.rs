@@ -64,6 +64,8 @@ mod matmul;
 mod native;
 mod nn;
 mod numerics;
+#[cfg(not(target_family = "wasm"))] // a wgpu device of its own (a lower binding limit), opened blocking
+mod parts;
 mod plan;
 mod pool;
 mod quant;
