@@ -1,6 +1,7 @@
 //! Attention and the rotary embeddings as tensor methods ([`crate::spec::attention`]).
 
 use super::Tensor;
+use super::parts::{self, Split};
 use crate::Result;
 use crate::backend::AttentionOps;
 use crate::device::{BackendOf, dispatch};
@@ -35,6 +36,21 @@ impl Tensor {
         let others: Vec<&Tensor> = [Some(k), Some(v), mask].into_iter().flatten().collect();
         self.same_device(op, &others)?;
         let (out, p, ml) = attention::sdpa(self.lay(), k.lay(), v.lay(), mask.map(Tensor::lay), causal, scale)?;
+        if parts::needed(&out, &others) || others.iter().any(|t| t.in_parts()) {
+            // Batches with every operand; heads too where each has its own kv head (grouped
+            // heads keep theirs whole); the rows and keys never (the causal alignment is theirs).
+            let own_kv = self.dims()[1] == k.dims()[1];
+            let with = |heads: bool| vec![Some(0), heads.then_some(1), None, None];
+            let mut xs = vec![(self.clone(), with(true)), (k.clone(), with(own_kv)), (v.clone(), with(own_kv))];
+            if let (Some(m), Some(l)) = (mask, &ml) {
+                xs.push((m.view(l.clone()), with(true)));
+            }
+            let fixed: &[usize] = if own_kv { &[2, 3] } else { &[1, 2, 3] };
+            let scale = Some(p.scale);
+            return Split::mapped(op, &out, xs)
+                .fixed(fixed)
+                .run(|x| x[0].scaled_dot_product_attention(&x[1], &x[2], x.get(3), causal, scale));
+        }
         let r = self.run(Family::Attention, op, &others, &out)?;
         let s = dispatch!(self.device, |b| {
             let m = match (mask, &ml) {
@@ -62,6 +78,15 @@ impl Tensor {
     fn rope_op(&self, op: AttentionOp, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
         self.same_device(op.name(), &[cos, sin])?;
         let (out, cl, sl) = attention::rope(op, self.lay(), cos.lay(), sin.lay())?;
+        if parts::needed(&out, &[self, cos, sin]) {
+            // Batches (with cos and sin where they have them) and heads.
+            let table = |t: &Tensor| {
+                let batch = t.rank() == 3 && t.dims()[0] > 1;
+                (t.clone(), vec![batch.then_some(0), None, None, None])
+            };
+            let xs = vec![(self.clone(), vec![Some(0), Some(1), None, None]), table(cos), table(sin)];
+            return Split::mapped(op.name(), &out, xs).fixed(&[2, 3]).run(|x| x[0].rope_op(op, &x[1], &x[2]));
+        }
         let r = self.run(Family::Attention, op.name(), &[cos, sin], &out)?;
         let s = dispatch!(self.device, |b| {
             let (x, c, si) = ((r.arg(b, self)?, &self.layout), (r.arg(b, cos)?, &cl), (r.arg(b, sin)?, &sl));

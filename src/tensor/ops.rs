@@ -223,7 +223,12 @@ impl Tensor {
         let red = reduce::reduce(op, &self.layout, self.dtype, &dims)?;
         let t = if parts::needed(&red.out, &[self]) {
             let split = Split::pointwise(op.name(), &red.out, std::slice::from_ref(self)).fixed(&red.dims);
-            split.run(|x| x[0].reduce(op, red.dims.clone(), true))?
+            match split.run(|x| x[0].reduce(op, red.dims.clone(), true)) {
+                Err(Error::LimitExceeded { .. }) if self.in_parts() && !op.is_arg() => {
+                    self.reduce_parts(op, &red.dims)?
+                }
+                r => r?,
+            }
         } else {
             let r = self.run(Family::Reduce, op.name(), &[], &red.out)?;
             let s = dispatch!(self.device, |b| b.wrap(b.reduce(r.arg(b, self)?, &self.layout, op, &red.dims)?));
@@ -426,6 +431,13 @@ impl Tensor {
     pub(super) fn conv<const N: usize>(&self, k: &Tensor, op: ConvOp, p: &ConvParams<N>) -> Result<Tensor> {
         self.same_device(op.name(), &[k])?;
         let g = spec::conv::conv(op, (&self.layout, self.dtype), (&k.layout, k.dtype), p)?;
+        if parts::needed(&g.out, &[self, k]) {
+            // Images with images; the kernel whole in each piece.
+            let n = g.out.shape.rank();
+            let image = (0..n).map(|i| (i == 0).then_some(0)).collect();
+            let xs = vec![(self.clone(), image), (k.clone(), vec![None; n])];
+            return Split::mapped(op.name(), &g.out, xs).run(|x| x[0].conv(&x[1], op, p));
+        }
         let r = self.run(Family::Conv, op.name(), &[k], &g.out)?;
         let (c, xl, kl) = (Conv2::from(&g), nchw(&self.layout), nchw(&k.layout));
         let s = dispatch!(self.device, |b| b.wrap(b.conv(op, r.arg(b, self)?, &xl, r.arg(b, k)?, &kl, &c)?));
@@ -444,6 +456,10 @@ impl Tensor {
 
     fn pool2d(&self, op: PoolOp, p: &Pool2dParams) -> Result<Tensor> {
         let out = spec::pool::pool2d(op, &self.layout, self.dtype, p)?;
+        if parts::needed(&out, &[self]) {
+            let split = Split::pointwise(op.name(), &out, std::slice::from_ref(self)).fixed(&[2, 3]);
+            return split.run(|x| x[0].pool2d(op, p));
+        }
         let r = self.run(Family::Pool, op.name(), &[], &out)?;
         let s = dispatch!(self.device, |b| b.wrap(b.pool2d(r.arg(b, self)?, &self.layout, op, p)?));
         Ok(r.finish(s))
@@ -452,6 +468,10 @@ impl Tensor {
     /// `(N, C, L) -> (N, C, size)`, nearest neighbour.
     pub fn upsample_nearest1d(&self, size: usize) -> Result<Tensor> {
         let out = spec::upsample::upsample(UpsampleOp::UpsampleNearest1d, &self.layout, self.dtype, &[size])?;
+        if parts::needed(&out, &[self]) {
+            let split = Split::pointwise("upsample_nearest1d", &out, std::slice::from_ref(self)).fixed(&[2]);
+            return split.run(|x| x[0].upsample_nearest1d(size));
+        }
         let r = self.run(Family::Upsample, "upsample_nearest1d", &[], &out)?;
         let s = dispatch!(self.device, |b| b.wrap(b.upsample_nearest1d(r.arg(b, self)?, &self.layout, size)?));
         Ok(r.finish(s))
@@ -460,6 +480,10 @@ impl Tensor {
     /// `(N, C, H, W) -> (N, C, h, w)`, nearest neighbour.
     pub fn upsample_nearest2d(&self, h: usize, w: usize) -> Result<Tensor> {
         let out = spec::upsample::upsample(UpsampleOp::UpsampleNearest2d, &self.layout, self.dtype, &[h, w])?;
+        if parts::needed(&out, &[self]) {
+            let split = Split::pointwise("upsample_nearest2d", &out, std::slice::from_ref(self)).fixed(&[2, 3]);
+            return split.run(|x| x[0].upsample_nearest2d(h, w));
+        }
         let r = self.run(Family::Upsample, "upsample_nearest2d", &[], &out)?;
         let s = dispatch!(self.device, |b| b.wrap(b.upsample_nearest2d(r.arg(b, self)?, &self.layout, [h, w])?));
         Ok(r.finish(s))
@@ -484,6 +508,9 @@ impl Tensor {
     /// through a view, the elements of the viewed tensor change.
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<()> {
         let value = value.into().to_dtype(self.dtype);
+        if self.in_parts() {
+            return self.in_windows(|w| w.fill_(value));
+        }
         let mut guard = self.write()?;
         dispatch!(self.device, |b| b.fill(b.get_mut(&mut guard)?, &self.layout, value))
     }
@@ -536,6 +563,11 @@ impl Tensor {
             return Ok(());
         }
         let src = if src.shares_storage(self) || !src.is_contiguous() { src.copy()? } else { src.clone() };
+        if self.in_parts() {
+            let block = self.narrow(dim, start, src.dims()[dim])?;
+            self.status().absorb(src.status().flags());
+            return block.write_parts(&src, |w, s| w.write_block(s, dim, 0));
+        }
         let calls = spec::copy::block_copies(self.layout(), src.layout(), dim, start)?;
         // The data written here now depends on whatever `src`'s depends on.
         self.status().absorb(src.status().flags());
@@ -623,6 +655,13 @@ impl Tensor {
         let params = [weight, bias].into_iter().flatten().collect::<Vec<_>>();
         self.same_device("layer_norm", &params)?;
         let out = nn::norm(NnOp::LayerNorm, self.lay(), weight.map(Tensor::lay), bias.map(Tensor::lay), eps)?;
+        if parts::needed(&out, &[self]) || params.iter().any(|t| t.in_parts()) {
+            let (hw, hb) = (weight.is_some(), bias.is_some());
+            return self.split_norm("layer_norm", &out, &params, &[], |x, p| {
+                let mut p = p.iter();
+                x.layer_norm(hw.then(|| p.next()).flatten(), hb.then(|| p.next()).flatten(), eps)
+            });
+        }
         let r = self.run(Family::Nn, "layer_norm", &params, &out)?;
         let s = dispatch!(self.device, |b| {
             let w = weight.map(|t| Ok::<_, crate::Error>((r.arg(b, t)?, &t.layout))).transpose()?;
@@ -637,6 +676,9 @@ impl Tensor {
         let params = weight.into_iter().collect::<Vec<_>>();
         self.same_device("rms_norm", &params)?;
         let out = nn::norm(NnOp::RmsNorm, (&self.layout, self.dtype), weight.map(|t| (&t.layout, t.dtype)), None, eps)?;
+        if parts::needed(&out, &[self]) || params.iter().any(|t| t.in_parts()) {
+            return self.split_norm("rms_norm", &out, &params, &[], |x, p| x.rms_norm(p.first(), eps));
+        }
         let r = self.run(Family::Nn, "rms_norm", &params, &out)?;
         let s = dispatch!(self.device, |b| {
             let w = weight.map(|t| Ok::<_, crate::Error>((r.arg(b, t)?, &t.layout))).transpose()?;
@@ -658,6 +700,13 @@ impl Tensor {
         self.same_device("batch_norm", &params)?;
         let out =
             nn::batch_norm(self.lay(), mean.lay(), var.lay(), weight.map(Tensor::lay), bias.map(Tensor::lay), eps)?;
+        if parts::needed(&out, &[self]) || params.iter().any(|t| t.in_parts()) {
+            let (hw, hb) = (weight.is_some(), bias.is_some());
+            return self.split_norm("batch_norm", &out, &params, &[1], |x, p| {
+                let mut rest = p[2..].iter();
+                x.batch_norm(&p[0], &p[1], hw.then(|| rest.next()).flatten(), hb.then(|| rest.next()).flatten(), eps)
+            });
+        }
         let r = self.run(Family::Nn, "batch_norm", &params, &out)?;
         let s = dispatch!(self.device, |b| {
             let w = weight.map(|t| Ok::<_, crate::Error>((r.arg(b, t)?, &t.layout))).transpose()?;
@@ -672,6 +721,11 @@ impl Tensor {
     /// u32 indices that sort each row along the last dim (stable).
     pub fn argsort(&self, descending: bool) -> Result<Tensor> {
         let out = spec::sort::argsort(&self.layout, self.dtype)?;
+        if parts::needed(&out, &[self]) {
+            let last = out.shape.rank().saturating_sub(1);
+            let split = Split::pointwise("argsort", &out, std::slice::from_ref(self)).fixed(&[last]);
+            return split.run(|x| x[0].argsort(descending));
+        }
         let r = self.run(Family::Sort, "argsort", &[], &out)?;
         let s = dispatch!(self.device, |b| b.wrap(b.argsort(r.arg(b, self)?, &self.layout, descending)?));
         Ok(r.finish(s))

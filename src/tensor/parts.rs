@@ -8,6 +8,7 @@ use super::{Cell, Tensor};
 use crate::backend::{BackendKind, Memory, Readback};
 use crate::device::{BackendOf, Storage, dispatch};
 use crate::spec::Out;
+use crate::spec::reduce::ReduceOp;
 use crate::{CpuStorage, DType, Device, Error, Layout, Result, Shape};
 use std::sync::Arc;
 
@@ -236,6 +237,66 @@ impl Tensor {
         let merged = merged.ok_or_else(|| self.cannot_split("index_select"))?;
         merged.status().absorb(checked.status().flags());
         Ok(merged)
+    }
+
+    /// `write(window, piece)` for each range of one dim along which this view's rows lie in
+    /// one part: the window over it, and `src` (of this view's shape) narrowed alike. An
+    /// in-place write into a tensor in parts (`slice_set`, `cat` past one buffer).
+    pub(super) fn write_parts(&self, src: &Tensor, write: impl Fn(&Tensor, &Tensor) -> Result<()>) -> Result<()> {
+        for d in 0..self.rank() {
+            let Some(ranges) = self.ranges(d, self.dims()[d])? else { continue };
+            for (a, b) in ranges {
+                let w = self.narrow(d, a, b - a)?.window()?.ok_or_else(|| self.cannot_split("a write"))?;
+                write(&w, &src.narrow(d, a, b - a)?)?;
+            }
+            return Ok(());
+        }
+        Err(self.cannot_split("a write"))
+    }
+
+    /// `f` on the windows of this view, range by range as [`Tensor::write_parts`] (`fill_`).
+    pub(super) fn in_windows(&self, f: impl Fn(&Tensor) -> Result<()>) -> Result<()> {
+        self.write_parts(self, |w, _| f(w))
+    }
+
+    /// A norm of this tensor with its parameters `params`, split: along every dim but the
+    /// normalised last one (layer and rms norms: `channel` empty), or along any, the `(C)`
+    /// parameters moving with output dim 1 (batch norm: `channel` is `[1]`).
+    pub(super) fn split_norm(
+        &self,
+        op: &'static str,
+        out: &Out,
+        params: &[&Tensor],
+        channel: &[usize],
+        f: impl Fn(&Tensor, &[Tensor]) -> Result<Tensor>,
+    ) -> Result<Tensor> {
+        let n = out.shape.rank();
+        let mut xs = vec![(self.clone(), (0..n).map(Some).collect())];
+        for &p in params {
+            xs.push((p.clone(), (0..n).map(|i| channel.contains(&i).then_some(0)).collect()));
+        }
+        let fixed = if channel.is_empty() { vec![n.saturating_sub(1)] } else { vec![] };
+        Split::mapped(op, out, xs).fixed(&fixed).run(|x| f(&x[0], &x[1..]))
+    }
+
+    /// `op` (sum, min or max) over `dims` of this tensor in parts, where no split of the kept
+    /// dims fits: one partial result per range of a reduced dim whose rows each lie in one part
+    /// (a 16-bit sum's partials in f32, as the kernels accumulate it), joined and reduced again.
+    /// The reduced dims kept, as size 1.
+    pub(super) fn reduce_parts(&self, op: ReduceOp, dims: &[usize]) -> Result<Tensor> {
+        for &r in dims {
+            let Some(ranges) = self.ranges(r, self.dims()[r])? else { continue };
+            let wide = op == ReduceOp::Sum && matches!(self.dtype, DType::F16 | DType::BF16);
+            let mut partials = vec![];
+            for (a, b) in ranges {
+                let piece = self.narrow(r, a, b - a)?.window()?.ok_or_else(|| self.cannot_split(op.name()))?;
+                let piece = if wide { piece.to_dtype(DType::F32)? } else { piece };
+                partials.push(piece.reduce(op, dims.to_vec(), true)?);
+            }
+            let all = Tensor::cat(&partials, r)?.reduce(op, dims.to_vec(), true)?;
+            return all.to_dtype(self.dtype);
+        }
+        Err(self.cannot_split(op.name()))
     }
 
     /// Ranges of `dim` (of size `n`) whose rows each lie in one part, largest first from 0;

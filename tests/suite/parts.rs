@@ -4,6 +4,8 @@
 //! operands in parts, on views of them and on outputs past one buffer.
 
 use crate::{Tol, compare_with_cpu, rand_tensor};
+use rocm_wgpu_ops::spec::conv::ConvParams;
+use rocm_wgpu_ops::spec::pool::Pool2dParams;
 use rocm_wgpu_ops::wgpu::Tune;
 use rocm_wgpu_ops::{DType, Device, Error, IndexOp, Result, Tensor};
 
@@ -18,6 +20,11 @@ fn small_device() -> Result<Option<Device>> {
         return Ok(None);
     }
     Device::wgpu_tuned(None, None, Tune { max_binding: Some(LIMIT), ..Tune::default() }).map(Some)
+}
+
+/// `[6, 3, 16, 16]` f32, 18432 bytes: images in parts, three images a part.
+fn images(d: &Device) -> Result<Tensor> {
+    rand_tensor(d, DType::F32, &[6, 3, 16, 16], 34, -2.0, 2.0)
 }
 
 /// A case: the same tensor made on a device.
@@ -94,6 +101,123 @@ fn tensors_in_parts_match_reference() -> Result<()> {
             }),
         ),
         ("the last rows as a view", Tol::of(DType::F32), Box::new(|d| table(d)?.i((290.., 3..20))?.exp())),
+        (
+            "cat past one buffer",
+            Tol::EXACT,
+            Box::new(|d| {
+                let t = table(d)?;
+                Tensor::cat(&[t.narrow(0, 0, 150)?.abs()?, t.narrow(0, 150, 150)?.neg()?], 0)
+            }),
+        ),
+        (
+            "slice_set across the cut",
+            Tol::EXACT,
+            Box::new(|d| {
+                let t = table(d)?;
+                t.slice_set(&rand_tensor(d, DType::F32, &[10, 24], 35, 5.0, 6.0)?, 0, 165)?;
+                Ok(t)
+            }),
+        ),
+        (
+            "slice_set of columns",
+            Tol::EXACT,
+            Box::new(|d| {
+                let t = table(d)?;
+                t.slice_set(&rand_tensor(d, DType::F32, &[300, 2], 36, 5.0, 6.0)?, 1, 7)?;
+                Ok(t)
+            }),
+        ),
+        (
+            "fill_ of a view across the cut",
+            Tol::EXACT,
+            Box::new(|d| {
+                let t = table(d)?;
+                t.narrow(0, 160, 20)?.narrow(1, 2, 5)?.fill_(3.0)?;
+                Ok(t)
+            }),
+        ),
+        ("sum over the rows the parts cut", Tol { atol: 1e-5, rtol: 1e-5 }, Box::new(|d| table(d)?.sum(0))),
+        ("max over the rows the parts cut", Tol::EXACT, Box::new(|d| table(d)?.max_keepdim(0))),
+        (
+            "an f16 sum of a vector in parts",
+            Tol::of(DType::F16),
+            Box::new(|d| rand_tensor(d, DType::F16, &[9000], 13, -1.0, 1.0)?.sum(0)),
+        ),
+        (
+            "layer_norm with weight and bias",
+            Tol { atol: 1e-5, rtol: 1e-5 },
+            Box::new(|d| {
+                let (w, b) =
+                    (rand_tensor(d, DType::F32, &[24], 14, 0.5, 1.5)?, rand_tensor(d, DType::F32, &[24], 15, -1., 1.)?);
+                table(d)?.layer_norm(Some(&w), Some(&b), 1e-5)
+            }),
+        ),
+        (
+            "rms_norm",
+            Tol { atol: 1e-5, rtol: 1e-5 },
+            Box::new(|d| table(d)?.rms_norm(Some(&rand_tensor(d, DType::F32, &[24], 16, 0.5, 1.5)?), 1e-5)),
+        ),
+        (
+            "batch_norm of images in parts",
+            Tol { atol: 1e-5, rtol: 1e-5 },
+            Box::new(|d| {
+                let c = |seed, lo, hi| rand_tensor(d, DType::F32, &[4], seed, lo, hi);
+                let x = rand_tensor(d, DType::F32, &[40, 4, 30], 17, -2.0, 2.0)?;
+                x.batch_norm(&c(18, -1., 1.)?, &c(19, 0.5, 2.)?, Some(&c(20, 0.5, 1.5)?), Some(&c(21, -1., 1.)?), 1e-5)
+            }),
+        ),
+        (
+            "conv2d of images in parts",
+            Tol { atol: 1e-5, rtol: 1e-5 },
+            Box::new(|d| {
+                let k = rand_tensor(d, DType::F32, &[4, 3, 3, 3], 22, -1.0, 1.0)?;
+                images(d)?.conv2d(&k, &ConvParams::default())
+            }),
+        ),
+        ("max_pool2d of images in parts", Tol::EXACT, Box::new(|d| images(d)?.max_pool2d(&Pool2dParams::new(2)))),
+        (
+            "upsample to images in parts",
+            Tol::EXACT,
+            Box::new(|d| rand_tensor(d, DType::F32, &[6, 3, 8, 8], 23, -1.0, 1.0)?.upsample_nearest2d(16, 16)),
+        ),
+        ("argsort of rows", Tol::EXACT, Box::new(|d| table(d)?.argsort(true))),
+        (
+            "rope of heads in parts",
+            Tol { atol: 1e-5, rtol: 1e-5 },
+            Box::new(|d| {
+                let x = rand_tensor(d, DType::F32, &[2, 4, 30, 24], 24, -1.0, 1.0)?;
+                let (c, s) = (
+                    rand_tensor(d, DType::F32, &[30, 12], 25, -1., 1.)?,
+                    rand_tensor(d, DType::F32, &[30, 12], 26, -1., 1.)?,
+                );
+                x.rope(&c, &s)
+            }),
+        ),
+        (
+            "attention, kv in parts, a mask",
+            Tol { atol: 1e-5, rtol: 1e-5 },
+            Box::new(|d| {
+                let q = rand_tensor(d, DType::F32, &[3, 4, 30, 16], 27, -1.0, 1.0)?;
+                let (k, v) = (
+                    rand_tensor(d, DType::F32, &[3, 4, 40, 16], 28, -1., 1.)?,
+                    rand_tensor(d, DType::F32, &[3, 4, 40, 16], 29, -1., 1.)?,
+                );
+                let mask = rand_tensor(d, DType::F32, &[30, 40], 30, 0.0, 2.0)?.to_dtype(DType::U8)?;
+                q.scaled_dot_product_attention(&k, &v, Some(&mask), true, None)
+            }),
+        ),
+        (
+            "attention, grouped heads, q in parts",
+            Tol { atol: 1e-5, rtol: 1e-5 },
+            Box::new(|d| {
+                let q = rand_tensor(d, DType::F32, &[3, 4, 30, 16], 31, -1.0, 1.0)?;
+                let (k, v) = (
+                    rand_tensor(d, DType::F32, &[3, 2, 40, 16], 32, -1., 1.)?,
+                    rand_tensor(d, DType::F32, &[3, 2, 40, 16], 33, -1., 1.)?,
+                );
+                q.scaled_dot_product_attention(&k, &v, None, true, None)
+            }),
+        ),
     ];
     pollster::block_on(async {
         for (what, tol, f) in &cases {
@@ -117,11 +241,13 @@ fn ops_that_do_not_split_say_so() -> Result<()> {
     let want = t.to_vec2::<f32>()?;
     // An output past one buffer is stored in parts too.
     let wide = t.to_dtype(DType::F64)?;
-    // A sum over the dim the parts split: no piece of the output keeps its operand in one part.
+    // An arg reduction over the dim the parts cut; ops that do not split yet.
+    let ids = Tensor::from_vec(vec![0u32, 1, 2], [3, 1], &dev)?;
     let refused = [
-        ("sum over rows", t.sum(0)),
-        ("layer_norm", t.layer_norm(None, None, 1e-5)),
-        ("layer_norm of an output in parts", wide.layer_norm(None, None, 1e-5)),
+        ("argmax over rows", t.argmax(0)),
+        ("argmax over rows of an output in parts", wide.argmax(0)),
+        ("gather", t.gather(&ids, 0)),
+        ("scatter", t.scatter(&ids, &ids.to_dtype(DType::F32)?, 0)),
     ];
     for (what, r) in refused {
         match r {
