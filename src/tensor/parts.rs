@@ -9,7 +9,7 @@ use crate::backend::{BackendKind, Memory, Readback};
 use crate::device::{BackendOf, Storage, dispatch};
 use crate::spec::Out;
 use crate::spec::reduce::ReduceOp;
-use crate::{CpuStorage, DType, Device, Error, Layout, Result, Shape};
+use crate::{CpuStorage, DType, Device, Error, Layout, Result, Scalar, Shape};
 use std::sync::Arc;
 
 /// A tensor's elements in consecutive ranges, each an ordinary storage of one backend within the
@@ -213,25 +213,38 @@ impl Tensor {
         }
     }
 
-    /// Rows of `self` (stored in parts) along `dim` at `ids`, part by part: each range of rows
-    /// lying in one part selects the ids falling in it (the others read its first row) and the
-    /// results are merged by where each id falls. Ids out of range are flagged against the whole
-    /// dim by a select from a broadcast view of its length.
+    /// Rows of `self` (stored in parts) along `dim` at `ids`, part by part: for each range of
+    /// rows lying in one part, the ids clamped into it select from its window (so ids outside
+    /// it read an edge row), and a `where` keeps the rows of the ids the clamp left alone (the
+    /// clamp, the comparison and the shift fuse into one kernel). Ids out of range are flagged
+    /// against the whole dim by a select from a broadcast view of its length.
     pub(super) fn index_select_parts(&self, ids: &Tensor, dim: usize, out: &Out) -> Result<Tensor> {
         let n = self.dims()[dim];
         let whole = Tensor::zeros([1], DType::U8, &self.device)?.broadcast_as([n])?;
         let checked = whole.index_select(ids, 0)?;
         let mut at = vec![1; out.shape.rank()];
         at[dim] = ids.elem_count();
+        // The largest id the ids' dtype holds: ranges past it hold none of them.
+        let top = match ids.dtype {
+            DType::U8 => u8::MAX as usize,
+            DType::U32 => u32::MAX as usize,
+            _ => i64::MAX as usize,
+        };
         let mut merged: Option<Tensor> = None;
         for (a, b) in self.ranges(dim, n)?.ok_or_else(|| self.cannot_split("index_select"))? {
+            if a > top {
+                break;
+            }
             let rows = self.narrow(dim, a, b - a)?.window()?.ok_or_else(|| self.cannot_split("index_select"))?;
-            let inside = ids.ge(a as f64)?.mul(&ids.lt(b as f64)?)?;
-            let local = ids.sub(a as f64)?.mul(&inside.to_dtype(ids.dtype())?)?;
+            let clamped = ids.clamp(Scalar::I64(a as i64), Scalar::I64((b - 1).min(top) as i64))?;
+            let local = if a == 0 { clamped.clone() } else { clamped.sub(Scalar::I64(a as i64))? };
             let picked = rows.index_select(&local, dim)?;
             merged = Some(match merged {
                 None => picked,
-                Some(m) => inside.reshape(at.clone())?.broadcast_as(out.shape.clone())?.where_cond(&picked, &m)?,
+                Some(m) => {
+                    let inside = clamped.eq(ids)?.reshape(at.clone())?.broadcast_as(out.shape.clone())?;
+                    inside.where_cond(&picked, &m)?
+                }
             });
         }
         let merged = merged.ok_or_else(|| self.cannot_split("index_select"))?;
@@ -481,8 +494,21 @@ impl<'a> Split<'a> {
         if fits_one {
             return Tensor::cat(&outs, d);
         }
+        // Neighbouring pieces joined into one buffer while they fit one (a cast to a narrower
+        // dtype makes pieces smaller than the limit): fewer parts, fewer pieces in later ops.
+        let size = self.out.dtype.size_in_bytes() as u64;
+        let limit = limit(dev);
+        let mut groups: Vec<Vec<Tensor>> = vec![];
+        for o in outs {
+            let bytes = |g: &Vec<Tensor>| g.iter().map(|t| t.elem_count() as u64 * size).sum::<u64>();
+            match groups.last_mut() {
+                Some(g) if bytes(g) + o.elem_count() as u64 * size <= limit => g.push(o),
+                _ => groups.push(vec![o]),
+            }
+        }
         let (mut parts, mut bounds, mut flags) = (vec![], vec![0], vec![]);
-        for o in &outs {
+        for g in groups {
+            let o = if g.len() == 1 { g[0].clone() } else { Tensor::cat(&g, d)? };
             parts.push(o.own_storage()?);
             bounds.push(bounds[bounds.len() - 1] + o.elem_count());
             flags.extend(o.status().flags());

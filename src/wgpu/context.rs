@@ -236,9 +236,11 @@ impl Gpu {
         }
     }
 
-    /// The largest buffer a kernel can bind, in bytes.
+    /// The largest buffer a kernel can bind, in bytes, rounded down to the 16 bytes the pool
+    /// rounds sizes up to (NVIDIA's limit is 2^32 - 1: a buffer rounded past it fails
+    /// validation).
     pub(crate) fn max_binding(&self) -> u64 {
-        self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size)
+        self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size) / 16 * 16
     }
 
     /// Runs `f` inside an error scope and returns what it produced, or the error it raised.
