@@ -279,6 +279,14 @@ impl Tensor {
         let shape = shape.into();
         spec::random::random(&shape, dtype, dist)?;
         run::admit(device, Family::Random, "random", &Out::new(shape.clone(), dtype))?;
+        // Each element depends on its stream position alone: a part starts where it lies.
+        let part = |lo: usize, hi: usize| {
+            let at = offset.wrapping_add(lo as u64);
+            dispatch!(device, |b| Ok(b.wrap(b.random(dtype, hi - lo, dist, seed, at)?)))
+        };
+        if let Some(t) = Tensor::make_parts(&shape, dtype, device, part)? {
+            return Ok(t);
+        }
         let len = shape.elem_count();
         let storage = dispatch!(device, |b| b.wrap(b.random(dtype, len, dist, seed, offset)?));
         Ok(Self::from_storage(storage, shape, device))

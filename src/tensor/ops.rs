@@ -286,6 +286,13 @@ impl Tensor {
         let dim = dim.to_index(self.rank(), "gather")?;
         self.same_device("gather", &[ids])?;
         let out = index::gather((&self.layout, self.dtype), (&ids.layout, ids.dtype), dim)?;
+        if parts::needed(&out, &[self, ids]) {
+            // Every dim but the gathered one with both; that one with the ids alone.
+            let n = out.shape.rank();
+            let table = (0..n).map(|i| (i != dim).then_some(i)).collect();
+            let xs = vec![(self.clone(), table), (ids.clone(), (0..n).map(Some).collect())];
+            return Split::mapped("gather", &out, xs).run(|x| x[0].gather(&x[1], dim));
+        }
         let r = self.run(Family::Index, "gather", &[ids], &out)?;
         let flag = self.new_flag()?;
         let s = dispatch!(self.device, |b| b.wrap(b.gather(

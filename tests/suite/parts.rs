@@ -6,6 +6,7 @@
 use crate::{Tol, compare_with_cpu, rand_tensor};
 use rocm_wgpu_ops::spec::conv::ConvParams;
 use rocm_wgpu_ops::spec::pool::Pool2dParams;
+use rocm_wgpu_ops::spec::random::Distribution;
 use rocm_wgpu_ops::wgpu::Tune;
 use rocm_wgpu_ops::{DType, Device, Error, IndexOp, Result, Tensor};
 
@@ -134,6 +135,24 @@ fn tensors_in_parts_match_reference() -> Result<()> {
                 let t = table(d)?;
                 t.narrow(0, 160, 20)?.narrow(1, 2, 5)?.fill_(3.0)?;
                 Ok(t)
+            }),
+        ),
+        (
+            "normal draws in parts (each element at its stream position)",
+            Tol { atol: 1e-6, rtol: 1e-5 },
+            Box::new(|d| Tensor::random([300, 25], DType::F32, Distribution::Normal { mean: 0.5, std: 2.0 }, 7, 13, d)),
+        ),
+        (
+            "uniform f16 draws in parts",
+            Tol::EXACT,
+            Box::new(|d| Tensor::random([9001], DType::F16, Distribution::Uniform { low: -1.0, high: 3.0 }, 8, 5, d)),
+        ),
+        (
+            "gather along rows in parts",
+            Tol::EXACT,
+            Box::new(|d| {
+                let ids: Vec<u32> = (0..900).map(|i| (i * 7 % 24) as u32).collect();
+                table(d)?.gather(&Tensor::from_vec(ids, [300, 3], d)?, 1)
             }),
         ),
         ("sum over the rows the parts cut", Tol { atol: 1e-5, rtol: 1e-5 }, Box::new(|d| table(d)?.sum(0))),
