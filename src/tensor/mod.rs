@@ -9,6 +9,7 @@ mod dropout;
 mod fuse;
 mod indexing;
 mod literals;
+mod nn;
 mod ops;
 pub(crate) mod parts;
 mod plan;
