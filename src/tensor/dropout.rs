@@ -2,6 +2,7 @@
 //! element's uniform, compares it with `p` and scales `x`, reading `x` once.
 
 use super::Tensor;
+use super::parts::{self, Split};
 use crate::Result;
 use crate::backend::RandomOps;
 use crate::device::{BackendOf, dispatch};
@@ -32,10 +33,20 @@ impl Tensor {
     /// kept where `rand_uniform` at `offset + i` is at least `p`. The same seed and offset give
     /// the same result bit for bit on every backend, for any layout of `self`.
     pub fn dropout_at(&self, p: f64, seed: u64, offset: u64) -> Result<Tensor> {
-        let (_, p, scale) = random::dropout(self.dtype(), p)?;
+        let (_, keep, scale) = random::dropout(self.dtype(), p)?;
         let out = Out::new(self.shape().clone(), self.dtype());
+        if parts::needed(&out, &[self]) {
+            // Row-major positions as one dim, each piece's mask where its first element lies.
+            let n = self.elem_count();
+            let flat = if self.is_contiguous() { self.clone() } else { self.copy()? }.reshape([n])?;
+            let at = |x: &[Tensor], a: usize| x[0].dropout_at(p, seed, offset.wrapping_add(a as u64));
+            return Split::pointwise("dropout", &Out::new([n], self.dtype()), &[flat])
+                .run_at(at)?
+                .reshape(self.shape().clone());
+        }
         let r = self.run(Family::Random, RandomOp::Dropout.name(), &[], &out)?;
-        let s = dispatch!(self.device, |b| b.wrap(b.dropout(r.arg(b, self)?, &self.layout, p, scale, seed, offset)?));
+        let s =
+            dispatch!(self.device, |b| b.wrap(b.dropout(r.arg(b, self)?, &self.layout, keep, scale, seed, offset)?));
         Ok(r.finish(s))
     }
 }

@@ -257,6 +257,19 @@ impl Tensor {
         let (start, end, step) = (start.into(), end.into(), step.into());
         let len = spec::copy::arange(start, end, step)?;
         run::admit(device, Family::Copy, "arange", &Out::new([len], start.dtype()))?;
+        let dtype = start.dtype();
+        // A part from `lo` starts at its own value: exact for integers, one rounding for floats.
+        let part = |lo: usize, hi: usize| {
+            let first = if dtype.is_int() {
+                Scalar::I64(start.to::<i64>().wrapping_add((lo as i64).wrapping_mul(step.to::<i64>())))
+            } else {
+                Scalar::F64(start.to_f64() + lo as f64 * step.to_f64())
+            };
+            dispatch!(device, |b| Ok(b.wrap(b.arange(dtype, first.to_dtype(dtype), step, hi - lo)?)))
+        };
+        if let Some(t) = Tensor::make_parts(&Shape::new([len]), dtype, device, part)? {
+            return Ok(t);
+        }
         let storage = dispatch!(device, |b| b.wrap(b.arange(start.dtype(), start, step, len)?));
         Ok(Self::from_storage(storage, [len], device))
     }

@@ -223,9 +223,7 @@ impl Tensor {
         let t = if parts::needed(&red.out, &[self]) {
             let split = Split::pointwise(op.name(), &red.out, std::slice::from_ref(self)).fixed(&red.dims);
             match split.run(|x| x[0].reduce(op, red.dims.clone(), true)) {
-                Err(Error::LimitExceeded { .. }) if self.in_parts() && !op.is_arg() => {
-                    self.reduce_parts(op, &red.dims)?
-                }
+                Err(Error::LimitExceeded { .. }) if self.in_parts() => self.reduce_parts(op, &red.dims)?,
                 r => r?,
             }
         } else {
@@ -262,7 +260,10 @@ impl Tensor {
             let split = Split::mapped("index_select", &out, vec![(self.clone(), table), (ids.clone(), at)]);
             return match split.run(|x| x[0].index_select(&x[1], dim)) {
                 Err(Error::LimitExceeded { .. }) if self.in_parts() && !ids.in_parts() => {
-                    self.index_select_parts(ids, dim, &out)
+                    let mut at = vec![1; out.shape.rank()];
+                    at[dim] = ids.elem_count();
+                    let spread = |m: Tensor| m.reshape(at.clone())?.broadcast_as(out.shape.clone());
+                    self.pick_parts("index_select", ids, dim, |t, i| t.index_select(i, dim), spread)
                 }
                 r => r,
             };
@@ -290,7 +291,12 @@ impl Tensor {
             let n = out.shape.rank();
             let table = (0..n).map(|i| (i != dim).then_some(i)).collect();
             let xs = vec![(self.clone(), table), (ids.clone(), (0..n).map(Some).collect())];
-            return Split::mapped("gather", &out, xs).run(|x| x[0].gather(&x[1], dim));
+            return match Split::mapped("gather", &out, xs).run(|x| x[0].gather(&x[1], dim)) {
+                Err(Error::LimitExceeded { .. }) if self.in_parts() && !ids.in_parts() => {
+                    self.pick_parts("gather", ids, dim, |t, i| t.gather(i, dim), Ok)
+                }
+                r => r,
+            };
         }
         let r = self.run(Family::Index, "gather", &[ids], &out)?;
         let flag = self.new_flag()?;
@@ -309,6 +315,12 @@ impl Tensor {
         self.same_device(mode.op().name(), &[ids, src])?;
         let l = (&self.layout, self.dtype);
         let out = index::scatter(mode, l, (&ids.layout, ids.dtype), (&src.layout, src.dtype), dim)?;
+        if self.in_parts() {
+            // A copy (in parts too) written in place.
+            let out = self.copy()?;
+            out.scatter_in_place(ids, src, dim, mode)?;
+            return Ok(out);
+        }
         let r = self.run(Family::Index, mode.op().name(), &[ids, src], &out)?;
         let flag = self.new_flag()?;
         let s = dispatch!(self.device, |b| b.wrap(b.scatter(
@@ -361,7 +373,7 @@ impl Tensor {
         self.scatter_in_place(ids, src, dim.to_index(self.rank(), "scatter_add")?, ScatterMode::Add)
     }
 
-    fn scatter_in_place(&self, ids: &Tensor, src: &Tensor, dim: usize, mode: ScatterMode) -> Result<()> {
+    pub(super) fn scatter_in_place(&self, ids: &Tensor, src: &Tensor, dim: usize, mode: ScatterMode) -> Result<()> {
         let op = mode.op().name();
         self.same_device(op, &[ids, src])?;
         index::scatter_set(mode, self.lay(), ids.lay(), src.lay(), dim)?;
@@ -372,6 +384,9 @@ impl Tensor {
         // An operand sharing this tensor's storage would be read while it is written.
         let own = |t: &Tensor| if t.shares_storage(self) { t.copy() } else { Ok(t.clone()) };
         let (ids, src) = (own(ids)?, own(src)?);
+        if self.in_parts() {
+            return self.scatter_parts(&ids, &src, dim, mode);
+        }
         let flag = self.new_flag()?;
         let mut flags: Vec<_> = ids.status().flags().into_iter().chain(src.status().flags()).collect();
         flags.extend(Some(flag.clone()).filter(|f| f.records()));
@@ -399,6 +414,14 @@ impl Tensor {
         self.same_device("index_add", &[ids, src])?;
         let out =
             index::index_add((&self.layout, self.dtype), (&ids.layout, ids.dtype), (&src.layout, src.dtype), dim)?;
+        if self.in_parts() {
+            // A copy (in parts too) with the ids spread over the source added in place.
+            let out = self.copy()?;
+            let spread = index::spread_ids(&ids.layout, src.shape(), dim);
+            let ids = Tensor { layout: spread, ..ids.clone() };
+            out.scatter_in_place(&ids, src, dim, ScatterMode::Add)?;
+            return Ok(out);
+        }
         let r = self.run(Family::Index, "index_add", &[ids, src], &out)?;
         let flag = self.new_flag()?;
         let s = dispatch!(self.device, |b| b.wrap(b.index_add(
@@ -569,6 +592,10 @@ impl Tensor {
             return Ok(());
         }
         let src = if src.shares_storage(self) || !src.is_contiguous() { src.copy()? } else { src.clone() };
+        if src.in_parts() {
+            let target = self.narrow(dim, start, src.dims()[dim])?;
+            return src.each_window("cat", &|at, piece| target.block(at, piece.dims())?.write_block(piece, dim, 0));
+        }
         if self.in_parts() {
             let block = self.narrow(dim, start, src.dims()[dim])?;
             self.status().absorb(src.status().flags());
@@ -626,7 +653,11 @@ impl Tensor {
             let lhs = (0..n).map(|i| (i != n - 1).then_some(i)).collect();
             let rhs_dims = (0..n).map(|i| (i != n - 2).then_some(i)).collect();
             let xs = vec![(self.view(ll), lhs), (rhs.view(rl), rhs_dims)];
-            return Split::mapped("matmul", &g.out, xs).run(|x| x[0].matmul(&x[1]));
+            let (lhs, rhs) = (xs[0].0.clone(), xs[1].0.clone());
+            return match Split::mapped("matmul", &g.out, xs).run(|x| x[0].matmul(&x[1])) {
+                Err(Error::LimitExceeded { .. }) if g.k > 1 => lhs.matmul_parts(&rhs),
+                r => r,
+            };
         }
         let r = self.run(Family::Matmul, "matmul", &[rhs], &g.out)?;
         let s = dispatch!(self.device, |b| b.wrap(b.matmul(r.arg(b, self)?, &ll, r.arg(b, rhs)?, &rl, &g)?));

@@ -8,6 +8,7 @@ use super::{Cell, Tensor};
 use crate::backend::{BackendKind, Memory, Readback};
 use crate::device::{BackendOf, Storage, dispatch};
 use crate::spec::Out;
+use crate::spec::index::ScatterMode;
 use crate::spec::reduce::ReduceOp;
 use crate::{CpuStorage, DType, Device, Error, Layout, Result, Scalar, Shape};
 use std::sync::Arc;
@@ -213,17 +214,22 @@ impl Tensor {
         }
     }
 
-    /// Rows of `self` (stored in parts) along `dim` at `ids`, part by part: for each range of
-    /// rows lying in one part, the ids clamped into it select from its window (so ids outside
-    /// it read an edge row), and a `where` keeps the rows of the ids the clamp left alone (the
-    /// clamp, the comparison and the shift fuse into one kernel). Ids out of range are flagged
-    /// against the whole dim by a select from a broadcast view of its length.
-    pub(super) fn index_select_parts(&self, ids: &Tensor, dim: usize, out: &Out) -> Result<Tensor> {
-        let n = self.dims()[dim];
-        let whole = Tensor::zeros([1], DType::U8, &self.device)?.broadcast_as([n])?;
-        let checked = whole.index_select(ids, 0)?;
-        let mut at = vec![1; out.shape.rank()];
-        at[dim] = ids.elem_count();
+    /// `pick(self, ids)` (an index_select or a gather along `dim`) of `self` stored in parts,
+    /// part by part: for each range of rows lying in one part, the ids clamped into it pick from
+    /// its window (ids outside it read an edge row), and a `where` keeps what the ids the clamp
+    /// left alone picked (`spread` makes their mask the output's shape; the clamp, the
+    /// comparison and the shift fuse into one kernel). Ids out of range are flagged against the
+    /// whole dim by a pick from a broadcast view of `self`'s shape.
+    pub(super) fn pick_parts(
+        &self,
+        op: &'static str,
+        ids: &Tensor,
+        dim: usize,
+        pick: impl Fn(&Tensor, &Tensor) -> Result<Tensor>,
+        spread: impl Fn(Tensor) -> Result<Tensor>,
+    ) -> Result<Tensor> {
+        let whole = Tensor::zeros(vec![1; self.rank()], DType::U8, &self.device)?.broadcast_as(self.shape().clone())?;
+        let checked = pick(&whole, ids)?;
         // The largest id the ids' dtype holds: ranges past it hold none of them.
         let top = match ids.dtype {
             DType::U8 => u8::MAX as usize,
@@ -231,45 +237,117 @@ impl Tensor {
             _ => i64::MAX as usize,
         };
         let mut merged: Option<Tensor> = None;
-        for (a, b) in self.ranges(dim, n)?.ok_or_else(|| self.cannot_split("index_select"))? {
+        for (a, b) in self.ranges(dim, self.dims()[dim])?.ok_or_else(|| self.cannot_split(op))? {
             if a > top {
                 break;
             }
-            let rows = self.narrow(dim, a, b - a)?.window()?.ok_or_else(|| self.cannot_split("index_select"))?;
+            let rows = self.narrow(dim, a, b - a)?.window()?.ok_or_else(|| self.cannot_split(op))?;
             let clamped = ids.clamp(Scalar::I64(a as i64), Scalar::I64((b - 1).min(top) as i64))?;
             let local = if a == 0 { clamped.clone() } else { clamped.sub(Scalar::I64(a as i64))? };
-            let picked = rows.index_select(&local, dim)?;
+            let picked = pick(&rows, &local)?;
             merged = Some(match merged {
                 None => picked,
-                Some(m) => {
-                    let inside = clamped.eq(ids)?.reshape(at.clone())?.broadcast_as(out.shape.clone())?;
-                    inside.where_cond(&picked, &m)?
-                }
+                Some(m) => spread(clamped.eq(ids)?)?.where_cond(&picked, &m)?,
             });
         }
-        let merged = merged.ok_or_else(|| self.cannot_split("index_select"))?;
+        let merged = merged.ok_or_else(|| self.cannot_split(op))?;
         merged.status().absorb(checked.status().flags());
         Ok(merged)
     }
 
-    /// `write(window, piece)` for each range of one dim along which this view's rows lie in
-    /// one part: the window over it, and `src` (of this view's shape) narrowed alike. An
-    /// in-place write into a tensor in parts (`slice_set`, `cat` past one buffer).
-    pub(super) fn write_parts(&self, src: &Tensor, write: impl Fn(&Tensor, &Tensor) -> Result<()>) -> Result<()> {
-        for d in 0..self.rank() {
+    /// `src` written (or added: `mode`) at `ids` along `dim` into this tensor stored in parts,
+    /// in place. Along another dim whose rows each lie in one part, each range's window takes
+    /// the ids and source rows of that range. Along `dim` itself, each range of rows becomes a
+    /// copy one row longer, the ids outside the range sent to that extra row, and the copy less
+    /// its extra row is written back (two copies of the tensor: the price of a write that may
+    /// land in any part); ids out of range are flagged against the whole dim.
+    pub(super) fn scatter_parts(&self, ids: &Tensor, src: &Tensor, dim: usize, mode: ScatterMode) -> Result<()> {
+        let op = mode.op().name();
+        for d in (0..self.rank()).filter(|&d| d != dim) {
             let Some(ranges) = self.ranges(d, self.dims()[d])? else { continue };
-            for (a, b) in ranges {
-                let w = self.narrow(d, a, b - a)?.window()?.ok_or_else(|| self.cannot_split("a write"))?;
-                write(&w, &src.narrow(d, a, b - a)?)?;
+            for (a, b) in ranges.into_iter().filter(|&(a, _)| a < ids.dims()[d]) {
+                let e = b.min(ids.dims()[d]);
+                let w = self.narrow(d, a, b - a)?.window()?.ok_or_else(|| self.cannot_split(op))?;
+                w.scatter_in_place(&ids.narrow(d, a, e - a)?, &src.narrow(d, a, e - a)?, dim, mode)?;
             }
             return Ok(());
         }
-        Err(self.cannot_split("a write"))
+        let ranges = self.ranges(dim, self.dims()[dim])?.ok_or_else(|| self.cannot_split(op))?;
+        // Rows of a range with the extra one within one buffer.
+        let row = (self.elem_count() / self.dims()[dim].max(1)) as u64 * self.dtype.size_in_bytes() as u64;
+        let most = (limit(&self.device) / row.max(1)).saturating_sub(1) as usize;
+        if most == 0 {
+            return Err(self.cannot_split(op));
+        }
+        let ids = if ids.dtype == DType::U8 { ids.to_dtype(DType::U32)? } else { ids.clone() };
+        for (a, b) in ranges.into_iter().flat_map(|(a, b)| (a..b).step_by(most).map(move |x| (x, (x + most).min(b)))) {
+            let w = self.narrow(dim, a, b - a)?.window()?.ok_or_else(|| self.cannot_split(op))?;
+            let mut dims = w.dims().to_vec();
+            dims[dim] += 1;
+            let longer = Tensor::zeros(dims, self.dtype, &self.device)?;
+            longer.slice_set(&w, dim, 0)?;
+            let clamped = ids.clamp(Scalar::I64(a as i64), Scalar::I64(b as i64))?;
+            let extra = Tensor::full(Scalar::I64((b - a) as i64), ids.shape().clone(), ids.dtype, &self.device)?;
+            let local = clamped.eq(&ids)?.where_cond(&clamped.sub(Scalar::I64(a as i64))?, &extra)?;
+            longer.scatter_in_place(&local, src, dim, mode)?;
+            w.slice_set(&longer.narrow(dim, 0, b - a)?, dim, 0)?;
+        }
+        let whole = Tensor::zeros(vec![1; self.rank()], DType::U8, &self.device)?.broadcast_as(self.shape().clone())?;
+        self.status().absorb(whole.gather(&ids, dim)?.status().flags());
+        Ok(())
+    }
+
+    /// `write(window, piece)` for the windows of this view ([`Tensor::each_window`]) and `src`
+    /// (of this view's shape) narrowed alike. An in-place write into a tensor in parts
+    /// (`slice_set`, `cat` past one buffer).
+    pub(super) fn write_parts(&self, src: &Tensor, write: impl Fn(&Tensor, &Tensor) -> Result<()>) -> Result<()> {
+        self.each_window("a write", &|at, w| write(w, &src.block(at, w.dims())?))
+    }
+
+    /// `f(at, window)` for windows covering this view, each lying in one part, `at` where each
+    /// starts: ranges of the first dim whose rows each lie in one part, or where every line
+    /// crosses parts (a row past one buffer), one index of a dim at a time, each split again
+    /// (`op` names what needs them, if none does).
+    pub(super) fn each_window(&self, op: &'static str, f: &dyn Fn(&[usize], &Tensor) -> Result<()>) -> Result<()> {
+        self.each_window_at(op, &vec![0; self.rank()], f)
+    }
+
+    fn each_window_at(
+        &self,
+        op: &'static str,
+        at: &[usize],
+        f: &dyn Fn(&[usize], &Tensor) -> Result<()>,
+    ) -> Result<()> {
+        let moved = |d: usize, a: usize| {
+            let mut at = at.to_vec();
+            at[d] += a;
+            at
+        };
+        for d in 0..self.rank() {
+            let Some(ranges) = self.ranges(d, self.dims()[d])? else { continue };
+            for (a, b) in ranges {
+                f(&moved(d, a), &self.narrow(d, a, b - a)?.window()?.ok_or_else(|| self.cannot_split(op))?)?;
+            }
+            return Ok(());
+        }
+        let d = (0..self.rank()).find(|&d| self.dims()[d] > 1).ok_or_else(|| self.cannot_split(op))?;
+        (0..self.dims()[d]).try_for_each(|i| self.narrow(d, i, 1)?.each_window_at(op, &moved(d, i), f))
+    }
+
+    /// The block of this view starting at `at` with `dims`.
+    pub(super) fn block(&self, at: &[usize], dims: &[usize]) -> Result<Tensor> {
+        let mut t = self.clone();
+        for (d, (&a, &n)) in at.iter().zip(dims).enumerate() {
+            if (a, n) != (0, t.dims()[d]) {
+                t = t.narrow(d, a, n)?;
+            }
+        }
+        Ok(t)
     }
 
     /// `f` on the windows of this view, range by range as [`Tensor::write_parts`] (`fill_`).
     pub(super) fn in_windows(&self, f: impl Fn(&Tensor) -> Result<()>) -> Result<()> {
-        self.write_parts(self, |w, _| f(w))
+        self.each_window("a write", &|_, w| f(w))
     }
 
     /// A norm of this tensor with its parameters `params`, split: along every dim but the
@@ -292,24 +370,84 @@ impl Tensor {
         Split::mapped(op, out, xs).fixed(&fixed).run(|x| f(&x[0], &x[1..]))
     }
 
-    /// `op` (sum, min or max) over `dims` of this tensor in parts, where no split of the kept
-    /// dims fits: one partial result per range of a reduced dim whose rows each lie in one part
-    /// (a 16-bit sum's partials in f32, as the kernels accumulate it), joined and reduced again.
-    /// The reduced dims kept, as size 1.
+    /// `op` over `dims` of this tensor in parts, where no split of the kept dims fits: one
+    /// partial result per range of a reduced dim whose rows each lie in one part (a 16-bit sum's
+    /// partials in f32, as the kernels accumulate it), joined and reduced again. An arg op cuts
+    /// its first reduced dim: each range's index moved by the range's start, the partial values
+    /// (min or max) choosing the range, the first one on a tie as the kernels' first index. The
+    /// reduced dims kept, as size 1.
     pub(super) fn reduce_parts(&self, op: ReduceOp, dims: &[usize]) -> Result<Tensor> {
-        for &r in dims {
+        let cut = if op.is_arg() { &dims[..1] } else { dims };
+        for &r in cut {
             let Some(ranges) = self.ranges(r, self.dims()[r])? else { continue };
             let wide = op == ReduceOp::Sum && matches!(self.dtype, DType::F16 | DType::BF16);
-            let mut partials = vec![];
+            // Elements of the reduced dims after `r`: an arg op's flat index moves by this a row.
+            let inner: usize = dims[1..].iter().map(|&d| self.dims()[d]).product();
+            let value = if op == ReduceOp::ArgMax { ReduceOp::Max } else { ReduceOp::Min };
+            let (mut partials, mut at) = (vec![], vec![]);
             for (a, b) in ranges {
                 let piece = self.narrow(r, a, b - a)?.window()?.ok_or_else(|| self.cannot_split(op.name()))?;
                 let piece = if wide { piece.to_dtype(DType::F32)? } else { piece };
-                partials.push(piece.reduce(op, dims.to_vec(), true)?);
+                if op.is_arg() {
+                    partials.push(piece.reduce(value, dims.to_vec(), true)?);
+                    at.push(piece.reduce(op, dims.to_vec(), true)?.add(Scalar::U32((a * inner) as u32))?);
+                } else {
+                    partials.push(piece.reduce(op, dims.to_vec(), true)?);
+                }
+            }
+            if op.is_arg() {
+                let range = Tensor::cat(&partials, r)?.reduce(op, vec![r], true)?;
+                return Tensor::cat(&at, r)?.gather(&range, r);
             }
             let all = Tensor::cat(&partials, r)?.reduce(op, dims.to_vec(), true)?;
             return all.to_dtype(self.dtype);
         }
-        Err(self.cannot_split(op.name()))
+        // Lines along the reduced dims that each cross parts (a row past one buffer): one line
+        // of a kept dim at a time.
+        match (0..self.rank()).find(|d| !dims.contains(d) && self.dims()[*d] > 1) {
+            Some(k) => self.line_by_line(k, |x| x.reduce(op, dims.to_vec(), true)),
+            None => Err(self.cannot_split(op.name())),
+        }
+    }
+
+    /// `f` on each index of dim `k` (narrowed to 1), joined along it: an op whose every line
+    /// crosses parts, such a line at a time.
+    fn line_by_line(&self, k: usize, f: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+        let lines = (0..self.dims()[k]).map(|i| f(&self.narrow(k, i, 1)?)).collect::<Result<Vec<_>>>()?;
+        Tensor::cat(&lines, k)
+    }
+
+    /// `self [.., M, K]` times `rhs [.., K, N]` (batch dims broadcast alike) where a row of an
+    /// operand in parts crosses two parts, so that no split of the output fits: partial products
+    /// over ranges of K inside one part of each, summed in f32.
+    pub(super) fn matmul_parts(&self, rhs: &Tensor) -> Result<Tensor> {
+        let n = self.rank();
+        let k = self.dims()[n - 1];
+        if self.dims()[n - 2] > 1 && self.ranges(n - 1, k)?.is_none() {
+            return self.line_by_line(n - 2, |row| row.matmul(rhs));
+        }
+        let cuts = |t: &Tensor, d: usize| -> Result<Vec<usize>> {
+            let r = t.ranges(d, k)?.ok_or_else(|| t.cannot_split("matmul"))?;
+            Ok(r.into_iter().map(|(_, b)| b).collect())
+        };
+        let mut ends = cuts(self, n - 1)?;
+        ends.extend(cuts(rhs, n - 2)?);
+        ends.sort_unstable();
+        ends.dedup();
+        let mut sum: Option<Tensor> = None;
+        let mut a = 0;
+        for b in ends {
+            let window = |t: &Tensor, d: usize| -> Result<Tensor> {
+                t.narrow(d, a, b - a)?.window()?.ok_or_else(|| t.cannot_split("matmul"))
+            };
+            let p = window(self, n - 1)?.matmul(&window(rhs, n - 2)?)?.to_dtype(DType::F32)?;
+            sum = Some(match sum {
+                None => p,
+                Some(s) => s.add(&p)?,
+            });
+            a = b;
+        }
+        sum.ok_or_else(|| self.cannot_split("matmul"))?.to_dtype(self.dtype)
     }
 
     /// Ranges of `dim` (of size `n`) whose rows each lie in one part, largest first from 0;
@@ -398,6 +536,12 @@ impl<'a> Split<'a> {
 
     /// The op's output through `f` run on each piece's operands (where [`needed`] says so).
     pub(super) fn run(self, f: impl Fn(&[Tensor]) -> Result<Tensor>) -> Result<Tensor> {
+        self.run_at(|x, _| f(x))
+    }
+
+    /// As [`Split::run`], `f` also given where its piece starts along the dim split (0 for the
+    /// whole op): a dropout's mask at its stream position.
+    pub(super) fn run_at(self, f: impl Fn(&[Tensor], usize) -> Result<Tensor>) -> Result<Tensor> {
         let dev = self.operands[0].0.device.clone();
         let limit = limit(&dev);
         let bytes = (self.out.shape.elem_count() as u64).saturating_mul(self.out.dtype.size_in_bytes() as u64);
@@ -443,13 +587,15 @@ impl<'a> Split<'a> {
                 return self.pieces(&dev, &f, d, &ranges, bytes <= limit);
             }
         }
-        // An output past one buffer whose operands no such split fits: output pieces along the
-        // leading dim, each op on operands still in parts splitting again (into one buffer).
-        let lead = (0..dims.len()).find(|&d| dims[d] > 1).filter(splittable);
-        if let Some(d) = lead.filter(|&d| bytes > limit && bytes / dims[d] as u64 <= limit) {
+        // Operands that no such split fits (a row crossing parts), or an output past one buffer:
+        // output pieces along the first dim that splits, as many rows as fit a buffer (at least
+        // one), each op on operands still crossing parts splitting again along later dims.
+        if let Some(d) = (0..dims.len()).find(splittable) {
+            // At most half the dim, so that each piece is smaller than the op.
             let step = (limit / (bytes / dims[d] as u64).max(1)) as usize;
+            let step = step.clamp(1, dims[d].div_ceil(2));
             let ranges: Vec<_> = (0..dims[d]).step_by(step).map(|a| (a, (a + step).min(dims[d]))).collect();
-            return self.pieces(&dev, &f, d, &ranges, false);
+            return self.pieces(&dev, &f, d, &ranges, bytes <= limit);
         }
         let needed = self.operands.iter().map(|(t, _)| t.elem_count() as u64 * t.dtype.size_in_bytes() as u64);
         Err(Error::LimitExceeded {
@@ -465,12 +611,12 @@ impl<'a> Split<'a> {
     }
 
     /// Runs `f` on the operands of each range of output dim `d` (`usize::MAX`: the whole op at
-    /// once) and joins the outputs: copied into one buffer if the whole fits (`fits_one`), else
-    /// as the parts of the output (`d` then leads).
+    /// once) and joins the outputs: copied into one buffer if the whole fits (`fits_one`), as the
+    /// parts of the output where `d` leads, else copied into an output in parts.
     fn pieces(
         &self,
         dev: &Device,
-        f: &impl Fn(&[Tensor]) -> Result<Tensor>,
+        f: &impl Fn(&[Tensor], usize) -> Result<Tensor>,
         d: usize,
         ranges: &[(usize, usize)],
         fits_one: bool,
@@ -486,12 +632,15 @@ impl<'a> Split<'a> {
                 // An operand crossing two parts (only past one output buffer) splits again.
                 xs.push(v.window()?.unwrap_or(v));
             }
-            outs.push(f(&xs)?);
+            outs.push(f(&xs, a)?);
         }
         if outs.len() == 1 {
             return Ok(outs.remove(0));
         }
-        if fits_one {
+        // Pieces along a dim after one of more than one row, or pieces themselves in parts: one
+        // output, in parts if it must be, written piece by piece.
+        let leading = self.out.shape.dims()[..d].iter().all(|&n| n == 1);
+        if fits_one || !leading || outs.iter().any(Tensor::in_parts) {
             return Tensor::cat(&outs, d);
         }
         // Neighbouring pieces joined into one buffer while they fit one (a cast to a narrower

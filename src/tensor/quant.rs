@@ -1,6 +1,7 @@
 //! Quantized tensors: GGML blocks held as bytes on a device, with the logical shape they encode.
 
 use super::Tensor;
+use super::parts::{self, Split};
 use crate::backend::QuantOps;
 use crate::device::{BackendOf, dispatch};
 use crate::spec::quant::{FLOATS, GgmlType, QMATVEC_MAX_ROWS, QuantOp, check_quantize, check_quantized};
@@ -35,8 +36,10 @@ impl QTensor {
     pub fn from_bytes(ty: GgmlType, shape: impl Into<Shape>, bytes: &[u8], device: &Device) -> Result<QTensor> {
         let shape = shape.into();
         check_quantized(ty, &shape, bytes.len())?;
-        let bytes = Tensor::from_slice(bytes, [bytes.len()], device)?;
-        Ok(QTensor { ty, shape, bytes })
+        // Made as rows of blocks: past one buffer, its parts hold whole rows.
+        let rows = rows(&shape);
+        let table = Tensor::from_slice(bytes, [rows, bytes.len() / rows], device)?;
+        Ok(QTensor { ty, shape, bytes: table.reshape([bytes.len()])? })
     }
 
     /// The blocks held by `bytes`, a u8 tensor of rank 1 already on its device (a window of a
@@ -72,6 +75,12 @@ impl QTensor {
     pub fn dequantize(&self, dtype: DType) -> Result<Tensor> {
         crate::spec::check_dtype(QuantOp::Dequantize.name(), dtype, FLOATS)?;
         let out = Out::new(self.shape.clone(), dtype);
+        if parts::needed(&out, &[&self.bytes]) {
+            let k = self.shape.dims().last().copied().unwrap_or(1);
+            let flat = Out::new([rows(&self.shape), k], dtype);
+            let split = Split::mapped("dequantize", &flat, vec![(self.table()?, vec![Some(0), None])]);
+            return split.run(|x| self.rows_of(&x[0])?.dequantize(dtype))?.reshape(self.shape.clone());
+        }
         let r = self.bytes.run(Family::Quant, QuantOp::Dequantize.name(), &[], &out)?;
         let (offset, n) = (self.bytes.layout().offset(), self.shape.elem_count());
         let s =
@@ -109,6 +118,14 @@ impl QTensor {
             return x.to_dtype(DType::F32)?.matmul(&w.t()?)?.to_dtype(out.dtype);
         }
         x.same_device("qmatmul", &[&self.bytes])?;
+        if parts::needed(&out, &[&self.bytes, x]) {
+            // Along N the weight's rows, along the others x's.
+            let last = out.shape.rank() - 1;
+            let xs = (0..=last).map(|i| (i < last).then_some(i)).collect();
+            let ws = (0..=last).map(|i| (i == last).then_some(0)).collect();
+            let split = Split::mapped("qmatmul", &out, vec![(self.table()?, ws), (x.clone(), xs)]);
+            return split.run(|x| self.rows_of(&x[0])?.qmatmul(&x[1]));
+        }
         let r = self.bytes.run(Family::Quant, QuantOp::Qmatvec.name(), &[x], &out)?;
         let offset = self.bytes.layout().offset();
         let s = dispatch!(self.device(), |b| {
@@ -165,7 +182,28 @@ impl QTensor {
 
     /// [`QTensor::to_device`] without blocking: the form that works in a browser.
     pub async fn to_device_async(&self, device: &Device) -> Result<QTensor> {
-        let bytes = self.bytes.to_device_async(device).await?;
-        Ok(QTensor { ty: self.ty, shape: self.shape.clone(), bytes })
+        let bytes = self.table()?.to_device_async(device).await?;
+        Ok(QTensor { ty: self.ty, shape: self.shape.clone(), bytes: bytes.reshape([self.bytes.elem_count()])? })
     }
+
+    /// The blocks as rows of the logical shape: `[rows, bytes a row]`.
+    fn table(&self) -> Result<Tensor> {
+        let rows = rows(&self.shape);
+        self.bytes.reshape([rows, self.bytes.elem_count() / rows])
+    }
+
+    /// The quantized rows held by `table`, a range of [`QTensor::table`]'s rows.
+    fn rows_of(&self, table: &Tensor) -> Result<QTensor> {
+        let k = self.shape.dims().last().copied().unwrap_or(1);
+        Ok(QTensor {
+            ty: self.ty,
+            shape: Shape::new([table.dims()[0], k]),
+            bytes: table.reshape([table.elem_count()])?,
+        })
+    }
+}
+
+/// The rows of a logical shape (all but its last dim; at least 1, so that bytes divide).
+fn rows(shape: &Shape) -> usize {
+    (shape.elem_count() / shape.dims().last().copied().unwrap_or(1).max(1)).max(1)
 }

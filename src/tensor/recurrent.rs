@@ -3,6 +3,7 @@
 //! per step a product with `W_hh` and one cell kernel.
 
 use super::Tensor;
+use super::parts::{self, Split};
 use crate::Result;
 use crate::backend::NnOps;
 use crate::device::{BackendOf, dispatch};
@@ -55,6 +56,10 @@ impl Tensor {
     pub fn local_response_norm(&self, size: usize, alpha: f64, beta: f64, k: f64) -> Result<Tensor> {
         let op = NnOp::LocalResponseNorm.name();
         let out = nn::local_response_norm(&self.layout, self.dtype, size, alpha, beta, k)?;
+        if parts::needed(&out, &[self]) {
+            let split = Split::pointwise(op, &out, std::slice::from_ref(self)).fixed(&[1]);
+            return split.run(|x| x[0].local_response_norm(size, alpha, beta, k));
+        }
         let r = self.run(Family::Nn, op, &[], &out)?;
         let s = dispatch!(self.device, |b| {
             b.wrap(b.local_response_norm(r.arg(b, self)?, &self.layout, size, alpha, beta, k)?)
@@ -79,6 +84,15 @@ impl Tensor {
         let others: Vec<&Tensor> = [Some(gh), bias, Some(state)].into_iter().flatten().collect();
         self.same_device(op.name(), &others)?;
         let out = nn::rnn_cell(op, self.lay(), gh.lay(), bias.map(Tensor::lay), state.lay())?;
+        if parts::needed(&out, &[self, gh, state]) || bias.is_some_and(Tensor::in_parts) {
+            // By batch rows: the output's dim `b` (an LSTM's `[2, B, H]`, a GRU's `[B, H]`).
+            let b = out.shape.rank() - 2;
+            let rows: Vec<_> = (0..out.shape.rank()).map(|i| (i == b).then_some(0)).collect();
+            let mut xs = vec![(self.clone(), rows.clone()), (gh.clone(), rows.clone()), (state.clone(), rows)];
+            xs.extend(bias.map(|t| (t.clone(), vec![None; out.shape.rank()])));
+            let fixed: Vec<_> = (0..out.shape.rank()).filter(|&i| i != b).collect();
+            return Split::mapped(op.name(), &out, xs).fixed(&fixed).run(|x| x[0].cell(op, &x[1], x.get(3), &x[2]));
+        }
         let r = self.run(Family::Nn, op.name(), &others, &out)?;
         let s = dispatch!(self.device, |b| {
             let p = bias.map(|t| Ok::<_, crate::Error>((r.arg(b, t)?, &t.layout))).transpose()?;

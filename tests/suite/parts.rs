@@ -6,9 +6,10 @@
 use crate::{Tol, compare_with_cpu, rand_tensor};
 use rocm_wgpu_ops::spec::conv::ConvParams;
 use rocm_wgpu_ops::spec::pool::Pool2dParams;
+use rocm_wgpu_ops::spec::quant::GgmlType;
 use rocm_wgpu_ops::spec::random::Distribution;
 use rocm_wgpu_ops::wgpu::Tune;
-use rocm_wgpu_ops::{DType, Device, Error, IndexOp, Result, Tensor};
+use rocm_wgpu_ops::{DType, Device, Error, IndexOp, QTensor, Result, Tensor};
 
 crate::tests!(tensors_in_parts_match_reference, ops_that_do_not_split_say_so);
 
@@ -237,6 +238,134 @@ fn tensors_in_parts_match_reference() -> Result<()> {
                 q.scaled_dot_product_attention(&k, &v, None, true, None)
             }),
         ),
+        ("argmax over the rows the parts cut", Tol::EXACT, Box::new(|d| table(d)?.argmax(0))),
+        (
+            "argmax of ties across the cut (the first index)",
+            Tol::EXACT,
+            Box::new(|d| table(d)?.ge(0.5)?.to_dtype(DType::F32)?.argmax(0)),
+        ),
+        (
+            "argmin of an f16 vector in parts",
+            Tol::EXACT,
+            Box::new(|d| rand_tensor(d, DType::F16, &[9000], 37, -1.0, 1.0)?.argmin(0)),
+        ),
+        (
+            "gather along the rows the parts cut",
+            Tol::EXACT,
+            Box::new(|d| {
+                let ids: Vec<u32> = (0..7 * 24).map(|i| (i * 41 % 300) as u32).collect();
+                table(d)?.gather(&Tensor::from_vec(ids, [7, 24], d)?, 0)
+            }),
+        ),
+        (
+            "scatter along the rows the parts cut",
+            Tol::EXACT,
+            Box::new(|d| {
+                // Distinct rows in each column: one write an element.
+                let ids: Vec<u32> = (0..3 * 24).map(|i| ((i / 24) * 97 + (i % 24) * 13) as u32 % 300).collect();
+                let src = rand_tensor(d, DType::F32, &[3, 24], 38, 5.0, 6.0)?;
+                table(d)?.scatter(&Tensor::from_vec(ids, [3, 24], d)?, &src, 0)
+            }),
+        ),
+        (
+            "scatter_add of columns (split by rows)",
+            Tol { atol: 1e-6, rtol: 1e-6 },
+            Box::new(|d| {
+                let ids: Vec<u32> = (0..300 * 2).map(|i| ((i % 2) * 5 + i / 2) as u32 % 24).collect();
+                let src = rand_tensor(d, DType::F32, &[300, 2], 39, 5.0, 6.0)?;
+                table(d)?.scatter_add(&Tensor::from_vec(ids, [300, 2], d)?, &src, 1)
+            }),
+        ),
+        (
+            "index_add of rows on both sides of the cut",
+            Tol { atol: 1e-6, rtol: 1e-6 },
+            Box::new(move |d| {
+                let src = rand_tensor(d, DType::F32, &[7, 24], 40, 5.0, 6.0)?;
+                table(d)?.index_add(&ids(d, vec![169, 170, 0, 299, 170, 5, 169])?, &src, 0)
+            }),
+        ),
+        (
+            "scatter_set into a view of a table in parts",
+            Tol::EXACT,
+            Box::new(|d| {
+                let t = table(d)?;
+                let ids = Tensor::from_vec(vec![2u8, 0, 170, 255], [4, 1], d)?;
+                let src = rand_tensor(d, DType::F32, &[4, 1], 41, 5.0, 6.0)?;
+                t.narrow(1, 3, 4)?.scatter_set(&ids, &src, 0)?;
+                Ok(t)
+            }),
+        ),
+        (
+            "dropout of a table in parts (each element at its stream position)",
+            Tol::EXACT,
+            Box::new(|d| table(d)?.dropout_at(0.3, 5, 11)),
+        ),
+        ("dropout of a transposed view", Tol::EXACT, Box::new(|d| table(d)?.t()?.dropout_at(0.6, 6, 3))),
+        ("arange past one buffer", Tol::EXACT, Box::new(|d| Tensor::arange(3u32, 5003, d))),
+        ("an f32 arange in parts", Tol::of(DType::F32), Box::new(|d| Tensor::arange_step(-3f32, 1000.0, 0.2, d))),
+        (
+            "q8_0 weights in parts: qmatmul and the dequantized path",
+            Tol { atol: 1e-4, rtol: 1e-4 },
+            Box::new(|d| {
+                let w = QTensor::quantize(&rand_tensor(d, DType::F32, &[300, 64], 42, -1.0, 1.0)?, GgmlType::Q8_0)?;
+                let few = w.qmatmul(&rand_tensor(d, DType::F32, &[3, 64], 43, -1.0, 1.0)?)?;
+                let many = w.qmatmul(&rand_tensor(d, DType::F32, &[40, 64], 44, -1.0, 1.0)?)?;
+                Tensor::cat(&[few, many], 0)
+            }),
+        ),
+        (
+            "lstm cell, gates in parts",
+            Tol { atol: 1e-5, rtol: 1e-5 },
+            Box::new(|d| {
+                let g = |seed| rand_tensor(d, DType::F32, &[200, 32], seed, -1.0, 1.0);
+                g(45)?.lstm_cell(&g(46)?, None, &rand_tensor(d, DType::F32, &[200, 8], 47, -1.0, 1.0)?)
+            }),
+        ),
+        (
+            "gru cell with a bias, gates in parts",
+            Tol { atol: 1e-5, rtol: 1e-5 },
+            Box::new(|d| {
+                let g = |seed| rand_tensor(d, DType::F32, &[200, 24], seed, -1.0, 1.0);
+                let (b, h) = (
+                    rand_tensor(d, DType::F32, &[24], 48, -1.0, 1.0)?,
+                    rand_tensor(d, DType::F32, &[200, 8], 49, -1., 1.)?,
+                );
+                g(50)?.gru_cell(&g(51)?, Some(&b), &h)
+            }),
+        ),
+        (
+            "local_response_norm of images in parts",
+            Tol { atol: 1e-5, rtol: 1e-5 },
+            Box::new(|d| images(d)?.local_response_norm(3, 1e-2, 0.75, 2.0)),
+        ),
+        (
+            "matmul with a K past one buffer (partial products)",
+            Tol { atol: 1e-4, rtol: 1e-4 },
+            Box::new(|d| {
+                let x = rand_tensor(d, DType::F32, &[2, 5000], 52, -1.0, 1.0)?;
+                x.matmul(&rand_tensor(d, DType::F32, &[5000, 3], 53, -1.0, 1.0)?)
+            }),
+        ),
+        (
+            "softmax and log_softmax of a row past one buffer",
+            Tol { atol: 1e-6, rtol: 1e-5 },
+            Box::new(|d| {
+                let x = rand_tensor(d, DType::F32, &[2, 5000], 54, -3.0, 3.0)?;
+                Tensor::cat(&[x.softmax(1)?, x.log_softmax(1)?], 0)
+            }),
+        ),
+        (
+            "layer_norm and rms_norm of rows past one buffer",
+            Tol { atol: 1e-5, rtol: 1e-5 },
+            Box::new(|d| {
+                let x = rand_tensor(d, DType::F32, &[2, 5000], 56, -3.0, 3.0)?;
+                let (w, b) = (
+                    rand_tensor(d, DType::F32, &[5000], 57, 0.5, 1.5)?,
+                    rand_tensor(d, DType::F32, &[5000], 58, -1., 1.)?,
+                );
+                Tensor::cat(&[x.layer_norm(Some(&w), Some(&b), 1e-5)?, x.rms_norm(Some(&w), 1e-5)?], 0)
+            }),
+        ),
     ];
     pollster::block_on(async {
         for (what, tol, f) in &cases {
@@ -258,16 +387,9 @@ fn ops_that_do_not_split_say_so() -> Result<()> {
     let Some(dev) = small_device()? else { return Ok(()) };
     let t = table(&dev)?;
     let want = t.to_vec2::<f32>()?;
-    // An output past one buffer is stored in parts too.
-    let wide = t.to_dtype(DType::F64)?;
-    // An arg reduction over the dim the parts cut; ops that do not split yet.
-    let ids = Tensor::from_vec(vec![0u32, 1, 2], [3, 1], &dev)?;
-    let refused = [
-        ("argmax over rows", t.argmax(0)),
-        ("argmax over rows of an output in parts", wide.argmax(0)),
-        ("gather", t.gather(&ids, 0)),
-        ("scatter", t.scatter(&ids, &ids.to_dtype(DType::F32)?, 0)),
-    ];
+    // A row past one buffer: a sort along it does not split.
+    let long = rand_tensor(&dev, DType::F32, &[2, 5000], 55, -1.0, 1.0)?;
+    let refused = [("argsort of a row past one buffer", long.argsort(true))];
     for (what, r) in refused {
         match r {
             Err(Error::LimitExceeded { needed, limit, .. }) => assert!(needed > limit, "{what}: {needed} <= {limit}"),
@@ -275,5 +397,12 @@ fn ops_that_do_not_split_say_so() -> Result<()> {
         }
     }
     assert_eq!(t.to_vec2::<f32>()?, want);
+    // A scatter into parts with an id past the table writes nothing else and says so at readback.
+    let ids = Tensor::from_vec(vec![4u32, 300], [2, 1], &dev)?;
+    t.scatter_set(&ids, &Tensor::from_vec(vec![7f32, 8.], [2, 1], &dev)?, 0)?;
+    match t.to_vec2::<f32>() {
+        Err(Error::IndexOutOfRange { index: 300, size: 300, .. }) => {}
+        other => panic!("an id past the table: {other:?}"),
+    }
     Ok(())
 }
