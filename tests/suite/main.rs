@@ -28,6 +28,7 @@ macro_rules! with_browser_families {
             matmul,
             nn,
             numerics,
+            parts,
             plan,
             pool,
             quant,
@@ -64,7 +65,6 @@ mod matmul;
 mod native;
 mod nn;
 mod numerics;
-#[cfg(not(target_family = "wasm"))] // a wgpu device of its own (a lower binding limit), opened blocking
 mod parts;
 mod plan;
 mod pool;

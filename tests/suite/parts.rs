@@ -1,27 +1,35 @@
 //! Tensors past the binding limit (`src/tensor/parts.rs`): on a wgpu device whose tensor
 //! buffers are held to 16 KiB (`RWO_WGPU_TUNE=max_binding=16384`), tensors of a few thousand
 //! elements are stored in parts and every op that splits is compared with the cpu reference, on
-//! operands in parts, on views of them and on outputs past one buffer.
+//! operands in parts, on views of them and on outputs past one buffer. Natively and in both
+//! browsers; only wgpu binds such a limit, so on other kinds the cases have nothing to run.
 
-use crate::{Tol, compare_with_cpu, rand_tensor};
+use crate::{Tol, compare_with_cpu, cpu, rand_tensor, suite};
 use rocm_wgpu_ops::spec::conv::ConvParams;
 use rocm_wgpu_ops::spec::pool::Pool2dParams;
 use rocm_wgpu_ops::spec::quant::GgmlType;
 use rocm_wgpu_ops::spec::random::Distribution;
 use rocm_wgpu_ops::wgpu::Tune;
-use rocm_wgpu_ops::{DType, Device, Error, IndexOp, QTensor, Result, Tensor};
+use rocm_wgpu_ops::{BackendKind, DType, Device, Error, IndexOp, QTensor, Result, Tensor};
+use std::sync::OnceLock;
 
-crate::tests!(tensors_in_parts_match_reference, ops_that_do_not_split_say_so);
+suite!(tensors_in_parts_match_reference, ops_that_do_not_split_say_so);
 
 /// The limit the cases run under: 4096 f32.
 const LIMIT: u64 = 16384;
 
-/// A wgpu device holding tensor buffers to [`LIMIT`] bytes, or `None` where wgpu is absent.
-fn small_device() -> Result<Option<Device>> {
-    if crate::wgpu_or_skip().is_none() {
+/// A wgpu device like `dev` holding tensor buffers to [`LIMIT`] bytes (opened once), or `None`
+/// when `dev` is not wgpu.
+async fn small_device(dev: &Device) -> Result<Option<Device>> {
+    static SMALL: OnceLock<Device> = OnceLock::new();
+    if dev.kind() != BackendKind::Wgpu {
         return Ok(None);
     }
-    Device::wgpu_tuned(None, None, Tune { max_binding: Some(LIMIT), ..Tune::default() }).map(Some)
+    if let Some(d) = SMALL.get() {
+        return Ok(Some(d.clone()));
+    }
+    let d = Device::wgpu_tuned_async(None, None, Tune { max_binding: Some(LIMIT), ..Tune::default() }).await?;
+    Ok(Some(SMALL.get_or_init(|| d).clone()))
 }
 
 /// `[6, 3, 16, 16]` f32, 18432 bytes: images in parts, three images a part.
@@ -37,8 +45,11 @@ fn table(d: &Device) -> Result<Tensor> {
     rand_tensor(d, DType::F32, &[300, 24], 71, -2.0, 2.0)
 }
 
-fn tensors_in_parts_match_reference() -> Result<()> {
-    let Some(dev) = small_device()? else { return Ok(()) };
+async fn tensors_in_parts_match_reference(dev: &Device) -> Result<()> {
+    let Some(dev) = small_device(dev).await? else { return Ok(()) };
+    // Weights quantized on the cpu, uploaded by each device (`quantize` reads back: blocking).
+    let w = rand_tensor(&cpu(), DType::F32, &[300, 64], 42, -1.0, 1.0)?;
+    let q8 = QTensor::quantize_async(&w, GgmlType::Q8_0).await?.to_bytes_async().await?;
     let info = dev.info().into_iter().find(|(k, _)| *k == "max storage binding").map(|(_, v)| v);
     assert!(info.as_deref().is_some_and(|v| v.starts_with("16384 bytes") && v.contains("parts")), "{info:?}");
     let ids = |d: &Device, v: Vec<u32>| Tensor::from_vec(v, [7], d);
@@ -306,8 +317,8 @@ fn tensors_in_parts_match_reference() -> Result<()> {
         (
             "q8_0 weights in parts: qmatmul and the dequantized path",
             Tol { atol: 1e-4, rtol: 1e-4 },
-            Box::new(|d| {
-                let w = QTensor::quantize(&rand_tensor(d, DType::F32, &[300, 64], 42, -1.0, 1.0)?, GgmlType::Q8_0)?;
+            Box::new(move |d| {
+                let w = QTensor::from_bytes(GgmlType::Q8_0, [300, 64], &q8, d)?;
                 let few = w.qmatmul(&rand_tensor(d, DType::F32, &[3, 64], 43, -1.0, 1.0)?)?;
                 let many = w.qmatmul(&rand_tensor(d, DType::F32, &[40, 64], 44, -1.0, 1.0)?)?;
                 Tensor::cat(&[few, many], 0)
@@ -367,15 +378,12 @@ fn tensors_in_parts_match_reference() -> Result<()> {
             }),
         ),
     ];
-    pollster::block_on(async {
-        for (what, tol, f) in &cases {
-            compare_with_cpu(&dev, *tol, what, f).await?;
-        }
-        Ok::<(), Error>(())
-    })?;
+    for (what, tol, f) in &cases {
+        compare_with_cpu(&dev, *tol, what, f).await?;
+    }
     // An id past the table is an error at readback, said against the whole dim.
     let bad = table(&dev)?.index_select(&ids(&dev, vec![0, 1, 2, 300, 4, 5, 6])?, 0)?;
-    match bad.to_vec2::<f32>() {
+    match bad.to_vec2_async::<f32>().await {
         Err(Error::IndexOutOfRange { index: 300, size: 300, .. }) => {}
         other => panic!("an id past the table: {other:?}"),
     }
@@ -383,10 +391,10 @@ fn tensors_in_parts_match_reference() -> Result<()> {
 }
 
 /// An op that cannot split such an operand is a clear `LimitExceeded`, and leaves it intact.
-fn ops_that_do_not_split_say_so() -> Result<()> {
-    let Some(dev) = small_device()? else { return Ok(()) };
+async fn ops_that_do_not_split_say_so(dev: &Device) -> Result<()> {
+    let Some(dev) = small_device(dev).await? else { return Ok(()) };
     let t = table(&dev)?;
-    let want = t.to_vec2::<f32>()?;
+    let want = t.to_vec2_async::<f32>().await?;
     // A row past one buffer: a sort along it does not split.
     let long = rand_tensor(&dev, DType::F32, &[2, 5000], 55, -1.0, 1.0)?;
     let refused = [("argsort of a row past one buffer", long.argsort(true))];
@@ -396,11 +404,11 @@ fn ops_that_do_not_split_say_so() -> Result<()> {
             other => panic!("{what}: {other:?}"),
         }
     }
-    assert_eq!(t.to_vec2::<f32>()?, want);
+    assert_eq!(t.to_vec2_async::<f32>().await?, want);
     // A scatter into parts with an id past the table writes nothing else and says so at readback.
     let ids = Tensor::from_vec(vec![4u32, 300], [2, 1], &dev)?;
     t.scatter_set(&ids, &Tensor::from_vec(vec![7f32, 8.], [2, 1], &dev)?, 0)?;
-    match t.to_vec2::<f32>() {
+    match t.to_vec2_async::<f32>().await {
         Err(Error::IndexOutOfRange { index: 300, size: 300, .. }) => {}
         other => panic!("an id past the table: {other:?}"),
     }
