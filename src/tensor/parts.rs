@@ -588,9 +588,25 @@ impl<'a> Split<'a> {
             }
         }
         // Operands that no such split fits (a row crossing parts), or an output past one buffer:
-        // output pieces along the first dim that splits, as many rows as fit a buffer (at least
-        // one), each op on operands still crossing parts splitting again along later dims.
-        if let Some(d) = (0..dims.len()).find(splittable) {
+        // output pieces along the first dim that splits and brings each operand crossing parts
+        // within one part's size once it and the later dims are cut to single rows (else the op's
+        // own fallback, such as an embedding's clamped ids, does better), as many rows as fit a
+        // buffer (at least one), each piece splitting again along later dims.
+        let helps = |d: usize| {
+            self.operands.iter().zip(&bounds).all(|((t, map), b)| match b {
+                Some(b) if fits(b, &t.layout).is_none() => {
+                    let most = b.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+                    let mut l = t.layout.clone();
+                    for k in (d..dims.len()).filter(splittable).filter_map(|e| map[e]) {
+                        l = l.narrow(k, 0, 1).unwrap_or(l);
+                    }
+                    let (lo, hi) = span(&l);
+                    map[d].is_some() && hi - lo < most
+                }
+                _ => true,
+            })
+        };
+        if let Some(d) = (0..dims.len()).filter(splittable).find(|&d| helps(d)) {
             // At most half the dim, so that each piece is smaller than the op.
             let step = (limit / (bytes / dims[d] as u64).max(1)) as usize;
             let step = step.clamp(1, dims[d].div_ceil(2));
