@@ -263,6 +263,13 @@ impl Tensor {
     /// land in any part); ids out of range are flagged against the whole dim.
     pub(super) fn scatter_parts(&self, ids: &Tensor, src: &Tensor, dim: usize, mode: ScatterMode) -> Result<()> {
         let op = mode.op().name();
+        // The windows' own flags are not this tensor's: the ids checked against the whole dim,
+        // and what the ids and the source depend on, flagged here.
+        let whole = Tensor::zeros(vec![1; self.rank()], DType::U8, &self.device)?.broadcast_as(self.shape().clone())?;
+        let checked = whole.gather(ids, dim)?;
+        self.status().absorb(
+            checked.status().flags().into_iter().chain(ids.status().flags()).chain(src.status().flags()).collect(),
+        );
         for d in (0..self.rank()).filter(|&d| d != dim) {
             let Some(ranges) = self.ranges(d, self.dims()[d])? else { continue };
             for (a, b) in ranges.into_iter().filter(|&(a, _)| a < ids.dims()[d]) {
@@ -292,8 +299,6 @@ impl Tensor {
             longer.scatter_in_place(&local, src, dim, mode)?;
             w.slice_set(&longer.narrow(dim, 0, b - a)?, dim, 0)?;
         }
-        let whole = Tensor::zeros(vec![1; self.rank()], DType::U8, &self.device)?.broadcast_as(self.shape().clone())?;
-        self.status().absorb(whole.gather(&ids, dim)?.status().flags());
         Ok(())
     }
 

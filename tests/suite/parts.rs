@@ -412,12 +412,19 @@ async fn ops_that_do_not_split_say_so(dev: &Device) -> Result<()> {
         }
     }
     assert_eq!(t.to_vec2_async::<f32>().await?, want);
-    // A scatter into parts with an id past the table writes nothing else and says so at readback.
+    // A scatter into parts with an id past the table says so at readback: along the dim the
+    // parts cut, and along another (written window by window).
     let ids = Tensor::from_vec(vec![4u32, 300], [2, 1], &dev)?;
     t.scatter_set(&ids, &Tensor::from_vec(vec![7f32, 8.], [2, 1], &dev)?, 0)?;
     match t.to_vec2_async::<f32>().await {
         Err(Error::IndexOutOfRange { index: 300, size: 300, .. }) => {}
         other => panic!("an id past the table: {other:?}"),
+    }
+    let (t, ids) = (table(&dev)?, Tensor::from_vec(vec![3u32, 24], [1, 2], &dev)?);
+    t.scatter_add_set(&ids, &Tensor::from_vec(vec![7f32, 8.], [1, 2], &dev)?, 1)?;
+    match t.to_vec2_async::<f32>().await {
+        Err(Error::IndexOutOfRange { index: 24, size: 24, .. }) => {}
+        other => panic!("a column past the table: {other:?}"),
     }
     Ok(())
 }
