@@ -259,7 +259,7 @@ impl Tensor {
             at[dim] = Some(0);
             let split = Split::mapped("index_select", &out, vec![(self.clone(), table), (ids.clone(), at)]);
             return match split.run(|x| x[0].index_select(&x[1], dim)) {
-                Err(Error::LimitExceeded { .. }) if self.in_parts() && !ids.in_parts() => {
+                Err(Error::LimitExceeded { .. }) if self.in_parts() => {
                     let mut at = vec![1; out.shape.rank()];
                     at[dim] = ids.elem_count();
                     let spread = |m: Tensor| m.reshape(at.clone())?.broadcast_as(out.shape.clone());
@@ -292,7 +292,7 @@ impl Tensor {
             let table = (0..n).map(|i| (i != dim).then_some(i)).collect();
             let xs = vec![(self.clone(), table), (ids.clone(), (0..n).map(Some).collect())];
             return match Split::mapped("gather", &out, xs).run(|x| x[0].gather(&x[1], dim)) {
-                Err(Error::LimitExceeded { .. }) if self.in_parts() && !ids.in_parts() => {
+                Err(Error::LimitExceeded { .. }) if self.in_parts() => {
                     self.pick_parts("gather", ids, dim, |t, i| t.gather(i, dim), Ok)
                 }
                 r => r,
@@ -668,9 +668,7 @@ impl Tensor {
     pub fn argsort(&self, descending: bool) -> Result<Tensor> {
         let out = spec::sort::argsort(&self.layout, self.dtype)?;
         if parts::needed(&out, &[self]) {
-            let last = out.shape.rank().saturating_sub(1);
-            let split = Split::pointwise("argsort", &out, std::slice::from_ref(self)).fixed(&[last]);
-            return split.run(|x| x[0].argsort(descending));
+            return self.argsort_parts(&out, descending);
         }
         let r = self.run(Family::Sort, "argsort", &[], &out)?;
         let s = dispatch!(self.device, |b| b.wrap(b.argsort(r.arg(b, self)?, &self.layout, descending)?));

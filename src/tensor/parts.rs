@@ -422,6 +422,74 @@ impl Tensor {
         Tensor::cat(&lines, k)
     }
 
+    /// argsort of this tensor in parts, or whose indices do not fit one buffer: split along the
+    /// other dims where each line (along the last dim) lies in one part; a line at a time where a
+    /// line is as long as a part; a line crossing parts, or whose indices are past one buffer,
+    /// merged from ranges ([`Tensor::merge_argsort`]).
+    pub(super) fn argsort_parts(&self, out: &Out, descending: bool) -> Result<Tensor> {
+        let last = self.rank().saturating_sub(1);
+        let n = self.dims().get(last).copied().unwrap_or(1);
+        let fits_out = n as u64 * 4 <= limit(&self.device);
+        match (0..last).find(|&d| self.dims()[d] > 1) {
+            None => match self.window()? {
+                Some(w) if fits_out => w.argsort(descending),
+                _ => self.merge_argsort(descending),
+            },
+            Some(k) => {
+                let largest =
+                    self.part_bounds()?.map_or(usize::MAX, |b| b.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0));
+                let reach = n.saturating_sub(1) * self.layout.strides()[last] + 1;
+                if reach >= largest || !fits_out {
+                    return self.line_by_line(k, |x| x.argsort(descending));
+                }
+                let split = Split::pointwise("argsort", out, std::slice::from_ref(self)).fixed(&[last]);
+                split.run(|x| x[0].argsort(descending))
+            }
+        }
+    }
+
+    /// argsort of this line (every dim but the last of size 1) that crosses parts or whose
+    /// indices do not fit one buffer: ranges of it inside one part, two of which sort in one
+    /// buffer. An element's place is its place in its own range's argsort plus, for each other
+    /// range, how many of that range's elements come before it: its place in the argsort of the
+    /// two ranges one after the other (the earlier range first, so that ties keep the order of a
+    /// stable sort) less its place in its own. The indices are written at their places.
+    fn merge_argsort(&self, descending: bool) -> Result<Tensor> {
+        let last = self.rank() - 1;
+        let cap = (limit(&self.device) / 16).max(1) as usize;
+        let ranges: Vec<(usize, usize)> = (self.ranges(last, self.dims()[last])?)
+            .ok_or_else(|| self.cannot_split("argsort"))?
+            .into_iter()
+            .flat_map(|(a, b)| (a..b).step_by(cap).map(move |x| (x, (x + cap).min(b))))
+            .collect();
+        let mut pieces = vec![];
+        for &(a, b) in &ranges {
+            pieces.push(self.narrow(last, a, b - a)?.window()?.ok_or_else(|| self.cannot_split("argsort"))?);
+        }
+        // `ids`' inverse permutation along the last dim: each element's place.
+        let places = |ids: &Tensor| -> Result<Tensor> {
+            let along = Tensor::arange(0u32, ids.dims()[last] as u32, &self.device)?.reshape(ids.shape().clone())?;
+            let inverse = ids.zeros_like()?;
+            inverse.scatter_set(ids, &along, last)?;
+            Ok(inverse)
+        };
+        let own = pieces.iter().map(|p| places(&p.argsort(descending)?)).collect::<Result<Vec<_>>>()?;
+        let mut at = own.clone();
+        for i in 0..pieces.len() {
+            for j in i + 1..pieces.len() {
+                let both = places(&Tensor::cat(&[pieces[i].clone(), pieces[j].clone()], last)?.argsort(descending)?)?;
+                let (ni, nj) = (pieces[i].dims()[last], pieces[j].dims()[last]);
+                at[i] = at[i].add(&both.narrow(last, 0, ni)?.sub(&own[i])?)?;
+                at[j] = at[j].add(&both.narrow(last, ni, nj)?.sub(&own[j])?)?;
+            }
+        }
+        let out = Tensor::zeros(self.shape().clone(), DType::U32, &self.device)?;
+        for (&(a, b), at) in ranges.iter().zip(&at) {
+            out.scatter_set(at, &Tensor::arange(a as u32, b as u32, &self.device)?.reshape(at.shape().clone())?, last)?;
+        }
+        Ok(out)
+    }
+
     /// `self [.., M, K]` times `rhs [.., K, N]` (batch dims broadcast alike) where a row of an
     /// operand in parts crosses two parts, so that no split of the output fits: partial products
     /// over ranges of K inside one part of each, summed in f32.

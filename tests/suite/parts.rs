@@ -6,6 +6,7 @@
 
 use crate::{Tol, compare_with_cpu, cpu, rand_tensor, suite};
 use rocm_wgpu_ops::spec::conv::ConvParams;
+use rocm_wgpu_ops::spec::elementwise::UnaryOp;
 use rocm_wgpu_ops::spec::pool::Pool2dParams;
 use rocm_wgpu_ops::spec::quant::GgmlType;
 use rocm_wgpu_ops::spec::random::Distribution;
@@ -213,6 +214,25 @@ async fn tensors_in_parts_match_reference(dev: &Device) -> Result<()> {
         ),
         ("argsort of rows", Tol::EXACT, Box::new(|d| table(d)?.argsort(true))),
         (
+            "argsort of rows past one buffer, with ties, both ways (merged ranges)",
+            Tol::EXACT,
+            Box::new(|d| {
+                let x = rand_tensor(d, DType::F32, &[2, 5000], 55, -3.0, 3.0)?.unary(UnaryOp::Round)?;
+                Tensor::cat(&[x.argsort(false)?, x.argsort(true)?], 0)
+            }),
+        ),
+        ("argsort of columns crossing parts", Tol::EXACT, Box::new(|d| table(d)?.t()?.argsort(false))),
+        (
+            "argsort whose indices are past one buffer",
+            Tol::EXACT,
+            Box::new(|d| rand_tensor(d, DType::F32, &[5000], 59, 0.0, 9.0)?.to_dtype(DType::U8)?.argsort(true)),
+        ),
+        (
+            "sort of a row past one buffer",
+            Tol::EXACT,
+            Box::new(|d| Ok(rand_tensor(d, DType::F32, &[1, 6000], 60, -1.0, 1.0)?.sort(false)?.0)),
+        ),
+        (
             "rope of heads in parts",
             Tol { atol: 1e-5, rtol: 1e-5 },
             Box::new(|d| {
@@ -402,9 +422,12 @@ async fn ops_that_do_not_split_say_so(dev: &Device) -> Result<()> {
     let Some(dev) = small_device(dev).await? else { return Ok(()) };
     let t = table(&dev)?;
     let want = t.to_vec2_async::<f32>().await?;
-    // A row past one buffer: a sort along it does not split.
-    let long = rand_tensor(&dev, DType::F32, &[2, 5000], 55, -1.0, 1.0)?;
-    let refused = [("argsort of a row past one buffer", long.argsort(true))];
+    // Attention over keys past one buffer a row does not split.
+    let (q, k) = (
+        rand_tensor(&dev, DType::F32, &[1, 1, 4, 8], 61, -1.0, 1.0)?,
+        rand_tensor(&dev, DType::F32, &[1, 1, 600, 8], 62, -1.0, 1.0)?,
+    );
+    let refused = [("attention over keys past one buffer", q.scaled_dot_product_attention(&k, &k, None, false, None))];
     for (what, r) in refused {
         match r {
             Err(Error::LimitExceeded { needed, limit, .. }) => assert!(needed > limit, "{what}: {needed} <= {limit}"),
