@@ -236,6 +236,18 @@ impl Tensor {
         Ok(Self::from_storage(storage, shape, device))
     }
 
+    /// A new tensor whose every element the caller writes before any is read (`cat`'s output):
+    /// no fill.
+    pub(super) fn unfilled(shape: Shape, dtype: DType, device: &Device, op: &'static str) -> Result<Tensor> {
+        run::admit(device, Family::Copy, op, &Out::new(shape.clone(), dtype))?;
+        let part = |lo: usize, hi: usize| dispatch!(device, |b| Ok(b.wrap(b.alloc(dtype, hi - lo)?)));
+        if let Some(t) = Tensor::make_parts(&shape, dtype, device, part)? {
+            return Ok(t);
+        }
+        let storage = dispatch!(device, |b| b.wrap(b.alloc(dtype, shape.elem_count())?));
+        Ok(Self::from_storage(storage, shape, device))
+    }
+
     /// A tensor of zeros.
     pub fn zeros(shape: impl Into<Shape>, dtype: DType, device: &Device) -> Result<Tensor> {
         Self::full(0u8, shape, dtype, device)

@@ -555,7 +555,8 @@ impl Tensor {
         let out = spec::copy::cat(&layouts, dim)?;
         let first = ts[0];
         first.same_device("cat", &ts[1..])?;
-        let dst = Tensor::zeros(out.shape.clone(), out.dtype, &first.device)?;
+        // Every element is written by one of the blocks.
+        let dst = Tensor::unfilled(out.shape.clone(), out.dtype, &first.device, "cat")?;
         let mut at = 0;
         for t in ts {
             dst.write_block(t, dim, at)?;

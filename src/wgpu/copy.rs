@@ -35,6 +35,21 @@ fn vec_write_ok(r: Repr, offset: usize, n: usize, len: usize) -> bool {
     r.vectorizes() && offset.is_multiple_of(4) && (n.is_multiple_of(4) || offset + n == len)
 }
 
+/// `p` in 32-bit words, for elements of `size` bytes narrower than a word, where each of its
+/// rows starts and ends on a word.
+fn in_words(p: &Copy2d, size: usize) -> Option<Copy2d> {
+    let per = 4usize.checked_div(size).filter(|&per| per > 1)?;
+    let strides = if p.rows > 1 { [p.src_stride, p.dst_stride] } else { [0, 0] };
+    [p.cols, p.src_offset, p.dst_offset].iter().chain(&strides).all(|v| v % per == 0).then(|| Copy2d {
+        rows: p.rows,
+        cols: p.cols / per,
+        src_stride: p.src_stride / per,
+        dst_stride: p.dst_stride / per,
+        src_offset: p.src_offset / per,
+        dst_offset: p.dst_offset / per,
+    })
+}
+
 pub(crate) fn copy2d_spec(caps: Caps, dtype: DType) -> Result<Spec> {
     let r = Repr::of(dtype, caps, CopyOp::Copy2d.name())?;
     Ok(Spec::new(Family::Copy, "copy2d", caps).bind("x", r, Access::Read, Index::None).bind(
@@ -92,7 +107,14 @@ impl CopyOps for WgpuBackend {
     }
 
     fn copy2d(&self, src: &WgpuStorage, dst: &mut WgpuStorage, p: &Copy2d) -> Result<()> {
-        let spec = copy2d_spec(self.caps(), bits_of(src.dtype, self.caps()))?;
+        let dt = bits_of(src.dtype, self.caps());
+        // Rows that start and end on 32-bit words (f16, bf16, u8): a word an invocation, and no
+        // atomic update of a word that neighbours share.
+        let (dt, p) = match in_words(p, dt.size_in_bytes()) {
+            Some(w) => (DType::U32, w),
+            None => (dt, *p),
+        };
+        let spec = copy2d_spec(self.caps(), dt)?;
         let n = p.rows * p.cols;
         let extra = [p.cols, p.src_stride, p.dst_stride, p.src_offset, p.dst_offset].map(|v| v as u32);
         let meta = spec.meta(n as u32, &[], &extra);
