@@ -215,11 +215,12 @@ impl Tensor {
     }
 
     /// `pick(self, ids)` (an index_select or a gather along `dim`) of `self` stored in parts,
-    /// part by part: for each range of rows lying in one part, the ids clamped into it pick from
-    /// its window (ids outside it read an edge row), and a `where` keeps what the ids the clamp
-    /// left alone picked (`spread` makes their mask the output's shape; the clamp, the
-    /// comparison and the shift fuse into one kernel). Ids out of range are flagged against the
-    /// whole dim by a pick from a broadcast view of `self`'s shape.
+    /// part by part: for each range of rows lying in one part, the ids moved into it (clamped to
+    /// the range, less its start: one kernel for every range, the ranges' bounds uploaded as
+    /// tensors `[ranges, 1..]`) pick from its window, and one `where` chain keeps for each id
+    /// what its own range picked (`spread` makes the masks the output's shape; the chain fuses
+    /// into one kernel). Ids out of range are flagged against the whole dim by a pick from a
+    /// broadcast view of `self`'s shape.
     pub(super) fn pick_parts(
         &self,
         op: &'static str,
@@ -228,7 +229,8 @@ impl Tensor {
         pick: impl Fn(&Tensor, &Tensor) -> Result<Tensor>,
         spread: impl Fn(Tensor) -> Result<Tensor>,
     ) -> Result<Tensor> {
-        let whole = Tensor::zeros(vec![1; self.rank()], DType::U8, &self.device)?.broadcast_as(self.shape().clone())?;
+        let dev = &self.device;
+        let whole = Tensor::from_vec(vec![0u8], vec![1; self.rank()], dev)?.broadcast_as(self.shape().clone())?;
         let checked = pick(&whole, ids)?;
         // The largest id the ids' dtype holds: ranges past it hold none of them.
         let top = match ids.dtype {
@@ -236,21 +238,37 @@ impl Tensor {
             DType::U32 => u32::MAX as usize,
             _ => i64::MAX as usize,
         };
-        let mut merged: Option<Tensor> = None;
-        for (a, b) in self.ranges(dim, self.dims()[dim])?.ok_or_else(|| self.cannot_split(op))? {
-            if a > top {
-                break;
+        let ranges: Vec<(usize, usize)> = (self.ranges(dim, self.dims()[dim])?)
+            .ok_or_else(|| self.cannot_split(op))?
+            .into_iter()
+            .filter(|&(a, _)| a <= top)
+            .collect();
+        let windows = ranges
+            .iter()
+            .map(|&(a, b)| self.narrow(dim, a, b - a)?.window()?.ok_or_else(|| self.cannot_split(op)))
+            .collect::<Result<Vec<_>>>()?;
+        let bound = |f: &dyn Fn(usize, usize) -> usize| -> Result<Tensor> {
+            let v = ranges.iter().map(|&(a, b)| f(a, b).min(top));
+            let mut shape = vec![1; ids.rank() + 1];
+            shape[0] = ranges.len();
+            match ids.dtype {
+                DType::U8 => Tensor::from_vec(v.map(|x| x as u8).collect(), shape, dev),
+                DType::U32 => Tensor::from_vec(v.map(|x| x as u32).collect(), shape, dev),
+                _ => Tensor::from_vec(v.map(|x| x as i64).collect(), shape, dev)?.to_dtype(ids.dtype),
             }
-            let rows = self.narrow(dim, a, b - a)?.window()?.ok_or_else(|| self.cannot_split(op))?;
-            let clamped = ids.clamp(Scalar::I64(a as i64), Scalar::I64((b - 1).min(top) as i64))?;
-            let local = if a == 0 { clamped.clone() } else { clamped.sub(Scalar::I64(a as i64))? };
-            let picked = pick(&rows, &local)?;
-            merged = Some(match merged {
-                None => picked,
-                Some(m) => spread(clamped.eq(ids)?)?.where_cond(&picked, &m)?,
-            });
+        };
+        let (lo, hi) = (bound(&|a, _| a)?, bound(&|_, b| b - 1)?);
+        let clamped = ids.unsqueeze(0)?.maximum(&lo)?.minimum(&hi)?;
+        let local = clamped.sub(&lo)?.contiguous()?;
+        let row = |t: &Tensor, i: usize| t.narrow(0, i, 1)?.squeeze(0);
+        // Every pick before the chain, and the masks spread before their comparison, so that
+        // the chain fuses (a pick, or a reshape of a pending result, runs what is pending).
+        let picked = windows.iter().enumerate().map(|(i, w)| pick(w, &row(&local, i)?)).collect::<Result<Vec<_>>>()?;
+        let mut merged = picked.first().ok_or_else(|| self.cannot_split(op))?.clone();
+        for (i, p) in picked.iter().enumerate().skip(1) {
+            let own = spread(row(&local, i)?)?.add(&row(&lo, i)?)?.eq(&spread(ids.clone())?)?;
+            merged = own.where_cond(p, &merged)?;
         }
-        let merged = merged.ok_or_else(|| self.cannot_split(op))?;
         merged.status().absorb(checked.status().flags());
         Ok(merged)
     }
