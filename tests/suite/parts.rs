@@ -401,9 +401,9 @@ async fn tensors_in_parts_match_reference(dev: &Device) -> Result<()> {
     for (what, tol, f) in &cases {
         compare_with_cpu(&dev, *tol, what, f).await?;
     }
-    // An embedding lookup is a few kernels a part (for two: 8 on lavapipe, 12 in Chromium: the ids checked, moved
-    // into each range at once, a pick a part, one fused chain), not pieces of its ids and columns
-    // (2349 kernels): the split's last resort leaves it to that path.
+    // An embedding lookup is a few kernels a part (for two: 8 on lavapipe, 12 in Chromium: the
+    // ids checked, moved into each range at once, a pick a part, one fused chain), not pieces of
+    // its ids and columns (2349 kernels): the split's last resort leaves it to that path.
     let (t, picked) = (table(&dev)?, ids(&dev, vec![0, 169, 170, 299, 5, 250, 170])?);
     let before = dev.launches();
     t.index_select(&picked, 0)?.to_vec2_async::<f32>().await?;
