@@ -2,11 +2,11 @@
 
 use super::Tensor;
 use super::parts::{self, Split};
-use crate::Result;
 use crate::backend::AttentionOps;
 use crate::device::{BackendOf, dispatch};
 use crate::spec::Family;
 use crate::spec::attention::{self, AttentionOp};
+use crate::{DType, Error, Result, Scalar};
 
 impl Tensor {
     /// Scaled dot-product attention of `self` (`q [B, Hq, Lq, D]`) over `k [B, Hkv, Lk, D]` and
@@ -47,9 +47,16 @@ impl Tensor {
             }
             let fixed: &[usize] = if own_kv { &[2, 3] } else { &[1, 2, 3] };
             let scale = Some(p.scale);
-            return Split::mapped(op, &out, xs)
+            let split = Split::mapped(op, &out, xs)
                 .fixed(fixed)
                 .run(|x| x[0].scaled_dot_product_attention(&x[1], &x[2], x.get(3), causal, scale));
+            return match split {
+                Err(Error::LimitExceeded { .. }) if self.in_parts() || others.iter().any(|t| t.in_parts()) => {
+                    let mask = mask.zip(ml).map(|(m, l)| m.view(l));
+                    self.attention_parts(k, v, mask.as_ref(), causal, p.scale)
+                }
+                r => r,
+            };
         }
         let r = self.run(Family::Attention, op, &others, &out)?;
         let s = dispatch!(self.device, |b| {
@@ -61,6 +68,45 @@ impl Tensor {
             b.wrap(b.sdpa(q, k, v, m, &p)?)
         });
         Ok(r.finish(s))
+    }
+
+    /// Attention composed of ops that split, where a row of keys or values past one buffer
+    /// leaves the fused kernel no split: the scores `q kᵀ` (each kv head's query heads as rows of
+    /// one product) scaled, masked (`mask` broadcast to `[B, Hq, Lq, Lk]`) and causally aligned,
+    /// softmax over the keys, the product with `v`. The scores are in memory, in f32 for 16-bit
+    /// inputs as the kernels compute them.
+    fn attention_parts(
+        &self,
+        k: &Tensor,
+        v: &Tensor,
+        mask: Option<&Tensor>,
+        causal: bool,
+        scale: f64,
+    ) -> Result<Tensor> {
+        let (dims, kd) = (self.dims(), k.dims());
+        let (b, hq, lq, hkv, lk) = (dims[0], dims[1], dims[2], kd[1], kd[2]);
+        let f32s = |t: &Tensor| if t.dtype.size_in_bytes() == 2 { t.to_dtype(DType::F32) } else { Ok(t.clone()) };
+        let q = f32s(self)?.contiguous()?.reshape([b, hkv, hq / hkv * lq, dims[3]])?;
+        let s = q.matmul(&f32s(k)?.transpose(2, 3)?)?.reshape([b, hq, lq, lk])?.affine(scale, 0.0)?;
+        let s = match mask {
+            Some(m) if m.dtype == DType::U8 => {
+                m.where_cond(&s, &Tensor::full(f64::NEG_INFINITY, (), s.dtype, &self.device)?)?
+            }
+            Some(m) => s.add(&f32s(m)?)?,
+            None => s,
+        };
+        let s = if causal {
+            // Key j is seen by query i where j <= i + Lk - Lq.
+            let i = Tensor::arange(0i64, lq as i64, &self.device)?.add(Scalar::I64(lk as i64 - lq as i64))?;
+            let j = Tensor::arange(0i64, lk as i64, &self.device)?.reshape([1, lk])?;
+            let keep = j.le(&i.reshape([lq, 1])?)?;
+            keep.where_cond(&s, &Tensor::full(f64::NEG_INFINITY, (), s.dtype, &self.device)?)?
+        } else {
+            s
+        };
+        let p = s.softmax(3)?.reshape([b, hkv, hq / hkv * lq, lk])?;
+        let y = p.matmul(&f32s(v)?)?.reshape([b, hq, lq, v.dims()[3]])?;
+        y.to_dtype(self.dtype)
     }
 
     /// Rotary embedding with candle's `rope` convention: `self` is `[B, H, T, D]`, `cos` and

@@ -228,6 +228,27 @@ async fn tensors_in_parts_match_reference(dev: &Device) -> Result<()> {
             Box::new(|d| rand_tensor(d, DType::F32, &[5000], 59, 0.0, 9.0)?.to_dtype(DType::U8)?.argsort(true)),
         ),
         (
+            "attention over keys past one buffer a row (composed), grouped heads, causal, masked",
+            Tol { atol: 1e-5, rtol: 1e-5 },
+            Box::new(|d| {
+                let q = rand_tensor(d, DType::F32, &[1, 2, 4, 8], 61, -1.0, 1.0)?;
+                let (k, v) = (
+                    rand_tensor(d, DType::F32, &[1, 1, 600, 8], 62, -1.0, 1.0)?,
+                    rand_tensor(d, DType::F32, &[1, 1, 600, 8], 63, -1.0, 1.0)?,
+                );
+                let keep = rand_tensor(d, DType::F32, &[4, 600], 64, 0.0, 1.99)?.to_dtype(DType::U8)?;
+                let add = rand_tensor(d, DType::F32, &[1, 2, 1, 600], 65, -1.0, 1.0)?;
+                Tensor::cat(
+                    &[
+                        q.scaled_dot_product_attention(&k, &v, None, true, None)?,
+                        q.scaled_dot_product_attention(&k, &v, Some(&keep), false, Some(0.5))?,
+                        q.scaled_dot_product_attention(&k, &v, Some(&add), true, None)?,
+                    ],
+                    2,
+                )
+            }),
+        ),
+        (
             "sort of a row past one buffer",
             Tol::EXACT,
             Box::new(|d| Ok(rand_tensor(d, DType::F32, &[1, 6000], 60, -1.0, 1.0)?.sort(false)?.0)),
@@ -423,12 +444,10 @@ async fn ops_that_do_not_split_say_so(dev: &Device) -> Result<()> {
     let Some(dev) = small_device(dev).await? else { return Ok(()) };
     let t = table(&dev)?;
     let want = t.to_vec2_async::<f32>().await?;
-    // Attention over keys past one buffer a row does not split.
-    let (q, k) = (
-        rand_tensor(&dev, DType::F32, &[1, 1, 4, 8], 61, -1.0, 1.0)?,
-        rand_tensor(&dev, DType::F32, &[1, 1, 600, 8], 62, -1.0, 1.0)?,
-    );
-    let refused = [("attention over keys past one buffer", q.scaled_dot_product_attention(&k, &k, None, false, None))];
+    // A convolution of one image past one buffer does not split.
+    let image = rand_tensor(&dev, DType::F32, &[1, 3, 48, 48], 66, -1.0, 1.0)?;
+    let kernel = rand_tensor(&dev, DType::F32, &[4, 3, 3, 3], 67, -1.0, 1.0)?;
+    let refused = [("conv2d of one image past one buffer", image.conv2d(&kernel, &ConvParams::default()))];
     for (what, r) in refused {
         match r {
             Err(Error::LimitExceeded { needed, limit, .. }) => assert!(needed > limit, "{what}: {needed} <= {limit}"),
