@@ -102,6 +102,14 @@ async fn tensors_in_parts_match_reference(dev: &Device) -> Result<()> {
             Box::new(move |d| table(d)?.index_select(&ids(d, vec![0, 169, 170, 299, 5, 250, 170])?, 0)),
         ),
         (
+            "embedding rows of a view whose ranges are uneven, i64 ids",
+            Tol::EXACT,
+            Box::new(move |d| {
+                let picked = Tensor::from_vec(vec![0i64, 69, 70, 199, 5, 150, 70], [7], d)?;
+                table(d)?.narrow(0, 100, 200)?.index_select(&picked, 0)
+            }),
+        ),
+        (
             "columns picked (split along rows)",
             Tol::EXACT,
             Box::new(move |d| table(d)?.index_select(&ids(d, vec![0, 23, 5, 5, 1, 2, 3])?, 1)),
