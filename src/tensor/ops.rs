@@ -461,11 +461,19 @@ impl Tensor {
         self.same_device(op.name(), &[k])?;
         let g = spec::conv::conv(op, (&self.layout, self.dtype), (&k.layout, k.dtype), p)?;
         if parts::needed(&g.out, &[self, k]) {
-            // Images with images; the kernel whole in each piece.
+            // Images with images; output channels with the kernel's (one group: dim 0 of a
+            // convolution's kernel, dim 1 of a transposed one's), the images whole.
             let n = g.out.shape.rank();
             let image = (0..n).map(|i| (i == 0).then_some(0)).collect();
-            let xs = vec![(self.clone(), image), (k.clone(), vec![None; n])];
-            return Split::mapped(op.name(), &g.out, xs).run(|x| x[0].conv(&x[1], op, p));
+            let mut channels = vec![None; n];
+            channels[1] = (p.groups == 1).then_some(usize::from(op.is_transposed()));
+            let xs = vec![(self.clone(), image), (k.clone(), channels)];
+            return match Split::mapped(op.name(), &g.out, xs).run(|x| x[0].conv(&x[1], op, p)) {
+                Err(Error::LimitExceeded { .. }) if (self.in_parts() || k.in_parts()) && p.groups == 1 => {
+                    self.conv_parts(k, op, p)
+                }
+                r => r,
+            };
         }
         let r = self.run(Family::Conv, op.name(), &[k], &g.out)?;
         let (c, xl, kl) = (Conv2::from(&g), nchw(&self.layout), nchw(&k.layout));

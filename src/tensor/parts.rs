@@ -8,6 +8,7 @@ use super::{Cell, Tensor};
 use crate::backend::{BackendKind, Memory, Readback};
 use crate::device::{BackendOf, Storage, dispatch};
 use crate::spec::Out;
+use crate::spec::conv::{ConvOp, ConvParams};
 use crate::spec::index::ScatterMode;
 use crate::spec::reduce::ReduceOp;
 use crate::{CpuStorage, DType, Device, Error, Layout, Result, Scalar, Shape};
@@ -510,7 +511,7 @@ impl Tensor {
 
     /// `self [.., M, K]` times `rhs [.., K, N]` (batch dims broadcast alike) where a row of an
     /// operand in parts crosses two parts, so that no split of the output fits: partial products
-    /// over ranges of K inside one part of each, summed in f32.
+    /// over ranges of K inside one part of each, summed (16-bit floats in f32).
     pub(super) fn matmul_parts(&self, rhs: &Tensor) -> Result<Tensor> {
         let n = self.rank();
         let k = self.dims()[n - 1];
@@ -531,7 +532,7 @@ impl Tensor {
             let window = |t: &Tensor, d: usize| -> Result<Tensor> {
                 t.narrow(d, a, b - a)?.window()?.ok_or_else(|| t.cannot_split("matmul"))
             };
-            let p = window(self, n - 1)?.matmul(&window(rhs, n - 2)?)?.to_dtype(DType::F32)?;
+            let p = window(self, n - 1)?.matmul(&window(rhs, n - 2)?)?.to_dtype(sum_dtype(self.dtype))?;
             sum = Some(match sum {
                 None => p,
                 Some(s) => s.add(&p)?,
@@ -539,6 +540,40 @@ impl Tensor {
             a = b;
         }
         sum.ok_or_else(|| self.cannot_split("matmul"))?.to_dtype(self.dtype)
+    }
+
+    /// A convolution (`groups` 1) of images that cross parts, where no split by images fits:
+    /// partial convolutions over ranges of input channels lying in one part of the images and of
+    /// the kernel, summed (16-bit floats in f32; a convolution is a sum over its input channels);
+    /// an image at a time where several images cross.
+    pub(super) fn conv_parts<const N: usize>(&self, k: &Tensor, op: ConvOp, p: &ConvParams<N>) -> Result<Tensor> {
+        let c = self.dims()[1];
+        if self.dims()[0] > 1 && self.ranges(1, c)?.is_none() {
+            return self.line_by_line(0, |image| image.conv(k, op, p));
+        }
+        // The kernel's input channels: dim 1 of a convolution's, dim 0 of a transposed one's.
+        let kd = if op.is_transposed() { 0 } else { 1 };
+        let mut ends = vec![];
+        for (t, d) in [(self, 1), (k, kd)] {
+            let r = t.ranges(d, c)?.ok_or_else(|| t.cannot_split(op.name()))?;
+            ends.extend(r.into_iter().map(|(_, b)| b));
+        }
+        ends.sort_unstable();
+        ends.dedup();
+        let mut sum: Option<Tensor> = None;
+        let mut a = 0;
+        for b in ends {
+            let window = |t: &Tensor, d: usize| -> Result<Tensor> {
+                t.narrow(d, a, b - a)?.window()?.ok_or_else(|| t.cannot_split(op.name()))
+            };
+            let part = window(self, 1)?.conv(&window(k, kd)?, op, p)?.to_dtype(sum_dtype(self.dtype))?;
+            sum = Some(match sum {
+                None => part,
+                Some(s) => s.add(&part)?,
+            });
+            a = b;
+        }
+        sum.ok_or_else(|| self.cannot_split(op.name()))?.to_dtype(self.dtype)
     }
 
     /// Ranges of `dim` (of size `n`) whose rows each lie in one part, largest first from 0;
@@ -565,6 +600,12 @@ impl Tensor {
             limit: limit(&self.device),
         }
     }
+}
+
+/// The dtype partial results of `dtype` are summed in: f32 for the 16-bit floats (as the
+/// kernels accumulate), else their own.
+fn sum_dtype(dtype: DType) -> DType {
+    if matches!(dtype, DType::F16 | DType::BF16) { DType::F32 } else { dtype }
 }
 
 /// Whether the elements `l` reaches lie in one part of those `bounds` delimit.
@@ -652,7 +693,9 @@ impl<'a> Split<'a> {
         {
             return self.pieces(&dev, &f, usize::MAX, &[(0, 1)], true);
         }
-        let splittable = |d: &usize| dims[*d] > 1 && !self.fixed.contains(d);
+        // A dim no operand moves with would give each piece the whole op again.
+        let splittable =
+            |d: &usize| dims[*d] > 1 && !self.fixed.contains(d) && self.operands.iter().any(|(_, m)| m[*d].is_some());
         for d in (0..dims.len()).filter(splittable) {
             let leading = dims[..d].iter().all(|&n| n == 1);
             let slice = bytes / dims[d] as u64;

@@ -257,6 +257,26 @@ async fn tensors_in_parts_match_reference(dev: &Device) -> Result<()> {
             }),
         ),
         (
+            "conv2d and conv_transpose2d of one image past one buffer (input channels summed)",
+            Tol { atol: 1e-4, rtol: 1e-4 },
+            Box::new(|d| {
+                let image = rand_tensor(d, DType::F32, &[1, 3, 48, 48], 66, -1.0, 1.0)?;
+                let k = rand_tensor(d, DType::F32, &[4, 3, 3, 3], 67, -1.0, 1.0)?;
+                let kt = rand_tensor(d, DType::F32, &[3, 2, 3, 3], 68, -1.0, 1.0)?;
+                let p = ConvParams { padding: [1, 1], ..ConvParams::default() };
+                let y = image.conv2d(&k, &p)?.flatten_all()?;
+                Tensor::cat(&[y, image.conv_transpose2d(&kt, &p)?.flatten_all()?], 0)
+            }),
+        ),
+        (
+            "f64 matmul with a K past one buffer (partial products in f64)",
+            Tol::of(DType::F64),
+            Box::new(|d| {
+                let x = rand_tensor(d, DType::F64, &[2, 2500], 69, -1.0, 1.0)?;
+                x.matmul(&rand_tensor(d, DType::F64, &[2500, 3], 70, -1.0, 1.0)?)
+            }),
+        ),
+        (
             "sort of a row past one buffer",
             Tol::EXACT,
             Box::new(|d| Ok(rand_tensor(d, DType::F32, &[1, 6000], 60, -1.0, 1.0)?.sort(false)?.0)),
@@ -452,10 +472,11 @@ async fn ops_that_do_not_split_say_so(dev: &Device) -> Result<()> {
     let Some(dev) = small_device(dev).await? else { return Ok(()) };
     let t = table(&dev)?;
     let want = t.to_vec2_async::<f32>().await?;
-    // A convolution of one image past one buffer does not split.
+    // A grouped convolution of one image past one buffer does not split.
     let image = rand_tensor(&dev, DType::F32, &[1, 3, 48, 48], 66, -1.0, 1.0)?;
-    let kernel = rand_tensor(&dev, DType::F32, &[4, 3, 3, 3], 67, -1.0, 1.0)?;
-    let refused = [("conv2d of one image past one buffer", image.conv2d(&kernel, &ConvParams::default()))];
+    let kernel = rand_tensor(&dev, DType::F32, &[3, 1, 3, 3], 67, -1.0, 1.0)?;
+    let grouped = ConvParams { groups: 3, ..ConvParams::default() };
+    let refused = [("a grouped conv2d of one image past one buffer", image.conv2d(&kernel, &grouped))];
     for (what, r) in refused {
         match r {
             Err(Error::LimitExceeded { needed, limit, .. }) => assert!(needed > limit, "{what}: {needed} <= {limit}"),
