@@ -518,28 +518,7 @@ impl Tensor {
         if self.dims()[n - 2] > 1 && self.ranges(n - 1, k)?.is_none() {
             return self.line_by_line(n - 2, |row| row.matmul(rhs));
         }
-        let cuts = |t: &Tensor, d: usize| -> Result<Vec<usize>> {
-            let r = t.ranges(d, k)?.ok_or_else(|| t.cannot_split("matmul"))?;
-            Ok(r.into_iter().map(|(_, b)| b).collect())
-        };
-        let mut ends = cuts(self, n - 1)?;
-        ends.extend(cuts(rhs, n - 2)?);
-        ends.sort_unstable();
-        ends.dedup();
-        let mut sum: Option<Tensor> = None;
-        let mut a = 0;
-        for b in ends {
-            let window = |t: &Tensor, d: usize| -> Result<Tensor> {
-                t.narrow(d, a, b - a)?.window()?.ok_or_else(|| t.cannot_split("matmul"))
-            };
-            let p = window(self, n - 1)?.matmul(&window(rhs, n - 2)?)?.to_dtype(sum_dtype(self.dtype))?;
-            sum = Some(match sum {
-                None => p,
-                Some(s) => s.add(&p)?,
-            });
-            a = b;
-        }
-        sum.ok_or_else(|| self.cannot_split("matmul"))?.to_dtype(self.dtype)
+        self.summed_over("matmul", n - 1, rhs, n - 2, |x, y| x.matmul(y))
     }
 
     /// A convolution (`groups` 1) of images that cross parts, where no split by images fits:
@@ -553,9 +532,23 @@ impl Tensor {
         }
         // The kernel's input channels: dim 1 of a convolution's, dim 0 of a transposed one's.
         let kd = if op.is_transposed() { 0 } else { 1 };
-        let mut ends = vec![];
-        for (t, d) in [(self, 1), (k, kd)] {
-            let r = t.ranges(d, c)?.ok_or_else(|| t.cannot_split(op.name()))?;
+        self.summed_over(op.name(), 1, k, kd, |x, w| x.conv(w, op, p))
+    }
+
+    /// `f` on the windows of `self` along `d` and of `other` along `od` (the same size) over
+    /// ranges lying in one part of each, summed (16-bit floats in f32), in this dtype: an op
+    /// that sums over that dim (matmul's K, a convolution's input channels).
+    fn summed_over(
+        &self,
+        op: &'static str,
+        d: usize,
+        other: &Tensor,
+        od: usize,
+        f: impl Fn(&Tensor, &Tensor) -> Result<Tensor>,
+    ) -> Result<Tensor> {
+        let (n, mut ends) = (self.dims()[d], vec![]);
+        for (t, td) in [(self, d), (other, od)] {
+            let r = t.ranges(td, n)?.ok_or_else(|| t.cannot_split(op))?;
             ends.extend(r.into_iter().map(|(_, b)| b));
         }
         ends.sort_unstable();
@@ -564,16 +557,16 @@ impl Tensor {
         let mut a = 0;
         for b in ends {
             let window = |t: &Tensor, d: usize| -> Result<Tensor> {
-                t.narrow(d, a, b - a)?.window()?.ok_or_else(|| t.cannot_split(op.name()))
+                t.narrow(d, a, b - a)?.window()?.ok_or_else(|| t.cannot_split(op))
             };
-            let part = window(self, 1)?.conv(&window(k, kd)?, op, p)?.to_dtype(sum_dtype(self.dtype))?;
+            let part = f(&window(self, d)?, &window(other, od)?)?.to_dtype(sum_dtype(self.dtype))?;
             sum = Some(match sum {
                 None => part,
                 Some(s) => s.add(&part)?,
             });
             a = b;
         }
-        sum.ok_or_else(|| self.cannot_split(op.name()))?.to_dtype(self.dtype)
+        sum.ok_or_else(|| self.cannot_split(op))?.to_dtype(self.dtype)
     }
 
     /// Ranges of `dim` (of size `n`) whose rows each lie in one part, largest first from 0;
