@@ -124,6 +124,12 @@ pub trait Memory: Clone + Send + Sync + 'static {
     fn max_bytes(&self) -> u64 {
         u64::MAX
     }
+    /// Whether a tensor past [`Memory::max_bytes`] is stored in parts here (several buffers, as
+    /// on wgpu, where one binding is smaller than the adapter's memory); elsewhere one buffer
+    /// may be as large as the device's memory, and what is larger cannot be held at all.
+    fn holds_parts(&self) -> bool {
+        false
+    }
     /// A buffer of `len` elements; its contents are unspecified until written.
     fn alloc(&self, dtype: DType, len: usize) -> Result<Self::Storage>;
     /// A new buffer holding a copy of `data`.

@@ -672,6 +672,11 @@ impl<'a> Split<'a> {
         let bytes = (self.out.shape.elem_count() as u64).saturating_mul(self.out.dtype.size_in_bytes() as u64);
         self.out.shape.check(self.op, self.out.dtype)?;
         walkable(&dev, self.op, self.out.shape.elem_count(), self.out.dtype)?;
+        if bytes > limit && !dispatch!(dev, |b| b.holds_parts()) {
+            let n = self.out.shape.elem_count();
+            let what = format!("{}: an output of {n} elements, past the device's memory", self.op);
+            return Err(Error::LimitExceeded { backend: dev.kind(), what, needed: bytes, limit });
+        }
         let mut bounds = vec![];
         for (t, _) in &self.operands {
             bounds.push(t.part_bounds()?);

@@ -4,6 +4,7 @@
 
 use super::alloc::{Pool, PooledBuffer};
 use super::context::{ErrorSink, Gpu};
+use super::groups::{BindGroups, bind_group};
 use crate::{BackendKind, Error, Result};
 use std::sync::{Arc, Mutex};
 use std::task::{Poll, Waker};
@@ -33,6 +34,8 @@ pub(crate) struct Recorder {
     opened: Option<Instant>,
     /// Where dispatches go instead while a capture is under way.
     capture: Option<Captured>,
+    /// The bind groups of earlier dispatches, bound again on the same buffers.
+    groups: BindGroups,
 }
 
 /// One dispatch as a capture keeps it: what encoding it again needs.
@@ -96,6 +99,25 @@ impl Recorder {
         Ok((at * 4) as u32)
     }
 
+    /// Records a copy of `bytes` (a whole number of 32-bit words) into `dst` from this batch's
+    /// metadata arena, ordered with the work recorded so far, so that a small upload needs no
+    /// submit, and no staging buffer of its own: the arena is written just before the batch
+    /// runs. False while this thread captures, for more than a quarter of an arena, or where
+    /// the bytes do not fit in what is left of it (the caller then submits and writes `dst`).
+    pub(crate) fn stage(&mut self, gpu: &Gpu, pool: &Arc<Pool>, dst: &wgpu::Buffer, bytes: &[u8]) -> Result<bool> {
+        let at = self.meta.len();
+        if self.capturing() || bytes.len() as u64 > ARENA / 4 || (at + bytes.len() / 4) as u64 * 4 > ARENA {
+            return Ok(false);
+        }
+        if self.arena.is_none() {
+            self.arena = Some(pool.alloc(gpu, ARENA)?);
+        }
+        self.meta.extend(bytes.chunks_exact(4).map(|w| u32::from_ne_bytes([w[0], w[1], w[2], w[3]])));
+        let arena = self.arena.as_ref().unwrap_or_else(|| unreachable!("allocated above")).buffer().clone();
+        self.encoder(gpu).copy_buffer_to_buffer(&arena, at as u64 * 4, dst, 0, bytes.len() as u64);
+        Ok(true)
+    }
+
     /// Records one dispatch of `pipeline` over `groups` workgroups.
     pub(crate) fn dispatch(
         &mut self,
@@ -117,7 +139,7 @@ impl Recorder {
         }
         let offset = self.place_meta(gpu, meta_pool, meta)?;
         let arena = self.arena.as_ref().unwrap_or_else(|| unreachable!("place_meta allocates the arena")).buffer();
-        let group = bind_group(gpu, pipeline, arena, buffers);
+        let group = self.groups.get(gpu, pipeline, arena, buffers);
         let pass = self.pass(gpu);
         pass.set_pipeline(&pipeline.pipeline);
         pass.set_bind_group(0, &group, &[offset]);
@@ -185,31 +207,6 @@ impl Recorder {
     }
 }
 
-/// The bind group of one dispatch: the metadata window of `arena`, then `buffers`.
-fn bind_group(
-    gpu: &Gpu,
-    pipeline: &super::Pipeline,
-    arena: &wgpu::Buffer,
-    buffers: &[&wgpu::Buffer],
-) -> wgpu::BindGroup {
-    let mut entries = vec![wgpu::BindGroupEntry {
-        binding: 0,
-        resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-            buffer: arena,
-            offset: 0,
-            size: wgpu::BufferSize::new(META_WINDOW),
-        }),
-    }];
-    for (i, b) in buffers.iter().enumerate() {
-        entries.push(wgpu::BindGroupEntry { binding: i as u32 + 1, resource: b.as_entire_binding() });
-    }
-    gpu.device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: None,
-        layout: &pipeline.layout,
-        entries: &entries,
-    })
-}
-
 impl Recorder {
     fn pass(&mut self, gpu: &Gpu) -> &mut wgpu::ComputePass<'static> {
         if self.pass.is_none() {
@@ -229,6 +226,7 @@ impl Recorder {
     pub(crate) fn submit(&mut self, gpu: &Gpu) -> Result<()> {
         self.pass = None;
         let retired = gpu.retired.take();
+        self.groups.forget(&retired);
         if let Some(mut encoder) = self.encoder.take() {
             if let Some(arena) = &self.arena {
                 gpu.queue.write_buffer(arena.buffer(), 0, bytemuck::cast_slice(&self.meta));

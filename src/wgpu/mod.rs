@@ -11,6 +11,7 @@ mod copy;
 mod elementwise;
 mod fused;
 mod gemm;
+mod groups;
 mod index;
 pub mod kernel;
 mod matmul;
@@ -218,7 +219,7 @@ impl WgpuBackend {
             gpu,
             caps,
             pool: Pool::new(U::STORAGE | U::COPY_SRC | U::COPY_DST, retired.clone()),
-            meta_pool: Pool::new(U::STORAGE | U::COPY_DST, retired),
+            meta_pool: Pool::new(U::STORAGE | U::COPY_SRC | U::COPY_DST, retired),
             rec: Mutex::default(),
             pipelines: Mutex::default(),
             gemms: Mutex::default(),
@@ -533,6 +534,10 @@ impl Memory for WgpuBackend {
         self.0.gpu.max_binding().min(self.0.tune.max_binding.unwrap_or(u64::MAX))
     }
 
+    fn holds_parts(&self) -> bool {
+        true
+    }
+
     fn alloc(&self, dtype: DType, len: usize) -> Result<WgpuStorage> {
         self.storage(dtype, len)
     }
@@ -540,25 +545,30 @@ impl Memory for WgpuBackend {
     fn upload(&self, data: &CpuStorage) -> Result<WgpuStorage> {
         let s = self.storage(data.dtype(), data.len())?;
         let bytes = data.as_bytes();
-        // A buffer reused from the pool may still be read by recorded work: submit that first,
-        // since queued writes run before the commands of the next submit.
+        if bytes.is_empty() {
+            return Ok(s);
+        }
+        let mut padded;
+        let bytes = if bytes.len().is_multiple_of(4) {
+            bytes
+        } else {
+            padded = bytes.to_vec();
+            padded.resize(bytes.len().next_multiple_of(4), 0);
+            &padded
+        };
+        // A buffer reused from the pool may still be read by recorded work. Queued writes run
+        // before the commands of the next submit: a small upload is copied in order with that
+        // work instead (no submit in the middle of a run of ops); a larger one submits it first.
         {
             let mut rec = self.rec();
+            if rec.stage(&self.0.gpu, &self.0.meta_pool, s.buffer(), bytes)? {
+                return Ok(s);
+            }
             if !rec.is_empty() {
                 rec.submit(&self.0.gpu)?;
             }
         }
-        if !bytes.is_empty() {
-            let mut padded;
-            let bytes = if bytes.len().is_multiple_of(4) {
-                bytes
-            } else {
-                padded = bytes.to_vec();
-                padded.resize(bytes.len().next_multiple_of(4), 0);
-                &padded
-            };
-            self.0.gpu.queue.write_buffer(s.buffer(), 0, bytes);
-        }
+        self.0.gpu.queue.write_buffer(s.buffer(), 0, bytes);
         Ok(s)
     }
 
@@ -595,7 +605,16 @@ impl Memory for WgpuBackend {
 
     fn new_flag(&self) -> Result<WgpuStorage> {
         let mut flag = self.storage(DType::U32, FLAG_WORDS)?;
-        // Recorded like any op: no wait, and ordered before the kernels that write the flag.
+        // Zeroed in order with the recorded work, before the kernels that write the flag: by a
+        // clear (no kernel, no bind group), or while this thread captures, by a fill kernel,
+        // which every replay runs again.
+        {
+            let mut rec = self.rec();
+            if !rec.capturing() {
+                rec.encoder(&self.0.gpu).clear_buffer(flag.buffer(), 0, None);
+                return Ok(flag);
+            }
+        }
         self.fill(&mut flag, &crate::Layout::contiguous([FLAG_WORDS]), crate::Scalar::U32(0))?;
         Ok(flag)
     }

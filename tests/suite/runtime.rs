@@ -9,6 +9,7 @@ use rocm_wgpu_ops::{BackendKind, DType, Device, Error, Result, Tensor};
 
 crate::tests!(
     repeated_ops_of_one_size_allocate_nothing,
+    an_upload_waits_for_the_recorded_work_that_read_its_buffer,
     pool_holds_at_most_one_and_a_half_times_the_peak_live_bytes,
     tensors_past_the_binding_limit_are_stored_in_parts,
     an_adapter_without_optional_features_passes_the_selfcheck,
@@ -42,6 +43,28 @@ fn repeated_ops_of_one_size_allocate_nothing() -> Result<()> {
     let after = stats(&dev);
     assert_eq!(after.created, before.created, "buffers created by 100 repeated ops: {before:?} -> {after:?}");
     assert_eq!(after.held, before.held);
+    Ok(())
+}
+
+/// A small upload is copied in order with the work recorded before it (no submit): a tensor
+/// dropped after a recorded op read it gives its buffer back to the pool, the next upload of its
+/// size takes that buffer, and the op still reads the old values.
+fn an_upload_waits_for_the_recorded_work_that_read_its_buffer() -> Result<()> {
+    let dev = fresh(None);
+    let n = 4096;
+    let mut created = vec![];
+    for round in 0..8 {
+        let a = Tensor::from_vec(vec![round as f32; n], [n], &dev)?;
+        let sum_a = a.sum([0])?;
+        drop(a);
+        let b = Tensor::from_vec(vec![-1f32; n], [n], &dev)?;
+        let sum_b = b.sum([0])?;
+        assert_eq!(sum_a.to_vec::<f32>()?, [(round * n) as f32], "round {round}: the sum recorded before the upload");
+        assert_eq!(sum_b.to_vec::<f32>()?, [-(n as f32)], "round {round}: the uploaded tensor's sum");
+        created.push(dev.memory_stats().expect("a wgpu device has a pool").created);
+    }
+    // From the second round on, every upload took a buffer an earlier tensor gave back.
+    assert!(created.windows(2).skip(1).all(|w| w[0] == w[1]), "buffers created after each round: {created:?}");
     Ok(())
 }
 
