@@ -215,6 +215,12 @@ impl Tensor {
         }
     }
 
+    /// A u8 view of this tensor's shape over one element (no buffer of that size): ids checked
+    /// against it flag what they would flag against the whole tensor.
+    fn stand_in(&self) -> Result<Tensor> {
+        Tensor::from_vec(vec![0u8], vec![1; self.rank()], &self.device)?.broadcast_as(self.shape().clone())
+    }
+
     /// `pick(self, ids)` (an index_select or a gather along `dim`) of `self` stored in parts,
     /// part by part: for each range of rows lying in one part, the ids moved into it (clamped to
     /// the range, less its start: one kernel for every range, the ranges' bounds uploaded as
@@ -231,8 +237,7 @@ impl Tensor {
         spread: impl Fn(Tensor) -> Result<Tensor>,
     ) -> Result<Tensor> {
         let dev = &self.device;
-        let whole = Tensor::from_vec(vec![0u8], vec![1; self.rank()], dev)?.broadcast_as(self.shape().clone())?;
-        let checked = pick(&whole, ids)?;
+        let checked = pick(&self.stand_in()?, ids)?;
         // The largest id the ids' dtype holds: ranges past it hold none of them.
         let top = match ids.dtype {
             DType::U8 => u8::MAX as usize,
@@ -284,8 +289,7 @@ impl Tensor {
         let op = mode.op().name();
         // The windows' own flags are not this tensor's: the ids checked against the whole dim,
         // and what the ids and the source depend on, flagged here.
-        let whole = Tensor::zeros(vec![1; self.rank()], DType::U8, &self.device)?.broadcast_as(self.shape().clone())?;
-        let checked = whole.gather(ids, dim)?;
+        let checked = self.stand_in()?.gather(ids, dim)?;
         self.status().absorb(
             checked.status().flags().into_iter().chain(ids.status().flags()).chain(src.status().flags()).collect(),
         );
