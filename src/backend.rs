@@ -317,6 +317,23 @@ pub trait IndexOps: Memory {
         dim: usize,
         flag: &Self::Storage,
     ) -> Result<Self::Storage>;
+    /// [`IndexOps::index_select`] along dim 0 of a tensor stored in parts (`parts` hold its
+    /// elements from `bounds[i]` to `bounds[i + 1]`; `xl` places the view in the whole), in one
+    /// kernel reading every part the view spans; `None` where this backend cannot (too many
+    /// parts for one kernel's bindings; only wgpu stores tensors in parts), and the caller picks
+    /// part by part.
+    #[allow(clippy::too_many_arguments)]
+    fn index_select_parts(
+        &self,
+        _parts: &[&Self::Storage],
+        _bounds: &[usize],
+        _xl: &Layout,
+        _ids: &Self::Storage,
+        _il: &Layout,
+        _flag: &Self::Storage,
+    ) -> Result<Option<Self::Storage>> {
+        Ok(None)
+    }
     /// `x` read at `ids` along `dim` (`ids` has the output's shape).
     fn gather(
         &self,

@@ -252,6 +252,9 @@ impl Tensor {
         self.same_device("index_select", &[ids])?;
         let out = index::index_select((&self.layout, self.dtype), (&ids.layout, ids.dtype), dim)?;
         if parts::needed(&out, &[self, ids]) {
+            if let Some(t) = self.select_across_parts(ids, dim, &out)? {
+                return Ok(t);
+            }
             // Along another dim than the select's, pieces; along it, part by part.
             let mut table: Vec<Option<usize>> = (0..out.shape.rank()).map(Some).collect();
             table[dim] = None;

@@ -5,7 +5,7 @@
 
 use super::status::Status;
 use super::{Cell, Tensor};
-use crate::backend::{BackendKind, Memory, Readback};
+use crate::backend::{BackendKind, IndexOps, Memory, Readback};
 use crate::device::{BackendOf, Storage, dispatch};
 use crate::spec::Out;
 use crate::spec::conv::{ConvOp, ConvParams};
@@ -219,6 +219,30 @@ impl Tensor {
     /// against it flag what they would flag against the whole tensor.
     fn stand_in(&self) -> Result<Tensor> {
         Tensor::from_vec(vec![0u8], vec![1; self.rank()], &self.device)?.broadcast_as(self.shape().clone())
+    }
+
+    /// `index_select(self, ids, 0)` of `self` stored in parts as one kernel reading every part
+    /// it spans, where the backend can bind them all and the output fits one buffer (an
+    /// embedding lookup: one dispatch, against a dozen for [`Tensor::pick_parts`]); `None`
+    /// otherwise.
+    pub(super) fn select_across_parts(&self, ids: &Tensor, dim: usize, out: &Out) -> Result<Option<Tensor>> {
+        let bytes = (out.shape.elem_count() * out.dtype.size_in_bytes()) as u64;
+        if dim != 0 || !self.in_parts() || ids.in_parts() || bytes > limit(&self.device) {
+            return Ok(None);
+        }
+        let flag = self.new_flag()?;
+        let (g, ig) = (self.read()?, ids.read()?);
+        let Storage::Parts(p) = &*g else { return Ok(None) };
+        let s = dispatch!(self.device, |b| {
+            let parts = p.parts.iter().map(|s| b.get(s)).collect::<Result<Vec<_>>>()?;
+            let f = b.get(flag.storage())?;
+            b.index_select_parts(&parts, &p.bounds, &self.layout, b.get(&ig)?, &ids.layout, f)?.map(|s| b.wrap(s))
+        });
+        let Some(s) = s else { return Ok(None) };
+        let mut flags = self.status().flags();
+        flags.extend(ids.status().flags());
+        flags.extend(Some(flag).filter(|f| f.records()));
+        Ok(Some(Tensor::from_parts(s, out.shape.clone(), Status::of(flags, &self.device), &self.device)))
     }
 
     /// `pick(self, ids)` (an index_select or a gather along `dim`) of `self` stored in parts,

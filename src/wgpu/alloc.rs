@@ -56,13 +56,24 @@ impl Retired {
     }
 }
 
+/// A pool buffer: the wgpu buffer, its size, and its place in the order of creation.
+type Owned = (wgpu::Buffer, u64, u64);
+
 #[derive(Default)]
 struct State {
-    free: BTreeMap<u64, Vec<wgpu::Buffer>>,
+    /// Free buffers by size, then by order of creation: a request takes the oldest of its
+    /// size, so that which buffers an op gets depends on which are free, not on the order
+    /// they came back in. A program that runs the same ops again (a model's forwards) then
+    /// gets the same buffers, and binds the bind groups it bound before
+    /// (`super::groups`); handed out last-in-first-out, the buffers of one size were
+    /// permuted forward after forward (a Llama-shaped forward missed nearly every group).
+    free: BTreeMap<u64, BTreeMap<u64, wgpu::Buffer>>,
     free_bytes: u64,
     stats: MemoryStats,
+    /// Buffers made so far: the next one's place in the order of creation.
+    born: u64,
     /// Buffers a plan's recorded work may use (`crate::pins`): released ones wait here.
-    pins: Pins<(wgpu::Buffer, u64)>,
+    pins: Pins<Owned>,
 }
 
 impl State {
@@ -78,7 +89,7 @@ impl State {
         while self.free_bytes > 0 && self.stats.held + extra > allowance {
             let Some(mut entry) = self.free.last_entry() else { break };
             let size = *entry.key();
-            out.extend(entry.get_mut().pop());
+            out.extend(entry.get_mut().pop_last().map(|(_, b)| b));
             if entry.get().is_empty() {
                 entry.remove();
             }
@@ -102,6 +113,8 @@ pub(crate) struct PooledBuffer {
     buffer: Option<wgpu::Buffer>,
     size: u64,
     bytes: u64,
+    /// Its place in the pool's order of creation.
+    born: u64,
     serial: u64,
     pool: Arc<Pool>,
 }
@@ -116,7 +129,7 @@ impl PooledBuffer {
 impl Drop for PooledBuffer {
     fn drop(&mut self) {
         if let Some(b) = self.buffer.take() {
-            self.pool.give_back(b, self.size, self.bytes, self.serial);
+            self.pool.give_back((b, self.size, self.born), self.bytes, self.serial);
         }
     }
 }
@@ -148,13 +161,13 @@ impl Pool {
         let size = bucket(bytes).min(limit.max(256) / 16 * 16).max(bytes.next_multiple_of(16));
         let reused = {
             let mut st = self.lock();
-            let b = st.free.get_mut(&size).and_then(Vec::pop);
+            let b = st.free.get_mut(&size).and_then(BTreeMap::pop_first);
             if b.is_some() {
                 st.free_bytes -= size;
             }
             b
         };
-        let buffer = match reused {
+        let (born, buffer) = match reused {
             Some(b) => b,
             None => {
                 // Make room first: a new buffer must not push the pool past its allowance
@@ -171,31 +184,33 @@ impl Pool {
         st.stats.live += bytes;
         st.stats.peak_live = st.stats.peak_live.max(st.stats.live);
         let serial = st.pins.stamp();
-        Ok(PooledBuffer { buffer: Some(buffer), size, bytes, serial, pool: self.clone() })
+        Ok(PooledBuffer { buffer: Some(buffer), size, bytes, born, serial, pool: self.clone() })
     }
 
-    /// A new buffer; out of memory, the caller may [`Pool::release_cache`], submit, and retry.
-    fn create(&self, gpu: &Gpu, size: u64) -> Result<wgpu::Buffer> {
+    /// A new buffer and its place in the order of creation; out of memory, the caller may
+    /// [`Pool::release_cache`], submit, and retry.
+    fn create(&self, gpu: &Gpu, size: u64) -> Result<(u64, wgpu::Buffer)> {
         let desc = wgpu::BufferDescriptor { label: None, size, usage: self.usage, mapped_at_creation: false };
         let buffer = gpu.scoped(wgpu::ErrorFilter::OutOfMemory, || gpu.device.create_buffer(&desc))?;
         let mut st = self.lock();
         st.stats.created += 1;
         st.stats.held += size;
         st.stats.peak_held = st.stats.peak_held.max(st.stats.held);
-        Ok(buffer)
+        st.born += 1;
+        Ok((st.born, buffer))
     }
 
-    fn give_back(&self, buffer: wgpu::Buffer, size: u64, bytes: u64, serial: u64) {
+    fn give_back(&self, owned: Owned, bytes: u64, serial: u64) {
         let mut st = self.lock();
         st.stats.live -= bytes;
-        let back = st.pins.release((buffer, size), serial);
+        let back = st.pins.release(owned, serial);
         self.keep(st, back);
     }
 
     /// Caches `buffers` for reuse, then trims the cache (the lock `st` released first).
-    fn keep(&self, mut st: std::sync::MutexGuard<'_, State>, buffers: impl IntoIterator<Item = (wgpu::Buffer, u64)>) {
-        for (buffer, size) in buffers {
-            st.free.entry(size).or_default().push(buffer);
+    fn keep(&self, mut st: std::sync::MutexGuard<'_, State>, buffers: impl IntoIterator<Item = Owned>) {
+        for (buffer, size, born) in buffers {
+            st.free.entry(size).or_default().insert(born, buffer);
             st.free_bytes += size;
         }
         let out = st.trim(self.slack);
@@ -228,7 +243,7 @@ impl Pool {
         st.free_bytes = 0;
         let out = std::mem::take(&mut st.free);
         drop(st);
-        self.retired.add(out.into_values().flatten());
+        self.retired.add(out.into_values().flat_map(BTreeMap::into_values));
     }
 }
 

@@ -29,6 +29,23 @@ use crate::{DType, Layout, Result, Shape};
 /// threads 47.6 us, 128 50.8, 64 45.0, 32 45.1.
 const ROW_THREADS: usize = 64;
 
+/// Where a row copy reads: one buffer, or the buffers of a tensor's parts with the first word
+/// of each in the whole tensor.
+enum RowSource<'a> {
+    One(&'a WgpuStorage),
+    Parts(&'a [&'a WgpuStorage], Vec<u32>),
+}
+
+impl RowSource<'_> {
+    /// The parts' first words (none for one buffer).
+    fn starts(&self) -> &[u32] {
+        match self {
+            RowSource::One(_) => &[],
+            RowSource::Parts(_, starts) => starts,
+        }
+    }
+}
+
 /// `fn id_bits(j) -> vec2u`: the id at storage index `j` as the low and high words of an i64.
 /// (Spelt `vec2u`: the builder takes `vec2<u32>` in code for a sign of emulated i64 values.)
 fn id_code(ids: Repr) -> String {
@@ -77,6 +94,45 @@ pub(crate) fn rows_v4_spec(caps: Caps, idt: DType, x: Index, ids: Index) -> Resu
     spec.bindings[0].vec = true;
     spec.bindings[2].vec = true;
     Ok(spec)
+}
+
+/// Names of the bindings of the parts a lookup across parts reads.
+const PART_NAMES: [&str; 16] =
+    ["x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12", "x13", "x14", "x15"];
+
+/// [`rows_spec`] (or [`rows_v4_spec`]: `vec`) reading rows along dim 0 of a tensor stored in
+/// `parts` buffers (bound `x0`, `x1`, ..), one kernel for the whole lookup. The kernel's
+/// `x_load(i)` (`x_load4`) takes a word of the whole tensor (as if in one buffer) to the part
+/// holding it: md[EXTRA + 8 + k] is the first word of part k. x_at is the view's first word
+/// (md[EXTRA + 7]). Rows never cross parts (parts are cut at whole rows).
+pub(crate) fn rows_parts_spec(caps: Caps, idt: DType, ids: Index, parts: usize, vec: bool) -> Result<Spec> {
+    let ir = Repr::of(idt, caps, IndexOp::IndexSelect.name())?;
+    let names = PART_NAMES.get(..parts).filter(|n| !n.is_empty()).ok_or_else(|| crate::Error::Backend {
+        backend: crate::BackendKind::Wgpu,
+        msg: format!("a lookup across {parts} parts"),
+    })?;
+    let mut spec = Spec::new(Family::Index, if vec { "rows_v4" } else { "rows" }, caps);
+    for name in names {
+        spec = spec.bind(name, Repr::U32, Access::Read, Index::None);
+    }
+    spec = spec.bind("ids", ir, Access::Read, ids).bind("y", Repr::U32, Access::Write, Index::None);
+    if vec {
+        spec.bindings.iter_mut().filter(|b| b.name != "ids").for_each(|b| b.vec = true);
+    }
+    let (load, ty) = if vec { ("load4", "vec4<u32>") } else { ("load", "u32") };
+    let mut cases = String::new();
+    for (k, name) in names.iter().enumerate() {
+        let label = if k + 1 == names.len() { "default".to_string() } else { format!("case {k}u") };
+        cases.push_str(&format!("        {label}: {{ return {name}_{load}(j); }}\n"));
+    }
+    let code = format!(
+        "const PARTS: u32 = {parts}u;\n\
+         fn x_at(p: u32) -> u32 {{ return md[EXTRA + 7u]; }}\n\
+         fn x_{load}(i: u32) -> {ty} {{\n    var p = 0u;\n    \
+         for (var k = 1u; k < PARTS; k++) {{\n        if (i >= md[EXTRA + 8u + k]) {{ p = k; }}\n    }}\n    \
+         let j = i - md[EXTRA + 8u + p];\n    switch p {{\n{cases}    }}\n}}"
+    );
+    Ok(spec.with_flags().code(id_code(ir)).code(code))
 }
 
 /// A pass that only checks ids.
@@ -197,12 +253,13 @@ impl WgpuBackend {
         Ok(y)
     }
 
-    /// index_select of whole rows of words (`rows`) along a dim of `size` into a new tensor of
-    /// `out` elements.
+    /// index_select of whole rows of words (`rows`) along a dim of `size` from `x` into a new
+    /// tensor of `out` elements of `dtype`.
     #[allow(clippy::too_many_arguments)]
     fn select_rows(
         &self,
-        x: &WgpuStorage,
+        x: RowSource,
+        dtype: DType,
         ids: &WgpuStorage,
         il: &Layout,
         rows: Rows,
@@ -211,17 +268,18 @@ impl WgpuBackend {
         flag: &WgpuStorage,
     ) -> Result<WgpuStorage> {
         let op = IndexOp::IndexSelect;
-        let y = self.storage(x.dtype, out)?;
+        let y = self.storage(dtype, out)?;
         // Whole 16-byte vectors when every row and row start allows them.
         let vec = rows.row.is_multiple_of(4)
             && rows.stride.is_multiple_of(4)
             && rows.lead.offset().is_multiple_of(4)
-            && rows.lead.strides().iter().all(|s| s % 4 == 0);
+            && rows.lead.strides().iter().all(|s| s % 4 == 0)
+            && x.starts().iter().all(|w| w % 4 == 0);
         let (xi, ii) = (Index::of(&rows.lead), Index::of(il));
-        let spec = if vec {
-            rows_v4_spec(self.caps(), ids.dtype, xi, ii)?
-        } else {
-            rows_spec(self.caps(), ids.dtype, xi, ii)?
+        let spec = match (&x, vec) {
+            (RowSource::One(_), true) => rows_v4_spec(self.caps(), ids.dtype, xi, ii)?,
+            (RowSource::One(_), false) => rows_spec(self.caps(), ids.dtype, xi, ii)?,
+            (RowSource::Parts(p, _), _) => rows_parts_spec(self.caps(), ids.dtype, ii, p.len(), vec)?,
         };
         let units = if vec { rows.row / 4 } else { rows.row };
         let wg = spec.workgroup as usize;
@@ -230,7 +288,7 @@ impl WgpuBackend {
         // Threads per row: a power of two moving 4 units each, at most ROW_THREADS.
         let tw = units.div_ceil(4).next_power_of_two().min(ROW_THREADS).min(wg);
         let chunks = units.div_ceil(4 * tw);
-        let extra = [
+        let mut extra = vec![
             op.flag_code(),
             size as u32,
             units as u32,
@@ -239,9 +297,16 @@ impl WgpuBackend {
             n as u32,
             rows.stride as u32,
         ];
-        let meta = spec.meta(count as u32, &[&rows.lead, il], &extra);
         let groups = count.div_ceil(wg / tw) * chunks;
-        let buffers = [x.buffer(), ids.buffer(), y.buffer(), flag.buffer()];
+        let (meta, mut buffers) = match &x {
+            RowSource::One(x) => (spec.meta(count as u32, &[&rows.lead, il], &extra), vec![x.buffer()]),
+            RowSource::Parts(parts, starts) => {
+                extra.push(rows.lead.offset() as u32);
+                extra.extend(starts);
+                (spec.meta(count as u32, &[il], &extra), parts.iter().map(|p| p.buffer()).collect())
+            }
+        };
+        buffers.extend([ids.buffer(), y.buffer(), flag.buffer()]);
         self.run(&spec, &buffers, &meta, (groups * wg) as u64)?;
         Ok(y)
     }
@@ -334,9 +399,40 @@ impl IndexOps for WgpuBackend {
         }
         // Rows of whole u32 words (the bindings' unit).
         match rows_of(xl, dim, x.dtype.size_in_bytes(), &[4]) {
-            Some(rows) => self.select_rows(x, ids, il, rows, xl.dims()[dim], out.elem_count(), flag),
+            Some(rows) => {
+                self.select_rows(RowSource::One(x), x.dtype, ids, il, rows, xl.dims()[dim], out.elem_count(), flag)
+            }
             None => self.pick(op, x, xl, ids, &spread_ids(il, &out, dim), &out, dim, flag),
         }
+    }
+
+    fn index_select_parts(
+        &self,
+        parts: &[&WgpuStorage],
+        bounds: &[usize],
+        xl: &Layout,
+        ids: &WgpuStorage,
+        il: &Layout,
+        flag: &WgpuStorage,
+    ) -> Result<Option<WgpuStorage>> {
+        let Some(dtype) = parts.first().map(|p| p.dtype) else { return Ok(None) };
+        let esz = dtype.size_in_bytes();
+        let (n, size) = (il.dims()[0], xl.dims()[0]);
+        let total_words = bounds.last().map_or(0, |&b| b * esz / 4);
+        let Some(rows) = rows_of(xl, 0, esz, &[4]).filter(|_| n > 0 && xl.elem_count() > 0) else { return Ok(None) };
+        // The parts the view spans (its first and last elements'), each bound as a buffer.
+        let last = xl.offset() + xl.dims().iter().zip(xl.strides()).map(|(&d, &s)| (d - 1) * s).sum::<usize>();
+        let part = |e: usize| bounds.partition_point(|&b| b <= e).saturating_sub(1).min(parts.len() - 1);
+        let (a, b) = (part(xl.offset()), part(last));
+        let bindable = (self.0.gpu.limits.max_storage_buffers_per_shader_stage as usize).saturating_sub(4);
+        let whole_words = bounds[a..=b].iter().all(|&s| (s * esz).is_multiple_of(4));
+        if b - a + 1 > bindable.min(PART_NAMES.len()) || !whole_words || total_words > u32::MAX as usize {
+            return Ok(None);
+        }
+        let starts = bounds[a..=b].iter().map(|&s| (s * esz / 4) as u32).collect();
+        let out = n * xl.elem_count() / size;
+        let x = RowSource::Parts(&parts[a..=b], starts);
+        self.select_rows(x, dtype, ids, il, rows, size, out, flag).map(Some)
     }
 
     fn gather(
@@ -412,6 +508,13 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         v.push((format!("index_select_rows_ids_{idt}"), rows_spec(caps, idt, s, Index::Contiguous)));
         v.push((format!("index_select_rows_v4_ids_{idt}"), rows_v4_spec(caps, idt, s, Index::Contiguous)));
         v.push((format!("index_check_ids_{idt}"), check_spec(caps, IndexOp::Gather, idt, s)));
+        for parts in [1, 3, PART_NAMES.len()] {
+            v.push((format!("index_select_rows_parts{parts}_ids_{idt}"), rows_parts_spec(caps, idt, s, parts, false)));
+            v.push((
+                format!("index_select_rows_v4_parts{parts}_ids_{idt}"),
+                rows_parts_spec(caps, idt, s, parts, true),
+            ));
+        }
         for dt in caps.dtypes() {
             for &op in IndexOp::ALL {
                 let name = format!("{}{suffix}", kernel_name(op.name(), dt));
