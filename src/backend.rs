@@ -317,11 +317,11 @@ pub trait IndexOps: Memory {
         dim: usize,
         flag: &Self::Storage,
     ) -> Result<Self::Storage>;
-    /// [`IndexOps::index_select`] along dim 0 of a tensor stored in parts (`parts` hold its
-    /// elements from `bounds[i]` to `bounds[i + 1]`; `xl` places the view in the whole), in one
-    /// kernel reading every part the view spans; `None` where this backend cannot (too many
-    /// parts for one kernel's bindings; only wgpu stores tensors in parts), and the caller picks
-    /// part by part.
+    /// [`IndexOps::index_select`] along dim 0 of a tensor stored in parts, in one kernel: `parts`
+    /// are the ones the view spans, part `i` holding the tensor's elements from `bounds[i]` to
+    /// `bounds[i + 1]`; `xl` places the view in the whole tensor. `None` where this backend
+    /// cannot (too many parts for one kernel's bindings; only wgpu stores tensors in parts),
+    /// and the caller picks part by part.
     #[allow(clippy::too_many_arguments)]
     fn index_select_parts(
         &self,

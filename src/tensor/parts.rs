@@ -44,6 +44,12 @@ impl Parts {
         (i < self.parts.len() && hi < self.bounds[i + 1]).then_some(i)
     }
 
+    /// The parts holding elements `lo` to `hi` (inclusive): the first and the last.
+    fn spanned(&self, lo: usize, hi: usize) -> (usize, usize) {
+        let at = |e: usize| self.bounds.partition_point(|&b| b <= e).saturating_sub(1).min(self.parts.len() - 1);
+        (at(lo), at(hi))
+    }
+
     /// The error for code that reached this storage without splitting: `what` cannot take a
     /// tensor stored in parts.
     pub(crate) fn unsplit(&self, what: &str) -> Error {
@@ -233,10 +239,12 @@ impl Tensor {
         let flag = self.new_flag()?;
         let (g, ig) = (self.read()?, ids.read()?);
         let Storage::Parts(p) = &*g else { return Ok(None) };
+        let (lo, hi) = span(&self.layout);
+        let (first, last) = p.spanned(lo, hi);
         let s = dispatch!(self.device, |b| {
-            let parts = p.parts.iter().map(|s| b.get(s)).collect::<Result<Vec<_>>>()?;
-            let f = b.get(flag.storage())?;
-            b.index_select_parts(&parts, &p.bounds, &self.layout, b.get(&ig)?, &ids.layout, f)?.map(|s| b.wrap(s))
+            let parts = p.parts[first..=last].iter().map(|s| b.get(s)).collect::<Result<Vec<_>>>()?;
+            let (bounds, f) = (&p.bounds[first..=last + 1], b.get(flag.storage())?);
+            b.index_select_parts(&parts, bounds, &self.layout, b.get(&ig)?, &ids.layout, f)?.map(|s| b.wrap(s))
         });
         let Some(s) = s else { return Ok(None) };
         let mut flags = self.status().flags();

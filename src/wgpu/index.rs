@@ -420,18 +420,15 @@ impl IndexOps for WgpuBackend {
         let (n, size) = (il.dims()[0], xl.dims()[0]);
         let total_words = bounds.last().map_or(0, |&b| b * esz / 4);
         let Some(rows) = rows_of(xl, 0, esz, &[4]).filter(|_| n > 0 && xl.elem_count() > 0) else { return Ok(None) };
-        // The parts the view spans (its first and last elements'), each bound as a buffer.
-        let last = xl.offset() + xl.dims().iter().zip(xl.strides()).map(|(&d, &s)| (d - 1) * s).sum::<usize>();
-        let part = |e: usize| bounds.partition_point(|&b| b <= e).saturating_sub(1).min(parts.len() - 1);
-        let (a, b) = (part(xl.offset()), part(last));
+        // Each part bound as a buffer of its own, beside metadata, ids, output and flags.
         let bindable = (self.0.gpu.limits.max_storage_buffers_per_shader_stage as usize).saturating_sub(4);
-        let whole_words = bounds[a..=b].iter().all(|&s| (s * esz).is_multiple_of(4));
-        if b - a + 1 > bindable.min(PART_NAMES.len()) || !whole_words || total_words > u32::MAX as usize {
+        let starts = &bounds[..parts.len()];
+        let whole_words = starts.iter().all(|&s| (s * esz).is_multiple_of(4));
+        if parts.len() > bindable.min(PART_NAMES.len()) || !whole_words || total_words > u32::MAX as usize {
             return Ok(None);
         }
-        let starts = bounds[a..=b].iter().map(|&s| (s * esz / 4) as u32).collect();
         let out = n * xl.elem_count() / size;
-        let x = RowSource::Parts(&parts[a..=b], starts);
+        let x = RowSource::Parts(parts, starts.iter().map(|&s| (s * esz / 4) as u32).collect());
         self.select_rows(x, dtype, ids, il, rows, size, out, flag).map(Some)
     }
 
