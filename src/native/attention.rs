@@ -2,15 +2,16 @@
 //! flash-style pass for attention (a block per batch, kv head, tile of [`BQ`] query rows of the
 //! heads sharing it and chunk of [`DC`] output columns; the scores only in shared memory), or,
 //! for up to [`DEC_ROWS`] rows a kv head (decoding), the decode pass (all of them in one block,
-//! a key a thread); one thread per element for rope. Operands are read in place through their
-//! strides.
+//! a key a thread); one thread per element for rope. On NVIDIA sm_80 and later the halves take
+//! the tiled pass's place on tensor cores (`sdpa_mma`: [`MMA_BQ`] rows a block, every column).
+//! Operands are read in place through their strides.
 
 use super::kernel::{Args, grid, launches};
 use super::{NativeBackend, NativeStorage, Runtime};
 use crate::backend::{AttentionOps, Operand};
 use crate::spec::attention::{AttentionOp, MaskKind, Sdpa, key_splits};
 use crate::spec::{Family, kernel_name};
-use crate::{DType, Layout, Result};
+use crate::{BackendKind, DType, Layout, Result};
 use bytemuck::{Pod, Zeroable};
 
 /// Queries per block (`ATT_BQ`), output columns per block (`ATT_DC`) and threads per block
@@ -27,6 +28,34 @@ const BLOCKS_PER_MP: u64 = 8;
 const DEC_ROWS: u64 = 8;
 const DEC_DC: u64 = 64;
 const DEC_THREADS: u32 = 128;
+
+/// The tensor-core pass of `hip/attention.hip` (`sdpa_mma`, NVIDIA sm_80 on, f16 and bf16): query
+/// rows per block (`MMA_BQ`), threads per block (`MMA_THREADS`), and the widths it is built for
+/// (D and Dv padded to 64 or 128).
+const MMA_BQ: u64 = 64;
+const MMA_THREADS: u32 = 128;
+const MMA_WIDTHS: [usize; 2] = [64, 128];
+
+impl<R: Runtime> NativeBackend<R> {
+    /// Whether attention in the halves runs on tensor cores here: CUDA on sm_80 or later, unless
+    /// `RWO_NATIVE_MMA=0` (for A/B measurements and to run the SIMT pass that AMD GPUs take).
+    pub(super) fn attention_mma(&self) -> bool {
+        static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let arch = &self.0.rt.info().arch;
+        let sm = arch.strip_prefix("sm_").and_then(|a| a.parse::<u32>().ok());
+        R::KIND == BackendKind::Cuda
+            && sm.is_some_and(|sm| sm >= 80)
+            && !*OFF.get_or_init(|| std::env::var("RWO_NATIVE_MMA").is_ok_and(|v| v.trim() == "0"))
+    }
+
+    /// What `Device::info` says of the attention kernels.
+    pub(super) fn attention_pass(&self) -> &'static str {
+        match self.attention_mma() {
+            true => "f16/bf16 on tensor cores past 8 rows a kv head (RWO_NATIVE_MMA=0 turns them off)",
+            false => "SIMT tiles",
+        }
+    }
+}
 
 /// `struct View4` of `hip/attention.hip`.
 #[repr(C)]
@@ -88,9 +117,15 @@ impl<R: Runtime> AttentionOps for NativeBackend<R> {
         // decode pass takes up to DEC_ROWS of them in one block.
         let group_rows = u(p.hq / p.hkv * p.lq);
         let decode = group_rows <= DEC_ROWS;
-        let (tiles, chunks, threads) = match decode {
-            true => (1, u(p.dv).div_ceil(DEC_DC), DEC_THREADS),
-            false => (group_rows.div_ceil(BQ), u(p.dv).div_ceil(DC), THREADS),
+        let width = p.d.max(p.dv);
+        let mma = MMA_WIDTHS
+            .into_iter()
+            .find(|&w| width <= w)
+            .filter(|_| !decode && matches!(dtype, DType::F16 | DType::BF16) && self.attention_mma());
+        let (tiles, chunks, threads) = match (decode, mma) {
+            (true, _) => (1, u(p.dv).div_ceil(DEC_DC), DEC_THREADS),
+            (false, Some(_)) => (group_rows.div_ceil(MMA_BQ), 1, MMA_THREADS),
+            (false, None) => (group_rows.div_ceil(BQ), u(p.dv).div_ceil(DC), THREADS),
         };
         let row_blocks = u(p.b * p.hkv) * tiles * chunks;
         let (splits, split_len) =
@@ -112,15 +147,17 @@ impl<R: Runtime> AttentionOps for NativeBackend<R> {
             MaskKind::Additive => "_additive",
         };
         let op = AttentionOp::ScaledDotProductAttention.name();
-        let name = match decode {
-            true => format!("{}{suffix}", kernel_name(&format!("{op}_decode"), dtype)),
-            false => format!("{}{suffix}", kernel_name(op, dtype)),
+        let name = match (decode, mma) {
+            (true, _) => format!("{}{suffix}", kernel_name(&format!("{op}_decode"), dtype)),
+            (false, Some(w)) => format!("{}{suffix}", kernel_name(&format!("{op}_mma{w}"), dtype)),
+            (false, None) => format!("{}{suffix}", kernel_name(op, dtype)),
         };
         let m = mask.map_or(q.0.ptr, |m| m.0.ptr);
         for (first, _, n) in launches(blocks, 1, threads) {
             let mut a = Args::default();
             a.u64(first).pod(&args).ptr(q.0.ptr).ptr(k.0.ptr).ptr(v.0.ptr).ptr(m).ptr(y.ptr).ptr(part.ptr);
-            // SAFETY: {op}[_decode]_{T}{suffix}(first, SdpaArgs, q, k, v, mask, y, part) in order; the spec
+            // SAFETY: {op}[_decode|_mma{w}]_{T}{suffix}(first, SdpaArgs, q, k, v, mask, y, part) in order
+            // (the tensor-core pass exists on CUDA sm_80 on, which `attention_mma` checked); the spec
             // checked every view against its storage (the mask's laid out as [B, Hq, Lq, Lk]); `y`
             // holds the whole output and `part` (with splits) rows x splits x (Dv + 2) values of the
             // compute type; blocks past `blocks` return at once.

@@ -475,6 +475,7 @@ impl<R: Runtime> Memory for NativeBackend<R> {
             ("versions", i.versions.clone()),
             ("libraries", self.libraries()),
             ("collectives", collectives(R::KIND)),
+            ("attention", self.attention_pass().into()),
             ("calls so far", self.0.library_use.describe()),
             ("pool", format!("{} MiB live, {} MiB cached", mem.live >> 20, mem.cached >> 20)),
             ("on the cpu reference", self.on_cpu().map_or("none", Family::name).into()),

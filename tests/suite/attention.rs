@@ -35,10 +35,13 @@ const SDPA: AttentionOp = AttentionOp::ScaledDotProductAttention;
 /// past one query tile; Lq > Lk causal (the first rows see no key: NaN); no keys at all (NaN).
 /// The GPU paths take up to 8 query rows a kv head (`Hq / Hkv x Lq`) through their decode pass
 /// (WGSL from 2) and more through the tiled one: each case above comes in both, the decode
-/// pass's up to its 8 rows (8 heads of one kv head over more keys than its tile of 128).
+/// pass's up to its 8 rows (8 heads of one kv head over more keys than its tile of 128). The
+/// last two are for the tensor-core pass (CUDA, halves: 64 rows a block, D and Dv padded to 64 or
+/// 128): rows of two heads over three blocks (one crossing from a head to the next), causal with
+/// Lq < Lk; and D = Dv = 128, the widest it takes.
 type Geometry = (usize, usize, usize, usize, usize, usize, usize, bool);
 
-const SHAPES: [Geometry; 12] = [
+const SHAPES: [Geometry; 14] = [
     (2, 4, 2, 5, 7, 8, 6, false),
     (1, 2, 2, 1, 9, 4, 4, true),
     (1, 3, 1, 6, 6, 5, 3, true),
@@ -51,6 +54,8 @@ const SHAPES: [Geometry; 12] = [
     (1, 1, 1, 3, 0, 4, 4, false),
     (1, 3, 1, 3, 0, 4, 4, false),
     (2, 6, 3, 17, 17, 32, 16, false),
+    (1, 4, 2, 70, 90, 64, 64, true),
+    (1, 2, 1, 40, 130, 128, 128, false),
 ];
 
 async fn sdpa_matches_reference(dev: &Device) -> Result<()> {
