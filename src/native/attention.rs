@@ -2,8 +2,9 @@
 //! flash-style pass for attention (a block per batch, kv head, tile of [`BQ`] query rows of the
 //! heads sharing it and chunk of [`DC`] output columns; the scores only in shared memory), or,
 //! for up to [`DEC_ROWS`] rows a kv head (decoding), the decode pass (all of them in one block,
-//! a key a thread); one thread per element for rope. On NVIDIA sm_80 and later the halves take
-//! the tiled pass's place on tensor cores (`sdpa_mma`: [`MMA_BQ`] rows a block, every column).
+//! a key a thread); one thread per element for rope. On NVIDIA sm_80 and later the halves with D
+//! and Dv up to 128 take both passes' place on tensor cores (`sdpa_mma`: [`MMA_BQ`] rows a block,
+//! every column).
 //! Operands are read in place through their strides.
 
 use super::kernel::{Args, grid, launches};
@@ -51,7 +52,7 @@ impl<R: Runtime> NativeBackend<R> {
     /// What `Device::info` says of the attention kernels.
     pub(super) fn attention_pass(&self) -> &'static str {
         match self.attention_mma() {
-            true => "f16/bf16 on tensor cores past 8 rows a kv head (RWO_NATIVE_MMA=0 turns them off)",
+            true => "f16/bf16 with D, Dv <= 128 on tensor cores (RWO_NATIVE_MMA=0 turns them off)",
             false => "SIMT tiles",
         }
     }
@@ -121,11 +122,11 @@ impl<R: Runtime> AttentionOps for NativeBackend<R> {
         let mma = MMA_WIDTHS
             .into_iter()
             .find(|&w| width <= w)
-            .filter(|_| !decode && matches!(dtype, DType::F16 | DType::BF16) && self.attention_mma());
-        let (tiles, chunks, threads) = match (decode, mma) {
-            (true, _) => (1, u(p.dv).div_ceil(DEC_DC), DEC_THREADS),
-            (false, Some(_)) => (group_rows.div_ceil(MMA_BQ), 1, MMA_THREADS),
-            (false, None) => (group_rows.div_ceil(BQ), u(p.dv).div_ceil(DC), THREADS),
+            .filter(|_| matches!(dtype, DType::F16 | DType::BF16) && self.attention_mma());
+        let (tiles, chunks, threads) = match (mma, decode) {
+            (Some(_), _) => (group_rows.div_ceil(MMA_BQ), 1, MMA_THREADS),
+            (None, true) => (1, u(p.dv).div_ceil(DEC_DC), DEC_THREADS),
+            (None, false) => (group_rows.div_ceil(BQ), u(p.dv).div_ceil(DC), THREADS),
         };
         let row_blocks = u(p.b * p.hkv) * tiles * chunks;
         let (splits, split_len) =
@@ -147,10 +148,10 @@ impl<R: Runtime> AttentionOps for NativeBackend<R> {
             MaskKind::Additive => "_additive",
         };
         let op = AttentionOp::ScaledDotProductAttention.name();
-        let name = match (decode, mma) {
-            (true, _) => format!("{}{suffix}", kernel_name(&format!("{op}_decode"), dtype)),
-            (false, Some(w)) => format!("{}{suffix}", kernel_name(&format!("{op}_mma{w}"), dtype)),
-            (false, None) => format!("{}{suffix}", kernel_name(op, dtype)),
+        let name = match (mma, decode) {
+            (Some(w), _) => format!("{}{suffix}", kernel_name(&format!("{op}_mma{w}"), dtype)),
+            (None, true) => format!("{}{suffix}", kernel_name(&format!("{op}_decode"), dtype)),
+            (None, false) => format!("{}{suffix}", kernel_name(op, dtype)),
         };
         let m = mask.map_or(q.0.ptr, |m| m.0.ptr);
         for (first, _, n) in launches(blocks, 1, threads) {

@@ -35,10 +35,11 @@ const SDPA: AttentionOp = AttentionOp::ScaledDotProductAttention;
 /// past one query tile; Lq > Lk causal (the first rows see no key: NaN); no keys at all (NaN).
 /// The GPU paths take up to 8 query rows a kv head (`Hq / Hkv x Lq`) through their decode pass
 /// (WGSL from 2) and more through the tiled one: each case above comes in both, the decode
-/// pass's up to its 8 rows (8 heads of one kv head over more keys than its tile of 128). The
-/// last two are for the tensor-core pass (CUDA, halves: 64 rows a block, D and Dv padded to 64 or
-/// 128): rows of two heads over three blocks (one crossing from a head to the next), causal with
-/// Lq < Lk; and D = Dv = 128, the widest it takes.
+/// pass's up to its 8 rows (8 heads of one kv head over more keys than its tile of 128). On CUDA
+/// (sm_80 on) the halves take the tensor-core pass instead, for every case with D and Dv up to
+/// 128 (64 rows a block, D and Dv padded to 64 or 128; `RWO_NATIVE_MMA=0` runs the other two);
+/// the last two cases are for it: rows of two heads over three blocks (one crossing from a head
+/// to the next), causal with Lq < Lk; and D = Dv = 128, the widest it takes.
 type Geometry = (usize, usize, usize, usize, usize, usize, usize, bool);
 
 const SHAPES: [Geometry; 14] = [
