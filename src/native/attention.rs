@@ -4,8 +4,7 @@
 //! for up to [`DEC_ROWS`] rows a kv head (decoding), the decode pass (all of them in one block,
 //! a key a thread); one thread per element for rope. On NVIDIA sm_80 and later the halves with D
 //! and Dv up to 128 take both passes' place on tensor cores (`sdpa_mma`: [`MMA_BQ`] rows a block,
-//! every column).
-//! Operands are read in place through their strides.
+//! every column). Operands are read in place through their strides.
 
 use super::kernel::{Args, grid, launches};
 use super::{NativeBackend, NativeStorage, Runtime};
