@@ -67,6 +67,20 @@ __device__ __forceinline__ typename num<T>::C masked(typename num<T>::C s, const
   return s;
 }
 
+// The keys query row i (of Lq) sees: every one, or under causal (aligned bottom-right) those
+// below i + 1 + Lk - Lq, within 0 ..= Lk.
+__device__ __forceinline__ u64 att_seen(const SdpaArgs& a, u64 i) {
+  const u64 mine = i + 1 + a.lk;
+  return !a.causal ? a.lk : mine > a.lq ? (mine - a.lq < a.lk ? mine - a.lq : a.lk) : 0;
+}
+
+// The latest query row (of Lq) among rows [v0, v0 + n) of a group (the group's rows run head
+// after head): Lq - 1 when they cross from one head to the next.
+__device__ __forceinline__ u64 att_last(const SdpaArgs& a, u64 v0, u64 n) {
+  const u64 rows = a.group * a.lq, vlast = (v0 + n < rows ? v0 + n : rows) - 1;
+  return v0 / a.lq != vlast / a.lq ? a.lq - 1 : vlast % a.lq;
+}
+
 template <class T, int MASK>
 __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, const T* k, const T* v,
                                      const void* mask, T* y, void* part) {
@@ -102,16 +116,9 @@ __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, c
   // The block's kv head in k and v; this thread's column of the tiles it loads.
   const u64 kbase = a.k.offset + b * a.k.sb + hk * a.k.sh, vbase = a.v.offset + b * a.v.sb + hk * a.v.sh;
   const u32 ke = t % DK, kr0 = t / DK, vcol = t % ATT_DC, vr0 = t / ATT_DC;
-  // Keys any row of the tile sees, and those row i sees (i + Lk - Lq + 1, within 0 ..= Lk).
-  u64 kend = a.lk, seen = a.lk;
-  if (a.causal) {
-    // The tile's last query row: lq - 1 when the tile crosses from one head to the next.
-    const u64 vlast = (i0 + ATT_BQ < rows ? i0 + ATT_BQ : rows) - 1;
-    const u64 imax = i0 / a.lq != vlast / a.lq ? a.lq - 1 : vlast % a.lq;
-    const u64 last = imax + 1 + a.lk, mine = i + 1 + a.lk;
-    kend = last > a.lq ? (last - a.lq < a.lk ? last - a.lq : a.lk) : 0;
-    seen = mine > a.lq ? (mine - a.lq < a.lk ? mine - a.lq : a.lk) : 0;
-  }
+  // Keys any row of the tile sees, and those row i sees.
+  u64 kend = att_seen(a, att_last(a, i0, ATT_BQ));
+  const u64 seen = att_seen(a, i);
   // This block's keys: its split's range, up to the tile's last.
   const u64 kbegin = split * a.split_len;
   if (a.splits > 1) kend = kbegin + a.split_len < kend ? kbegin + a.split_len : kend;
@@ -282,11 +289,8 @@ __device__ __forceinline__ void sdpa_decode(u64 first, const SdpaArgs& a, const 
   const u64 kbase = a.k.offset + b * a.k.sb + hk * a.k.sh, vbase = a.v.offset + b * a.v.sb + hk * a.v.sh;
   const u64 kbegin = split * a.split_len;
   const u64 kend = a.splits > 1 && kbegin + a.split_len < a.lk ? kbegin + a.split_len : a.lk;
-  // Row r is query row r % Lq of head hk group + r / Lq; under causal it sees keys below seen(r).
-  auto seen = [&](u64 r) -> u64 {
-    const u64 mine = r % a.lq + 1 + a.lk;
-    return !a.causal ? a.lk : mine > a.lq ? (mine - a.lq < a.lk ? mine - a.lq : a.lk) : 0;
-  };
+  // Row r is query row r % Lq of head hk group + r / Lq, and sees the keys below
+  // att_seen(a, r % Lq).
   C m[DEC_ROWS], l[DEC_ROWS], acc[DEC_ROWS], sc[DEC_ROWS];
 #pragma unroll
   for (u32 r = 0; r < DEC_ROWS; ++r) m[r] = neg, l[r] = (C)0, acc[r] = (C)0;
@@ -324,7 +328,7 @@ __device__ __forceinline__ void sdpa_decode(u64 first, const SdpaArgs& a, const 
     for (u32 r = 0; r < DEC_ROWS; ++r) {
       if (r >= rows) continue;
       C s = neg;
-      if (j < kend && j < seen(r))
+      if (j < kend && j < att_seen(a, r % a.lq))
         s = masked<T, MASK>(scale * sc[r], mask, a.m.at(b, hk * a.group + r / a.lq, r % a.lq, j));
       sc[r] = s;
       ps[r * DEC_BK + t] = s;
@@ -481,9 +485,11 @@ __device__ __forceinline__ void rope(const RopeArgs& a, const T* x, const T* cs,
 #define MMA_BQ (16 * MMA_WARPS)
 #define MMA_BK 64
 #define MMA_THREADS (32 * MMA_WARPS)
-// Blocks a multiprocessor holds: registers for 3 (168 a thread; with D 128 and a mask a few
-// spill). Measured on the H200, long prefill f16 (D 128): 3 blocks 733 us, 2 blocks (232
-// registers, no spill) 825 us.
+// Blocks a multiprocessor holds: registers for 3 (168 a thread). Measured on the H200, long
+// prefill f16 (D 128): 3 blocks 733 us, 2 blocks (232 registers) 825 us. Two row fragments a
+// warp (128 rows a block, 64 KiB of shared memory, FlashAttention-2's shape: each k and v
+// fragment feeding two products) needed 255 registers and 2 blocks, and measured slower: 807
+// against 565 us (session 25).
 #define MMA_BLOCKS 3
 
 template <class T>
@@ -556,7 +562,8 @@ __device__ __forceinline__ u32 mma_at(u32 r, u32 c) {
 // from `rows` on and columns from `cols` on read as 0) into a shared tile at `s` (its shared
 // address `sa`). Whole 16-byte vectors through cp.async where the view allows (`vec`): a thread
 // copies the same 8 columns of every (MMA_THREADS / (DM / 8))-th row (a multiple of 8), so its
-// addresses step by constants. Else element by element.
+// source steps by a constant (recomputing each row's address cost about a third of the pass's
+// instructions). Else element by element.
 template <u32 DM, class T>
 __device__ __forceinline__ void mma_tile(unsigned short* s, u32 sa, const T* src, u64 base, u64 sl, u64 sc, u64 j0,
                                          u64 rows, u64 cols, bool vec, u32 t) {
@@ -565,13 +572,20 @@ __device__ __forceinline__ void mma_tile(unsigned short* s, u32 sa, const T* src
   if (vec) {
     const u32 r0 = t / V, c = t % V * 8;
     const T* from = src + base + (j0 + r0) * sl + c;
+    const u64 step = STEP * sl;
     const u32 to = sa + mma_at<DM>(r0, c) * 2;
-    const bool col_in = c < cols;
+    if (c < cols && j0 + MMA_BK <= rows) {
+      // A whole tile (all but a view's last): no bounds, the source stepping by a constant.
 #pragma unroll
-    for (u32 n = 0; n < MMA_BK / STEP; ++n) {
-      const bool in = col_in && j0 + r0 + n * STEP < rows;
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(to + n * STEP * DM * 2),
-                   "l"(in ? from + n * STEP * sl : src), "r"(in ? 16 : 0));
+      for (u32 n = 0; n < MMA_BK / STEP; ++n, from += step)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to + n * STEP * DM * 2), "l"(from));
+    } else {
+#pragma unroll
+      for (u32 n = 0; n < MMA_BK / STEP; ++n, from += step) {
+        const bool in = c < cols && j0 + r0 + n * STEP < rows;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(to + n * STEP * DM * 2),
+                     "l"(in ? from : src), "r"(in ? 16 : 0));
+      }
     }
     asm volatile("cp.async.commit_group;");
     return;
@@ -621,23 +635,13 @@ __device__ __forceinline__ void sdpa_mma(u64 first, const SdpaArgs& a, const T* 
   const u64 hkv = a.hq / a.group, rows = a.group * a.lq, heads = a.blocks / a.tiles / a.splits;
   const u64 tile = a.tiles - 1 - g / (heads * a.splits), split = g / heads % a.splits, bh = g % heads;
   const u64 hk = bh % hkv, b = bh / hkv, i0 = tile * MMA_BQ;
-  // This thread's two rows (fragment rows gr and gr + 8 of its warp) and the keys each sees.
-  u64 vr[2], hr[2], ir[2], seen[2];
-#pragma unroll
-  for (u32 x = 0; x < 2; ++x) {
-    vr[x] = i0 + w * 16 + gr + 8 * x;
-    hr[x] = hk * a.group + vr[x] / a.lq;
-    ir[x] = vr[x] % a.lq;
-    const u64 mine = ir[x] + 1 + a.lk;
-    seen[x] = vr[x] >= rows ? 0 : !a.causal ? a.lk : mine > a.lq ? (mine - a.lq < a.lk ? mine - a.lq : a.lk) : 0;
-  }
-  u64 kend = a.lk;
-  if (a.causal) {
-    const u64 vlast = (i0 + MMA_BQ < rows ? i0 + MMA_BQ : rows) - 1;
-    const u64 imax = i0 / a.lq != vlast / a.lq ? a.lq - 1 : vlast % a.lq;
-    const u64 last = imax + 1 + a.lk;
-    kend = last > a.lq ? (last - a.lq < a.lk ? last - a.lq : a.lk) : 0;
-  }
+  // This thread's two rows (fragment rows gr and gr + 8 of its warp). The fewer keys of the two
+  // that they see (none for a row past the group's) lets a warp skip the limits of a tile all
+  // its rows see whole.
+  const u64 vr[2] = {i0 + w * 16 + gr, i0 + w * 16 + gr + 8};
+  const u64 seen0 = vr[0] >= rows ? 0 : att_seen(a, vr[0] % a.lq), seen1 = vr[1] >= rows ? 0 : att_seen(a, vr[1] % a.lq);
+  const u64 seen_min = seen0 < seen1 ? seen0 : seen1;
+  u64 kend = att_seen(a, att_last(a, i0, MMA_BQ));
   const u64 kbegin = split * a.split_len;
   if (a.splits > 1) kend = kbegin + a.split_len < kend ? kbegin + a.split_len : kend;
   const u64 kbase = a.k.offset + b * a.k.sb + hk * a.k.sh, vbase = a.v.offset + b * a.v.sb + hk * a.v.sh;
@@ -673,17 +677,17 @@ __device__ __forceinline__ void sdpa_mma(u64 first, const SdpaArgs& a, const T* 
 #pragma unroll
   for (u32 n = 0; n < ND; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
   const float scale = (float)a.scale;
-  // The 16-column steps of the two products. (A warp whose rows are all past the group's, as
-  // in decoding, computes on zeros: skipping its products measured 6% slower on long prefill and
-  // no faster on decode, H200.)
-  const u32 dsteps = (u32)((a.d + 15) / 16), vsteps = (u32)((a.dv + 15) / 16);
+  // Every 16-column step of the two products runs, those past D and Dv on the zeros the tiles
+  // hold there (a branch between the steps, to stop at D, kept the compiler from moving the
+  // fragment loads ahead of the products); so does a warp whose rows are all past the group's,
+  // as in decoding (skipping its products measured 6% slower on long prefill and no faster on
+  // decode, H200).
   // The copies overlap the work as FlashAttention-2's do: v's tile is read while the scores
   // are formed, the next k tile while the softmax and the weighted sum run (one buffer each; the
   // groups of copies complete in order, so waiting for all but the last is waiting for the one
   // needed).
   __syncthreads();
   if (kbegin < kend) mma_tile<DM>(ks, ks_at, k, kbase, a.k.sl, a.k.sc, kbegin, a.lk, a.d, kvec, t);
-  const u64 seen_min = seen[0] < seen[1] ? seen[0] : seen[1];
   for (u64 j0 = kbegin; j0 < kend; j0 += MMA_BK) {
     // The previous tile's readers of vs are done.
     __syncthreads();
@@ -695,7 +699,6 @@ __device__ __forceinline__ void sdpa_mma(u64 first, const SdpaArgs& a, const T* 
     for (u32 n = 0; n < NK; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
 #pragma unroll
     for (u32 kk = 0; kk < DM / 16; ++kk) {
-      if (kk >= dsteps) break;
       u32 qa[4];
       ldmatrix4<false>(qa, q_lane + ((2 * kk + q_h) ^ x8) * 16);
       const u32 kc = ((2 * kk + k_h) ^ x8) * 16;
@@ -713,29 +716,36 @@ __device__ __forceinline__ void sdpa_mma(u64 first, const SdpaArgs& a, const T* 
       mma_tile<DM>(ks, ks_at, k, kbase, a.k.sl, a.k.sc, j0 + MMA_BK, a.lk, a.d, kvec, t);
     else
       asm volatile("cp.async.commit_group;");
-    // Scale, mask and the causal limit (a warp whose rows all see the whole tile skips the
-    // checks); the rows' new maxima.
-    float mx[2] = {m[0], m[1]};
-    if (MASK == 0 && __all_sync(0xffffffffu, j0 + MMA_BK <= seen_min)) {
+    // Scale, mask and the causal limit, and the rows' new maxima. A warp whose rows all see the
+    // whole tile skips the checks and, with a positive scale, leaves the scores unscaled (the
+    // scale goes into the exponent's factor `f`: the max of the scaled scores is the scaled max).
+    float mx[2];
+    const bool raw = MASK == 0 && scale > 0.f && __all_sync(0xffffffffu, j0 + MMA_BK <= seen_min);
+    const float f = raw ? scale * LOG2E : LOG2E;
+    if (raw) {
+      float hi[2] = {s[0][0], s[0][2]};
 #pragma unroll
       for (u32 n = 0; n < NK; ++n) {
 #pragma unroll
-        for (u32 e = 0; e < 4; ++e) {
-          s[n][e] *= scale;
-          mx[e / 2] = fmaxf(mx[e / 2], s[n][e]);
-        }
+        for (u32 e = 0; e < 4; ++e) hi[e / 2] = fmaxf(hi[e / 2], s[n][e]);
       }
+      mx[0] = fmaxf(m[0], hi[0] * scale);
+      mx[1] = fmaxf(m[1], hi[1] * scale);
     } else {
 #pragma unroll
-      for (u32 n = 0; n < NK; ++n) {
+      for (u32 x = 0; x < 2; ++x) {
+        const u64 hr = hk * a.group + vr[x] / a.lq, ir = vr[x] % a.lq, seen = x == 0 ? seen0 : seen1;
+        mx[x] = m[x];
 #pragma unroll
-        for (u32 e = 0; e < 4; ++e) {
-          const u32 x = e / 2;
-          const u64 j = j0 + n * 8 + tc * 2 + e % 2;
-          float sv = neg;
-          if (j < seen[x]) sv = masked<T, MASK>(scale * s[n][e], mask, a.m.at(b, hr[x], ir[x], j));
-          s[n][e] = sv;
-          mx[x] = sv > mx[x] ? sv : mx[x];
+        for (u32 n = 0; n < NK; ++n) {
+#pragma unroll
+          for (u32 e = 2 * x; e < 2 * x + 2; ++e) {
+            const u64 j = j0 + n * 8 + tc * 2 + e % 2;
+            float sv = neg;
+            if (j < seen) sv = masked<T, MASK>(scale * s[n][e], mask, a.m.at(b, hr, ir, j));
+            s[n][e] = sv;
+            mx[x] = sv > mx[x] ? sv : mx[x];
+          }
         }
       }
     }
@@ -748,19 +758,20 @@ __device__ __forceinline__ void sdpa_mma(u64 first, const SdpaArgs& a, const T* 
       al[x] = mx[x] == neg ? 1.f : mma_exp2((m[x] - mx[x]) * LOG2E);
       m[x] = mx[x];
       l[x] *= al[x];
-      // exp(s - m) as 2^(s log2(e) - m log2(e)); a score of -inf gives 0 (with m finite: a row
-      // whose max is -inf has every score -inf, and any finite m gives them 0 too).
+      // exp(s - m) as 2^(s f - m log2(e)); a score of -inf gives 0 (with m finite: a row whose
+      // max is -inf has every score -inf, and any finite m gives them 0 too).
       ml[x] = mx[x] == neg ? 0.f : mx[x] * LOG2E;
     }
 #pragma unroll
     for (u32 n = 0; n < NK; ++n) {
 #pragma unroll
       for (u32 e = 0; e < 4; ++e) {
-        const float p = mma_exp2(__fmaf_rn(s[n][e], LOG2E, -ml[e / 2]));
+        const float p = mma_exp2(__fmaf_rn(s[n][e], f, -ml[e / 2]));
         s[n][e] = p;
         l[e / 2] += p;
       }
     }
+    // (Scaling the accumulators only where a row's max moved measured no faster: H200.)
 #pragma unroll
     for (u32 n = 0; n < ND; ++n) {
       acc[n][0] *= al[0], acc[n][1] *= al[0];
@@ -774,7 +785,6 @@ __device__ __forceinline__ void sdpa_mma(u64 first, const SdpaArgs& a, const T* 
                          pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
 #pragma unroll
       for (u32 np = 0; np < ND / 2; ++np) {
-        if (np >= vsteps) break;
         u32 bf[4];
         ldmatrix4<true>(bf, v_lane + kk * 16 * DM * 2 + ((2 * np + v_h) ^ x8) * 16);
         mma16816<T>(acc[2 * np], pa, bf);
@@ -792,7 +802,7 @@ __device__ __forceinline__ void sdpa_mma(u64 first, const SdpaArgs& a, const T* 
 #pragma unroll
   for (u32 x = 0; x < 2; ++x) {
     if (vr[x] >= rows) continue;
-    const u64 row = (b * a.hq + hr[x]) * a.lq + ir[x];
+    const u64 row = (b * a.hq + hk * a.group + vr[x] / a.lq) * a.lq + vr[x] % a.lq;
     if (a.splits > 1) {
       float* p = reinterpret_cast<float*>(part) + (row * a.splits + split) * (a.dv + 2);
 #pragma unroll
