@@ -115,23 +115,27 @@ __device__ __forceinline__ float dequant(u32 t, const u8* q, u64 i) {
 DEQUANTIZE(dequantize, f32, f16, bf16)
 
 // qmatvec: x [rows, K] (through its strides) times the N rows of blocks transposed, for few rows.
-// A block of QMV_THREADS threads per weight row n; each thread takes runs of QMV_RUN values of the
-// row (run u: values QMV_RUN u .., inside one block), thread i the runs i, i + blockDim.x, ...,
-// decodes each once (the functions above: one branch on the type per run) and adds its products
-// with each of the MQ rows of x to that row's f32 accumulator. The accumulators are added across
-// each warp by shuffles (warpSize lanes: 32 or 64), then across the block's warps in shared
-// memory; thread i < rows writes y[i, n].
+// A warp per weight row (QMV_THREADS / warpSize rows a block); lane i takes the runs of QMV_RUN
+// values i, i + warpSize, ... (a run lies inside one block), decodes each once and adds its
+// products with each of the MQ rows of x to that row's f32 accumulator; the accumulators are
+// added across the warp by shuffles (warpSize lanes: 32 or 64) and lane i < rows writes y[i, n].
+// Where the blocks start on even addresses (`QmvArgs::even`), q8_0, q4_0, q4_K and q6_K runs are
+// decoded from 16-bit loads with their block's fields read once a run (run8 below; ggml's values,
+// the integers made f32 without a conversion instruction); the other types, and odd addresses,
+// value by value through the functions above. Where x's rows are contiguous 16-byte-aligned
+// vectors (`QmvArgs::xvec`), a run's 8 values of x come in whole vectors.
 #define QMV_THREADS 128
 #define QMV_RUN 8
 #define QMV_MAX_ROWS 8
 
 // `struct QmvArgs` of src/native/quant.rs: the first weight row of the launch, N, K, the block's
 // values and bytes, the rows, x's stride along K, the offset in x of each row (past `rows`: the
-// last again), ggml's id of the type.
+// last again), ggml's id of the type, whether the blocks start on even addresses and whether
+// x's rows are aligned vectors.
 struct QmvArgs {
   u64 first, n, k, bs, bb, rows, sk;
   u64 row[QMV_MAX_ROWS];
-  u64 t;
+  u64 t, even, xvec;
 };
 
 // Values j0 .. j0 + QMV_RUN of the block at b, decoded by F.
@@ -141,7 +145,58 @@ __device__ __forceinline__ void decode_run(const u8* b, u32 j0, float* w) {
   for (u32 e = 0; e < QMV_RUN; ++e) w[e] = F(b, j0 + e);
 }
 
-// The same for the block type t: one branch per run.
+// An integer 0 <= v < 2^23 as f32, exactly, minus `bias` (an integer): 2^23 + v is the f32 whose
+// mantissa is v, so no conversion instruction (a quarter of the f32 rate) runs.
+__device__ __forceinline__ float small_f32(u32 v, float bias) { return __int_as_float(0x4B000000u | v) - (8388608.0f + bias); }
+
+// The 8 bytes at p (an even address) from four 16-bit loads.
+__device__ __forceinline__ void bytes8(const u8* p, u32* b) {
+  const unsigned short* h = reinterpret_cast<const unsigned short*>(p);
+#pragma unroll
+  for (u32 i = 0; i < 4; ++i) {
+    const u32 v = h[i];
+    b[2 * i] = v & 255;
+    b[2 * i + 1] = v >> 8;
+  }
+}
+
+// Values j0 .. j0 + 8 (j0 a multiple of 8) of one block of type TY (q4_0, q8_0, q4_K or q6_K)
+// at an even address, each the value of the per-value function of its type.
+template <u32 TY>
+__device__ __forceinline__ void run8(const u8* b, u32 j0, float* w) {
+  u32 q[8];
+  if constexpr (TY == 2) {  // q4_0: (nibble - 8) d
+    bytes8(b + 2 + j0 % 16, q);
+    const float d = half_at(b);
+#pragma unroll
+    for (u32 e = 0; e < 8; ++e) w[e] = small_f32((q[e] >> (4 * (j0 / 16))) & 15, 8.0f) * d;
+  } else if constexpr (TY == 8) {  // q8_0: i8 d
+    bytes8(b + 2 + j0, q);
+    const float d = half_at(b);
+#pragma unroll
+    for (u32 e = 0; e < 8; ++e) w[e] = small_f32(q[e] ^ 128, 128.0f) * d;
+  } else if constexpr (TY == 12) {  // q4_K: d sc nibble - dmin m
+    const u32 r = j0 / 32;
+    u32 sc, m;
+    scale_min_k4(b + 4, r, &sc, &m);
+    const float d1 = half_at(b) * (float)sc, m1 = half_at(b + 2) * (float)m;
+    bytes8(b + 16 + 32 * (r / 2) + j0 % 32, q);
+#pragma unroll
+    for (u32 e = 0; e < 8; ++e) w[e] = d1 * small_f32((q[e] >> (4 * (r % 2))) & 15, 0.0f) - m1;
+  } else {  // q6_K: d sc (6 bits - 32)
+    static_assert(TY == 14, "a type with a run decoder");
+    const u32 n = j0 / 128, k = j0 / 32 % 4, l = j0 % 32;
+    u32 h[8];
+    bytes8(b + 64 * n + 32 * (k % 2) + l, q);
+    bytes8(b + 128 + 32 * n + l, h);
+    const float dsc = half_at(b + 208) * (float)(int)(signed char)b[192 + 8 * n + 2 * k + l / 16];
+#pragma unroll
+    for (u32 e = 0; e < 8; ++e)
+      w[e] = dsc * small_f32(((q[e] >> (4 * (k / 2))) & 15) | (((h[e] >> (2 * k)) & 3) << 4), 32.0f);
+  }
+}
+
+// The same for the block type t, at any address, value by value: one branch per run.
 __device__ __forceinline__ void decode_run(u32 t, const u8* b, u32 j0, float* w) {
   switch (t) {
     case 2: decode_run<q4_0>(b, j0, w); break;
@@ -157,37 +212,75 @@ __device__ __forceinline__ void decode_run(u32 t, const u8* b, u32 j0, float* w)
   }
 }
 
+// The 8 values of x at p as f32: one or two 16-byte vectors (`vec`), else through stride sk.
+template <class T>
+__device__ __forceinline__ void x8(const T* p, u64 sk, bool vec, float* v) {
+  if (vec) {
+    if constexpr (sizeof(T) == 4) {
+      const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
+      v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+    } else {
+      const uint4 a = *reinterpret_cast<const uint4*>(p);
+      const u32 words[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+      for (u32 i = 0; i < 8; ++i) {
+        T h;
+        h.bits = (unsigned short)(words[i / 2] >> (16 * (i % 2)));
+        v[i] = num<T>::load(h);
+      }
+    }
+    return;
+  }
+#pragma unroll
+  for (u32 e = 0; e < 8; ++e) v[e] = num<T>::load(p[e * sk]);
+}
+
+// One lane's runs of a weight row into its MQ accumulators: decoded by run8<TY>, or value by
+// value (TY 0). Unrolled so that the loads of several runs are in flight at once.
+template <class T, int MQ, u32 TY>
+__device__ __forceinline__ void qmv_runs(const QmvArgs& a, const u8* row, const T* x, u32 lane, u32 warp, float* acc) {
+  const bool xvec = a.xvec != 0;
+#pragma unroll 4
+  for (u64 k0 = (u64)lane * QMV_RUN; k0 < a.k; k0 += (u64)warp * QMV_RUN) {
+    float w[QMV_RUN];
+    const u8* b = row + k0 / a.bs * a.bb;
+    if constexpr (TY == 0)
+      decode_run((u32)a.t, b, (u32)(k0 % a.bs), w);
+    else
+      run8<TY>(b, (u32)(k0 % a.bs), w);
+#pragma unroll
+    for (int i = 0; i < MQ; ++i) {
+      float xv[QMV_RUN];
+      x8(x + a.row[i] + k0 * a.sk, a.sk, xvec, xv);
+#pragma unroll
+      for (int e = 0; e < QMV_RUN; ++e) acc[i] += w[e] * xv[e];
+    }
+  }
+}
+
 template <class T, int MQ>
 __device__ __forceinline__ void qmatvec(const QmvArgs& a, const u8* q, const T* x, T* y) {
-  __shared__ float part[QMV_THREADS / 32][MQ];
-  const u64 n = a.first + blockIdx.x;
+  const u32 warp = (u32)warpSize, lane = threadIdx.x % warp;
+  const u64 n = a.first + (u64)blockIdx.x * (QMV_THREADS / warp) + threadIdx.x / warp;
   if (n >= a.n) return;
   const u8* row = q + n * (a.k / a.bs) * a.bb;
   float acc[MQ];
 #pragma unroll
   for (int i = 0; i < MQ; ++i) acc[i] = 0.0f;
-  for (u64 k0 = (u64)threadIdx.x * QMV_RUN; k0 < a.k; k0 += (u64)blockDim.x * QMV_RUN) {
-    float w[QMV_RUN];
-    decode_run((u32)a.t, row + k0 / a.bs * a.bb, (u32)(k0 % a.bs), w);
-#pragma unroll
-    for (int e = 0; e < QMV_RUN; ++e) {
-      const u64 xk = (k0 + e) * a.sk;
-#pragma unroll
-      for (int i = 0; i < MQ; ++i) acc[i] += w[e] * num<T>::load(x[a.row[i] + xk]);
-    }
+  switch (a.even ? a.t : 0) {
+    case 2: qmv_runs<T, MQ, 2>(a, row, x, lane, warp, acc); break;
+    case 8: qmv_runs<T, MQ, 8>(a, row, x, lane, warp, acc); break;
+    case 12: qmv_runs<T, MQ, 12>(a, row, x, lane, warp, acc); break;
+    case 14: qmv_runs<T, MQ, 14>(a, row, x, lane, warp, acc); break;
+    default: qmv_runs<T, MQ, 0>(a, row, x, lane, warp, acc); break;
   }
-  const u32 warp = (u32)warpSize, lane = threadIdx.x % warp, wid = threadIdx.x / warp;
 #pragma unroll
   for (int i = 0; i < MQ; ++i) {
-    float v = acc[i];
-    for (u32 d = warp >> 1; d > 0; d >>= 1) v += shfl_down(v, (int)d);
-    if (lane == 0) part[wid][i] = v;
+    for (u32 d = warp >> 1; d > 0; d >>= 1) acc[i] += shfl_down(acc[i], (int)d);
   }
-  __syncthreads();
-  if (threadIdx.x < (u32)MQ && threadIdx.x < a.rows) {
-    float s = 0.0f;
-    for (u32 k = 0; k < blockDim.x / warp; ++k) s += part[k][threadIdx.x];
-    y[threadIdx.x * a.n + n] = num<T>::store(s);
+#pragma unroll
+  for (int i = 0; i < MQ; ++i) {
+    if (lane == 0 && (u64)i < a.rows) y[i * a.n + n] = num<T>::store(acc[i]);
   }
 }
 

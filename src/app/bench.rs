@@ -388,8 +388,8 @@ fn quant_cases(scale: usize) -> Vec<Case> {
                 Ok(Box::new(move || w.dequantize(DType::F16)))
             })
         })
-        .chain(std::iter::once(qmatmul_case(scale)))
         .chain([GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K].map(|ty| qmatvec_case(ty, scale)))
+        .chain(std::iter::once(copy_like_q4_k(scale)))
         .collect()
 }
 
@@ -417,24 +417,11 @@ fn weight(ty: GgmlType, n: usize, k: usize, d: &Device) -> Result<QTensor> {
     QTensor::from_bytes(ty, [n, k], &bytes, d)
 }
 
-/// The decode shape, `1 x 4096` f16 times a q4_0 `[14336, 4096]` weight transposed (rows
-/// divided by `scale`): bytes are the blocks, the figure to hold against a copy of as many.
-fn qmatmul_case(scale: usize) -> Case {
-    let (n, k) = ((14336 / scale).max(1), 4096);
-    let bytes = (n * k / 32 * GgmlType::Q4_0.block_bytes()) as u64;
-    Case::new(Family::Quant, format!("qmatmul q4_0 f16 [1,{k}] x [{n},{k}]^T"), bytes, move |d| {
-        let w = weight(GgmlType::Q4_0, n, k, d)?;
-        let x = rand(&[1, k], DType::F16, d)?;
-        Ok(Box::new(move || w.qmatmul(&x)))
-    })
-    .with_flops(2 * (n * k) as u64)
-}
-
-/// The matrix-vector kernel (`qmatvec`, one row of x) on a `[4096, 4096]` weight of `ty` (rows
-/// divided by `scale`) times `1 x 4096` f16: bytes are the weight's blocks, as the kernel's
-/// speed is the rate it streams them.
+/// The matrix-vector kernel (`qmatvec`, one row of x) at a Llama MLP's decode shape: `1 x 4096`
+/// f16 times a `[14336, 4096]` weight of `ty` transposed (rows divided by `scale`); bytes are the
+/// blocks, the figure to hold against a copy of as many ([`copy_like_q4_k`]).
 fn qmatvec_case(ty: GgmlType, scale: usize) -> Case {
-    let (n, k) = ((4096 / scale).max(1), 4096);
+    let (n, k) = ((14336 / scale).max(1), 4096);
     let bytes = (n * k / ty.block_size() * ty.block_bytes()) as u64;
     Case::new(Family::Quant, format!("qmatvec {ty} f16 [1,{k}] x [{n},{k}]^T"), bytes, move |d| {
         let w = weight(ty, n, k, d)?;
@@ -442,6 +429,16 @@ fn qmatvec_case(ty: GgmlType, scale: usize) -> Case {
         Ok(Box::new(move || w.qmatmul(&x)))
     })
     .with_flops(2 * (n * k) as u64)
+}
+
+/// A device copy of as many bytes as the q4_K weight of [`qmatvec_case`] (its GB/s of bytes read
+/// and written, as a copy's bandwidth is counted): the bandwidth those are held against.
+fn copy_like_q4_k(scale: usize) -> Case {
+    let bytes = (14336 / scale).max(1) * 4096 / 256 * GgmlType::Q4_K.block_bytes();
+    Case::new(Family::Copy, format!("copy u8 [{bytes}] (q4_K qmatvec's bytes)"), 2 * bytes as u64, move |d| {
+        let a = Tensor::from_vec(vec![7u8; bytes], [bytes], d)?;
+        Ok(Box::new(move || a.copy()))
+    })
 }
 
 /// The median time of one op: batches of ops recorded back to back, then one synchronise, so

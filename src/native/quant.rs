@@ -1,7 +1,7 @@
 //! Quantized blocks on the native backend (`hip/quant.hip`). `dequantize`: one thread per value,
 //! the fields read byte by byte; launches of whole blocks, each within the kernels' 32-bit index.
-//! `qmatvec`: a block per weight row, the blocks decoded in registers once and used for every
-//! row of x, the sums added by warp shuffles and shared memory.
+//! `qmatvec`: a warp per weight row, the blocks decoded in registers once and used for every
+//! row of x, the sums added by warp shuffles.
 
 use super::kernel::{Args, MAX_ELEMS, launches};
 use super::{NativeBackend, NativeStorage, Runtime};
@@ -12,8 +12,7 @@ use crate::{DType, Result};
 use bytemuck::{Pod, Zeroable};
 
 /// Threads per `qmatvec` block (`QMV_THREADS` in `hip/quant.hip`: a multiple of every warp
-/// size). With K = 4096 each takes 4 runs of 8 values. Chosen to match the WGSL kernel's
-/// workgroup, not measured yet.
+/// size): a warp per weight row.
 const QMV_THREADS: u32 = 128;
 
 /// `struct QmvArgs` of `hip/quant.hip`.
@@ -29,6 +28,8 @@ struct QmvArgs {
     sk: u64,
     row: [u64; QMATVEC_MAX_ROWS],
     t: u64,
+    even: u64,
+    xvec: u64,
 }
 
 impl<R: Runtime> QuantOps for NativeBackend<R> {
@@ -80,15 +81,33 @@ impl<R: Runtime> QuantOps for NativeBackend<R> {
         }
         let (k, sk) = (xl.dims()[xl.rank() - 1], xl.strides()[xl.rank() - 1]);
         let (bs, bb) = (u(ty.block_size()), u(ty.block_bytes()));
-        for (first, _, blocks) in launches(u(n), 1, QMV_THREADS) {
-            let args = QmvArgs { first, n: u(n), k: u(k), bs, bb, rows: u(rows), sk: u(sk), row, t: ty.id().into() };
+        // Whether every block starts on an even address (16-bit loads), and whether x's rows are
+        // whole 16-byte vectors (the kernel reads 8 values of a row at a time, from multiples of 8).
+        let even = u(((q.ptr.0 + offset as u64).is_multiple_of(2) && bb.is_multiple_of(2)).into());
+        let xvec = sk == 1 && x.ptr.0.is_multiple_of(16) && starts.iter().all(|s| s.is_multiple_of(8));
+        let rows_per_block = u64::from(QMV_THREADS / self.0.rt.info().warp_size.max(1));
+        for (first, _, blocks) in launches(u(n), rows_per_block, QMV_THREADS) {
+            let t = ty.id().into();
+            let args = QmvArgs {
+                first,
+                n: u(n),
+                k: u(k),
+                bs,
+                bb,
+                rows: u(rows),
+                sk: u(sk),
+                row,
+                t,
+                even,
+                xvec: u(xvec.into()),
+            };
             let mut a = Args::default();
             a.pod(&args).ptr(q.at(offset)).ptr(x.ptr).ptr(y.ptr);
             // SAFETY: qmatvec_T[_mMQ](QmvArgs, q, x, y) in order; it reads the n rows of K / bs
             // blocks from `q` (inside the u8 storage: the spec checked its bytes against the
             // shape), x at the row offsets plus multiples of its K stride below K (the spec
-            // checked x's view against its storage) and writes the rows x n elements of `y`;
-            // blocks past n return at once.
+            // checked x's view against its storage; 16-byte vectors only where `xvec` found them
+            // aligned) and writes the rows x n elements of `y`; warps past n return at once.
             unsafe { self.launch_grid(Family::Quant, &name, [blocks, 1, 1], QMV_THREADS, &mut a)? };
         }
         Ok(y)
