@@ -118,7 +118,8 @@ DEQUANTIZE(dequantize, f32, f16, bf16)
 // A warp per weight row (QMV_THREADS / warpSize rows a block); lane i takes the runs of QMV_RUN
 // values i, i + warpSize, ... (a run lies inside one block), decodes each once and adds its
 // products with each of the MQ rows of x to that row's f32 accumulator; the accumulators are
-// added across the warp by shuffles (warpSize lanes: 32 or 64) and lane i < rows writes y[i, n].
+// added across the warp by shuffles (warpSize lanes: 32 or 64) and lane 0 writes y[i, n] for
+// each row i of x.
 // Where the blocks start on even addresses (`QmvArgs::even`), q8_0, q4_0, q4_K and q6_K runs are
 // decoded from 16-bit loads with their block's fields read once a run (run8 below; ggml's values,
 // the integers made f32 without a conversion instruction); the other types, and odd addresses,
@@ -147,7 +148,9 @@ __device__ __forceinline__ void decode_run(const u8* b, u32 j0, float* w) {
 
 // An integer 0 <= v < 2^23 as f32, exactly, minus `bias` (an integer): 2^23 + v is the f32 whose
 // mantissa is v, so no conversion instruction (a quarter of the f32 rate) runs.
-__device__ __forceinline__ float small_f32(u32 v, float bias) { return __int_as_float(0x4B000000u | v) - (8388608.0f + bias); }
+__device__ __forceinline__ float small_f32(u32 v, float bias) {
+  return __int_as_float(0x4B000000u | v) - (8388608.0f + bias);
+}
 
 // The 8 bytes at p (an even address) from four 16-bit loads.
 __device__ __forceinline__ void bytes8(const u8* p, u32* b) {

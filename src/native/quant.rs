@@ -86,21 +86,10 @@ impl<R: Runtime> QuantOps for NativeBackend<R> {
         let even = u(((q.ptr.0 + offset as u64).is_multiple_of(2) && bb.is_multiple_of(2)).into());
         let xvec = sk == 1 && x.ptr.0.is_multiple_of(16) && starts.iter().all(|s| s.is_multiple_of(8));
         let rows_per_block = u64::from(QMV_THREADS / self.0.rt.info().warp_size.max(1));
-        for (first, _, blocks) in launches(u(n), rows_per_block, QMV_THREADS) {
-            let t = ty.id().into();
-            let args = QmvArgs {
-                first,
-                n: u(n),
-                k: u(k),
-                bs,
-                bb,
-                rows: u(rows),
-                sk: u(sk),
-                row,
-                t,
-                even,
-                xvec: u(xvec.into()),
-            };
+        let (n, k, rows, sk, t, xvec) = (u(n), u(k), u(rows), u(sk), ty.id().into(), u(xvec.into()));
+        let mut args = QmvArgs { first: 0, n, k, bs, bb, rows, sk, row, t, even, xvec };
+        for (first, _, blocks) in launches(n, rows_per_block, QMV_THREADS) {
+            args.first = first;
             let mut a = Args::default();
             a.pod(&args).ptr(q.at(offset)).ptr(x.ptr).ptr(y.ptr);
             // SAFETY: qmatvec_T[_mMQ](QmvArgs, q, x, y) in order; it reads the n rows of K / bs
