@@ -115,148 +115,281 @@ __device__ __forceinline__ float dequant(u32 t, const u8* q, u64 i) {
 DEQUANTIZE(dequantize, f32, f16, bf16)
 
 // qmatvec: x [rows, K] (through its strides) times the N rows of blocks transposed, for few rows.
-// A warp per weight row (QMV_THREADS / warpSize rows a block); lane i takes the runs of QMV_RUN
-// values i, i + warpSize, ... (a run lies inside one block), decodes each once and adds its
-// products with each of the MQ rows of x to that row's f32 accumulator; the accumulators are
-// added across the warp by shuffles (warpSize lanes: 32 or 64) and lane 0 writes y[i, n] for
-// each row i of x.
-// Where the blocks start on even addresses (`QmvArgs::even`), q8_0, q4_0, q4_K and q6_K runs are
-// decoded from 16-bit loads with their block's fields read once a run (run8 below; ggml's values,
-// the integers made f32 without a conversion instruction); the other types, and odd addresses,
-// value by value through the functions above. Where x's rows are contiguous 16-byte-aligned
-// vectors (`QmvArgs::xvec`), a run's 8 values of x come in whole vectors.
+// A warp per QMV_ROWS weight rows (QMV_ROWS QMV_THREADS / warpSize rows a block). A row is cut
+// into units of 32 values (8 in the fallback) inside one block; lane i takes the units i,
+// i + warpSize, ... of each of its rows (neighbouring lanes read neighbouring bytes). A unit is
+// decoded once (`Unit<TY, A>` below) into its small integers q as f32 and, per run (RUNS
+// stretches of VALUES / RUNS consecutive values of the row), a scale d and, for the types with
+// mins, a min m: the run's weights are d q - m, ggml's values. Each of the MQ rows of x adds
+// d sum(q x) - m sum(x) per run to each weight row's f32 accumulator (the sums by fused
+// multiply-adds; a run of x is read once for the warp's rows), as llama.cpp's matrix-vector
+// kernels apply the scales. The accumulators are added across the warp by shuffles (warpSize
+// lanes: 32 or 64) and lane 0 writes y[i, n] for each row i of x and weight row n.
+// q4_0, q8_0 and q6_K units are read as 32-bit words (their blocks start on even addresses:
+// `QmvArgs::align`; `words` shifts two aligned words where a word is not), q4_K's as 16-byte
+// vectors (its 144-byte blocks on 16-byte boundaries); other types and alignments value by value
+// through the functions above (`Unit<0, 1>`: units of 8, one run, d = 1). Where x's rows are
+// contiguous 16-byte-aligned vectors (`QmvArgs::xvec`), a run's values of x come in whole vectors.
 #define QMV_THREADS 128
-#define QMV_RUN 8
+// Weight rows per warp (`QMV_ROWS` of src/native/quant.rs). 4 measured slower than 2 on an H200
+// (q8_0 23.9 -> 27.6 us, q6_K 24.5 -> 40.5 at [1,4096] x [14336,4096]^T; q4_K 20.0 -> 19.2).
+#define QMV_ROWS 2
 #define QMV_MAX_ROWS 8
 
 // `struct QmvArgs` of src/native/quant.rs: the first weight row of the launch, N, K, the block's
 // values and bytes, the rows, x's stride along K, the offset in x of each row (past `rows`: the
-// last again), ggml's id of the type, whether the blocks start on even addresses and whether
-// x's rows are aligned vectors.
+// last again), ggml's id of the type, the alignment of every block's start (1, 2, 4 or 16 bytes)
+// and whether x's rows are aligned vectors.
 struct QmvArgs {
   u64 first, n, k, bs, bb, rows, sk;
   u64 row[QMV_MAX_ROWS];
-  u64 t, even, xvec;
+  u64 t, align, xvec;
 };
 
-// Values j0 .. j0 + QMV_RUN of the block at b, decoded by F.
-template <float (*F)(const u8*, u32)>
-__device__ __forceinline__ void decode_run(const u8* b, u32 j0, float* w) {
+// N little-endian 32-bit words from p, an address aligned to A bytes (16, 4 or 2): whole vectors,
+// words, or (A = 2) the aligned words from p rounded down to 4 bytes, shifted by its 2 bytes (one
+// more word where p is not on 4 bytes: every load is of an aligned word holding bytes asked for,
+// so none reaches past the buffer's last aligned word).
+template <u32 A, u32 N>
+__device__ __forceinline__ void words(const u8* p, u32* w) {
+  if constexpr (A >= 16) {
+    static_assert(N % 4 == 0, "whole vectors");
 #pragma unroll
-  for (u32 e = 0; e < QMV_RUN; ++e) w[e] = F(b, j0 + e);
+    for (u32 i = 0; i < N / 4; ++i) {
+      const uint4 v = reinterpret_cast<const uint4*>(p)[i];
+      w[4 * i] = v.x, w[4 * i + 1] = v.y, w[4 * i + 2] = v.z, w[4 * i + 3] = v.w;
+    }
+  } else if constexpr (A >= 4) {
+#pragma unroll
+    for (u32 i = 0; i < N; ++i) w[i] = reinterpret_cast<const u32*>(p)[i];
+  } else {
+    const u32 off = (u32)reinterpret_cast<u64>(p) & 2;
+    const u32* v = reinterpret_cast<const u32*>(p - off);
+    u32 next = v[0];
+#pragma unroll
+    for (u32 i = 0; i < N; ++i) {
+      const u32 cur = next;
+      next = (i + 1 < N || off) ? v[i + 1] : 0;
+      w[i] = (u32)((((u64)next << 32) | cur) >> (8 * off));
+    }
+  }
 }
 
-// An integer 0 <= v < 2^23 as f32, exactly, minus `bias` (an integer): 2^23 + v is the f32 whose
+// Byte i of w (an integer below 2^8) as f32 minus `bias`, exactly: 2^23 + v is the f32 whose
 // mantissa is v, so no conversion instruction (a quarter of the f32 rate) runs.
-__device__ __forceinline__ float small_f32(u32 v, float bias) {
-  return __int_as_float(0x4B000000u | v) - (8388608.0f + bias);
+__device__ __forceinline__ float byte_f32(u32 w, u32 i, float bias) {
+#if defined(__CUDACC_RTC__)
+  const u32 bits = __byte_perm(w, 0x4B000000u, 0x7440u | i);
+#else
+  const u32 bits = 0x4B000000u | ((w >> (8 * i)) & 255u);
+#endif
+  return __int_as_float(bits) - (8388608.0f + bias);
 }
 
-// The 8 bytes at p (an even address) from four 16-bit loads.
-__device__ __forceinline__ void bytes8(const u8* p, u32* b) {
-  const unsigned short* h = reinterpret_cast<const unsigned short*>(p);
+// The 4 bytes of each of the N words of w as 4N values q (byte order) minus `bias`.
+template <u32 N>
+__device__ __forceinline__ void bytes_f32(const u32* w, float bias, float* q) {
 #pragma unroll
-  for (u32 i = 0; i < 4; ++i) {
-    const u32 v = h[i];
-    b[2 * i] = v & 255;
-    b[2 * i + 1] = v >> 8;
+  for (u32 i = 0; i < 4 * N; ++i) q[i] = byte_f32(w[i / 4], i % 4, bias);
+}
+
+// Unit j of the block at b: q[32], the runs' scales d and mins m (`MIN` types), and each run's
+// first value within the block (`at`).
+template <u32 TY, u32 A>
+struct Unit;
+
+template <u32 A>
+struct Unit<2, A> {  // q4_0: d qs[16]; value l: nibble l / 16 of qs[l % 16], minus 8, times d
+  static constexpr u32 VALUES = 32, RUNS = 1, PER_BLOCK = 1;
+  static constexpr bool MIN = false;
+  static __device__ __forceinline__ void decode(const u8* b, u32, float* q, float* d, float*, u32* at) {
+    u32 w[4], v[8];
+    words<A, 4>(b + 2, w);
+#pragma unroll
+    for (u32 i = 0; i < 4; ++i) v[i] = w[i] & 0x0F0F0F0Fu, v[4 + i] = (w[i] >> 4) & 0x0F0F0F0Fu;
+    bytes_f32<8>(v, 8.0f, q);
+    d[0] = half_at(b);
+    at[0] = 0;
   }
-}
+};
 
-// Values j0 .. j0 + 8 (j0 a multiple of 8) of one block of type TY (q4_0, q8_0, q4_K or q6_K)
-// at an even address, each the value of the per-value function of its type.
-template <u32 TY>
-__device__ __forceinline__ void run8(const u8* b, u32 j0, float* w) {
-  u32 q[8];
-  if constexpr (TY == 2) {  // q4_0: (nibble - 8) d
-    bytes8(b + 2 + j0 % 16, q);
-    const float d = half_at(b);
+template <u32 A>
+struct Unit<8, A> {  // q8_0: d qs[32] (i8)
+  static constexpr u32 VALUES = 32, RUNS = 1, PER_BLOCK = 1;
+  static constexpr bool MIN = false;
+  static __device__ __forceinline__ void decode(const u8* b, u32, float* q, float* d, float*, u32* at) {
+    u32 w[8];
+    words<A, 8>(b + 2, w);
 #pragma unroll
-    for (u32 e = 0; e < 8; ++e) w[e] = small_f32((q[e] >> (4 * (j0 / 16))) & 15, 8.0f) * d;
-  } else if constexpr (TY == 8) {  // q8_0: i8 d
-    bytes8(b + 2 + j0, q);
-    const float d = half_at(b);
-#pragma unroll
-    for (u32 e = 0; e < 8; ++e) w[e] = small_f32(q[e] ^ 128, 128.0f) * d;
-  } else if constexpr (TY == 12) {  // q4_K: d sc nibble - dmin m
-    const u32 r = j0 / 32;
-    u32 sc, m;
-    scale_min_k4(b + 4, r, &sc, &m);
-    const float d1 = half_at(b) * (float)sc, m1 = half_at(b + 2) * (float)m;
-    bytes8(b + 16 + 32 * (r / 2) + j0 % 32, q);
-#pragma unroll
-    for (u32 e = 0; e < 8; ++e) w[e] = d1 * small_f32((q[e] >> (4 * (r % 2))) & 15, 0.0f) - m1;
-  } else {  // q6_K: d sc (6 bits - 32)
-    static_assert(TY == 14, "a type with a run decoder");
-    const u32 n = j0 / 128, k = j0 / 32 % 4, l = j0 % 32;
-    u32 h[8];
-    bytes8(b + 64 * n + 32 * (k % 2) + l, q);
-    bytes8(b + 128 + 32 * n + l, h);
-    const float dsc = half_at(b + 208) * (float)(int)(signed char)b[192 + 8 * n + 2 * k + l / 16];
-#pragma unroll
-    for (u32 e = 0; e < 8; ++e)
-      w[e] = dsc * small_f32(((q[e] >> (4 * (k / 2))) & 15) | (((h[e] >> (2 * k)) & 3) << 4), 32.0f);
+    for (u32 i = 0; i < 8; ++i) w[i] ^= 0x80808080u;  // i8 v as the byte v + 128
+    bytes_f32<8>(w, 128.0f, q);
+    d[0] = half_at(b);
+    at[0] = 0;
   }
-}
+};
 
-// The same for the block type t, at any address, value by value: one branch per run.
-__device__ __forceinline__ void decode_run(u32 t, const u8* b, u32 j0, float* w) {
-  switch (t) {
-    case 2: decode_run<q4_0>(b, j0, w); break;
-    case 3: decode_run<q4_1>(b, j0, w); break;
-    case 6: decode_run<q5_0>(b, j0, w); break;
-    case 7: decode_run<q5_1>(b, j0, w); break;
-    case 8: decode_run<q8_0>(b, j0, w); break;
-    case 10: decode_run<q2_k>(b, j0, w); break;
-    case 11: decode_run<q3_k>(b, j0, w); break;
-    case 12: decode_run<q4_k>(b, j0, w); break;
-    case 13: decode_run<q5_k>(b, j0, w); break;
-    default: decode_run<q6_k>(b, j0, w); break;
+// q4_K: d dmin scales[12] qs[128]; value 64c + 32h + l (l < 32): nibble h of qs[32c + l], under
+// sub-block 2c + h's 6-bit scale and min. Unit j takes qs[16j ..][16]: c = j / 2, l from 16 (j % 2),
+// its low nibbles run 0 and its high nibbles run 1.
+template <u32 A>
+struct Unit<12, A> {
+  static constexpr u32 VALUES = 32, RUNS = 2, PER_BLOCK = 8;
+  static constexpr bool MIN = true;
+  static __device__ __forceinline__ void decode(const u8* b, u32 j, float* q, float* d, float* m, u32* at) {
+    u32 h[4], w[4], v[8];
+    words<A, 4>(b, h);
+    words<A, 4>(b + 16 + 16 * j, w);
+#pragma unroll
+    for (u32 i = 0; i < 4; ++i) v[i] = w[i] & 0x0F0F0F0Fu, v[4 + i] = (w[i] >> 4) & 0x0F0F0F0Fu;
+    bytes_f32<8>(v, 0.0f, q);
+    const u32 c = j / 2;
+    const float dd = f16_to_f32(f16{(unsigned short)(h[0] & 0xFFFF)});
+    const float dm = f16_to_f32(f16{(unsigned short)(h[0] >> 16)});
+#pragma unroll
+    for (u32 r = 0; r < 2; ++r) {
+      // get_scale_min_k4 of sub-block s = 2c + r on the words of scales[12] (h[1..4]).
+      const u32 s = 2 * c + r, sh = 8 * (s % 4);
+      const u32 lo = (s < 4 ? h[1] : h[3]) >> sh, hi_sc = h[1] >> sh, hi_m = h[2] >> sh;
+      const u32 sc = s < 4 ? lo & 63 : (lo & 15) | ((hi_sc >> 6) & 3) << 4;
+      const u32 mn = s < 4 ? hi_m & 63 : ((lo >> 4) & 15) | ((hi_m >> 6) & 3) << 4;
+      d[r] = dd * (float)sc;
+      m[r] = dm * (float)mn;
+      at[r] = 64 * c + 32 * r + 16 * (j % 2);
+    }
   }
+};
+
+// q6_K: ql[128] qh[64] scales[16] d; value 128n + 32k + l: nibble k / 2 of ql[64n + 32 (k % 2) +
+// l], 2 high bits at 2k of qh[32n + l], minus 32, under the i8 scale 8n + 2k + l / 16. Unit j:
+// n = j / 4, l from 8 (j % 4), run k for k = 0 .. 3.
+template <u32 A>
+struct Unit<14, A> {
+  static constexpr u32 VALUES = 32, RUNS = 4, PER_BLOCK = 8;
+  static constexpr bool MIN = false;
+  static __device__ __forceinline__ void decode(const u8* b, u32 j, float* q, float* d, float*, u32* at) {
+    const u32 n = j / 4, l = 8 * (j % 4);
+    u32 lo[2], hi[2], qh[2], v[8];
+    words<A, 2>(b + 64 * n + l, lo);
+    words<A, 2>(b + 64 * n + 32 + l, hi);
+    words<A, 2>(b + 128 + 32 * n + l, qh);
+#pragma unroll
+    for (u32 i = 0; i < 2; ++i) {
+      v[i] = (lo[i] & 0x0F0F0F0Fu) | ((qh[i] & 0x03030303u) << 4);
+      v[2 + i] = (hi[i] & 0x0F0F0F0Fu) | ((qh[i] & 0x0C0C0C0Cu) << 2);
+      v[4 + i] = ((lo[i] >> 4) & 0x0F0F0F0Fu) | (qh[i] & 0x30303030u);
+      v[6 + i] = ((hi[i] >> 4) & 0x0F0F0F0Fu) | ((qh[i] >> 2) & 0x30303030u);
+    }
+    bytes_f32<8>(v, 32.0f, q);
+    const float dd = half_at(b + 208);
+#pragma unroll
+    for (u32 k = 0; k < 4; ++k) {
+      d[k] = dd * (float)(int)(signed char)b[192 + 8 * n + 2 * k + l / 16];
+      at[k] = 128 * n + 32 * k + l;
+    }
+  }
+};
+
+// Values j0 .. j0 + 8 of the block at b, each by F.
+template <float (*F)(const u8*, u32)>
+__device__ __forceinline__ void decode8(const u8* b, u32 j0, float* q) {
+#pragma unroll
+  for (u32 e = 0; e < 8; ++e) q[e] = F(b, j0 + e);
 }
 
-// The 8 values of x at p as f32: one or two 16-byte vectors (`vec`), else through stride sk.
-template <class T>
-__device__ __forceinline__ void x8(const T* p, u64 sk, bool vec, float* v) {
+// Any type at any address: units of 8 consecutive values, each by its type's function (one
+// branch a unit), one run with d = 1.
+template <>
+struct Unit<0, 1> {
+  static constexpr u32 VALUES = 8, RUNS = 1, PER_BLOCK = 0;  // bs / 8
+  static constexpr bool MIN = false;
+  static __device__ __forceinline__ void decode(u32 t, const u8* b, u32 j, float* q, float* d, u32* at) {
+    at[0] = 8 * j;
+    d[0] = 1.0f;
+    switch (t) {
+      case 2: decode8<q4_0>(b, at[0], q); break;
+      case 3: decode8<q4_1>(b, at[0], q); break;
+      case 6: decode8<q5_0>(b, at[0], q); break;
+      case 7: decode8<q5_1>(b, at[0], q); break;
+      case 8: decode8<q8_0>(b, at[0], q); break;
+      case 10: decode8<q2_k>(b, at[0], q); break;
+      case 11: decode8<q3_k>(b, at[0], q); break;
+      case 12: decode8<q4_k>(b, at[0], q); break;
+      case 13: decode8<q5_k>(b, at[0], q); break;
+      default: decode8<q6_k>(b, at[0], q); break;
+    }
+  }
+};
+
+// The L values of x at p as f32: whole 16-byte vectors (`vec`; L a multiple of 8), else through
+// stride sk.
+template <class T, u32 L>
+__device__ __forceinline__ void xrun(const T* p, u64 sk, bool vec, float* v) {
   if (vec) {
     if constexpr (sizeof(T) == 4) {
-      const float4 a = reinterpret_cast<const float4*>(p)[0], b = reinterpret_cast<const float4*>(p)[1];
-      v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
-    } else {
-      const uint4 a = *reinterpret_cast<const uint4*>(p);
-      const u32 words[4] = {a.x, a.y, a.z, a.w};
 #pragma unroll
-      for (u32 i = 0; i < 8; ++i) {
+      for (u32 i = 0; i < L / 4; ++i) {
+        const float4 a = reinterpret_cast<const float4*>(p)[i];
+        v[4 * i] = a.x, v[4 * i + 1] = a.y, v[4 * i + 2] = a.z, v[4 * i + 3] = a.w;
+      }
+    } else {
+      u32 w[L / 2];
+      words<16, L / 2>(reinterpret_cast<const u8*>(p), w);
+#pragma unroll
+      for (u32 i = 0; i < L; ++i) {
         T h;
-        h.bits = (unsigned short)(words[i / 2] >> (16 * (i % 2)));
+        h.bits = (unsigned short)(w[i / 2] >> (16 * (i % 2)));
         v[i] = num<T>::load(h);
       }
     }
     return;
   }
 #pragma unroll
-  for (u32 e = 0; e < 8; ++e) v[e] = num<T>::load(p[e * sk]);
+  for (u32 e = 0; e < L; ++e) v[e] = num<T>::load(p[e * sk]);
 }
 
-// One lane's runs of a weight row into its MQ accumulators: decoded by run8<TY>, or value by
-// value (TY 0). Unrolled so that the loads of several runs are in flight at once.
-template <class T, int MQ, u32 TY>
-__device__ __forceinline__ void qmv_runs(const QmvArgs& a, const u8* row, const T* x, u32 lane, u32 warp, float* acc) {
+// One lane's units of the QMV_ROWS weight rows at `rows` into their MQ accumulators each: the
+// rows' units decoded first, then each run of x read once for all of them.
+template <class T, int MQ, u32 TY, u32 A>
+__device__ __forceinline__ void qmv_units(const QmvArgs& a, const u8* const* rows, const T* x, u32 lane, u32 warp,
+                                          float (*acc)[MQ]) {
+  using U = Unit<TY, A>;
+  constexpr u32 L = U::VALUES / U::RUNS;
   const bool xvec = a.xvec != 0;
-#pragma unroll 4
-  for (u64 k0 = (u64)lane * QMV_RUN; k0 < a.k; k0 += (u64)warp * QMV_RUN) {
-    float w[QMV_RUN];
-    const u8* b = row + k0 / a.bs * a.bb;
-    if constexpr (TY == 0)
-      decode_run((u32)a.t, b, (u32)(k0 % a.bs), w);
-    else
-      run8<TY>(b, (u32)(k0 % a.bs), w);
+  const u32 per_block = U::PER_BLOCK ? U::PER_BLOCK : (u32)a.bs / U::VALUES, units = (u32)(a.k / U::VALUES);
+  const T* xs[MQ];
+#pragma unroll
+  for (int i = 0; i < MQ; ++i) xs[i] = x + a.row[i];
+  for (u32 u = lane; u < units; u += warp) {
+    const u32 blk = u / per_block, j = u % per_block;
+    float q[QMV_ROWS][U::VALUES], d[QMV_ROWS][U::RUNS], m[QMV_ROWS][U::RUNS];
+    u32 at[U::RUNS];
+#pragma unroll
+    for (u32 r = 0; r < QMV_ROWS; ++r) {
+      const u8* b = rows[r] + (u64)blk * a.bb;
+      if constexpr (TY == 0)
+        U::decode((u32)a.t, b, j, q[r], d[r], at);
+      else
+        U::decode(b, j, q[r], d[r], m[r], at);
+    }
 #pragma unroll
     for (int i = 0; i < MQ; ++i) {
-      float xv[QMV_RUN];
-      x8(x + a.row[i] + k0 * a.sk, a.sk, xvec, xv);
 #pragma unroll
-      for (int e = 0; e < QMV_RUN; ++e) acc[i] += w[e] * xv[e];
+      for (u32 g = 0; g < U::RUNS; ++g) {
+        float xv[L], sx = 0.0f;
+        xrun<T, L>(xs[i] + (u64)(blk * (u32)a.bs + at[g]) * a.sk, a.sk, xvec, xv);
+        if constexpr (U::MIN) {
+#pragma unroll
+          for (u32 e = 0; e < L; ++e) sx += xv[e];
+        }
+#pragma unroll
+        for (u32 r = 0; r < QMV_ROWS; ++r) {
+          float s = 0.0f;
+#pragma unroll
+          for (u32 e = 0; e < L; ++e) s = fmaf(q[r][L * g + e], xv[e], s);
+          acc[r][i] = fmaf(d[r][g], s, acc[r][i]);
+          if constexpr (U::MIN) acc[r][i] = fmaf(-m[r][g], sx, acc[r][i]);
+        }
+      }
     }
   }
 }
@@ -264,26 +397,35 @@ __device__ __forceinline__ void qmv_runs(const QmvArgs& a, const u8* row, const 
 template <class T, int MQ>
 __device__ __forceinline__ void qmatvec(const QmvArgs& a, const u8* q, const T* x, T* y) {
   const u32 warp = (u32)warpSize, lane = threadIdx.x % warp;
-  const u64 n = a.first + (u64)blockIdx.x * (QMV_THREADS / warp) + threadIdx.x / warp;
-  if (n >= a.n) return;
-  const u8* row = q + n * (a.k / a.bs) * a.bb;
-  float acc[MQ];
+  const u64 n0 = a.first + ((u64)blockIdx.x * (QMV_THREADS / warp) + threadIdx.x / warp) * QMV_ROWS;
+  if (n0 >= a.n) return;
+  // Rows past N (the last warp's) read row N - 1 again and write nothing.
+  const u8* rows[QMV_ROWS];
 #pragma unroll
-  for (int i = 0; i < MQ; ++i) acc[i] = 0.0f;
-  switch (a.even ? a.t : 0) {
-    case 2: qmv_runs<T, MQ, 2>(a, row, x, lane, warp, acc); break;
-    case 8: qmv_runs<T, MQ, 8>(a, row, x, lane, warp, acc); break;
-    case 12: qmv_runs<T, MQ, 12>(a, row, x, lane, warp, acc); break;
-    case 14: qmv_runs<T, MQ, 14>(a, row, x, lane, warp, acc); break;
-    default: qmv_runs<T, MQ, 0>(a, row, x, lane, warp, acc); break;
+  for (u32 r = 0; r < QMV_ROWS; ++r) rows[r] = q + min(n0 + r, a.n - 1) * (a.k / a.bs) * a.bb;
+  float acc[QMV_ROWS][MQ];
+#pragma unroll
+  for (u32 r = 0; r < QMV_ROWS; ++r) {
+#pragma unroll
+    for (int i = 0; i < MQ; ++i) acc[r][i] = 0.0f;
   }
+  if (a.t == 2 && a.align >= 2)
+    qmv_units<T, MQ, 2, 2>(a, rows, x, lane, warp, acc);
+  else if (a.t == 8 && a.align >= 2)
+    qmv_units<T, MQ, 8, 2>(a, rows, x, lane, warp, acc);
+  else if (a.t == 12 && a.align >= 16)
+    qmv_units<T, MQ, 12, 16>(a, rows, x, lane, warp, acc);
+  else if (a.t == 14 && a.align >= 2)
+    qmv_units<T, MQ, 14, 2>(a, rows, x, lane, warp, acc);
+  else
+    qmv_units<T, MQ, 0, 1>(a, rows, x, lane, warp, acc);
 #pragma unroll
-  for (int i = 0; i < MQ; ++i) {
-    for (u32 d = warp >> 1; d > 0; d >>= 1) acc[i] += shfl_down(acc[i], (int)d);
-  }
+  for (u32 r = 0; r < QMV_ROWS; ++r) {
 #pragma unroll
-  for (int i = 0; i < MQ; ++i) {
-    if (lane == 0 && (u64)i < a.rows) y[i * a.n + n] = num<T>::store(acc[i]);
+    for (int i = 0; i < MQ; ++i) {
+      for (u32 d = warp >> 1; d > 0; d >>= 1) acc[r][i] += shfl_down(acc[r][i], (int)d);
+      if (lane == 0 && (u64)i < a.rows && n0 + r < a.n) y[i * a.n + n0 + r] = num<T>::store(acc[r][i]);
+    }
   }
 }
 

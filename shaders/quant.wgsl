@@ -161,13 +161,19 @@ fn dequantize(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     y_flush(w);
 }
 
-// x [rows, K] (read through its strides) times the N rows of blocks transposed, for few rows: a
-// workgroup per weight row n. Each invocation takes runs of RUN values of the row (run u: values
-// RUN u .. RUN u + RUN, inside one block), invocation i the runs i, i + WG, ..., so neighbours
-// read neighbouring bytes; it decodes a run in registers with the functions above, once, and
-// adds its products with each of the MQ rows of x to that row's f32 accumulator. A tree over the
-// workgroup adds the accumulators; invocation i < rows writes y[i, n] (an atomic update of its
-// word: a packed word may hold two outputs of different workgroups).
+// x [rows, K] (read through its strides) times the N rows of blocks transposed, for few rows: QL
+// invocations (a lane group) per weight row, WG / QL rows a workgroup. A row is cut into units
+// inside one block, a few words of its quants each; lane l takes the units l, l + QL, ..., so that
+// neighbours read neighbouring bytes and, at each step, nearby values of x (`x4`: four at once,
+// one vector where the host found x's rows aligned). q4_0, q8_0, q4_K and q6_K units are decoded
+// from whole 32-bit words (`word_at`: any byte address) into small integers as f32 (`int_f32`: no
+// conversion instruction) under a scale d and, for q4_K, a min m per run of values: each of the
+// MQ rows of x adds d sum(q x) - m sum(x) per run to its f32 accumulator (the sums by fma), as
+// the native kernel does. Other types decode runs of RUN values with the functions above. The
+// lanes' accumulators meet in workgroup memory; one invocation per row of x and weight row adds
+// a group's QL of them and writes y[i, n] (an atomic update of its word: a packed word may hold
+// two outputs of different workgroups). The loops index no arrays but MQ's (a driver may keep a
+// loop, and an array indexed in a kept loop goes to memory): each word is read where it is used.
 //
 // Metadata at EXTRA + 2: K, N, the block's values and bytes, the rows, x's stride along K, then
 // the offset in x of each of the MQ rows (rows past `rows` repeat the last).
@@ -176,6 +182,141 @@ var<workgroup> part: array<f32, WG * MQ>;
 var<private> acc: array<f32, MQ>;
 var<private> wv: array<f32, RUN>;
 var<private> xrow: array<u32, MQ>;
+
+// The 32-bit little-endian word at byte a of q (any a): the aligned word, or two shifted.
+fn word_at(a: u32) -> u32 {
+    let w = a >> 2u;
+    let s = (a & 3u) * 8u;
+    if (s == 0u) {
+        return q[w];
+    }
+    return (q[w] >> s) | (q[w + 1u] << (32u - s));
+}
+
+// v (below 2^23) minus `bias` as f32, exactly: 2^23 + v is the f32 whose mantissa is v.
+fn int_f32(v: u32, bias: f32) -> f32 {
+    return bitcast<f32>(0x4b000000u | v) - (8388608.0 + bias);
+}
+
+// The 4 bytes of w (each masked by `mask`) as f32 minus `bias`.
+fn bytes_f32(w: u32, mask: u32, bias: f32) -> vec4<f32> {
+    let v = w & (mask * 0x01010101u);
+    return vec4<f32>(int_f32(v & 255u, bias), int_f32((v >> 8u) & 255u, bias), int_f32((v >> 16u) & 255u, bias),
+                     int_f32(v >> 24u, bias));
+}
+
+// sum(q x) as one fma per value, from s.
+fn dot4(q: vec4<f32>, x: vec4<f32>, s: f32) -> f32 {
+    return fma(q.w, x.w, fma(q.z, x.z, fma(q.y, x.y, fma(q.x, x.x, s))));
+}
+
+fn sum4(x: vec4<f32>, s: f32) -> f32 {
+    return s + x.x + x.y + x.z + x.w;
+}
+
+// q4_0 (18 bytes: d qs[16]): value 4w + b + 16h is nibble h of byte b of qs word w, minus 8.
+// Unit: one word, values 4w .. 4w + 4 and 16 more.
+fn qmv_q4_0(row: u32, lane: u32, kn: u32, sk: u32) {
+    for (var u = lane; u < kn / 8u; u += QL) {
+        let w = u % 4u;
+        let o = row + (u / 4u) * 18u;
+        let d = f16_to_f32(word_at(o) & 0xffffu);
+        let v = word_at(o + 2u + 4u * w);
+        let lo = bytes_f32(v, 15u, 8.0);
+        let hi = bytes_f32(v >> 4u, 15u, 8.0);
+        let k = 32u * (u / 4u) + 4u * w;
+        for (var i = 0u; i < MQ; i++) {
+            acc[i] = fma(d, dot4(hi, x4(i, k + 16u, sk), dot4(lo, x4(i, k, sk), 0.0)), acc[i]);
+        }
+    }
+}
+
+// q8_0 (34 bytes: d qs[32], i8). Unit: two words, 8 values.
+fn qmv_q8_0(row: u32, lane: u32, kn: u32, sk: u32) {
+    for (var u = lane; u < kn / 8u; u += QL) {
+        let o = row + (u / 4u) * 34u;
+        let d = f16_to_f32(word_at(o) & 0xffffu);
+        let p = o + 2u + 8u * (u % 4u);
+        // i8 v as the byte v + 128.
+        let q0 = bytes_f32(word_at(p) ^ 0x80808080u, 255u, 128.0);
+        let q1 = bytes_f32(word_at(p + 4u) ^ 0x80808080u, 255u, 128.0);
+        for (var i = 0u; i < MQ; i++) {
+            acc[i] = fma(d, dot4(q1, x4(i, 8u * u + 4u, sk), dot4(q0, x4(i, 8u * u, sk), 0.0)), acc[i]);
+        }
+    }
+}
+
+// ggml's get_scale_min_k4 of sub-block sb on the words h1, h2, h3 of a q4_K block's scales[12],
+// times d and dmin: (d sc, dmin m).
+fn scale_min_words(h1: u32, h2: u32, h3: u32, sb: u32, dd: f32, dm: f32) -> vec2<f32> {
+    let sh = 8u * (sb % 4u);
+    let lo = select(h3, h1, sb < 4u) >> sh;
+    let hs = h1 >> sh;
+    let hm = h2 >> sh;
+    let sc = select((lo & 15u) | (((hs >> 6u) & 3u) << 4u), lo & 63u, sb < 4u);
+    let mn = select(((lo >> 4u) & 15u) | (((hm >> 6u) & 3u) << 4u), hm & 63u, sb < 4u);
+    return vec2<f32>(dd * f32(sc), dm * f32(mn));
+}
+
+// q4_K (144 bytes: d dmin scales[12] qs[128]): value 64c + 32h + l (l < 32) is nibble h of
+// qs[32c + l], under sub-block 2c + h's 6-bit scale and min. Unit j (16 a block): qs[8j ..][8],
+// c = j / 4, l from 8 (j % 4); its low nibbles are run 0, its high nibbles run 1.
+fn qmv_q4_k(row: u32, lane: u32, kn: u32, sk: u32) {
+    for (var u = lane; u < kn / 16u; u += QL) {
+        let j = u % 16u;
+        let c = j / 4u;
+        let o = row + (u / 16u) * 144u;
+        let h0 = word_at(o);
+        let dd = f16_to_f32(h0 & 0xffffu);
+        let dm = f16_to_f32(h0 >> 16u);
+        let h1 = word_at(o + 4u);
+        let h2 = word_at(o + 8u);
+        let h3 = word_at(o + 12u);
+        let r0 = scale_min_words(h1, h2, h3, 2u * c, dd, dm);
+        let r1 = scale_min_words(h1, h2, h3, 2u * c + 1u, dd, dm);
+        let v0 = word_at(o + 16u + 8u * j);
+        let v1 = word_at(o + 20u + 8u * j);
+        let l0 = bytes_f32(v0, 15u, 0.0);
+        let l1 = bytes_f32(v1, 15u, 0.0);
+        let u0 = bytes_f32(v0 >> 4u, 15u, 0.0);
+        let u1 = bytes_f32(v1 >> 4u, 15u, 0.0);
+        let k = 256u * (u / 16u) + 64u * c + 8u * (j % 4u);
+        for (var i = 0u; i < MQ; i++) {
+            let a0 = x4(i, k, sk);
+            let a1 = x4(i, k + 4u, sk);
+            let b0 = x4(i, k + 32u, sk);
+            let b1 = x4(i, k + 36u, sk);
+            acc[i] = fma(r0.x, dot4(l1, a1, dot4(l0, a0, 0.0)), acc[i]);
+            acc[i] = fma(-r0.y, sum4(a1, sum4(a0, 0.0)), acc[i]);
+            acc[i] = fma(r1.x, dot4(u1, b1, dot4(u0, b0, 0.0)), acc[i]);
+            acc[i] = fma(-r1.y, sum4(b1, sum4(b0, 0.0)), acc[i]);
+        }
+    }
+}
+
+// q6_K (210 bytes: ql[128] qh[64] scales[16] d): value 128n + 32g + l is nibble g / 2 of
+// ql[64n + 32 (g % 2) + l] with 2 high bits at 2g of qh[32n + l], minus 32, under the i8 scale
+// 8n + 2g + l / 16. Unit j (8 a block): n = j / 4, l from 8 (j % 4), run g for g = 0 .. 3.
+fn qmv_q6_k(row: u32, lane: u32, kn: u32, sk: u32) {
+    for (var u = lane; u < kn / 32u; u += QL) {
+        let j = u % 8u;
+        let n = j / 4u;
+        let l = 8u * (j % 4u);
+        let o = row + (u / 8u) * 210u;
+        let dd = half_at(o + 208u);
+        let k0 = 256u * (u / 8u) + 128u * n + l;
+        for (var g = 0u; g < 4u; g++) {
+            let sc = dd * f32(i8_of(byte_at(o + 192u + 8u * n + 2u * g + l / 16u)));
+            let p = o + 64u * n + 32u * (g % 2u) + l;
+            let hb = o + 128u + 32u * n + l;
+            let q0 = bytes_f32(((word_at(p) >> (4u * (g / 2u))) & 0x0f0f0f0fu) | (((word_at(hb) >> (2u * g)) & 0x03030303u) << 4u), 63u, 32.0);
+            let q1 = bytes_f32(((word_at(p + 4u) >> (4u * (g / 2u))) & 0x0f0f0f0fu) | (((word_at(hb + 4u) >> (2u * g)) & 0x03030303u) << 4u), 63u, 32.0);
+            for (var i = 0u; i < MQ; i++) {
+                acc[i] = fma(sc, dot4(q1, x4(i, k0 + 32u * g + 4u, sk), dot4(q0, x4(i, k0 + 32u * g, sk), 0.0)), acc[i]);
+            }
+        }
+    }
+}
 
 // Values j0 .. j0 + RUN of the block of type t at byte o into wv: one branch per run.
 fn decode_run(t: u32, o: u32, j0: u32) {
@@ -193,50 +334,59 @@ fn decode_run(t: u32, o: u32, j0: u32) {
     }
 }
 
+// The other types: runs of RUN values, each by its type's function.
+fn qmv_runs(t: u32, row: u32, lane: u32, kn: u32, sk: u32, bs: u32, bb: u32) {
+    for (var k0 = lane * RUN; k0 < kn; k0 += QL * RUN) {
+        decode_run(t, row + (k0 / bs) * bb, k0 % bs);
+        for (var i = 0u; i < MQ; i++) {
+            for (var e = 0u; e < RUN; e++) {
+                acc[i] = fma(wv[e], x_load(xrow[i] + (k0 + e) * sk), acc[i]);
+            }
+        }
+    }
+}
+
 @compute @workgroup_size(WG)
 fn qmatvec(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let n = wid.x + wid.y * nwg.x;
+    let first = (wid.x + wid.y * nwg.x) * (WG / QL);
     let kn = md[EXTRA + 2u];
     let nn = md[EXTRA + 3u];
-    if (n >= nn) {
-        return;
-    }
     let t = md[EXTRA];
     let bs = md[EXTRA + 4u];
     let bb = md[EXTRA + 5u];
     let rows = md[EXTRA + 6u];
     let sk = md[EXTRA + 7u];
-    let row = md[EXTRA + 1u] + n * (kn / bs) * bb;
+    // Groups past N (the last workgroup's) read row N - 1 again and write nothing.
+    let row = md[EXTRA + 1u] + min(first + lid / QL, nn - 1u) * (kn / bs) * bb;
+    let lane = lid % QL;
     for (var i = 0u; i < MQ; i++) {
         xrow[i] = md[EXTRA + 8u + i];
         acc[i] = 0.0;
     }
-    for (var k0 = lid * RUN; k0 < kn; k0 += WG * RUN) {
-        decode_run(t, row + (k0 / bs) * bb, k0 % bs);
-        for (var e = 0u; e < RUN; e++) {
-            let xk = (k0 + e) * sk;
-            for (var i = 0u; i < MQ; i++) {
-                acc[i] += wv[e] * x_load(xrow[i] + xk);
-            }
-        }
+    switch t {
+        case 2u: { qmv_q4_0(row, lane, kn, sk); }
+        case 8u: { qmv_q8_0(row, lane, kn, sk); }
+        case 12u: { qmv_q4_k(row, lane, kn, sk); }
+        case 14u: { qmv_q6_k(row, lane, kn, sk); }
+        default: { qmv_runs(t, row, lane, kn, sk, bs, bb); }
     }
     for (var i = 0u; i < MQ; i++) {
         part[i * WG + lid] = acc[i];
     }
     workgroupBarrier();
-    for (var half = WG / 2u; half > 0u; half /= 2u) {
-        if (lid < half) {
-            for (var i = 0u; i < MQ; i++) {
-                part[i * WG + lid] += part[i * WG + lid + half];
-            }
+    if (lid < (WG / QL) * MQ) {
+        let g = lid / MQ;
+        let i = lid % MQ;
+        var sum = 0.0;
+        for (var l = 0u; l < QL; l++) {
+            sum += part[i * WG + g * QL + l];
         }
-        workgroupBarrier();
-    }
-    if (lid < MQ && lid < rows) {
-        y_store(lid * nn + n, part[lid * WG]);
+        if (i < rows && first + g < nn) {
+            y_store(i * nn + first + g, sum);
+        }
     }
 }

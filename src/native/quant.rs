@@ -1,7 +1,7 @@
 //! Quantized blocks on the native backend (`hip/quant.hip`). `dequantize`: one thread per value,
 //! the fields read byte by byte; launches of whole blocks, each within the kernels' 32-bit index.
-//! `qmatvec`: a warp per weight row, the blocks decoded in registers once and used for every
-//! row of x, the sums added by warp shuffles.
+//! `qmatvec`: a warp per weight row, the blocks decoded in registers once (units of 32 values
+//! from whole words) and used for every row of x, the sums added by warp shuffles.
 
 use super::kernel::{Args, MAX_ELEMS, launches};
 use super::{NativeBackend, NativeStorage, Runtime};
@@ -12,8 +12,10 @@ use crate::{DType, Result};
 use bytemuck::{Pod, Zeroable};
 
 /// Threads per `qmatvec` block (`QMV_THREADS` in `hip/quant.hip`: a multiple of every warp
-/// size): a warp per weight row.
+/// size).
 const QMV_THREADS: u32 = 128;
+/// Weight rows each warp of `qmatvec` takes (`QMV_ROWS` in `hip/quant.hip`).
+const QMV_ROWS: u64 = 2;
 
 /// `struct QmvArgs` of `hip/quant.hip`.
 #[repr(C)]
@@ -28,7 +30,7 @@ struct QmvArgs {
     sk: u64,
     row: [u64; QMATVEC_MAX_ROWS],
     t: u64,
-    even: u64,
+    align: u64,
     xvec: u64,
 }
 
@@ -81,13 +83,15 @@ impl<R: Runtime> QuantOps for NativeBackend<R> {
         }
         let (k, sk) = (xl.dims()[xl.rank() - 1], xl.strides()[xl.rank() - 1]);
         let (bs, bb) = (u(ty.block_size()), u(ty.block_bytes()));
-        // Whether every block starts on an even address (16-bit loads), and whether x's rows are
-        // whole 16-byte vectors (the kernel reads 8 values of a row at a time, from multiples of 8).
-        let even = u(((q.ptr.0 + offset as u64).is_multiple_of(2) && bb.is_multiple_of(2)).into());
+        // The alignment every block's start has (16, 4, 2 or 1 bytes: the kernel reads whole words
+        // or vectors where its type's layout allows), and whether x's rows are whole 16-byte
+        // vectors (the kernel reads runs of 8 or more values of a row from multiples of 8).
+        let start = (q.ptr.0 + offset as u64) | bb;
+        let align = [16, 4, 2].into_iter().find(|a| start.is_multiple_of(*a)).unwrap_or(1);
         let xvec = sk == 1 && x.ptr.0.is_multiple_of(16) && starts.iter().all(|s| s.is_multiple_of(8));
-        let rows_per_block = u64::from(QMV_THREADS / self.0.rt.info().warp_size.max(1));
+        let rows_per_block = QMV_ROWS * u64::from(QMV_THREADS / self.0.rt.info().warp_size.max(1));
         let (n, k, rows, sk, t, xvec) = (u(n), u(k), u(rows), u(sk), ty.id().into(), u(xvec.into()));
-        let mut args = QmvArgs { first: 0, n, k, bs, bb, rows, sk, row, t, even, xvec };
+        let mut args = QmvArgs { first: 0, n, k, bs, bb, rows, sk, row, t, align, xvec };
         for (first, _, blocks) in launches(n, rows_per_block, QMV_THREADS) {
             args.first = first;
             let mut a = Args::default();
@@ -95,8 +99,8 @@ impl<R: Runtime> QuantOps for NativeBackend<R> {
             // SAFETY: qmatvec_T[_mMQ](QmvArgs, q, x, y) in order; it reads the n rows of K / bs
             // blocks from `q` (inside the u8 storage: the spec checked its bytes against the
             // shape), x at the row offsets plus multiples of its K stride below K (the spec
-            // checked x's view against its storage; 16-byte vectors only where `xvec` found them
-            // aligned) and writes the rows x n elements of `y`; warps past n return at once.
+            // checked x's view against its storage; words and vectors only at the alignments
+            // `align` and `xvec` found) and writes the rows x n elements of `y`; warps past n return at once.
             unsafe { self.launch_grid(Family::Quant, &name, [blocks, 1, 1], QMV_THREADS, &mut a)? };
         }
         Ok(y)

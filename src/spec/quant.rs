@@ -31,8 +31,8 @@ spec_enum! {
 /// Chosen from that count, not measured here yet.
 pub const QMATVEC_MAX_ROWS: usize = 8;
 
-/// Values of a row each invocation (thread) of the `qmatvec` kernels decodes at a time: a run
-/// inside one block (every block size is a multiple of it).
+/// Values of a row each invocation of the wgpu `qmatvec` kernel decodes at a time for the block
+/// types without a word decoder: a run inside one block (every block size is a multiple of it).
 pub const QMATVEC_RUN: usize = 8;
 
 /// The accumulators (rows) a `qmatvec` kernel is built for: the power of two at least `rows`

@@ -1,7 +1,8 @@
 //! Quantized blocks on wgpu (`shaders/quant.wgsl`): the blocks bound as u32 words (a u8 storage
 //! is its bytes packed four to a word), every field read at its byte address. `dequantize`: one
-//! output word per invocation. `qmatvec`: a workgroup per weight row, the blocks decoded in
-//! registers once and used for every row of x, a tree over the workgroup, one write per output.
+//! output word per invocation. `qmatvec`: 32 invocations per weight row, the blocks decoded in
+//! registers once (units of 32 values from whole words) and used for every row of x, the lanes'
+//! sums added in workgroup memory, one write per output.
 
 use super::kernel::{Index, Spec};
 use super::repr::{Access, Caps, Repr};
@@ -11,10 +12,12 @@ use crate::spec::quant::{GgmlType, QMATVEC_MAX_ROWS, QMATVEC_RUN, QuantOp, qmatv
 use crate::spec::{Family, kernel_name};
 use crate::{DType, Result};
 
-/// Invocations per `qmatvec` workgroup (a power of two: the tree halves it). With K = 4096 each
-/// takes 4 runs of 8 values; the partial sums of 8 rows take 4 KiB of workgroup memory. Chosen
-/// to fit, not measured yet.
+/// Invocations per `qmatvec` workgroup; the partial sums of 8 rows of x take 4 KiB of workgroup
+/// memory.
 const QMATVEC_WG: u32 = 128;
+/// Invocations per weight row of `qmatvec` (`QL`): 4 rows a workgroup. With K = 4096 each takes 4
+/// units of 32 values.
+const QMATVEC_LANES: u32 = 32;
 
 /// The dequantize kernel writing `dtype` (the block type is metadata: one branch per kernel,
 /// the same for every invocation).
@@ -29,23 +32,34 @@ fn dequantize_spec(caps: Caps, dtype: DType) -> Result<Spec> {
 }
 
 /// The matrix-vector kernel of x's `dtype` for `mq` rows of x (1, 2, 4 or 8: one accumulator
-/// each); the block type is metadata, one branch per run of values.
-fn qmatvec_spec(caps: Caps, dtype: DType, mq: usize) -> Result<Spec> {
+/// each); the block type is metadata, one branch per kernel. `vec`: x's rows are read as aligned
+/// vectors of four (`x4`), where its repr has them; else value by value through its stride.
+fn qmatvec_spec(caps: Caps, dtype: DType, mq: usize, vec: bool) -> Result<Spec> {
     let r = Repr::of(dtype, caps, QuantOp::Qmatvec.name())?;
     let mut spec = Spec::new(Family::Quant, "qmatvec", caps)
         .bind("q", Repr::U32, Access::Read, Index::None)
         .bind("x", r, Access::Read, Index::None)
         .bind("y", r, Access::Update, Index::None)
         .constant("MQ", format!("{mq}u"))
-        .constant("RUN", format!("{QMATVEC_RUN}u"));
+        .constant("RUN", format!("{QMATVEC_RUN}u"))
+        .constant("QL", format!("{QMATVEC_LANES}u"));
     spec.workgroup = QMATVEC_WG;
-    Ok(spec)
+    spec.bindings[1].vec = vec && r.vectorizes();
+    let x4 = if spec.bindings[1].vec {
+        "return vec4<f32>(x_load4(xrow[i] + k));"
+    } else {
+        "let b = xrow[i] + k * sk;\n    return vec4<f32>(x_load(b), x_load(b + sk), x_load(b + 2u * sk), x_load(b + 3u * sk));"
+    };
+    Ok(spec.code(format!(
+        "// Values k .. k + 4 of x's row i.\nfn x4(i: u32, k: u32, sk: u32) -> vec4<f32> {{\n    {x4}\n}}"
+    )))
 }
 
-/// The kernel name of a `qmatvec` variant: `qmatvec_f32`, `qmatvec_f32_m2`, ...
-fn qmatvec_name(dtype: DType, mq: usize) -> String {
+/// The kernel name of a `qmatvec` variant: `qmatvec_f32`, `qmatvec_f32_m2`, ..., `qmatvec_f32_v`.
+fn qmatvec_name(dtype: DType, mq: usize, vec: bool) -> String {
     let base = kernel_name(QuantOp::Qmatvec.name(), dtype);
-    if mq == 1 { base } else { format!("{base}_m{mq}") }
+    let m = if mq == 1 { String::new() } else { format!("_m{mq}") };
+    format!("{base}{m}{}", if vec { "_v" } else { "" })
 }
 
 impl QuantOps for WgpuBackend {
@@ -74,19 +88,24 @@ impl QuantOps for WgpuBackend {
         let (rows, k) = (starts.len(), xl.dims()[xl.rank() - 1]);
         let y = self.storage(x.dtype, rows * n)?;
         let mq = qmatvec_rows_class(rows);
-        let spec = qmatvec_spec(self.caps(), x.dtype, mq)?;
+        // x's rows as vectors of four: along K contiguous, each starting on four elements.
+        let sk = xl.strides()[xl.rank() - 1];
+        let vec = sk == 1 && starts.iter().all(|s| s.is_multiple_of(4));
+        let spec = qmatvec_spec(self.caps(), x.dtype, mq, vec)?;
         // Every index fits u32: the storages (x's, the blocks') were checked against it.
         let (bs, bb) = (ty.block_size(), ty.block_bytes());
         let mut extra = vec![ty.id(), offset as u32, k as u32, n as u32, bs as u32, bb as u32, rows as u32];
-        extra.push(xl.strides()[xl.rank() - 1] as u32);
+        extra.push(sk as u32);
         extra.extend((0..mq).map(|i| starts[i.min(rows - 1)] as u32));
         let meta = spec.meta((rows * n) as u32, &[], &extra);
-        self.run(&spec, &[q.buffer(), x.buffer(), y.buffer()], &meta, n as u64 * QMATVEC_WG as u64)?;
+        let groups = n.div_ceil((QMATVEC_WG / QMATVEC_LANES) as usize) as u64;
+        self.run(&spec, &[q.buffer(), x.buffer(), y.buffer()], &meta, groups * QMATVEC_WG as u64)?;
         Ok(y)
     }
 }
 
-/// Every quant kernel: `dequantize_{dtype}`, `qmatvec_{dtype}` and its forms for 2, 4 and 8 rows.
+/// Every quant kernel: `dequantize_{dtype}`, `qmatvec_{dtype}` and its forms for 2, 4 and 8 rows,
+/// each also with x's rows as vectors where the dtype's repr has them.
 pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
     let mut v: Vec<(String, Result<Spec>)> = QuantOp::Dequantize
         .dtypes()
@@ -95,7 +114,12 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         .collect();
     for &dt in QuantOp::Qmatvec.dtypes() {
         let classes = std::iter::successors(Some(1), |m| (m * 2 <= QMATVEC_MAX_ROWS).then_some(m * 2));
-        v.extend(classes.map(|mq| (qmatvec_name(dt, mq), qmatvec_spec(caps, dt, mq))));
+        for mq in classes {
+            let vecs = Repr::of(dt, caps, "").is_ok_and(|r| r.vectorizes());
+            for vec in [false, true].into_iter().filter(|&v| !v || vecs) {
+                v.push((qmatvec_name(dt, mq, vec), qmatvec_spec(caps, dt, mq, vec)));
+            }
+        }
     }
     v
 }
