@@ -1,7 +1,7 @@
 //! Quantized blocks on the native backend (`hip/quant.hip`). `dequantize`: one thread per value,
 //! the fields read byte by byte; launches of whole blocks, each within the kernels' 32-bit index.
-//! `qmatvec`: a warp per weight row, the blocks decoded in registers once (units of 32 values
-//! from whole words) and used for every row of x, the sums added by warp shuffles.
+//! `qmatvec`: a warp per two weight rows, the blocks decoded in registers once (units of 32
+//! values from whole words) and used for every row of x, the sums added by warp shuffles.
 
 use super::kernel::{Args, MAX_ELEMS, launches};
 use super::{NativeBackend, NativeStorage, Runtime};
@@ -100,7 +100,8 @@ impl<R: Runtime> QuantOps for NativeBackend<R> {
             // blocks from `q` (inside the u8 storage: the spec checked its bytes against the
             // shape), x at the row offsets plus multiples of its K stride below K (the spec
             // checked x's view against its storage; words and vectors only at the alignments
-            // `align` and `xvec` found) and writes the rows x n elements of `y`; warps past n return at once.
+            // `align` and `xvec` found) and writes the rows x n elements of `y`; warps past n
+            // return at once.
             unsafe { self.launch_grid(Family::Quant, &name, [blocks, 1, 1], QMV_THREADS, &mut a)? };
         }
         Ok(y)

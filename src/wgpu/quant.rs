@@ -1,8 +1,8 @@
 //! Quantized blocks on wgpu (`shaders/quant.wgsl`): the blocks bound as u32 words (a u8 storage
 //! is its bytes packed four to a word), every field read at its byte address. `dequantize`: one
 //! output word per invocation. `qmatvec`: 32 invocations per weight row, the blocks decoded in
-//! registers once (units of 32 values from whole words) and used for every row of x, the lanes'
-//! sums added in workgroup memory, one write per output.
+//! registers once (units of 8 or 16 values from whole words) and used for every row of x, the
+//! lanes' sums added in workgroup memory, one write per output.
 
 use super::kernel::{Index, Spec};
 use super::repr::{Access, Caps, Repr};
@@ -15,8 +15,8 @@ use crate::{DType, Result};
 /// Invocations per `qmatvec` workgroup; the partial sums of 8 rows of x take 4 KiB of workgroup
 /// memory.
 const QMATVEC_WG: u32 = 128;
-/// Invocations per weight row of `qmatvec` (`QL`): 4 rows a workgroup. With K = 4096 each takes 4
-/// units of 32 values.
+/// Invocations per weight row of `qmatvec` (`QL`): 4 rows a workgroup. With K = 4096 each takes
+/// 128 values of the row.
 const QMATVEC_LANES: u32 = 32;
 
 /// The dequantize kernel writing `dtype` (the block type is metadata: one branch per kernel,
