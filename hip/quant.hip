@@ -138,7 +138,7 @@ DEQUANTIZE(dequantize, f32, f16, bf16)
 
 // `struct QmvArgs` of src/native/quant.rs: the first weight row of the launch, N, K, the block's
 // values and bytes, the rows, x's stride along K, the offset in x of each row (past `rows`: the
-// last again), ggml's id of the type, the alignment of every block's start (1, 2, 4 or 16 bytes)
+// last again), ggml's id of the type, the alignment of every block's start (1, 2 or 16 bytes)
 // and whether x's rows are aligned vectors.
 struct QmvArgs {
   u64 first, n, k, bs, bb, rows, sk;
@@ -146,22 +146,20 @@ struct QmvArgs {
   u64 t, align, xvec;
 };
 
-// N little-endian 32-bit words from p, an address aligned to A bytes (16, 4 or 2): whole vectors,
-// words, or (A = 2) the aligned words from p rounded down to 4 bytes, shifted by its 2 bytes (one
-// more word where p is not on 4 bytes: every load is of an aligned word holding bytes asked for,
-// so none reaches past the buffer's last aligned word).
+// N little-endian 32-bit words from p, an address aligned to A bytes (16 or 2): whole vectors, or
+// (A = 2) the aligned words from p rounded down to 4 bytes, shifted by its 2 bytes (one more word
+// where p is not on 4 bytes: every load is of an aligned word holding bytes asked for, so none
+// reaches past the buffer's last aligned word).
 template <u32 A, u32 N>
 __device__ __forceinline__ void words(const u8* p, u32* w) {
-  if constexpr (A >= 16) {
+  static_assert(A == 16 || A == 2, "16-byte vectors or 2-byte alignment");
+  if constexpr (A == 16) {
     static_assert(N % 4 == 0, "whole vectors");
 #pragma unroll
     for (u32 i = 0; i < N / 4; ++i) {
       const uint4 v = reinterpret_cast<const uint4*>(p)[i];
       w[4 * i] = v.x, w[4 * i + 1] = v.y, w[4 * i + 2] = v.z, w[4 * i + 3] = v.w;
     }
-  } else if constexpr (A >= 4) {
-#pragma unroll
-    for (u32 i = 0; i < N; ++i) w[i] = reinterpret_cast<const u32*>(p)[i];
   } else {
     const u32 off = (u32)reinterpret_cast<u64>(p) & 2;
     const u32* v = reinterpret_cast<const u32*>(p - off);
@@ -186,6 +184,13 @@ __device__ __forceinline__ float byte_f32(u32 w, u32 i, float bias) {
   return __int_as_float(bits) - (8388608.0f + bias);
 }
 
+// The low nibbles of the N words of w, then their high nibbles, each in a byte of v (2N words).
+template <u32 N>
+__device__ __forceinline__ void nibbles(const u32* w, u32* v) {
+#pragma unroll
+  for (u32 i = 0; i < N; ++i) v[i] = w[i] & 0x0F0F0F0Fu, v[N + i] = (w[i] >> 4) & 0x0F0F0F0Fu;
+}
+
 // The 4 bytes of each of the N words of w as 4N values q (byte order) minus `bias`.
 template <u32 N>
 __device__ __forceinline__ void bytes_f32(const u32* w, float bias, float* q) {
@@ -205,8 +210,7 @@ struct Unit<2, A> {  // q4_0: d qs[16]; value l: nibble l / 16 of qs[l % 16], mi
   static __device__ __forceinline__ void decode(const u8* b, u32, float* q, float* d, float*, u32* at) {
     u32 w[4], v[8];
     words<A, 4>(b + 2, w);
-#pragma unroll
-    for (u32 i = 0; i < 4; ++i) v[i] = w[i] & 0x0F0F0F0Fu, v[4 + i] = (w[i] >> 4) & 0x0F0F0F0Fu;
+    nibbles<4>(w, v);
     bytes_f32<8>(v, 8.0f, q);
     d[0] = half_at(b);
     at[0] = 0;
@@ -239,8 +243,7 @@ struct Unit<12, A> {
     u32 h[4], w[4], v[8];
     words<A, 4>(b, h);
     words<A, 4>(b + 16 + 16 * j, w);
-#pragma unroll
-    for (u32 i = 0; i < 4; ++i) v[i] = w[i] & 0x0F0F0F0Fu, v[4 + i] = (w[i] >> 4) & 0x0F0F0F0Fu;
+    nibbles<4>(w, v);
     bytes_f32<8>(v, 0.0f, q);
     const u32 c = j / 2;
     const float dd = f16_to_f32(f16{(unsigned short)(h[0] & 0xFFFF)});

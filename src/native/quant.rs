@@ -83,11 +83,11 @@ impl<R: Runtime> QuantOps for NativeBackend<R> {
         }
         let (k, sk) = (xl.dims()[xl.rank() - 1], xl.strides()[xl.rank() - 1]);
         let (bs, bb) = (u(ty.block_size()), u(ty.block_bytes()));
-        // The alignment every block's start has (16, 4, 2 or 1 bytes: the kernel reads whole words
-        // or vectors where its type's layout allows), and whether x's rows are whole 16-byte
+        // The alignment every block's start has (16, 2 or 1 bytes: the kernel reads 16-byte vectors
+        // or whole words where its type's layout allows), and whether x's rows are whole 16-byte
         // vectors (the kernel reads runs of 8 or more values of a row from multiples of 8).
         let start = (q.ptr.0 + offset as u64) | bb;
-        let align = [16, 4, 2].into_iter().find(|a| start.is_multiple_of(*a)).unwrap_or(1);
+        let align = [16, 2].into_iter().find(|a| start.is_multiple_of(*a)).unwrap_or(1);
         let xvec = sk == 1 && x.ptr.0.is_multiple_of(16) && starts.iter().all(|s| s.is_multiple_of(8));
         let rows_per_block = QMV_ROWS * u64::from(QMV_THREADS / self.0.rt.info().warp_size.max(1));
         let (n, k, rows, sk, t, xvec) = (u(n), u(k), u(rows), u(sk), ty.id().into(), u(xvec.into()));

@@ -114,8 +114,8 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         .collect();
     for &dt in QuantOp::Qmatvec.dtypes() {
         let classes = std::iter::successors(Some(1), |m| (m * 2 <= QMATVEC_MAX_ROWS).then_some(m * 2));
+        let vecs = Repr::of(dt, caps, "").is_ok_and(|r| r.vectorizes());
         for mq in classes {
-            let vecs = Repr::of(dt, caps, "").is_ok_and(|r| r.vectorizes());
             for vec in [false, true].into_iter().filter(|&v| !v || vecs) {
                 v.push((qmatvec_name(dt, mq, vec), qmatvec_spec(caps, dt, mq, vec)));
             }
