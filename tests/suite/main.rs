@@ -118,9 +118,21 @@ fn devices() -> std::sync::MutexGuard<'static, HashMap<BackendKind, std::result:
     DEVICES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// One device per kind for the whole run (GPU contexts are costly), or why there is none.
-/// (In a browser, [`open`] opens it first: there only the async form can.)
+/// One device per kind for the whole run (GPU contexts are costly), or why there is none; wgpu
+/// natively one per test thread. Lavapipe compiles a kernel with LLVM on its device's queue
+/// thread at the kernel's first dispatch: with one device, every kernel of a cold run was
+/// compiled on one core while the test threads waited for it. (Kept for the whole run, never
+/// dropped as a thread ends: wgpu's locks use thread-locals of their own.) (In a browser,
+/// [`open`] opens it first: there only the async form can.)
 pub fn device(kind: BackendKind) -> std::result::Result<Device, String> {
+    #[cfg(not(target_family = "wasm"))]
+    if kind == BackendKind::Wgpu {
+        static PER_THREAD: OnceLock<Mutex<HashMap<std::thread::ThreadId, std::result::Result<Device, String>>>> =
+            OnceLock::new();
+        let mut opened = PER_THREAD.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+        let this = std::thread::current().id();
+        return opened.entry(this).or_insert_with(|| Device::new(kind).map_err(|e| e.to_string())).clone();
+    }
     devices().entry(kind).or_insert_with(|| Device::new(kind).map_err(|e| e.to_string())).clone()
 }
 
