@@ -156,7 +156,6 @@ var<private> g_sl: u32;
 var<private> g_ss: u32;
 var<private> g_sid: u32;
 var<private> g_ns: u32;
-var<private> g_whole: bool;
 
 // The state combined over the subgroup by a butterfly; every lane ends with the same state.
 fn sg_all(s0: St) -> St {
@@ -171,7 +170,7 @@ fn sg_all(s0: St) -> St {
 // line, the subgroups' states through workgroup memory.
 fn reduce_st(s: St) -> St {
     let v = sg_all(s);
-    if (!g_whole) {
+    if (!WHOLE) {
         return v;
     }
     workgroupBarrier();
@@ -196,8 +195,10 @@ fn lines_sg(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wi
     let rpw = md[EXTRA + M_RPW];
     let first = (wid.x + wid.y * nwg.x) * rpw;
     let n_lines = md[EXTRA + M_L];
-    g_whole = rpw == 1u;
-    if (g_whole) {
+    // WHOLE is a constant of the kernel (one line per workgroup: RPW is 1), so that the branch
+    // not taken is no code at all: each inlines `process_line`, its units unrolled, and
+    // lavapipe took 3 times as long to compile the kernel with both.
+    if (WHOLE) {
         process_line(first, first < n_lines, tid, WG);
     } else {
         for (var r = sid; r < rpw; r += ns) {

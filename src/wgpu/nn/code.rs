@@ -37,6 +37,8 @@ pub(crate) enum Store {
 pub(crate) struct Variant {
     pub op: NnOp,
     pub subgroup: bool,
+    /// `lines_sg` with a whole workgroup per line (`WHOLE`), else a subgroup per line.
+    pub whole: bool,
     pub wg: u32,
     /// Units of four elements per lane and tile.
     pub units: u32,
@@ -262,6 +264,7 @@ pub(super) fn lines_spec(caps: Caps, dtype: DType, v: Variant) -> Result<Spec> {
     spec = bind(spec, "y", access, v.store == Store::Vec);
     Ok(spec
         .constant("K", format!("{}u", v.units))
+        .constant("WHOLE", v.whole.to_string())
         .code(params::decoder(c))
         .code(types(c))
         .code(state_code(v, c))
@@ -313,6 +316,7 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
             let plain = Variant {
                 op,
                 subgroup: false,
+                whole: false,
                 wg: LINES_WG,
                 units: SHORT_UNITS,
                 x_vec: false,
@@ -330,6 +334,7 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
                 variants.push((format!("{name}_sg"), Variant { subgroup: true, ..plain }));
                 if r.vectorizes() {
                     variants.push((format!("{name}_sg_vec"), Variant { subgroup: true, ..vec }));
+                    variants.push((format!("{name}_sg_whole"), Variant { subgroup: true, whole: true, ..vec }));
                 }
             }
             if r.per_word() == 2 {

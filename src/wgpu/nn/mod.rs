@@ -180,6 +180,7 @@ impl WgpuBackend {
         let v = Variant {
             op,
             subgroup: plan.subgroup,
+            whole: plan.subgroup && plan.per == 1,
             wg: plan.wg,
             units: plan.units,
             x_vec,
