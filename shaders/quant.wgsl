@@ -175,8 +175,9 @@ fn dequantize(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
 // two outputs of different workgroups). The loops index no arrays but MQ's (a driver may keep a
 // loop, and an array indexed in a kept loop goes to memory): each word is read where it is used.
 //
-// Metadata at EXTRA + 2: K, N, the block's values and bytes, the rows, x's stride along K, then
-// the offset in x of each of the MQ rows (rows past `rows` repeat the last).
+// The block type is the kernel constant T (ggml's id): a kernel holds one type's decoder. Metadata
+// at EXTRA + 2: K, N, the block's values and bytes, the rows, x's stride along K, then the offset
+// in x of each of the MQ rows (rows past `rows` repeat the last).
 // @kernel qmatvec
 var<workgroup> part: array<f32, WG * MQ>;
 var<private> acc: array<f32, MQ>;
@@ -355,7 +356,6 @@ fn qmatvec(
     let first = (wid.x + wid.y * nwg.x) * (WG / QL);
     let kn = md[EXTRA + 2u];
     let nn = md[EXTRA + 3u];
-    let t = md[EXTRA];
     let bs = md[EXTRA + 4u];
     let bb = md[EXTRA + 5u];
     let rows = md[EXTRA + 6u];
@@ -367,12 +367,12 @@ fn qmatvec(
         xrow[i] = md[EXTRA + 8u + i];
         acc[i] = 0.0;
     }
-    switch t {
+    switch T {
         case 2u: { qmv_q4_0(row, lane, kn, sk); }
         case 8u: { qmv_q8_0(row, lane, kn, sk); }
         case 12u: { qmv_q4_k(row, lane, kn, sk); }
         case 14u: { qmv_q6_k(row, lane, kn, sk); }
-        default: { qmv_runs(t, row, lane, kn, sk, bs, bb); }
+        default: { qmv_runs(T, row, lane, kn, sk, bs, bb); }
     }
     for (var i = 0u; i < MQ; i++) {
         part[i * WG + lid] = acc[i];

@@ -31,15 +31,18 @@ fn dequantize_spec(caps: Caps, dtype: DType) -> Result<Spec> {
     ))
 }
 
-/// The matrix-vector kernel of x's `dtype` for `mq` rows of x (1, 2, 4 or 8: one accumulator
-/// each); the block type is metadata, one branch per kernel. `vec`: x's rows are read as aligned
-/// vectors of four (`x4`), where its repr has them; else value by value through its stride.
-fn qmatvec_spec(caps: Caps, dtype: DType, mq: usize, vec: bool) -> Result<Spec> {
+/// The matrix-vector kernel of block type `ty` and x's `dtype` for `mq` rows of x (1, 2, 4 or 8:
+/// one accumulator each). The block type is a kernel constant (`T`): as metadata, every kernel
+/// held every type's decoder, and lavapipe took 1.7-4.6 s to compile each (a tenth of that per
+/// type). `vec`: x's rows are read as aligned vectors of four (`x4`), where its repr has them;
+/// else value by value through its stride.
+fn qmatvec_spec(caps: Caps, ty: GgmlType, dtype: DType, mq: usize, vec: bool) -> Result<Spec> {
     let r = Repr::of(dtype, caps, QuantOp::Qmatvec.name())?;
     let mut spec = Spec::new(Family::Quant, "qmatvec", caps)
         .bind("q", Repr::U32, Access::Read, Index::None)
         .bind("x", r, Access::Read, Index::None)
         .bind("y", r, Access::Update, Index::None)
+        .constant("T", format!("{}u", ty.id()))
         .constant("MQ", format!("{mq}u"))
         .constant("RUN", format!("{QMATVEC_RUN}u"))
         .constant("QL", format!("{QMATVEC_LANES}u"));
@@ -55,11 +58,12 @@ fn qmatvec_spec(caps: Caps, dtype: DType, mq: usize, vec: bool) -> Result<Spec> 
     )))
 }
 
-/// The kernel name of a `qmatvec` variant: `qmatvec_f32`, `qmatvec_f32_m2`, ..., `qmatvec_f32_v`.
-fn qmatvec_name(dtype: DType, mq: usize, vec: bool) -> String {
+/// The kernel name of a `qmatvec` variant: `qmatvec_f32_q4_0`, `qmatvec_f32_q4_0_m2`, ...,
+/// `qmatvec_f32_q4_0_v`.
+fn qmatvec_name(ty: GgmlType, dtype: DType, mq: usize, vec: bool) -> String {
     let base = kernel_name(QuantOp::Qmatvec.name(), dtype);
     let m = if mq == 1 { String::new() } else { format!("_m{mq}") };
-    format!("{base}{m}{}", if vec { "_v" } else { "" })
+    format!("{base}_{}{m}{}", ty.name(), if vec { "_v" } else { "" })
 }
 
 impl QuantOps for WgpuBackend {
@@ -91,7 +95,7 @@ impl QuantOps for WgpuBackend {
         // x's rows as vectors of four: along K contiguous, each starting on four elements.
         let sk = xl.strides()[xl.rank() - 1];
         let vec = sk == 1 && starts.iter().all(|s| s.is_multiple_of(4));
-        let spec = qmatvec_spec(self.caps(), x.dtype, mq, vec)?;
+        let spec = qmatvec_spec(self.caps(), ty, x.dtype, mq, vec)?;
         // Every index fits u32: the storages (x's, the blocks') were checked against it.
         let (bs, bb) = (ty.block_size(), ty.block_bytes());
         let mut extra = vec![ty.id(), offset as u32, k as u32, n as u32, bs as u32, bb as u32, rows as u32];
@@ -104,8 +108,9 @@ impl QuantOps for WgpuBackend {
     }
 }
 
-/// Every quant kernel: `dequantize_{dtype}`, `qmatvec_{dtype}` and its forms for 2, 4 and 8 rows,
-/// each also with x's rows as vectors where the dtype's repr has them.
+/// The quant kernels: `dequantize_{dtype}`, and `qmatvec_{dtype}_{type}` for every block type in
+/// its forms for 1 and 8 rows (those for 2 and 4 differ from them only in MQ), each also with x's
+/// rows as vectors where the dtype's repr has them.
 pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
     let mut v: Vec<(String, Result<Spec>)> = QuantOp::Dequantize
         .dtypes()
@@ -113,11 +118,10 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         .map(|&dt| (kernel_name(QuantOp::Dequantize.name(), dt), dequantize_spec(caps, dt)))
         .collect();
     for &dt in QuantOp::Qmatvec.dtypes() {
-        let classes = std::iter::successors(Some(1), |m| (m * 2 <= QMATVEC_MAX_ROWS).then_some(m * 2));
         let vecs = Repr::of(dt, caps, "").is_ok_and(|r| r.vectorizes());
-        for mq in classes {
+        for (&ty, mq) in GgmlType::ALL.iter().flat_map(|ty| [(ty, 1), (ty, QMATVEC_MAX_ROWS)]) {
             for vec in [false, true].into_iter().filter(|&v| !v || vecs) {
-                v.push((qmatvec_name(dt, mq, vec), qmatvec_spec(caps, dt, mq, vec)));
+                v.push((qmatvec_name(ty, dt, mq, vec), qmatvec_spec(caps, ty, dt, mq, vec)));
             }
         }
     }

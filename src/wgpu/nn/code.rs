@@ -212,15 +212,18 @@ fn io_code(v: Variant, y: Repr) -> String {
              y_flush((ob + k) / 2u);\n    if (k + 2u < N) {\n        y_set(ob + k + 2u, v.z);\n        \
              y_set(ob + k + 3u, v.w);\n        y_flush((ob + k) / 2u + 1u);\n    }\n"
             .to_string(),
-        Store::Words | Store::Atomic => {
-            let one = if v.store == Store::Words { "y_set" } else { "y_store" };
-            (0..4)
-                .map(|j| {
-                    let c = ["x", "y", "z", "w"][j];
-                    format!("    if (k + {j}u < N) {{\n        {one}(ob + (k + {j}u) * INNER, v.{c});\n    }}\n")
-                })
-                .collect()
-        }
+        Store::Words => (0..4)
+            .map(|j| {
+                let c = ["x", "y", "z", "w"][j];
+                format!("    if (k + {j}u < N) {{\n        y_set(ob + (k + {j}u) * INNER, v.{c});\n    }}\n")
+            })
+            .collect(),
+        // A loop, not four stores: each store is a compare-exchange loop, and a loop holding one
+        // is not unrolled, so the kernel has one of them per unit, not four (lavapipe took 40%
+        // longer to compile a layer_norm with all of them written out).
+        Store::Atomic => "    for (var j = 0u; j < 4u; j++) {\n        if (k + j < N) {\n            \
+                          y_store(ob + (k + j) * INNER, v[j]);\n        }\n    }\n"
+            .to_string(),
     };
     let _ = write!(
         s,
