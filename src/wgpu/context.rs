@@ -205,10 +205,16 @@ impl Gpu {
         Ok(Gpu { device, queue, info, features, limits, errors, coop, retired: Arc::default(), profiler })
     }
 
-    /// An instance of `backends`, unless `WGPU_BACKEND` in the environment says otherwise.
+    /// An instance of `backends`, unless `WGPU_BACKEND` in the environment says otherwise. The
+    /// flags are wgpu's release defaults in every build: its debug-build defaults (`DEBUG`,
+    /// `VALIDATION`) have naga write debug info into every kernel's SPIR-V, which looks up the
+    /// source line of each statement by scanning the text from its start (13% of the CPU of the
+    /// suite's elementwise cases), and load the Vulkan validation layers where installed.
+    /// `WGPU_DEBUG=1` and `WGPU_VALIDATION=1` turn them on.
     fn instance(backends: wgpu::Backends) -> wgpu::Instance {
         let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
         desc.backends = backends;
+        desc.flags = wgpu::InstanceFlags::VALIDATION_INDIRECT_CALL;
         wgpu::Instance::new(desc.with_env())
     }
 
