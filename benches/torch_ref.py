@@ -84,6 +84,11 @@ def nn_cases():
     yield f"log_softmax f32 [{rows},{cols}]", nbytes, lambda: torch.log_softmax(x, -1)
     yield f"layer_norm f32 [{rows},{cols}]", nbytes, lambda: F.layer_norm(x, (cols,), w, b, 1e-5)
     yield f"rms_norm f32 [{rows},{cols}]", nbytes, lambda: F.rms_norm(x, (cols,), w, 1e-6)
+    rows, cols, bf = s(4096), 4096, torch.bfloat16
+    xh, wh, bh = rand(rows, cols, dtype=bf), rand(cols, dtype=bf), rand(cols, dtype=bf)
+    nbytes = 4 * rows * cols
+    yield f"layer_norm bf16 [{rows},{cols}]", nbytes, lambda: F.layer_norm(xh, (cols,), wh, bh, 1e-5)
+    yield f"rms_norm bf16 [{rows},{cols}]", nbytes, lambda: F.rms_norm(xh, (cols,), wh, 1e-6)
     shape = planes()
     n = shape[0] * shape[1] * shape[2] * shape[3]
     xl = rand(*shape)

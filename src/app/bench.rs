@@ -278,7 +278,8 @@ fn conv_cases(scale: usize) -> Vec<Case> {
 }
 
 /// softmax, log_softmax, layer_norm (with weight and bias) and rms_norm (with weight) over the
-/// last dim of f32 [4096, 16384]: the input read once, the output written once.
+/// last dim of f32 [4096, 16384], the norms in bf16 [4096, 4096] too: the input read once, the
+/// output written once.
 fn nn_cases(scale: usize) -> Vec<Case> {
     let (rows, cols) = ((4096 / scale).max(1), 16384);
     let bytes = 8 * (rows * cols) as u64;
@@ -296,6 +297,18 @@ fn nn_cases(scale: usize) -> Vec<Case> {
     }));
     v.push(Case::new(Family::Nn, format!("rms_norm f32 [{rows},{cols}]"), bytes, move |d| {
         let (x, w) = (rand(&[rows, cols], DType::F32, d)?, rand(&[cols], DType::F32, d)?);
+        Ok(Box::new(move || x.rms_norm(Some(&w), 1e-6)))
+    }));
+    // An LLM's hidden states: bf16 lines of 4096, the weight and bias read a unit at a time.
+    let (rows, cols) = ((4096 / scale).max(1), 4096);
+    let bytes = 4 * (rows * cols) as u64;
+    v.push(Case::new(Family::Nn, format!("layer_norm bf16 [{rows},{cols}]"), bytes, move |d| {
+        let (x, w, b) =
+            (rand(&[rows, cols], DType::BF16, d)?, rand(&[cols], DType::BF16, d)?, rand(&[cols], DType::BF16, d)?);
+        Ok(Box::new(move || x.layer_norm(Some(&w), Some(&b), 1e-5)))
+    }));
+    v.push(Case::new(Family::Nn, format!("rms_norm bf16 [{rows},{cols}]"), bytes, move |d| {
+        let (x, w) = (rand(&[rows, cols], DType::BF16, d)?, rand(&[cols], DType::BF16, d)?);
         Ok(Box::new(move || x.rms_norm(Some(&w), 1e-6)))
     }));
     let shape = planes(scale);

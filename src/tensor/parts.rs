@@ -435,11 +435,23 @@ impl Tensor {
     /// partials in f32, as the kernels accumulate it), joined and reduced again. An arg op cuts
     /// its first reduced dim: each range's index moved by the range's start, the partial values
     /// (min or max) choosing the range, the first one on a tie as the kernels' first index. The
-    /// reduced dims kept, as size 1.
+    /// reduced dims kept, as size 1. The joined partials must be at most half this tensor or
+    /// fit one buffer, else (each index of the cut dim a part of its own) the same split would
+    /// come back forever: then lines of a kept dim go a chunk at a time, as many as their
+    /// partials fit one buffer.
     pub(super) fn reduce_parts(&self, op: ReduceOp, dims: &[usize]) -> Result<Tensor> {
         let cut = if op.is_arg() { &dims[..1] } else { dims };
+        let reduced = dims.iter().map(|&d| self.dims()[d]).product::<usize>().max(1);
+        let kept = self.elem_count() / reduced;
+        // Bytes of a partial: an f32 sum of a 16-bit type, a u32 index, else the dtype's.
+        let size = self.dtype.size_in_bytes().max(4) as u64;
+        let max = limit(&self.device);
         for &r in cut {
             let Some(ranges) = self.ranges(r, self.dims()[r])? else { continue };
+            let joined = (kept * ranges.len()) as u64;
+            if 2 * joined > self.elem_count() as u64 && joined * size > max {
+                continue;
+            }
             let wide = op == ReduceOp::Sum && matches!(self.dtype, DType::F16 | DType::BF16);
             // Elements of the reduced dims after `r`: an arg op's flat index moves by this a row.
             let inner: usize = dims[1..].iter().map(|&d| self.dims()[d]).product();
@@ -462,19 +474,28 @@ impl Tensor {
             let all = Tensor::cat(&partials, r)?.reduce(op, dims.to_vec(), true)?;
             return all.to_dtype(self.dtype);
         }
-        // Lines along the reduced dims that each cross parts (a row past one buffer): one line
-        // of a kept dim at a time.
-        match (0..self.rank()).find(|d| !dims.contains(d) && self.dims()[*d] > 1) {
-            Some(k) => self.line_by_line(k, |x| x.reduce(op, dims.to_vec(), true)),
-            None => Err(self.cannot_split(op.name())),
-        }
+        // Rows along the cut dims that cross parts (a row past one buffer), or partials that
+        // would not shrink: a chunk of a kept dim at a time, whose partials fit one buffer and
+        // at most half the dim, so that each chunk is smaller.
+        let Some(k) = (0..self.rank()).find(|d| !dims.contains(d) && self.dims()[*d] > 1) else {
+            return Err(self.cannot_split(op.name()));
+        };
+        let per = (kept / self.dims()[k]) as u64 * reduced as u64 * size;
+        let chunk = (max / per.max(1)).clamp(1, self.dims()[k].div_ceil(2) as u64) as usize;
+        self.in_chunks(k, chunk, |x| x.reduce(op, dims.to_vec(), true))
     }
 
     /// `f` on each index of dim `k` (narrowed to 1), joined along it: an op whose every line
     /// crosses parts, such a line at a time.
     fn line_by_line(&self, k: usize, f: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
-        let lines = (0..self.dims()[k]).map(|i| f(&self.narrow(k, i, 1)?)).collect::<Result<Vec<_>>>()?;
-        Tensor::cat(&lines, k)
+        self.in_chunks(k, 1, f)
+    }
+
+    /// `f` on `chunk` indices of dim `k` at a time (narrowed to them), joined along it.
+    fn in_chunks(&self, k: usize, chunk: usize, f: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+        let n = self.dims()[k];
+        let pieces = (0..n).step_by(chunk).map(|a| f(&self.narrow(k, a, chunk.min(n - a))?));
+        Tensor::cat(&pieces.collect::<Result<Vec<_>>>()?, k)
     }
 
     /// argsort of this tensor in parts, or whose indices do not fit one buffer: split along the
