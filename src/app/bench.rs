@@ -290,27 +290,18 @@ fn nn_cases(scale: usize) -> Vec<Case> {
             Ok(Box::new(move || if log { x.log_softmax(1) } else { x.softmax(1) }))
         }));
     }
-    v.push(Case::new(Family::Nn, format!("layer_norm f32 [{rows},{cols}]"), bytes, move |d| {
-        let (x, w, b) =
-            (rand(&[rows, cols], DType::F32, d)?, rand(&[cols], DType::F32, d)?, rand(&[cols], DType::F32, d)?);
-        Ok(Box::new(move || x.layer_norm(Some(&w), Some(&b), 1e-5)))
-    }));
-    v.push(Case::new(Family::Nn, format!("rms_norm f32 [{rows},{cols}]"), bytes, move |d| {
-        let (x, w) = (rand(&[rows, cols], DType::F32, d)?, rand(&[cols], DType::F32, d)?);
-        Ok(Box::new(move || x.rms_norm(Some(&w), 1e-6)))
-    }));
-    // An LLM's hidden states: bf16 lines of 4096, the weight and bias read a unit at a time.
-    let (rows, cols) = ((4096 / scale).max(1), 4096);
-    let bytes = 4 * (rows * cols) as u64;
-    v.push(Case::new(Family::Nn, format!("layer_norm bf16 [{rows},{cols}]"), bytes, move |d| {
-        let (x, w, b) =
-            (rand(&[rows, cols], DType::BF16, d)?, rand(&[cols], DType::BF16, d)?, rand(&[cols], DType::BF16, d)?);
-        Ok(Box::new(move || x.layer_norm(Some(&w), Some(&b), 1e-5)))
-    }));
-    v.push(Case::new(Family::Nn, format!("rms_norm bf16 [{rows},{cols}]"), bytes, move |d| {
-        let (x, w) = (rand(&[rows, cols], DType::BF16, d)?, rand(&[cols], DType::BF16, d)?);
-        Ok(Box::new(move || x.rms_norm(Some(&w), 1e-6)))
-    }));
+    // The norms also on an LLM's hidden states: bf16 lines of 4096.
+    for (dt, cols) in [(DType::F32, 16384), (DType::BF16, 4096)] {
+        let bytes = 2 * (dt.size_in_bytes() * rows * cols) as u64;
+        v.push(Case::new(Family::Nn, format!("layer_norm {dt} [{rows},{cols}]"), bytes, move |d| {
+            let (x, w, b) = (rand(&[rows, cols], dt, d)?, rand(&[cols], dt, d)?, rand(&[cols], dt, d)?);
+            Ok(Box::new(move || x.layer_norm(Some(&w), Some(&b), 1e-5)))
+        }));
+        v.push(Case::new(Family::Nn, format!("rms_norm {dt} [{rows},{cols}]"), bytes, move |d| {
+            let (x, w) = (rand(&[rows, cols], dt, d)?, rand(&[cols], dt, d)?);
+            Ok(Box::new(move || x.rms_norm(Some(&w), 1e-6)))
+        }));
+    }
     let shape = planes(scale);
     let n: usize = shape.iter().product();
     let dims = shape.map(|d| d.to_string()).join(",");
