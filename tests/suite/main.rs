@@ -98,7 +98,21 @@ use std::sync::{Mutex, OnceLock};
 /// Runs the registered cases and tests (see `harness.rs`).
 #[cfg(not(target_family = "wasm"))]
 fn main() -> std::process::ExitCode {
+    lavapipe_without_llvm_passes();
     harness::main()
+}
+
+/// Lavapipe compiles each kernel with LLVM at its first dispatch, and most of a cold run is that
+/// (ARCHITECTURE.md, "Where the suite's time goes"). Without LLVM's IR optimisation passes
+/// (Mesa's `GALLIVM_PERF=nopt`; instruction selection and register allocation still run) a cold
+/// run takes 0.84x the time: the same kernels, the same results, which run slower, and the suite's
+/// kernels run far less long than they compile. A `GALLIVM_PERF` already set (even empty) wins.
+#[cfg(not(target_family = "wasm"))]
+fn lavapipe_without_llvm_passes() {
+    if std::env::var_os("GALLIVM_PERF").is_none() {
+        // SAFETY: no other thread runs yet: the harness starts the test threads after this.
+        unsafe { std::env::set_var("GALLIVM_PERF", "nopt") };
+    }
 }
 
 /// The kinds `RWO_REQUIRE` names (comma-separated).
