@@ -106,14 +106,6 @@ __device__ __forceinline__ float dequant(u32 t, const u8* q, u64 i) {
   }
 }
 
-#define RWO_DEQUANTIZE(op, T)                                      \
-  RWO_KERNEL op##_##T(u64 n, u32 t, const u8* q, T* y) {           \
-    for_each(n, [&](u32 i) { y[i] = num<T>::store(dequant(t, q, i)); }); \
-  }
-#define DEQUANTIZE(op, ...) RWO_EACH(RWO_DEQUANTIZE, op, __VA_ARGS__)
-
-DEQUANTIZE(dequantize, f32, f16, bf16)
-
 // qmatvec: x [rows, K] (through its strides) times the N rows of blocks transposed, for few rows.
 // A warp per QMV_ROWS weight rows (QMV_ROWS QMV_THREADS / warpSize rows a block). A row is cut
 // into units of 32 values (8 in the fallback) inside one block; lane i takes the units i,
@@ -322,6 +314,74 @@ struct Unit<0, 1> {
     }
   }
 };
+
+// The L values v rounded to T and stored at y (16-byte aligned) as whole 16-byte vectors.
+template <class T, u32 L>
+__device__ __forceinline__ void store_run(T* y, const float* v) {
+  constexpr u32 N = L * sizeof(T) / 4;
+  static_assert(N % 4 == 0, "whole vectors");
+  u32 w[N];
+#pragma unroll
+  for (u32 i = 0; i < N; ++i) {
+    if constexpr (sizeof(T) == 4)
+      w[i] = __float_as_uint(v[i]);
+    else
+      w[i] = (u32)num<T>::store(v[2 * i]).bits | (u32)num<T>::store(v[2 * i + 1]).bits << 16;
+  }
+#pragma unroll
+  for (u32 i = 0; i < N / 4; ++i) reinterpret_cast<uint4*>(y)[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
+}
+
+// dequantize's `_units` form: thread u decodes unit u of the blocks (`Unit<TY, A>`: 32 values from
+// whole words) and stores each run's values, d q - m (ggml's steps in its order: q4_K's
+// d sc q - dmin m as (d sc) q - (dmin m), q6_K's d sc q as (d sc) q), as 16-byte vectors.
+template <class T, u32 TY, u32 A>
+__device__ __forceinline__ void dequant_units(u64 units, u64 bb, const u8* q, T* y) {
+  using U = Unit<TY, A>;
+  constexpr u32 L = U::VALUES / U::RUNS;
+  for_each(units, [&](u32 u) {
+    const u32 blk = u / U::PER_BLOCK, j = u % U::PER_BLOCK;
+    float v[U::VALUES], d[U::RUNS], m[U::RUNS];
+    u32 at[U::RUNS];
+    U::decode(q + (u64)blk * bb, j, v, d, m, at);
+    T* out = y + (u64)blk * (U::VALUES * U::PER_BLOCK);
+#pragma unroll
+    for (u32 g = 0; g < U::RUNS; ++g) {
+      float r[L];
+#pragma unroll
+      for (u32 e = 0; e < L; ++e) {
+        if constexpr (U::MIN)
+          r[e] = d[g] * v[L * g + e] - m[g];
+        else
+          r[e] = v[L * g + e] * d[g];
+      }
+      store_run<T, L>(out + at[g], r);
+    }
+  });
+}
+
+// One thread per value (`dequantize_T`), or per unit of 32 (`_units`: q4_0, q8_0 and q6_K blocks
+// on even addresses, q4_K's on 16 bytes; `QUnits` in src/native/quant.rs chooses).
+template <class T>
+__device__ __forceinline__ void dequantize_units(u64 units, u32 t, u64 bb, const u8* q, T* y) {
+  if (t == 2)
+    dequant_units<T, 2, 2>(units, bb, q, y);
+  else if (t == 8)
+    dequant_units<T, 8, 2>(units, bb, q, y);
+  else if (t == 12)
+    dequant_units<T, 12, 16>(units, bb, q, y);
+  else
+    dequant_units<T, 14, 2>(units, bb, q, y);
+}
+
+#define RWO_DEQUANTIZE(op, T)                                                                    \
+  RWO_KERNEL op##_##T(u64 n, u32 t, const u8* q, T* y) {                                         \
+    for_each(n, [&](u32 i) { y[i] = num<T>::store(dequant(t, q, i)); });                         \
+  }                                                                                              \
+  RWO_KERNEL op##_##T##_units(u64 units, u32 t, u64 bb, const u8* q, T* y) { dequantize_units<T>(units, t, bb, q, y); }
+#define DEQUANTIZE(op, ...) RWO_EACH(RWO_DEQUANTIZE, op, __VA_ARGS__)
+
+DEQUANTIZE(dequantize, f32, f16, bf16)
 
 // The L values of x at p as f32: whole 16-byte vectors (`vec`; L a multiple of 8), else through
 // stride sk.

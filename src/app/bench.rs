@@ -5,6 +5,7 @@
 //! Sizes are those the speed targets are stated at; `scale` divides every size (for a quick run
 //! on a software adapter).
 
+use rocm_wgpu_ops::io::{GgufFile, GgufWriter, ModelTensor};
 use rocm_wgpu_ops::spec::Family;
 use rocm_wgpu_ops::spec::pool::{Pool2dParams, PoolOp};
 use rocm_wgpu_ops::spec::quant::GgmlType;
@@ -394,7 +395,72 @@ fn quant_cases(scale: usize) -> Vec<Case> {
         })
         .chain([GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K].map(|ty| qmatvec_case(ty, scale)))
         .chain(std::iter::once(copy_like_q4_k(scale)))
+        .chain(prefill_cases(scale))
+        .chain(std::iter::once(gguf_load_case(scale)))
         .collect()
+}
+
+/// Loading a GGUF of 32 q4_K `[14336, 4096]` tensors (1.06 GB; `32 / scale` of them) onto the
+/// device from a warm page cache: the file mapped and parsed, then every tensor uploaded. The
+/// file is written once, to the temp dir (the page cache holds it after).
+fn gguf_load_case(scale: usize) -> Case {
+    let (n, k, count) = (14336, 4096, (32 / scale).max(1));
+    let bytes = count * n * k / 256 * GgmlType::Q4_K.block_bytes();
+    let name = format!("load gguf {count} x q4_K [{n},{k}] ({} MB, warm page cache)", bytes / 1_000_000);
+    Case::new(Family::Quant, name, bytes as u64, move |d| {
+        let path = std::env::temp_dir().join(format!("rwo-bench-load-{count}.gguf"));
+        if std::fs::metadata(&path).map_or(true, |m| (m.len() as usize) < bytes) {
+            let w = weight(GgmlType::Q4_K, n, k, &Device::cpu())?;
+            let mut gguf = GgufWriter::new();
+            for i in 0..count {
+                gguf.qtensor(&format!("blk.{i}.ffn_up.weight"), &w)?;
+            }
+            let io =
+                |e: std::io::Error| rocm_wgpu_ops::Error::Io { path: path.display().to_string(), msg: e.to_string() };
+            gguf.write(&mut std::io::BufWriter::new(std::fs::File::create(&path).map_err(io)?))?;
+        }
+        let d = d.clone();
+        Ok(Box::new(move || {
+            // SAFETY: the bench's own file, written above and left unchanged while mapped.
+            let file = unsafe { GgufFile::open(&path)? };
+            let mut last = Tensor::zeros([1], DType::U8, &d)?;
+            for t in file.gguf().tensors() {
+                last = match file.tensor(&t.name, &d)? {
+                    ModelTensor::Quantized(q) => q.bytes().clone(),
+                    ModelTensor::Plain(t) => t,
+                };
+            }
+            Ok(last)
+        }))
+    })
+}
+
+/// A prompt of 512 rows of f16 through a Llama MLP's `[14336, 4096]` weight (rows divided by
+/// `scale`): q4_K (`qmatmul`: dequantize to f16, then the GEMM) and the dense f16 GEMM of the
+/// same shape and layout it is held against.
+fn prefill_cases(scale: usize) -> [Case; 2] {
+    let (m, n, k) = (512, (14336 / scale).max(1), 4096);
+    let flops = 2 * (m * n * k) as u64;
+    let io = 2 * (m * k + m * n);
+    let q4_k = (n * k / 256 * GgmlType::Q4_K.block_bytes() + io) as u64;
+    [
+        Case::new(Family::Quant, format!("qmatmul q4_K f16 [{m},{k}] x [{n},{k}]^T (prefill)"), q4_k, move |d| {
+            let w = weight(GgmlType::Q4_K, n, k, d)?;
+            let x = rand(&[m, k], DType::F16, d)?;
+            Ok(Box::new(move || w.qmatmul(&x)))
+        })
+        .with_flops(flops),
+        Case::new(
+            Family::Quant,
+            format!("matmul f16 [{m},{k}] x [{n},{k}]^T (prefill, dense)"),
+            (2 * n * k + io) as u64,
+            move |d| {
+                let (w, x) = (rand(&[n, k], DType::F16, d)?, rand(&[m, k], DType::F16, d)?);
+                Ok(Box::new(move || x.matmul(&w.t()?)))
+            },
+        )
+        .with_flops(flops),
+    ]
 }
 
 /// A `[n, k]` weight of `ty` on `d`: quantized from uniform values (simple types), or random

@@ -1,5 +1,6 @@
-//! Quantized blocks on the native backend (`hip/quant.hip`). `dequantize`: one thread per value,
-//! the fields read byte by byte; launches of whole blocks, each within the kernels' 32-bit index.
+//! Quantized blocks on the native backend (`hip/quant.hip`). `dequantize`: a thread per unit of
+//! 32 values (q4_0, q8_0, q4_K, q6_K from whole words) or per value (the fields read byte by
+//! byte); launches of whole blocks, each within the kernels' 32-bit index.
 //! `qmatvec`: a warp per two weight rows, the blocks decoded in registers once (units of 32
 //! values from whole words) and used for every row of x, the sums added by warp shuffles.
 
@@ -16,6 +17,8 @@ use bytemuck::{Pod, Zeroable};
 const QMV_THREADS: u32 = 128;
 /// Weight rows each warp of `qmatvec` takes (`QMV_ROWS` in `hip/quant.hip`).
 const QMV_ROWS: u64 = 2;
+/// Values a thread of `dequantize_T_units` decodes (`Unit::VALUES` in `hip/quant.hip`).
+const UNIT: usize = 32;
 
 /// `struct QmvArgs` of `hip/quant.hip`.
 #[repr(C)]
@@ -45,6 +48,16 @@ impl<R: Runtime> QuantOps for NativeBackend<R> {
     ) -> Result<NativeStorage<R>> {
         let y = self.storage(dtype, n)?;
         let name = kernel_name(QuantOp::Dequantize.name(), dtype);
+        // A thread per unit of 32 values, read as words and stored as 16-byte vectors, where the
+        // type has a unit decoder and every block starts where its words do (q4_K's 144-byte
+        // blocks on 16 bytes, the others on even addresses); else a thread per value.
+        let start = (q.ptr.0 + offset as u64) | ty.block_bytes() as u64;
+        let units = y.ptr.0.is_multiple_of(16)
+            && match ty {
+                GgmlType::Q4_0 | GgmlType::Q8_0 | GgmlType::Q6_K => start.is_multiple_of(2),
+                GgmlType::Q4_K => start.is_multiple_of(16),
+                _ => false,
+            };
         // The most whole blocks one launch's u32 index covers.
         let step = (MAX_ELEMS as usize / ty.block_size()) * ty.block_size();
         let mut first = 0;
@@ -52,11 +65,22 @@ impl<R: Runtime> QuantOps for NativeBackend<R> {
             let count = step.min(n - first);
             let bytes = offset + first / ty.block_size() * ty.block_bytes();
             let mut args = Args::default();
-            args.u64(count as u64).pod(&ty.id()).ptr(q.at(bytes)).ptr(y.at(first));
-            // SAFETY: dequantize_T(n, t, q, y) in order; it reads the `count / block_size` blocks
-            // of type t at `q` (inside the u8 storage: the spec checked its bytes against the
-            // shape) and writes `count` elements of `y` from `first` on.
-            unsafe { self.launch(Family::Quant, &name, count as u64, &mut args)? };
+            if units {
+                let units = (count / UNIT) as u64;
+                args.u64(units).pod(&ty.id()).u64(ty.block_bytes() as u64).ptr(q.at(bytes)).ptr(y.at(first));
+                // SAFETY: dequantize_T_units(units, t, bb, q, y) in order; it reads the
+                // `count / block_size` blocks of type t (bb bytes each) at `q`, inside the u8
+                // storage (the spec checked its bytes against the shape), in words and 16-byte
+                // vectors at the alignment found above, and writes `count` elements of `y` from
+                // `first` (a multiple of the block, so of 8: 16-byte aligned, as y is) on.
+                unsafe { self.launch(Family::Quant, &format!("{name}_units"), units, &mut args)? };
+            } else {
+                args.u64(count as u64).pod(&ty.id()).ptr(q.at(bytes)).ptr(y.at(first));
+                // SAFETY: dequantize_T(n, t, q, y) in order; it reads the `count / block_size`
+                // blocks of type t at `q` (inside the u8 storage: the spec checked its bytes
+                // against the shape) and writes `count` elements of `y` from `first` on.
+                unsafe { self.launch(Family::Quant, &name, count as u64, &mut args)? };
+            }
             first += count;
         }
         Ok(y)

@@ -23,9 +23,9 @@ spec_enum! {
 }
 
 /// The most rows of x (M times the batch) `QTensor::qmatmul` sends to the `qmatvec` kernel; more
-/// go through dequantize + matmul. The kernel decodes each weight once and uses it for every row
-/// (a register accumulator per row), so it reads the blocks once where dequantize + matmul also
-/// writes and reads 4 bytes per weight (9.9x q4_0's bytes); past 8 rows the accumulators and the
+/// go through dequantize (to x's dtype) + matmul. The kernel decodes each weight once and uses
+/// it for every row (a register accumulator per row), so it reads the blocks once where
+/// dequantize + matmul also writes and reads 2 or 4 bytes per weight; past 8 rows the accumulators and the
 /// untiled products outgrow it, while the tiled GEMM reuses each weight across 64+ rows.
 /// llama.cpp draws the same line for its matrix-vector kernels (`MMVQ_MAX_BATCH_SIZE` = 8).
 /// Chosen from that count, not measured here yet.

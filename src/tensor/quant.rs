@@ -89,13 +89,18 @@ impl QTensor {
     }
 
     /// `x [.., M, K]` (f32, f16 or bf16, any strides) times this weight `[N, K]` transposed:
-    /// `[.., M, N]` in x's dtype, the products of x with the exactly dequantized weights,
-    /// accumulated in f32 (halves are widened to f32 and the result rounded once).
+    /// `[.., M, N]` in x's dtype, accumulated in f32 (halves are widened to f32 and the result
+    /// rounded once).
     ///
     /// Up to [`QMATVEC_MAX_ROWS`] rows of x in all (decoding: M times the batch), one kernel
-    /// streams the blocks once, decoding each weight in registers and using it for every row;
-    /// with more rows, the weight is dequantized to f32 and the f32 matmul takes the product.
-    /// The two sum in different orders, so they agree to f32 rounding, not bit for bit.
+    /// streams the blocks once, decoding each weight in registers and using it for every row:
+    /// the products of x with the exactly dequantized weights. With more rows (a prompt), the
+    /// weight is dequantized to x's dtype and x's matmul takes the product, on the tensor cores
+    /// or cooperative matrices for halves, as llama.cpp's dequantize-then-GEMM path does: for f16
+    /// and bf16 x each weight is first rounded to x's dtype (a relative error of at most 2^-11
+    /// and 2^-8; below f16's least normal, half its subnormal step; a weight past f16's range is
+    /// infinite), for f32 exact. The paths sum in different orders, so they agree to f32
+    /// rounding plus that of the weights, not bit for bit.
     ///
     /// ```
     /// use rocm_wgpu_ops::{Device, QTensor, Tensor, spec::quant::GgmlType};
@@ -114,8 +119,7 @@ impl QTensor {
         let (n, k) = (self.shape.dims()[0], self.shape.dims()[1]);
         let rows: usize = x.dims()[..x.rank() - 1].iter().product();
         if !(1..=QMATVEC_MAX_ROWS).contains(&rows) || k == 0 || n == 0 {
-            let w = self.dequantize(DType::F32)?;
-            return x.to_dtype(DType::F32)?.matmul(&w.t()?)?.to_dtype(out.dtype);
+            return x.matmul(&self.dequantize(x.dtype())?.t()?);
         }
         x.same_device("qmatmul", &[&self.bytes])?;
         if parts::needed(&out, &[&self.bytes, x]) {

@@ -4,7 +4,7 @@
 
 use crate::{Tol, compare_with_cpu, cpu, rand_tensor, suite};
 use half::{bf16, f16};
-use rocm_wgpu_ops::spec::quant::GgmlType;
+use rocm_wgpu_ops::spec::quant::{GgmlType, QMATVEC_MAX_ROWS};
 use rocm_wgpu_ops::{DType, Device, Error, QTensor, Result, Tensor};
 
 suite!(
@@ -204,8 +204,9 @@ async fn weight(ty: GgmlType, dev: &Device) -> Result<QTensor> {
 
 /// `x W^T` against the sum in f64 of x's values (as stored) times the dequantized weights: within
 /// f32 accumulation (2^-20 of the sum of |terms|, K = 256) plus one rounding to x's dtype (its
-/// relative tolerance, or half of f16's least subnormal where the result is that small). M = 1
-/// and M = 3, a batch, a transposed x, every block type and float dtype.
+/// relative tolerance, or half of f16's least subnormal where the result is that small), and for
+/// more than `QMATVEC_MAX_ROWS` rows of halves each weight's rounding to x's dtype. M = 1, M = 3
+/// and M = 12, a batch, a transposed x, every block type and float dtype.
 async fn qmatmul_matches_reference(dev: &Device) -> Result<()> {
     for &ty in GgmlType::ALL {
         let w = weight(ty, dev).await?;
@@ -216,6 +217,7 @@ async fn qmatmul_matches_reference(dev: &Device) -> Result<()> {
                 crate::rand_tensor(dev, dtype, &[1, 256], 3, -2.0, 2.0)?,
                 crate::rand_tensor(dev, dtype, &[2, 3, 256], 4, -2.0, 2.0)?,
                 crate::rand_tensor(dev, dtype, &[256, 3], 5, -2.0, 2.0)?.t()?,
+                crate::rand_tensor(dev, dtype, &[12, 256], 6, -2.0, 2.0)?,
             ];
             for x in xs {
                 let y = w.qmatmul(&x)?;
@@ -231,12 +233,22 @@ async fn qmatmul_matches_reference(dev: &Device) -> Result<()> {
                 let unit = if dtype == DType::F32 { 0.0 } else { Tol::of(dtype).rtol };
                 // Below f16's least normal its rounding is absolute: half a subnormal step.
                 let floor = if dtype == DType::F16 { 2f64.powi(-25) } else { 0.0 };
+                // Past QMATVEC_MAX_ROWS rows the weights are rounded to x's dtype first: at most
+                // its unit roundoff of each (2^-11, 2^-8), or f16's half subnormal step.
+                let rounded = rows > QMATVEC_MAX_ROWS && dtype != DType::F32;
+                let (w_unit, w_floor) = match dtype {
+                    DType::F16 if rounded => (2f64.powi(-11), 2f64.powi(-25)),
+                    DType::BF16 if rounded => (2f64.powi(-8), 0.0),
+                    _ => (0.0, 0.0),
+                };
                 for r in 0..rows {
                     for (j, wr) in wv.iter().enumerate() {
-                        let terms = xv[r * 256..(r + 1) * 256].iter().zip(wr).map(|(&a, &b)| a * b as f64);
+                        let xr = &xv[r * 256..(r + 1) * 256];
+                        let terms = xr.iter().zip(wr).map(|(&a, &b)| a * b as f64);
                         let (sum, abs) = terms.fold((0.0, 0.0), |(s, a), t| (s + t, a + t.abs()));
+                        let x_abs: f64 = xr.iter().map(|a| a.abs()).sum();
                         let got = yv[r * n + j];
-                        let bound = abs * 2f64.powi(-20) + sum.abs() * unit + floor;
+                        let bound = abs * (2f64.powi(-20) + w_unit) + x_abs * w_floor + sum.abs() * unit + floor;
                         assert!((got - sum).abs() <= bound, "{ty} {dtype} {:?} [{r}, {j}]: {got} vs {sum}", x.dims());
                     }
                 }
