@@ -126,6 +126,40 @@ fn q6_k(o: u32, i: u32) -> f32 {
     return (half_at(o + 208u) * f32(sc)) * f32(i32(low | (high << 4u)) - 32);
 }
 
+// The 32-bit little-endian word at byte a of q (any a): the aligned word, or two shifted.
+fn word_at(a: u32) -> u32 {
+    let w = a >> 2u;
+    let s = (a & 3u) * 8u;
+    if (s == 0u) {
+        return q[w];
+    }
+    return (q[w] >> s) | (q[w + 1u] << (32u - s));
+}
+
+// v (below 2^23) minus `bias` as f32, exactly: 2^23 + v is the f32 whose mantissa is v.
+fn int_f32(v: u32, bias: f32) -> f32 {
+    return bitcast<f32>(0x4b000000u | v) - (8388608.0 + bias);
+}
+
+// The 4 bytes of w (each masked by `mask`) as f32 minus `bias`.
+fn bytes_f32(w: u32, mask: u32, bias: f32) -> vec4<f32> {
+    let v = w & (mask * 0x01010101u);
+    return vec4<f32>(int_f32(v & 255u, bias), int_f32((v >> 8u) & 255u, bias), int_f32((v >> 16u) & 255u, bias),
+                     int_f32(v >> 24u, bias));
+}
+
+// ggml's get_scale_min_k4 of sub-block sb on the words h1, h2, h3 of a q4_K block's scales[12],
+// times d and dmin: (d sc, dmin m).
+fn scale_min_words(h1: u32, h2: u32, h3: u32, sb: u32, dd: f32, dm: f32) -> vec2<f32> {
+    let sh = 8u * (sb % 4u);
+    let lo = select(h3, h1, sb < 4u) >> sh;
+    let hs = h1 >> sh;
+    let hm = h2 >> sh;
+    let sc = select((lo & 15u) | (((hs >> 6u) & 3u) << 4u), lo & 63u, sb < 4u);
+    let mn = select(((lo >> 4u) & 15u) | (((hm >> 6u) & 3u) << 4u), hm & 63u, sb < 4u);
+    return vec2<f32>(dd * f32(sc), dm * f32(mn));
+}
+
 // Element i of the blocks of type t (ggml's id) from byte `base`.
 fn dequant(t: u32, base: u32, i: u32) -> f32 {
     switch t {
@@ -161,6 +195,78 @@ fn dequantize(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     y_flush(w);
 }
 
+// dequantize of q4_0, q8_0 and q4_K by their quants' words: an invocation per word of a block's
+// quants (read whole, `word_at`), decoded as qmatvec decodes it, with dequantize's steps (each
+// product fenced where a difference follows); neighbouring invocations take neighbouring words,
+// so they store neighbouring words of y. The block type is the kernel constant T (ggml's id).
+// Metadata as dequantize's.
+// @kernel dequantize_units
+// Values i .. i + 4 of y (i a multiple of 4), a word at a time.
+fn put4(i: u32, v: vec4<f32>) {
+    y_set(i, v.x);
+    y_set(i + 1u, v.y);
+    y_flush((i + 1u) / Y_EPW);
+    y_set(i + 2u, v.z);
+    y_set(i + 3u, v.w);
+    y_flush((i + 3u) / Y_EPW);
+}
+
+// q4_K's values (d sc) q - (dmin m) of the quants q under sm = (d sc, dmin m).
+fn k4(q: vec4<f32>, sm: vec2<f32>) -> vec4<f32> {
+    let m = fence32(sm.y);
+    return vec4<f32>(fence32(sm.x * q.x) - m, fence32(sm.x * q.y) - m, fence32(sm.x * q.z) - m, fence32(sm.x * q.w) - m);
+}
+
+@compute @workgroup_size(WG)
+fn dequantize_units(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let g = flat_id(gid, nwg);
+    let base = md[EXTRA + 1u];
+    switch T {
+        // q4_0, word w of qs: values 4w .. 4w + 4 (low nibbles) and 16 more (high).
+        case 2u: {
+            if (g >= md[0] / 8u) {
+                return;
+            }
+            let o = base + (g / 4u) * 18u;
+            let w = g % 4u;
+            let d = f16_to_f32(word_at(o) & 0xffffu);
+            let v = word_at(o + 2u + 4u * w);
+            let i = 32u * (g / 4u) + 4u * w;
+            put4(i, bytes_f32(v, 15u, 8.0) * d);
+            put4(i + 16u, bytes_f32(v >> 4u, 15u, 8.0) * d);
+        }
+        // q8_0, word w of qs: values 4w .. 4w + 4 (i8 v as the byte v + 128).
+        case 8u: {
+            if (g >= md[0] / 4u) {
+                return;
+            }
+            let o = base + (g / 8u) * 34u;
+            let d = f16_to_f32(word_at(o) & 0xffffu);
+            put4(4u * g, bytes_f32(word_at(o + 2u + 4u * (g % 8u)) ^ 0x80808080u, 255u, 128.0) * d);
+        }
+        // q4_K, word w of qs[128]: c = w / 8, l = 4 (w % 8); its low nibbles are values 64c + l ..
+        // + 4 (sub-block 2c), its high nibbles 32 further (sub-block 2c + 1).
+        default: {
+            if (g >= md[0] / 8u) {
+                return;
+            }
+            let o = base + (g / 32u) * 144u;
+            let w = g % 32u;
+            let c = w / 8u;
+            let h0 = word_at(o);
+            let dd = f16_to_f32(h0 & 0xffffu);
+            let dm = f16_to_f32(h0 >> 16u);
+            let h1 = word_at(o + 4u);
+            let h2 = word_at(o + 8u);
+            let h3 = word_at(o + 12u);
+            let v = word_at(o + 16u + 4u * w);
+            let i = 256u * (g / 32u) + 64u * c + 4u * (w % 8u);
+            put4(i, k4(bytes_f32(v, 15u, 0.0), scale_min_words(h1, h2, h3, 2u * c, dd, dm)));
+            put4(i + 32u, k4(bytes_f32(v >> 4u, 15u, 0.0), scale_min_words(h1, h2, h3, 2u * c + 1u, dd, dm)));
+        }
+    }
+}
+
 // x [rows, K] (read through its strides) times the N rows of blocks transposed, for few rows: QL
 // invocations (a lane group) per weight row, WG / QL rows a workgroup. A row is cut into units
 // inside one block, a few words of its quants each; lane l takes the units l, l + QL, ..., so that
@@ -183,28 +289,6 @@ var<workgroup> part: array<f32, WG * MQ>;
 var<private> acc: array<f32, MQ>;
 var<private> wv: array<f32, RUN>;
 var<private> xrow: array<u32, MQ>;
-
-// The 32-bit little-endian word at byte a of q (any a): the aligned word, or two shifted.
-fn word_at(a: u32) -> u32 {
-    let w = a >> 2u;
-    let s = (a & 3u) * 8u;
-    if (s == 0u) {
-        return q[w];
-    }
-    return (q[w] >> s) | (q[w + 1u] << (32u - s));
-}
-
-// v (below 2^23) minus `bias` as f32, exactly: 2^23 + v is the f32 whose mantissa is v.
-fn int_f32(v: u32, bias: f32) -> f32 {
-    return bitcast<f32>(0x4b000000u | v) - (8388608.0 + bias);
-}
-
-// The 4 bytes of w (each masked by `mask`) as f32 minus `bias`.
-fn bytes_f32(w: u32, mask: u32, bias: f32) -> vec4<f32> {
-    let v = w & (mask * 0x01010101u);
-    return vec4<f32>(int_f32(v & 255u, bias), int_f32((v >> 8u) & 255u, bias), int_f32((v >> 16u) & 255u, bias),
-                     int_f32(v >> 24u, bias));
-}
 
 // sum(q x) as one fma per value, from s.
 fn dot4(q: vec4<f32>, x: vec4<f32>, s: f32) -> f32 {
@@ -245,18 +329,6 @@ fn qmv_q8_0(row: u32, lane: u32, kn: u32, sk: u32) {
             acc[i] = fma(d, dot4(q1, x4(i, 8u * u + 4u, sk), dot4(q0, x4(i, 8u * u, sk), 0.0)), acc[i]);
         }
     }
-}
-
-// ggml's get_scale_min_k4 of sub-block sb on the words h1, h2, h3 of a q4_K block's scales[12],
-// times d and dmin: (d sc, dmin m).
-fn scale_min_words(h1: u32, h2: u32, h3: u32, sb: u32, dd: f32, dm: f32) -> vec2<f32> {
-    let sh = 8u * (sb % 4u);
-    let lo = select(h3, h1, sb < 4u) >> sh;
-    let hs = h1 >> sh;
-    let hm = h2 >> sh;
-    let sc = select((lo & 15u) | (((hs >> 6u) & 3u) << 4u), lo & 63u, sb < 4u);
-    let mn = select(((lo >> 4u) & 15u) | (((hm >> 6u) & 3u) << 4u), hm & 63u, sb < 4u);
-    return vec2<f32>(dd * f32(sc), dm * f32(mn));
 }
 
 // q4_K (144 bytes: d dmin scales[12] qs[128]): value 64c + 32h + l (l < 32) is nibble h of

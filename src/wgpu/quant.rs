@@ -1,6 +1,6 @@
 //! Quantized blocks on wgpu (`shaders/quant.wgsl`): the blocks bound as u32 words (a u8 storage
-//! is its bytes packed four to a word), every field read at its byte address. `dequantize`: one
-//! output word per invocation. `qmatvec`: 32 invocations per weight row, the blocks decoded in
+//! is its bytes packed four to a word), every field read at its byte address. `dequantize`: an
+//! invocation per word of quants (q4_0, q8_0, q4_K), else one output word per invocation. `qmatvec`: 32 invocations per weight row, the blocks decoded in
 //! registers once (units of 8 or 16 values from whole words) and used for every row of x, the
 //! lanes' sums added in workgroup memory, one write per output.
 
@@ -19,16 +19,27 @@ const QMATVEC_WG: u32 = 128;
 /// 128 values of the row.
 const QMATVEC_LANES: u32 = 32;
 
-/// The dequantize kernel writing `dtype` (the block type is metadata: one branch per kernel,
-/// the same for every invocation).
-fn dequantize_spec(caps: Caps, dtype: DType) -> Result<Spec> {
+/// The block types `dequantize_units` decodes by their quants' words, and the values each word
+/// of quants holds.
+const UNIT_TYPES: [(GgmlType, usize); 3] = [(GgmlType::Q4_0, 8), (GgmlType::Q8_0, 4), (GgmlType::Q4_K, 8)];
+
+/// The dequantize kernel writing `dtype`: for a type of [`UNIT_TYPES`] (`Some`) an invocation
+/// per word of quants, that type's decoder alone (the kernel constant `T`); else an output word
+/// an invocation, the block type metadata (one branch per kernel, the same for every
+/// invocation).
+fn dequantize_spec(caps: Caps, dtype: DType, units: Option<GgmlType>) -> Result<Spec> {
     let r = Repr::of(dtype, caps, QuantOp::Dequantize.name())?;
-    Ok(Spec::new(Family::Quant, "dequantize", caps).bind("q", Repr::U32, Access::Read, Index::None).bind(
+    let kernel = if units.is_some() { "dequantize_units" } else { "dequantize" };
+    let spec = Spec::new(Family::Quant, kernel, caps).bind("q", Repr::U32, Access::Read, Index::None).bind(
         "y",
         r,
         Access::Write,
         Index::None,
-    ))
+    );
+    Ok(match units {
+        Some(ty) => spec.constant("T", format!("{}u", ty.id())),
+        None => spec,
+    })
 }
 
 /// The matrix-vector kernel of block type `ty` and x's `dtype` for `mq` rows of x (1, 2, 4 or 8:
@@ -72,10 +83,14 @@ impl QuantOps for WgpuBackend {
         if n == 0 {
             return Ok(y);
         }
-        let spec = dequantize_spec(self.caps(), dtype)?;
+        let units = UNIT_TYPES.iter().find(|(t, _)| *t == ty).map(|&(_, per_word)| per_word);
+        let spec = dequantize_spec(self.caps(), dtype, units.map(|_| ty))?;
         // The storage checks n against u32; the blocks' bytes fit the same binding.
         let meta = spec.meta(n as u32, &[], &[ty.id(), offset as u32]);
-        let per = Repr::of(dtype, self.caps(), QuantOp::Dequantize.name())?.per_word() as usize;
+        let per = match units {
+            Some(per_word) => per_word,
+            None => Repr::of(dtype, self.caps(), QuantOp::Dequantize.name())?.per_word() as usize,
+        };
         self.run(&spec, &[q.buffer(), y.buffer()], &meta, n.div_ceil(per) as u64)?;
         Ok(y)
     }
@@ -108,15 +123,19 @@ impl QuantOps for WgpuBackend {
     }
 }
 
-/// The quant kernels: `dequantize_{dtype}`, and `qmatvec_{dtype}_{type}` for every block type in
-/// its forms for 1 and 8 rows (those for 2 and 4 differ from them only in MQ), each also with x's
-/// rows as vectors where the dtype's repr has them.
+/// The quant kernels: `dequantize_{dtype}` and `dequantize_{dtype}_{type}` (by words of
+/// quants), and `qmatvec_{dtype}_{type}` for every block type in its forms for 1 and 8 rows (those
+/// for 2 and 4 differ from them only in MQ), each also with x's rows as vectors where the dtype's
+/// repr has them.
 pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
-    let mut v: Vec<(String, Result<Spec>)> = QuantOp::Dequantize
-        .dtypes()
-        .iter()
-        .map(|&dt| (kernel_name(QuantOp::Dequantize.name(), dt), dequantize_spec(caps, dt)))
-        .collect();
+    let mut v: Vec<(String, Result<Spec>)> = vec![];
+    for &dt in QuantOp::Dequantize.dtypes() {
+        let name = kernel_name(QuantOp::Dequantize.name(), dt);
+        v.push((name.clone(), dequantize_spec(caps, dt, None)));
+        for (ty, _) in UNIT_TYPES {
+            v.push((format!("{name}_{}", ty.name()), dequantize_spec(caps, dt, Some(ty))));
+        }
+    }
     for &dt in QuantOp::Qmatvec.dtypes() {
         let vecs = Repr::of(dt, caps, "").is_ok_and(|r| r.vectorizes());
         for (&ty, mq) in GgmlType::ALL.iter().flat_map(|ty| [(ty, 1), (ty, QMATVEC_MAX_ROWS)]) {
