@@ -160,6 +160,17 @@ fn scale_min_words(h1: u32, h2: u32, h3: u32, sb: u32, dd: f32, dm: f32) -> vec2
     return vec2<f32>(dd * f32(sc), dm * f32(mn));
 }
 
+// The (d sc, dmin m) of sub-blocks 2c (x, y) and 2c + 1 (z, w) of the q4_K block at byte o.
+fn scales_k4(o: u32, c: u32) -> vec4<f32> {
+    let h0 = word_at(o);
+    let dd = f16_to_f32(h0 & 0xffffu);
+    let dm = f16_to_f32(h0 >> 16u);
+    let h1 = word_at(o + 4u);
+    let h2 = word_at(o + 8u);
+    let h3 = word_at(o + 12u);
+    return vec4<f32>(scale_min_words(h1, h2, h3, 2u * c, dd, dm), scale_min_words(h1, h2, h3, 2u * c + 1u, dd, dm));
+}
+
 // Element i of the blocks of type t (ggml's id) from byte `base`.
 fn dequant(t: u32, base: u32, i: u32) -> f32 {
     switch t {
@@ -253,16 +264,11 @@ fn dequantize_units(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_
             let o = base + (g / 32u) * 144u;
             let w = g % 32u;
             let c = w / 8u;
-            let h0 = word_at(o);
-            let dd = f16_to_f32(h0 & 0xffffu);
-            let dm = f16_to_f32(h0 >> 16u);
-            let h1 = word_at(o + 4u);
-            let h2 = word_at(o + 8u);
-            let h3 = word_at(o + 12u);
+            let sm = scales_k4(o, c);
             let v = word_at(o + 16u + 4u * w);
             let i = 256u * (g / 32u) + 64u * c + 4u * (w % 8u);
-            put4(i, k4(bytes_f32(v, 15u, 0.0), scale_min_words(h1, h2, h3, 2u * c, dd, dm)));
-            put4(i + 32u, k4(bytes_f32(v >> 4u, 15u, 0.0), scale_min_words(h1, h2, h3, 2u * c + 1u, dd, dm)));
+            put4(i, k4(bytes_f32(v, 15u, 0.0), sm.xy));
+            put4(i + 32u, k4(bytes_f32(v >> 4u, 15u, 0.0), sm.zw));
         }
     }
 }
@@ -339,14 +345,9 @@ fn qmv_q4_k(row: u32, lane: u32, kn: u32, sk: u32) {
         let j = u % 16u;
         let c = j / 4u;
         let o = row + (u / 16u) * 144u;
-        let h0 = word_at(o);
-        let dd = f16_to_f32(h0 & 0xffffu);
-        let dm = f16_to_f32(h0 >> 16u);
-        let h1 = word_at(o + 4u);
-        let h2 = word_at(o + 8u);
-        let h3 = word_at(o + 12u);
-        let r0 = scale_min_words(h1, h2, h3, 2u * c, dd, dm);
-        let r1 = scale_min_words(h1, h2, h3, 2u * c + 1u, dd, dm);
+        let sm = scales_k4(o, c);
+        let r0 = sm.xy;
+        let r1 = sm.zw;
         let v0 = word_at(o + 16u + 8u * j);
         let v1 = word_at(o + 20u + 8u * j);
         let l0 = bytes_f32(v0, 15u, 0.0);
