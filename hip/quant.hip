@@ -361,7 +361,7 @@ __device__ __forceinline__ void dequant_units(u64 units, u64 bb, const u8* q, T*
 }
 
 // One thread per value (`dequantize_T`), or per unit of 32 (`_units`: q4_0, q8_0 and q6_K blocks
-// on even addresses, q4_K's on 16 bytes; `QUnits` in src/native/quant.rs chooses).
+// on even addresses, q4_K's on 16 bytes; `dequantize` in src/native/quant.rs chooses).
 template <class T>
 __device__ __forceinline__ void dequantize_units(u64 units, u32 t, u64 bb, const u8* q, T* y) {
   if (t == 2)

@@ -37,6 +37,13 @@ struct QmvArgs {
     xvec: u64,
 }
 
+/// The alignment every block of `ty` from byte `offset` of `q` starts on: 16, 2 or 1 bytes (the
+/// kernels read 16-byte vectors or whole words where the type's layout allows).
+fn block_align<R: Runtime>(q: &NativeStorage<R>, offset: usize, ty: GgmlType) -> u64 {
+    let start = (q.ptr.0 + offset as u64) | ty.block_bytes() as u64;
+    [16, 2].into_iter().find(|a| start.is_multiple_of(*a)).unwrap_or(1)
+}
+
 impl<R: Runtime> QuantOps for NativeBackend<R> {
     fn dequantize(
         &self,
@@ -49,13 +56,13 @@ impl<R: Runtime> QuantOps for NativeBackend<R> {
         let y = self.storage(dtype, n)?;
         let name = kernel_name(QuantOp::Dequantize.name(), dtype);
         // A thread per unit of 32 values, read as words and stored as 16-byte vectors, where the
-        // type has a unit decoder and every block starts where its words do (q4_K's 144-byte
-        // blocks on 16 bytes, the others on even addresses); else a thread per value.
-        let start = (q.ptr.0 + offset as u64) | ty.block_bytes() as u64;
+        // type has a unit decoder at its blocks' alignment (as `qmatvec` decodes them); else a
+        // thread per value.
+        let align = block_align(q, offset, ty);
         let units = y.ptr.0.is_multiple_of(16)
             && match ty {
-                GgmlType::Q4_0 | GgmlType::Q8_0 | GgmlType::Q6_K => start.is_multiple_of(2),
-                GgmlType::Q4_K => start.is_multiple_of(16),
+                GgmlType::Q4_0 | GgmlType::Q8_0 | GgmlType::Q6_K => align >= 2,
+                GgmlType::Q4_K => align >= 16,
                 _ => false,
             };
         // The most whole blocks one launch's u32 index covers.
@@ -107,11 +114,9 @@ impl<R: Runtime> QuantOps for NativeBackend<R> {
         }
         let (k, sk) = (xl.dims()[xl.rank() - 1], xl.strides()[xl.rank() - 1]);
         let (bs, bb) = (u(ty.block_size()), u(ty.block_bytes()));
-        // The alignment every block's start has (16, 2 or 1 bytes: the kernel reads 16-byte vectors
-        // or whole words where its type's layout allows), and whether x's rows are whole 16-byte
-        // vectors (the kernel reads runs of 8 or more values of a row from multiples of 8).
-        let start = (q.ptr.0 + offset as u64) | bb;
-        let align = [16, 2].into_iter().find(|a| start.is_multiple_of(*a)).unwrap_or(1);
+        // Whether x's rows are whole 16-byte vectors (the kernel reads runs of 8 or more values of
+        // a row from multiples of 8).
+        let align = block_align(q, offset, ty);
         let xvec = sk == 1 && x.ptr.0.is_multiple_of(16) && starts.iter().all(|s| s.is_multiple_of(8));
         let rows_per_block = QMV_ROWS * u64::from(QMV_THREADS / self.0.rt.info().warp_size.max(1));
         let (n, k, rows, sk, t, xvec) = (u(n), u(k), u(rows), u(sk), ty.id().into(), u(xvec.into()));
