@@ -7,6 +7,7 @@ mod conv;
 mod copy;
 mod elementwise;
 mod index;
+mod kquant;
 mod matmul;
 mod nn;
 mod pool;

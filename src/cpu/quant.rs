@@ -1,9 +1,9 @@
 //! GGML blocks on the cpu: the reference dequantizers (ggml's `dequantize_row_*`: the same f32
 //! steps in the same order, so the same bits), the matrix-vector product on those values, and
-//! ggml's reference quantizers of the simple types (`quantize_row_*_ref`). Lengths reach here
-//! checked by `spec::quant`: whole blocks only.
+//! ggml's reference quantizers (`quantize_row_*_ref`: the simple types here, the k-quants in
+//! `kquant`). Lengths reach here checked by `spec::quant`: whole blocks only.
 
-use super::{CpuBackend, CpuStorage, map_strided, wrong_dtype};
+use super::{CpuBackend, CpuStorage, kquant, map_strided, wrong_dtype};
 use crate::backend::{Operand, QuantOps};
 use crate::spec::quant::{FLOATS, GgmlType, QuantOp};
 use crate::{DType, Error, Result};
@@ -62,12 +62,12 @@ impl QuantOps for CpuBackend {
 }
 
 /// The f16 stored little-endian at `b[i..i + 2]`, widened exactly.
-fn f16_at(b: &[u8], i: usize) -> f32 {
+pub(super) fn f16_at(b: &[u8], i: usize) -> f32 {
     f16::from_bits(u16::from_le_bytes([b[i], b[i + 1]])).to_f32()
 }
 
 /// ggml's `GGML_FP32_TO_FP16`: round to nearest even, little-endian bytes.
-fn f16_bytes(x: f32) -> [u8; 2] {
+pub(super) fn f16_bytes(x: f32) -> [u8; 2] {
     f16::from_f32(x).to_bits().to_le_bytes()
 }
 
@@ -155,7 +155,7 @@ fn q2_k(b: &[u8], y: &mut [f32]) {
 }
 
 /// The sixteen 6-bit scales of a q3_K block (ggml's `aux` unpacking), as stored minus 32.
-fn q3_k_scales(s: &[u8]) -> [i32; 16] {
+pub(super) fn q3_k_scales(s: &[u8]) -> [i32; 16] {
     let mut out = [0; 16];
     for (i, o) in out.iter_mut().enumerate() {
         let low = (s[i % 8] >> (4 * (i / 8))) & 15;
@@ -180,7 +180,7 @@ fn q3_k(b: &[u8], y: &mut [f32]) {
 }
 
 /// ggml's `get_scale_min_k4`: the 6-bit scale and min of run `j` of a q4_K/q5_K block.
-fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
+pub(super) fn scale_min_k4(j: usize, q: &[u8]) -> (u8, u8) {
     if j < 4 {
         (q[j] & 63, q[j + 4] & 63)
     } else {
@@ -229,17 +229,22 @@ fn q6_k(b: &[u8], y: &mut [f32]) {
     }
 }
 
-/// Quantizes whole blocks of 32 values with ggml's reference quantizer of `ty` (one of the
-/// simple types: `spec::quant::check_quantize` let it through).
+/// Quantizes whole blocks of `ty` (32 values, or super-blocks of 256 for the k-quants) with
+/// ggml's reference quantizer of `ty` (`quantize_row_*_ref`).
 pub(crate) fn quantize(ty: GgmlType, x: &[f32]) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    let bytes = x.len() / 32 * ty.block_bytes();
+    let bytes = x.len() / ty.block_size() * ty.block_bytes();
     out.try_reserve_exact(bytes).map_err(|_| Error::OutOfMemory { what: "quantize".into(), bytes: bytes as u64 })?;
-    for v in x.chunks_exact(32) {
+    for v in x.chunks_exact(ty.block_size()) {
         match ty {
             GgmlType::Q4_0 | GgmlType::Q5_0 => symmetric(ty, v, &mut out),
             GgmlType::Q4_1 | GgmlType::Q5_1 => with_min(ty, v, &mut out),
-            _ => q8_0_block(v, &mut out),
+            GgmlType::Q8_0 => q8_0_block(v, &mut out),
+            GgmlType::Q2_K => kquant::q2_k_block(v, &mut out),
+            GgmlType::Q3_K => kquant::q3_k_block(v, &mut out),
+            GgmlType::Q4_K => kquant::q4_k_block(v, &mut out),
+            GgmlType::Q5_K => kquant::q5_k_block(v, &mut out),
+            GgmlType::Q6_K => kquant::q6_k_block(v, &mut out),
         }
     }
     Ok(out)

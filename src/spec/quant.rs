@@ -149,12 +149,6 @@ impl GgmlType {
             GgmlType::Q6_K => 210,
         }
     }
-
-    /// Whether the cpu quantizes to this type (ggml's reference quantizers of the simple
-    /// types; the k-quants' search for scales is not reproduced).
-    pub fn can_quantize(self) -> bool {
-        self.block_size() == 32
-    }
 }
 
 impl fmt::Display for GgmlType {
@@ -180,13 +174,9 @@ pub fn quantized_bytes(ty: GgmlType, shape: &Shape) -> Result<usize> {
 }
 
 /// Checks a quantization of a tensor of `shape` and `dtype` to `ty`: a float input (f32, f16,
-/// bf16), a type the cpu quantizes to (`InvalidParam` for the k-quants), whole blocks.
+/// bf16) and whole blocks. The cpu quantizes to every block type (ggml's reference quantizers).
 pub fn check_quantize(ty: GgmlType, shape: &Shape, dtype: crate::DType) -> Result<()> {
     super::check_dtype("quantize", dtype, FLOATS)?;
-    if !ty.can_quantize() {
-        let msg = format!("the cpu quantizes to q4_0, q4_1, q5_0, q5_1 and q8_0, not {ty}");
-        return Err(Error::InvalidParam { op: "quantize", msg });
-    }
     quantized_bytes(ty, shape).map(|_| ())
 }
 

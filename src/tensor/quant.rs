@@ -55,9 +55,10 @@ impl QTensor {
         Ok(QTensor { ty, shape, bytes: bytes.contiguous()? })
     }
 
-    /// `x` (f32, f16 or bf16, any layout) quantized with ggml's reference quantizer of `ty`, on
-    /// `x`'s device. The cpu computes the blocks (q4_0, q4_1, q5_0, q5_1, q8_0; other types are
-    /// `Error::InvalidParam`); x's values are read back first, so this waits for the device.
+    /// `x` (f32, f16 or bf16, any layout) quantized with ggml's reference quantizer of `ty`
+    /// (`quantize_row_*_ref`, for the k-quants with its search for each run's scale and min:
+    /// the bytes of ggml's C built without FMA contraction), on `x`'s device. The cpu computes
+    /// the blocks: x's values are read back first, so this waits for the device.
     pub fn quantize(x: &Tensor, ty: GgmlType) -> Result<QTensor> {
         crate::block::block_on_result("quantize", Self::quantize_async(x, ty))
     }

@@ -1,6 +1,7 @@
 //! Quantized tensors: dequantization bit for bit against ggml's (llama.cpp's gguf-py, through
 //! the vectors `tests/vectors/gen_quant.py` wrote), quantization byte for byte against ggml's
-//! reference quantizers, and the errors of bad blocks.
+//! reference quantizers (gguf-py's for the simple types, ggml's own C through
+//! `tests/vectors/gen_kquant.sh` for the k-quants), and the errors of bad blocks.
 
 use crate::{Tol, compare_with_cpu, cpu, rand_tensor, suite};
 use half::{bf16, f16};
@@ -12,6 +13,7 @@ suite!(
     quantize_matches_ggml,
     quantize_reads_strided_and_half_inputs,
     quantized_round_trip_is_close,
+    kquantized_round_trip_is_close,
     quant_rejects_bad_blocks,
     dequantize_reads_blocks_at_any_byte_offset,
     qmatmul_matches_reference,
@@ -45,19 +47,33 @@ fn vectors(ty: GgmlType) -> (&'static [u8], &'static [u8]) {
     )
 }
 
-/// gguf-py's quantization of `INPUT` to a simple type.
-fn quantized(ty: GgmlType) -> Option<&'static [u8]> {
-    Some(match ty {
+/// The quantizers' input for `ty` and its shape: `input.f32` (16 blocks of 32, edge cases among
+/// them) as `[4, 128]` for the simple types, `kinput.f32` (12 super-blocks, an edge case each) as
+/// rows of two super-blocks, `[6, 512]`, for the k-quants.
+fn input_for(ty: GgmlType) -> (Vec<f32>, [usize; 2]) {
+    if ty.block_size() == 32 {
+        (f32s(include_bytes!("../vectors/quant/input.f32")), [4, 128])
+    } else {
+        (f32s(include_bytes!("../vectors/quant/kinput.f32")), [6, 512])
+    }
+}
+
+/// ggml's reference quantization (`quantize_row_*_ref`) of [`input_for`]`(ty)`: gguf-py's for
+/// the simple types, ggml's own C's for the k-quants (`tests/vectors/gen_kquant.sh`).
+fn quantized(ty: GgmlType) -> &'static [u8] {
+    match ty {
         GgmlType::Q4_0 => include_bytes!("../vectors/quant/q4_0.quant"),
         GgmlType::Q4_1 => include_bytes!("../vectors/quant/q4_1.quant"),
         GgmlType::Q5_0 => include_bytes!("../vectors/quant/q5_0.quant"),
         GgmlType::Q5_1 => include_bytes!("../vectors/quant/q5_1.quant"),
         GgmlType::Q8_0 => include_bytes!("../vectors/quant/q8_0.quant"),
-        _ => return None,
-    })
+        GgmlType::Q2_K => include_bytes!("../vectors/quant/q2_K.kquant"),
+        GgmlType::Q3_K => include_bytes!("../vectors/quant/q3_K.kquant"),
+        GgmlType::Q4_K => include_bytes!("../vectors/quant/q4_K.kquant"),
+        GgmlType::Q5_K => include_bytes!("../vectors/quant/q5_K.kquant"),
+        GgmlType::Q6_K => include_bytes!("../vectors/quant/q6_K.kquant"),
+    }
 }
-
-const INPUT: &[u8] = include_bytes!("../vectors/quant/input.f32");
 
 fn f32s(bytes: &[u8]) -> Vec<f32> {
     bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
@@ -89,33 +105,35 @@ async fn dequantize_matches_ggml(dev: &Device) -> Result<()> {
     Ok(())
 }
 
+/// Every block type against ggml's reference quantizer, byte for byte.
 async fn quantize_matches_ggml(dev: &Device) -> Result<()> {
-    let x = Tensor::from_vec(f32s(INPUT), [4, 128], dev)?;
     for &ty in GgmlType::ALL {
-        let Some(want) = quantized(ty) else {
-            assert!(matches!(QTensor::quantize_async(&x, ty).await, Err(Error::InvalidParam { .. })), "{ty}");
-            continue;
-        };
-        let q = QTensor::quantize_async(&x, ty).await?;
-        assert_eq!((q.ty(), q.dims()), (ty, &[4, 128][..]));
-        assert_eq!(q.to_bytes_async().await?, want, "{ty}: the blocks of ggml's reference quantizer");
+        let (values, shape) = input_for(ty);
+        let q = QTensor::quantize_async(&Tensor::from_vec(values, shape, dev)?, ty).await?;
+        assert_eq!((q.ty(), q.dims()), (ty, &shape[..]));
+        let (got, want) = (q.to_bytes_async().await?, quantized(ty));
+        let first = got.chunks(ty.block_bytes()).zip(want.chunks(ty.block_bytes())).position(|(a, b)| a != b);
+        assert!(got == want, "{ty}: block {first:?} is not ggml's reference quantizer's");
     }
     Ok(())
 }
 
 /// A transposed view quantizes as its contiguous copy; f16 and bf16 inputs as their f32 values.
 async fn quantize_reads_strided_and_half_inputs(dev: &Device) -> Result<()> {
-    let x = Tensor::from_vec(f32s(INPUT), [4, 128], dev)?;
-    let xt = x.t()?.contiguous()?.t()?;
-    assert!(!xt.is_contiguous());
-    for dtype in [DType::F16, DType::BF16] {
-        let h = x.to_dtype(dtype)?;
-        let a = QTensor::quantize_async(&h, GgmlType::Q4_1).await?.to_bytes_async().await?;
-        let b = QTensor::quantize_async(&h.to_dtype(DType::F32)?, GgmlType::Q4_1).await?.to_bytes_async().await?;
-        assert_eq!(a, b, "{dtype}");
+    for ty in [GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::Q4_K, GgmlType::Q6_K] {
+        let (values, shape) = input_for(ty);
+        let x = Tensor::from_vec(values, shape, dev)?;
+        let xt = x.t()?.contiguous()?.t()?;
+        assert!(!xt.is_contiguous());
+        let a = QTensor::quantize_async(&xt, ty).await?.to_bytes_async().await?;
+        assert_eq!(a, quantized(ty), "{ty} of a transposed view");
+        for dtype in [DType::F16, DType::BF16] {
+            let h = x.to_dtype(dtype)?;
+            let a = QTensor::quantize_async(&h, ty).await?.to_bytes_async().await?;
+            let b = QTensor::quantize_async(&h.to_dtype(DType::F32)?, ty).await?.to_bytes_async().await?;
+            assert_eq!(a, b, "{ty} of {dtype}");
+        }
     }
-    let a = QTensor::quantize_async(&xt, GgmlType::Q8_0).await?.to_bytes_async().await?;
-    assert_eq!(a, quantized(GgmlType::Q8_0).unwrap_or_default());
     Ok(())
 }
 
@@ -125,8 +143,8 @@ async fn quantize_reads_strided_and_half_inputs(dev: &Device) -> Result<()> {
 /// may lose a whole step. Plus the f16 rounding of the scale and min: 2^-11 relative, or half of
 /// f16's least subnormal (2^-25), times the quant.
 async fn quantized_round_trip_is_close(dev: &Device) -> Result<()> {
-    let x = f32s(INPUT);
-    let t = Tensor::from_vec(x.clone(), [4, 128], dev)?;
+    let (x, shape) = input_for(GgmlType::Q8_0);
+    let t = Tensor::from_vec(x.clone(), shape, dev)?;
     let cases = [
         (GgmlType::Q8_0, 127.0, false, 0.5),
         (GgmlType::Q4_0, 8.0, false, 1.0),
@@ -151,6 +169,33 @@ async fn quantized_round_trip_is_close(dev: &Device) -> Result<()> {
     Ok(())
 }
 
+/// The same for q4_K and q6_K, a super-block at a time: each run's scale (and min) is quantized
+/// again against the super-block's largest, so a run's step is bounded only by the super-block's
+/// largest one, about `range / 15` for q4_K (quants 0..=15 over the range, 0 included) and
+/// `amax / 32` for q6_K (-32..=31). A whole step, not half: a run whose scale rounded down clamps
+/// its extremes. Plus the f16 rounding of `d` (and `dmin`) times scale and quant.
+async fn kquantized_round_trip_is_close(dev: &Device) -> Result<()> {
+    let (x, shape) = input_for(GgmlType::Q4_K);
+    let t = Tensor::from_vec(x.clone(), shape, dev)?;
+    for ty in [GgmlType::Q4_K, GgmlType::Q6_K] {
+        let q = QTensor::quantize_async(&t, ty).await?;
+        let back = q.dequantize(DType::F32)?.flatten_all()?.to_vec_async::<f32>().await?;
+        for (b, (xs, ys)) in x.chunks(256).zip(back.chunks(256)).enumerate() {
+            let (lo, hi) = xs.iter().fold((0f32, 0f32), |(l, h), &v| (l.min(v), h.max(v)));
+            let amax = lo.abs().max(hi.abs());
+            // The step, and the most that the f16 rounding of d (and dmin) is multiplied by.
+            let (step, most) =
+                if ty == GgmlType::Q4_K { ((hi - lo) / 15.0, 63.0 * 15.0 + 63.0) } else { (amax / 32.0, 128.0 * 32.0) };
+            let f16_rounding = amax * 2f32.powi(-9) + most * 2f32.powi(-25);
+            for (j, (&v, &w)) in xs.iter().zip(ys).enumerate() {
+                let err = (v - w).abs();
+                assert!(err <= step + f16_rounding, "{ty} super-block {b} value {j}: {v} came back {w}");
+            }
+        }
+    }
+    Ok(())
+}
+
 async fn quant_rejects_bad_blocks(dev: &Device) -> Result<()> {
     let (blocks, _) = vectors(GgmlType::Q4_K);
     let q = |ty, shape: &[usize], bytes: &[u8]| QTensor::from_bytes(ty, shape, bytes, dev).map(|_| ());
@@ -167,6 +212,11 @@ async fn quant_rejects_bad_blocks(dev: &Device) -> Result<()> {
     assert!(matches!(QTensor::quantize_async(&ints, GgmlType::Q8_0).await, Err(Error::WrongDType { .. })));
     let ragged = Tensor::zeros([2, 48], DType::F32, dev)?;
     assert!(matches!(QTensor::quantize_async(&ragged, GgmlType::Q8_0).await, Err(Error::BlockShape { .. })));
+    let ragged = Tensor::zeros([2, 288], DType::F32, dev)?;
+    assert!(matches!(
+        QTensor::quantize_async(&ragged, GgmlType::Q4_K).await,
+        Err(Error::BlockShape { block: 256, .. })
+    ));
     Ok(())
 }
 
@@ -194,7 +244,7 @@ async fn dequantize_reads_blocks_at_any_byte_offset(dev: &Device) -> Result<()> 
 /// The weights of a qmatmul test: five rows of K = 256 quantized from random values (simple
 /// types), the committed blocks (three rows) for the k-quants.
 async fn weight(ty: GgmlType, dev: &Device) -> Result<QTensor> {
-    if ty.can_quantize() {
+    if ty.block_size() == 32 {
         let w = crate::rand_tensor(dev, DType::F32, &[5, 256], 7 + ty.id() as u64, -1.0, 1.0)?;
         return QTensor::quantize_async(&w, ty).await;
     }
@@ -262,7 +312,7 @@ async fn qmatmul_matches_reference(dev: &Device) -> Result<()> {
 /// values in [-1, 1] (simple types), or the committed blocks in turn (k-quants: scales of both
 /// signs, a zero, a subnormal).
 async fn blocks_of(ty: GgmlType, n: usize, k: usize) -> Result<(Vec<u8>, f64)> {
-    let bytes = if ty.can_quantize() {
+    let bytes = if ty.block_size() == 32 {
         let w = rand_tensor(&cpu(), DType::F32, &[n, k], 11 + ty.id() as u64, -1.0, 1.0)?;
         QTensor::quantize_async(&w, ty).await?.to_bytes_async().await?
     } else {
