@@ -338,32 +338,37 @@ fn qmv_q8_0(row: u32, lane: u32, kn: u32, sk: u32) {
 }
 
 // q4_K (144 bytes: d dmin scales[12] qs[128]): value 64c + 32h + l (l < 32) is nibble h of
-// qs[32c + l], under sub-block 2c + h's 6-bit scale and min. Unit j (16 a block): qs[8j ..][8],
-// c = j / 4, l from 8 (j % 4); its low nibbles are run 0, its high nibbles run 1.
+// qs[32c + l], under sub-block 2c + h's 6-bit scale and min. Unit j (8 a block): qs[16j ..][16],
+// c = j / 2, l from 16 (j % 2); its low nibbles are run 0, its high nibbles run 1.
 fn qmv_q4_k(row: u32, lane: u32, kn: u32, sk: u32) {
-    for (var u = lane; u < kn / 16u; u += QL) {
-        let j = u % 16u;
-        let c = j / 4u;
-        let o = row + (u / 16u) * 144u;
+    for (var u = lane; u < kn / 32u; u += QL) {
+        let j = u % 8u;
+        let c = j / 2u;
+        let o = row + (u / 8u) * 144u;
         let sm = scales_k4(o, c);
-        let r0 = sm.xy;
-        let r1 = sm.zw;
-        let v0 = word_at(o + 16u + 8u * j);
-        let v1 = word_at(o + 20u + 8u * j);
-        let l0 = bytes_f32(v0, 15u, 0.0);
-        let l1 = bytes_f32(v1, 15u, 0.0);
-        let u0 = bytes_f32(v0 >> 4u, 15u, 0.0);
-        let u1 = bytes_f32(v1 >> 4u, 15u, 0.0);
-        let k = 256u * (u / 16u) + 64u * c + 8u * (j % 4u);
+        let p = o + 16u + 16u * j;
+        let v0 = word_at(p);
+        let v1 = word_at(p + 4u);
+        let v2 = word_at(p + 8u);
+        let v3 = word_at(p + 12u);
+        let k = 256u * (u / 8u) + 64u * c + 16u * (j % 2u);
         for (var i = 0u; i < MQ; i++) {
             let a0 = x4(i, k, sk);
             let a1 = x4(i, k + 4u, sk);
+            let a2 = x4(i, k + 8u, sk);
+            let a3 = x4(i, k + 12u, sk);
             let b0 = x4(i, k + 32u, sk);
             let b1 = x4(i, k + 36u, sk);
-            acc[i] = fma(r0.x, dot4(l1, a1, dot4(l0, a0, 0.0)), acc[i]);
-            acc[i] = fma(-r0.y, sum4(a1, sum4(a0, 0.0)), acc[i]);
-            acc[i] = fma(r1.x, dot4(u1, b1, dot4(u0, b0, 0.0)), acc[i]);
-            acc[i] = fma(-r1.y, sum4(b1, sum4(b0, 0.0)), acc[i]);
+            let b2 = x4(i, k + 40u, sk);
+            let b3 = x4(i, k + 44u, sk);
+            let lo = dot4(bytes_f32(v3, 15u, 0.0), a3, dot4(bytes_f32(v2, 15u, 0.0), a2,
+                dot4(bytes_f32(v1, 15u, 0.0), a1, dot4(bytes_f32(v0, 15u, 0.0), a0, 0.0))));
+            let hi = dot4(bytes_f32(v3 >> 4u, 15u, 0.0), b3, dot4(bytes_f32(v2 >> 4u, 15u, 0.0), b2,
+                dot4(bytes_f32(v1 >> 4u, 15u, 0.0), b1, dot4(bytes_f32(v0 >> 4u, 15u, 0.0), b0, 0.0))));
+            acc[i] = fma(sm.x, lo, acc[i]);
+            acc[i] = fma(-sm.y, sum4(a3, sum4(a2, sum4(a1, sum4(a0, 0.0)))), acc[i]);
+            acc[i] = fma(sm.z, hi, acc[i]);
+            acc[i] = fma(-sm.w, sum4(b3, sum4(b2, sum4(b1, sum4(b0, 0.0)))), acc[i]);
         }
     }
 }

@@ -1,8 +1,8 @@
 //! Quantized blocks on wgpu (`shaders/quant.wgsl`): the blocks bound as u32 words (a u8 storage
 //! is its bytes packed four to a word), every field read at its byte address. `dequantize`: an
 //! invocation per word of quants (q4_0, q8_0, q4_K), else one output word per invocation.
-//! `qmatvec`: 32 invocations per weight row, the blocks decoded in registers once (units of 8 or
-//! 16 values from whole words) and used for every row of x, the lanes' sums added in workgroup
+//! `qmatvec`: 32 invocations per weight row, the blocks decoded in registers once (units of 8 to
+//! 32 values from whole words) and used for every row of x, the lanes' sums added in workgroup
 //! memory, one write per output.
 
 use super::kernel::{Index, Spec};
