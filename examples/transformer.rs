@@ -2,11 +2,15 @@
 //! Llama-shaped (`--arch llama`), with deterministic random weights: forward time, tokens/s, the
 //! greedy next tokens, and the largest difference from the cpu; with `--decode N`, N tokens
 //! generated one at a time through a KV cache; with `--quant TYPE`, its matmul weights as ggml
-//! blocks multiplied by `QTensor::qmatmul`.
+//! blocks multiplied by `QTensor::qmatmul`; with `--gguf-out PATH` the llama's weights written
+//! as a GGUF file as llama.cpp lays one out, and with `--gguf PATH` a llama GGUF run instead of
+//! random weights.
 //!
 //! ```text
 //! cargo run --release --example transformer -- --layers 2 --width 64 --heads 4 --seq 16 --vocab 512
 //! cargo run --release --example transformer -- --arch llama --heads 4 --kv-heads 2 --layers 2 --width 64 --seq 16 --vocab 512 --decode 8
+//! cargo run --release --example transformer -- --arch llama --quant q4_k_m --gguf-out llama.gguf
+//! cargo run --release --example transformer -- --gguf llama.gguf --decode 64
 //! ```
 
 mod common;
@@ -17,12 +21,15 @@ mod gpt2;
 mod llama;
 #[path = "common/parallel.rs"]
 mod parallel;
+#[path = "common/weight.rs"]
+mod weight;
 
 use common::{Ctx, Flags, Res, budget};
 use parallel::Ranks;
 use rocm_wgpu_ops::spec::quant::GgmlType;
-use rocm_wgpu_ops::{DType, Device, QTensor, Tensor};
+use rocm_wgpu_ops::{DType, Device, Tensor};
 use std::process::ExitCode;
+pub use weight::{Weight, matmul};
 
 const USAGE: &str = "\
 transformer: a decoder-only transformer with random weights, run on a fixed prompt: embedding
@@ -48,14 +55,81 @@ against the tied embedding, the greedy next token.
                    checked against the cpu generating from the check prefix, each step fed the
                    cpu's token (default 0)
   --quant TYPE     the matmul weights (not the embedding, norms or biases) as ggml blocks of
-                   TYPE (q4_0, q4_1, q5_0, q5_1, q8_0: quantized on the cpu), multiplied by
-                   QTensor::qmatmul (its matrix-vector kernel for up to 8 rows: decoding); the
-                   cpu reference multiplies by the same blocks (default: dense)
+                   TYPE (q4_0, q4_1, q5_0, q5_1, q8_0, q2_K ... q6_K: quantized on the cpu by
+                   ggml's reference quantizers), or q4_k_m (llama only: llama.cpp's Q4_K_M mix,
+                   q6_K for v and the MLP's down projection in a third of the layers, q4_K
+                   elsewhere), multiplied by QTensor::qmatmul (its matrix-vector kernel for up
+                   to 8 rows: decoding); the cpu reference multiplies by the same blocks
+                   (default: dense)
+  --gguf-out PATH  llama only: also write the weights to PATH as a GGUF file as llama.cpp lays
+                   out a llama (its tensor names; q and k rows permuted for interleaved RoPE),
+                   read it back and check the read model's logits against the written one's
+  --gguf PATH      run the llama-architecture GGUF at PATH (llama.cpp's names and metadata;
+                   any block types the crate has) instead of random weights: the width, heads,
+                   layers, MLP and vocabulary are the file's; the prompt is token ids as above
   --devices LIST   also the forward split over these devices of each backend (ordinals, e.g.
                    0,1; wgpu: adapters, where 0,0 is two devices on one): tensor parallel,
                    heads and MLP columns split, one all-reduce (a Group: NCCL, RCCL, else the
                    host) after the attention and after the MLP of each layer; timed, and checked
                    against the cpu as the one-device forward is (dense weights only)";
+
+/// The matmul weights' types (`--quant`).
+#[derive(Clone, Copy, PartialEq)]
+pub enum Quant {
+    Dense,
+    Blocks(GgmlType),
+    /// llama.cpp's Q4_K_M: q6_K for v and the MLP's down projection in the layers
+    /// [`Quant::more_bits`] picks, q4_K elsewhere.
+    Q4KM,
+    /// As a model file holds them.
+    File,
+}
+
+/// The matmul weights of a llama layer, for [`Quant::ty`].
+#[derive(Clone, Copy, PartialEq)]
+pub enum Role {
+    Q,
+    K,
+    V,
+    Out,
+    Gate,
+    Up,
+    Down,
+}
+
+impl Quant {
+    fn name(self) -> &'static str {
+        match self {
+            Quant::Dense => "none",
+            Quant::Blocks(ty) => ty.name(),
+            Quant::Q4KM => "q4_k_m",
+            Quant::File => "gguf",
+        }
+    }
+
+    /// The one type of every weight, for gpt2 (which takes no mix).
+    pub fn uniform(self) -> Option<GgmlType> {
+        if let Quant::Blocks(ty) = self { Some(ty) } else { None }
+    }
+
+    /// The type of weight `role` in layer `layer` of `layers` (`None`: dense).
+    pub fn ty(self, role: Role, layer: usize, layers: usize) -> Option<GgmlType> {
+        match self {
+            Quant::Dense | Quant::File => None,
+            Quant::Blocks(ty) => Some(ty),
+            Quant::Q4KM if matches!(role, Role::V | Role::Down) && Quant::more_bits(layer, layers) => {
+                Some(GgmlType::Q6_K)
+            }
+            Quant::Q4KM => Some(GgmlType::Q4_K),
+        }
+    }
+
+    /// llama.cpp's `use_more_bits`: the first and last eighth of the layers and every third
+    /// between.
+    fn more_bits(layer: usize, layers: usize) -> bool {
+        layer < layers / 8 || layer >= 7 * layers / 8 || (layer - layers / 8) % 3 == 2
+    }
+}
 
 /// Weight init as GPT-2's: normal with std 0.02, residual projections scaled by 1/sqrt(2 layers).
 const STD: f64 = 0.02;
@@ -79,7 +153,7 @@ struct Config {
     seq: usize,
     vocab: usize,
     decode: usize,
-    quant: Option<GgmlType>,
+    quant: Quant,
     /// Devices the heads and the MLP are split over: a rank's config has `heads`, `kv_heads`
     /// and `mlp` divided by it.
     shards: usize,
@@ -89,7 +163,7 @@ impl Config {
     fn tag(&self) -> String {
         let Config { arch, layers, width, heads, kv_heads, mlp, seq, vocab, decode, quant, .. } = self;
         let arch = if *arch == Arch::Gpt2 { "gpt2" } else { "llama" };
-        let quant = quant.map_or("none", GgmlType::name);
+        let quant = quant.name();
         format!(
             "arch={arch},layers={layers},width={width},heads={heads},kv_heads={kv_heads},mlp={mlp},seq={seq},vocab={vocab},decode={decode},quant={quant}"
         )
@@ -160,20 +234,28 @@ impl Model {
         ids: &[Tensor],
         slots: &[Slot],
     ) -> Res<Vec<(Tensor, Tensor)>> {
-        let (x, wte): (_, Vec<&Tensor>) = match ms[0] {
+        // The final hidden states, and the embedding the logits are taken against unless a
+        // file brought a head of its own.
+        let (x, heads): (_, Vec<(&Tensor, Option<&Weight>)>) = match ms[0] {
             Model::Gpt2(_) => {
                 let ms: Vec<&gpt2::Model> =
                     ms.iter().filter_map(|m| if let Model::Gpt2(m) = m { Some(m) } else { None }).collect();
-                (gpt2::Model::forward(&ms, p, cfg, ids, slots)?, ms.iter().map(|m| &m.wte).collect())
+                (gpt2::Model::forward(&ms, p, cfg, ids, slots)?, ms.iter().map(|m| (&m.wte, None)).collect())
             }
             Model::Llama(_) => {
                 let ms: Vec<&llama::Model> =
                     ms.iter().filter_map(|m| if let Model::Llama(m) = m { Some(m) } else { None }).collect();
-                (llama::Model::forward(&ms, p, cfg, ids, slots)?, ms.iter().map(|m| &m.embed).collect())
+                (
+                    llama::Model::forward(&ms, p, cfg, ids, slots)?,
+                    ms.iter().map(|m| (&m.embed, m.head.as_ref())).collect(),
+                )
             }
         };
         p.map(|r, c| {
-            let logits = c.op("matmul", budget::sum_of_products(cfg.width), || x[r].matmul(&wte[r].t()?))?;
+            let logits = match heads[r] {
+                (_, Some(head)) => matmul(c, &x[r], head)?,
+                (wte, None) => c.op("matmul", budget::sum_of_products(cfg.width), || x[r].matmul(&wte.t()?))?,
+            };
             let next = c.op("reduce", budget::COPY, || logits.argmax([1]))?;
             Ok((logits, next))
         })
@@ -230,51 +312,6 @@ fn weights() -> impl Fn(f64, f64, &[usize]) -> rocm_wgpu_ops::Result<Tensor> {
     let cpu = Device::cpu();
     cpu.set_seed(SEED);
     move |mean, std, shape| Tensor::randn(mean, std, shape, DType::F32, &cpu)
-}
-
-/// A matmul weight `[in, out]`: dense, or (`--quant`) the ggml blocks of its transpose
-/// `[out, in]`, multiplied by `QTensor::qmatmul`.
-pub enum Weight {
-    Dense(Tensor),
-    Quant(QTensor),
-}
-
-impl Weight {
-    /// `w` (drawn on the cpu) dense, or quantized there to `quant`.
-    fn new(w: Tensor, quant: Option<GgmlType>) -> rocm_wgpu_ops::Result<Weight> {
-        Ok(match quant {
-            None => Weight::Dense(w),
-            Some(ty) => Weight::Quant(QTensor::quantize(&w.t()?, ty)?),
-        })
-    }
-
-    /// The parts `at` (start, length) of dim `dim`, side by side; dense weights only.
-    fn split(&self, dim: usize, at: &[(usize, usize)]) -> rocm_wgpu_ops::Result<Weight> {
-        match self {
-            Weight::Dense(w) => Ok(Weight::Dense(parallel::split(w, dim, at)?)),
-            Weight::Quant(_) => {
-                let msg = "ggml blocks are not split into shards here".into();
-                Err(rocm_wgpu_ops::Error::InvalidParam { op: "--devices", msg })
-            }
-        }
-    }
-
-    /// On `dev`: dense through `t` (to the device and dtype), blocks copied as they are.
-    fn map(&self, dev: &Device, t: impl Fn(&Tensor) -> rocm_wgpu_ops::Result<Tensor>) -> rocm_wgpu_ops::Result<Weight> {
-        Ok(match self {
-            Weight::Dense(w) => Weight::Dense(t(w)?),
-            Weight::Quant(q) => Weight::Quant(q.to_device(dev)?),
-        })
-    }
-}
-
-/// `x @ w` for `x` of `(tokens, k)`.
-fn matmul(c: &Ctx, x: &Tensor, w: &Weight) -> Res<Tensor> {
-    let k = x.dims()[1];
-    c.op("matmul", budget::sum_of_products(k), || match w {
-        Weight::Dense(w) => x.matmul(w),
-        Weight::Quant(q) => q.qmatmul(x),
-    })
 }
 
 /// Columns `[first * d, (first + n) * d)` of `x` `(T, _)` as `n` heads `[1, n, T, d]` (a view).
@@ -524,9 +561,50 @@ fn main_() -> Res<bool> {
         "check-seq",
         "decode",
         "quant",
+        "gguf",
+        "gguf-out",
         "devices",
     ];
     let f = Flags::parse(USAGE, &known)?;
+    let (file, out) = (f.get("gguf", String::new())?, f.get("gguf-out", String::new())?);
+    let (cfg, model) = if file.is_empty() {
+        let cfg = config(&f)?;
+        (cfg, Model::random(&cfg)?)
+    } else {
+        let (cfg, m) = llama::file::read(&file, f.get("seq", 128)?, f.get("decode", 0)?)?;
+        (cfg, Model::Llama(m))
+    };
+    check(&cfg)?;
+    parallel::check(&f, &cfg)?;
+    let check = f.get("check-seq", cfg.seq.min(16))?.clamp(1, cfg.seq);
+    let devices = f.devices()?;
+    println!("# transformer {}; compared with the cpu on the first {check} tokens", cfg.tag());
+    let mut fails = false;
+    if !out.is_empty() {
+        fails |= round_trip(&cfg, &model, &out, check)?;
+    }
+    let refs = f.dtypes()?.into_iter().map(|d| Ok((d, reference(&cfg, &model, d, check)?))).collect::<Res<Vec<_>>>()?;
+    Ok(common::each(&devices, &refs, |dev, dtype, r| run(&f, &cfg, &model, dev, dtype, r, check))? && !fails)
+}
+
+/// `--gguf-out`: the llama `model` written to `path`, read back, and the two models' logits of
+/// the check prompt compared on the cpu in f32. Whether they differ past the two forwards' budget.
+fn round_trip(cfg: &Config, model: &Model, path: &str, check: usize) -> Res<bool> {
+    let Model::Llama(m) = model else { return Err("--gguf-out writes llama weights: add --arch llama".into()) };
+    let bytes = llama::file::write(m, cfg, path)?;
+    let (back_cfg, back) = llama::file::read(path, cfg.seq, cfg.decode)?;
+    println!("# gguf-out: wrote {path} ({:.1} MB), read back as {}", bytes as f64 / 1e6, back_cfg.tag());
+    let cpu = Device::cpu();
+    let c = Ctx::new(&cpu, false);
+    let ids = prompt(cfg, check, &cpu)?;
+    let (want, _) = model.to(&cpu, DType::F32)?.forward(&c, cfg, &ids, None)?;
+    let (got, _) = Model::Llama(back).to(&cpu, DType::F32)?.forward(&c, &back_cfg, &ids, None)?;
+    let what = format!("the [{check}, {}] logits of the model read back against the written one", cfg.vocab);
+    common::compare(&got, &want, DType::F32, c.take_budget(), &what)
+}
+
+/// The model's shape from the flags.
+fn config(f: &Flags) -> Res<Config> {
     let arch = match f.get("arch", "gpt2".to_string())?.as_str() {
         "gpt2" => Arch::Gpt2,
         "llama" => Arch::Llama,
@@ -537,7 +615,15 @@ fn main_() -> Res<bool> {
         Arch::Gpt2 => 4 * width,
         Arch::Llama => (8 * width).div_ceil(3 * 64) * 64,
     };
-    let cfg = Config {
+    let quant = match f.get("quant", "none".to_string())?.as_str() {
+        "none" => Quant::Dense,
+        "q4_k_m" if arch == Arch::Llama => Quant::Q4KM,
+        "q4_k_m" => return Err("--quant q4_k_m: llama only (add --arch llama)".into()),
+        q => Quant::Blocks(
+            GgmlType::ALL.iter().copied().find(|t| t.name() == q).ok_or(format!("--quant {q}: not a ggml type"))?,
+        ),
+    };
+    Ok(Config {
         arch,
         layers: f.get("layers", 12)?,
         width,
@@ -547,18 +633,17 @@ fn main_() -> Res<bool> {
         seq: f.get("seq", 128)?,
         vocab: f.get("vocab", 50257)?,
         decode: f.get("decode", 0)?,
-        quant: match f.get("quant", "none".to_string())?.as_str() {
-            "none" => None,
-            q => Some(
-                GgmlType::ALL.iter().copied().find(|t| t.name() == q).ok_or(format!("--quant {q}: not a ggml type"))?,
-            ),
-        },
+        quant,
         shards: 1,
-    };
+    })
+}
+
+/// Errors for a shape the model cannot take.
+fn check(cfg: &Config) -> Res<()> {
     let heads_ok = cfg.heads > 0 && cfg.width.is_multiple_of(cfg.heads);
     let kv_ok = cfg.kv_heads > 0
         && cfg.heads.is_multiple_of(cfg.kv_heads)
-        && (arch == Arch::Llama || cfg.kv_heads == cfg.heads);
+        && (cfg.arch == Arch::Llama || cfg.kv_heads == cfg.heads);
     if !heads_ok || !kv_ok || cfg.seq == 0 || cfg.vocab == 0 {
         return Err(format!(
             "need heads dividing width, kv-heads dividing heads (gpt2: equal), seq and vocab above 0: {}",
@@ -566,14 +651,8 @@ fn main_() -> Res<bool> {
         )
         .into());
     }
-    if arch == Arch::Llama && !cfg.head_dim().is_multiple_of(2) {
+    if cfg.arch == Arch::Llama && !cfg.head_dim().is_multiple_of(2) {
         return Err(format!("RoPE needs an even head size width / heads: {}", cfg.tag()).into());
     }
-    parallel::check(&f, &cfg)?;
-    let check = f.get("check-seq", cfg.seq.min(16))?.clamp(1, cfg.seq);
-    let devices = f.devices()?;
-    println!("# transformer {}; compared with the cpu on the first {check} tokens", cfg.tag());
-    let model = Model::random(&cfg)?;
-    let refs = f.dtypes()?.into_iter().map(|d| Ok((d, reference(&cfg, &model, d, check)?))).collect::<Res<Vec<_>>>()?;
-    common::each(&devices, &refs, |dev, dtype, r| run(&f, &cfg, &model, dev, dtype, r, check))
+    Ok(())
 }

@@ -33,7 +33,7 @@ impl Model {
         let w = weights();
         let resid = c.residual_std();
         let norm = || Ok::<_, rocm_wgpu_ops::Error>((w(1.0, STD, &[c.width])?, w(0.0, STD, &[c.width])?));
-        let q = |w: Tensor| Weight::new(w, c.quant);
+        let q = |w: Tensor| Weight::new(w, c.quant.uniform());
         let layers = (0..c.layers)
             .map(|_| {
                 Ok(Layer {

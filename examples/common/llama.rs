@@ -3,8 +3,11 @@
 
 use crate::common::{Ctx, Res, budget};
 use crate::parallel::Ranks;
-use crate::{Config, EPS, STD, Slot, Weight, attend, heads, matmul, weights};
+use crate::{Config, EPS, Role, STD, Slot, Weight, attend, heads, matmul, weights};
 use rocm_wgpu_ops::{Device, Result, Tensor};
+
+#[path = "llama_file.rs"]
+pub mod file;
 
 /// RoPE's base: position `t` turns pair `i` of a head by `t * THETA^(-2i / D)`.
 const THETA: f64 = 10000.0;
@@ -24,31 +27,45 @@ pub struct Model {
     pub embed: Tensor,
     layers: Vec<Layer>,
     norm: Tensor,
+    /// The logits' weight when a file has one (`output.weight`); else the embedding's transpose.
+    pub head: Option<Weight>,
     /// RoPE's `[positions, D/2]` tables, built once; tokens read the rows of their positions.
     cos: Tensor,
     sin: Tensor,
+    /// Whether RoPE turns the pairs `(2i, 2i + 1)` of a head (`rope_i`: a GGUF's q and k rows
+    /// are permuted so) rather than `(i, i + D/2)` (`rope`).
+    interleaved: bool,
+    /// RMSNorm's epsilon.
+    eps: f64,
 }
 
 impl Model {
     pub fn random(c: &Config) -> Result<Model> {
         let w = weights();
         let resid = c.residual_std();
-        let qkv = (c.heads + 2 * c.kv_heads) * c.head_dim();
-        let q = |w: Tensor| Weight::new(w, c.quant);
+        let (h, kv, m) = (c.heads * c.head_dim(), c.kv_heads * c.head_dim(), c.mlp);
         let layers = (0..c.layers)
-            .map(|_| {
+            .map(|i| {
+                let ty = |role| c.quant.ty(role, i, c.layers);
                 Ok(Layer {
                     attn_norm: w(1.0, STD, &[c.width])?,
-                    qkv: q(w(0.0, STD, &[c.width, qkv])?)?,
-                    out: q(w(0.0, resid, &[c.width, c.width])?)?,
+                    qkv: Weight::mixed(
+                        &w(0.0, STD, &[c.width, h + 2 * kv])?,
+                        &[(0, h, ty(Role::Q)), (h, kv, ty(Role::K)), (h + kv, kv, ty(Role::V))],
+                    )?,
+                    out: Weight::new(w(0.0, resid, &[c.width, c.width])?, ty(Role::Out))?,
                     mlp_norm: w(1.0, STD, &[c.width])?,
-                    gate_up: q(w(0.0, STD, &[c.width, 2 * c.mlp])?)?,
-                    down: q(w(0.0, resid, &[c.mlp, c.width])?)?,
+                    gate_up: Weight::mixed(
+                        &w(0.0, STD, &[c.width, 2 * m])?,
+                        &[(0, m, ty(Role::Gate)), (m, m, ty(Role::Up))],
+                    )?,
+                    down: Weight::new(w(0.0, resid, &[m, c.width])?, ty(Role::Down))?,
                 })
             })
             .collect::<Result<_>>()?;
-        let (cos, sin) = rope_tables(c.positions(), c.head_dim())?;
-        Ok(Model { embed: w(0.0, STD, &[c.vocab, c.width])?, layers, norm: w(1.0, STD, &[c.width])?, cos, sin })
+        let (cos, sin) = rope_tables(c.positions(), c.head_dim(), THETA)?;
+        let embed = w(0.0, STD, &[c.vocab, c.width])?;
+        Ok(Model { embed, layers, norm: w(1.0, STD, &[c.width])?, head: None, cos, sin, interleaved: false, eps: EPS })
     }
 
     /// Every weight and table through `t` (to `dev`, to a dtype); blocks copied to `dev` as they
@@ -68,7 +85,15 @@ impl Model {
                 })
             })
             .collect::<Result<_>>()?;
-        Ok(Model { embed: t(&self.embed)?, layers, norm: t(&self.norm)?, cos: t(&self.cos)?, sin: t(&self.sin)? })
+        Ok(Model {
+            embed: t(&self.embed)?,
+            layers,
+            norm: t(&self.norm)?,
+            head: self.head.as_ref().map(|h| h.map(dev, &t)).transpose()?,
+            cos: t(&self.cos)?,
+            sin: t(&self.sin)?,
+            ..*self
+        })
     }
 
     /// Rank `r` of `n`'s shard for tensor parallelism: q, k, v, gate and up by columns (heads,
@@ -94,7 +119,8 @@ impl Model {
             })
             .collect::<Result<_>>()?;
         let (embed, norm, cos, sin) = (self.embed.clone(), self.norm.clone(), self.cos.clone(), self.sin.clone());
-        Ok(Model { embed, layers, norm, cos, sin })
+        let head = self.head.as_ref().map(|h| h.split(1, &[(0, h.outputs())])).transpose()?;
+        Ok(Model { embed, layers, norm, head, cos, sin, ..*self })
     }
 
     /// The final normed hidden states `(T, C)` of tokens `(T)` on every rank, at positions
@@ -117,12 +143,20 @@ impl Model {
             let a = p.sum(p.map(|r, c| {
                 let l = &ms[r].layers[i];
                 let rope = (&rope[r].0, &rope[r].1);
-                attention(c, cfg, l, &norm(c, &x[r], &l.attn_norm)?, rope, slots.get(r).map(|s| (s, i)))
+                attention(
+                    c,
+                    cfg,
+                    ms[r],
+                    l,
+                    &norm(c, &x[r], &l.attn_norm, ms[r].eps)?,
+                    rope,
+                    slots.get(r).map(|s| (s, i)),
+                )
             })?)?;
             x = p.map(|r, c| c.op("elementwise", budget::EXACT_MAP, || x[r].add(&a[r])))?;
             let out = p.sum(p.map(|r, c| {
                 let l = &ms[r].layers[i];
-                let gate_up = matmul(c, &norm(c, &x[r], &l.mlp_norm)?, &l.gate_up)?;
+                let gate_up = matmul(c, &norm(c, &x[r], &l.mlp_norm, ms[r].eps)?, &l.gate_up)?;
                 let gate = c.op("elementwise", budget::MAP, || gate_up.narrow(1, 0, cfg.mlp)?.silu())?;
                 let up = gate_up.narrow(1, cfg.mlp, cfg.mlp)?;
                 let hidden = c.op("elementwise", budget::EXACT_MAP, || gate.mul(&up))?;
@@ -130,15 +164,15 @@ impl Model {
             })?)?;
             x = p.map(|r, c| c.op("elementwise", budget::EXACT_MAP, || x[r].add(&out[r])))?;
         }
-        p.map(|r, c| norm(c, &x[r], &ms[r].norm))
+        p.map(|r, c| norm(c, &x[r], &ms[r].norm, ms[r].eps))
     }
 }
 
-/// `cos` and `sin` of `t * THETA^(-2i / d)` for `t < seq`, `i < d/2`: `[seq, d/2]` in f32,
+/// `cos` and `sin` of `t * theta^(-2i / d)` for `t < seq`, `i < d/2`: `[seq, d/2]` in f32,
 /// computed in f64 on the cpu.
-fn rope_tables(seq: usize, d: usize) -> Result<(Tensor, Tensor)> {
+fn rope_tables(seq: usize, d: usize, theta: f64) -> Result<(Tensor, Tensor)> {
     let angles: Vec<f64> =
-        (0..seq).flat_map(|t| (0..d / 2).map(move |i| t as f64 * THETA.powf(-2.0 * i as f64 / d as f64))).collect();
+        (0..seq).flat_map(|t| (0..d / 2).map(move |i| t as f64 * theta.powf(-2.0 * i as f64 / d as f64))).collect();
     let table = |f: fn(f64) -> f64| {
         let v: Vec<f32> = angles.iter().map(|&a| f(a) as f32).collect();
         Tensor::from_vec(v, [seq, d / 2], &Device::cpu())
@@ -146,8 +180,8 @@ fn rope_tables(seq: usize, d: usize) -> Result<(Tensor, Tensor)> {
     Ok((table(f64::cos)?, table(f64::sin)?))
 }
 
-fn norm(c: &Ctx, x: &Tensor, w: &Tensor) -> Res<Tensor> {
-    c.op("nn", budget::NN, || x.rms_norm(Some(w), EPS))
+fn norm(c: &Ctx, x: &Tensor, w: &Tensor, eps: f64) -> Res<Tensor> {
+    c.op("nn", budget::NN, || x.rms_norm(Some(w), eps))
 }
 
 /// Causal self-attention of `x` `(T, C)`: q and k rotated by RoPE, `kv_heads` key/value heads
@@ -155,6 +189,7 @@ fn norm(c: &Ctx, x: &Tensor, w: &Tensor) -> Res<Tensor> {
 fn attention(
     c: &Ctx,
     cfg: &Config,
+    m: &Model,
     l: &Layer,
     x: &Tensor,
     (cos, sin): (&Tensor, &Tensor),
@@ -162,8 +197,9 @@ fn attention(
 ) -> Res<Tensor> {
     let (h, kv, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim());
     let qkv = matmul(c, x, &l.qkv)?;
-    let q = c.op("attention", budget::ROPE, || heads(&qkv, 0, h, d)?.rope(cos, sin))?;
-    let k = c.op("attention", budget::ROPE, || heads(&qkv, h, kv, d)?.rope(cos, sin))?;
+    let rope = |x: Tensor| if m.interleaved { x.rope_i(cos, sin) } else { x.rope(cos, sin) };
+    let q = c.op("attention", budget::ROPE, || rope(heads(&qkv, 0, h, d)?))?;
+    let k = c.op("attention", budget::ROPE, || rope(heads(&qkv, h, kv, d)?))?;
     let y = attend(c, &q, &k, &heads(&qkv, h + kv, kv, d)?, slot)?;
     matmul(c, &y, &l.out)
 }

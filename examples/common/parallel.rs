@@ -54,8 +54,8 @@ pub fn check(f: &Flags, cfg: &Config) -> Res<()> {
     if n == 0 {
         return Ok(());
     }
-    if cfg.quant.is_some() {
-        return Err("--devices splits dense weights: leave out --quant".into());
+    if cfg.quant != crate::Quant::Dense {
+        return Err("--devices splits dense random weights: leave out --quant and --gguf".into());
     }
     if !(cfg.heads.is_multiple_of(n) && cfg.kv_heads.is_multiple_of(n) && cfg.mlp.is_multiple_of(n)) {
         return Err(format!("--devices: {n} devices must divide heads, kv-heads and mlp ({})", cfg.tag()).into());
