@@ -67,6 +67,8 @@ against the tied embedding, the greedy next token.
   --gguf PATH      run the llama-architecture GGUF at PATH (llama.cpp's names and metadata;
                    any block types the crate has) instead of random weights: the width, heads,
                    layers, MLP and vocabulary are the file's; the prompt is token ids as above
+                   (no tokenizer), the tokens --decode generates also printed as text through
+                   the file's vocabulary (tokenizer.ggml.tokens)
   --devices LIST   also the forward split over these devices of each backend (ordinals, e.g.
                    0,1; wgpu: adapters, where 0,0 is two devices on one): tensor parallel,
                    heads and MLP columns split, one all-reduce (a Group: NCCL, RCCL, else the
@@ -508,6 +510,9 @@ fn decode(cfg: &Config, w: &Model, dev: &Device, dtype: DType, r: &Decoded, chec
             None => {
                 let more = if tokens.len() > 16 { " ..." } else { "" };
                 println!("#   decoded tokens: {:?}{more}", &tokens[..tokens.len().min(16)]);
+                if let Some(text) = llama::file::text(&tokens) {
+                    println!("#   decoded text: {text:?}");
+                }
                 first = Some(tokens);
             }
             Some(op_by_op) => {

@@ -6,9 +6,30 @@
 use super::{Layer, Model, THETA, rope_tables};
 use crate::common::Res;
 use crate::{Arch, Config, EPS, Quant, Weight};
-use rocm_wgpu_ops::io::{GgufFile, GgufValue, GgufWriter, ModelTensor};
+use rocm_wgpu_ops::io::{GgufArray, GgufFile, GgufValue, GgufWriter, ModelTensor};
 use rocm_wgpu_ops::{DType, Device, QTensor, Result, Tensor};
 use std::io::Write;
+use std::sync::OnceLock;
+
+/// The vocabulary of the first file read that has one (`tokenizer.ggml.tokens`).
+static TOKENS: OnceLock<Vec<String>> = OnceLock::new();
+
+/// Token ids as text through the vocabulary of the file read, if it had one: SentencePiece's
+/// `\u{2581}` as a space, a byte token `<0xNN>` as its byte, an id past the vocabulary as `<?>`.
+pub fn text(ids: &[u32]) -> Option<String> {
+    let tokens = TOKENS.get()?;
+    let mut bytes = Vec::new();
+    for &id in ids {
+        let token = tokens.get(id as usize).map_or("<?>", String::as_str);
+        let byte =
+            token.strip_prefix("<0x").and_then(|t| t.strip_suffix('>')).and_then(|h| u8::from_str_radix(h, 16).ok());
+        match byte {
+            Some(b) => bytes.push(b),
+            None => bytes.extend_from_slice(token.replace('\u{2581}', " ").as_bytes()),
+        }
+    }
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
 
 /// Writes `m` (of shape `cfg`) to `path` as a llama GGUF; returns the file's size in bytes.
 pub fn write(m: &Model, cfg: &Config, path: &str) -> Res<u64> {
@@ -86,6 +107,9 @@ pub fn read(path: &str, seq: usize, decode: usize) -> Res<(Config, Model)> {
     let arch = g.get("general.architecture").and_then(GgufValue::as_str);
     if arch != Some("llama") {
         return Err(format!("{path}: general.architecture is {arch:?}, not \"llama\"").into());
+    }
+    if let Some(GgufValue::Array(GgufArray::String(tokens))) = g.get("tokenizer.ggml.tokens") {
+        let _ = TOKENS.set(tokens.clone());
     }
     let value = |key: &str| g.get(&format!("llama.{key}"));
     let count = |key: &str| -> Res<usize> {
