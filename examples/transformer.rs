@@ -14,6 +14,8 @@
 //! ```
 
 mod common;
+#[path = "common/config.rs"]
+mod config;
 // This example's alone; under common/ so that cargo does not take them for examples.
 #[path = "common/gpt2.rs"]
 mod gpt2;
@@ -25,8 +27,8 @@ mod parallel;
 mod weight;
 
 use common::{Ctx, Flags, Res, budget};
+use config::{Arch, Config, Quant, Role, check, config};
 use parallel::Ranks;
-use rocm_wgpu_ops::spec::quant::GgmlType;
 use rocm_wgpu_ops::{DType, Device, Tensor};
 use std::process::ExitCode;
 pub use weight::{Weight, matmul};
@@ -47,7 +49,8 @@ against the tied embedding, the greedy next token.
   --vocab N        vocabulary size (default 50257)
   --check-seq N    tokens of the prompt's prefix compared with the cpu (default min(seq, 16)):
                    the cpu reference is slow at full size, and with causal attention the logits
-                   of a prefix are those of the whole prompt at its positions
+                   of a prefix are those of the whole prompt at its positions; 0: no
+                   comparison (a large model from --gguf, whose cpu forward takes minutes)
   --decode N       after the prompt, N greedy tokens generated one at a time, each fed back on
                    the device, with a KV cache (preallocated per layer, written in place at
                    positions held on the device, attended through a mask): tokens/s op by op
@@ -67,123 +70,21 @@ against the tied embedding, the greedy next token.
   --gguf PATH      run the llama-architecture GGUF at PATH (llama.cpp's names and metadata;
                    any block types the crate has) instead of random weights: the width, heads,
                    layers, MLP and vocabulary are the file's; the prompt is token ids as above
-                   (no tokenizer), the tokens --decode generates also printed as text through
+                   or --prompt's, the tokens --decode generates also printed as text through
                    the file's vocabulary (tokenizer.ggml.tokens)
+  --prompt TEXT    with --gguf: the prompt, tokenized as llama.cpp tokenizes for a SentencePiece
+                   vocabulary (tokenizer.ggml.model llama; the BOS token first), replacing
+                   --seq
   --devices LIST   also the forward split over these devices of each backend (ordinals, e.g.
                    0,1; wgpu: adapters, where 0,0 is two devices on one): tensor parallel,
                    heads and MLP columns split, one all-reduce (a Group: NCCL, RCCL, else the
                    host) after the attention and after the MLP of each layer; timed, and checked
                    against the cpu as the one-device forward is (dense weights only)";
 
-/// The matmul weights' types (`--quant`).
-#[derive(Clone, Copy, PartialEq)]
-pub enum Quant {
-    Dense,
-    Blocks(GgmlType),
-    /// llama.cpp's Q4_K_M: q6_K for v and the MLP's down projection in the layers
-    /// [`Quant::more_bits`] picks, q4_K elsewhere.
-    Q4KM,
-    /// As a model file holds them.
-    File,
-}
-
-/// The matmul weights of a llama layer, for [`Quant::ty`].
-#[derive(Clone, Copy, PartialEq)]
-pub enum Role {
-    Q,
-    K,
-    V,
-    Out,
-    Gate,
-    Up,
-    Down,
-}
-
-impl Quant {
-    fn name(self) -> &'static str {
-        match self {
-            Quant::Dense => "none",
-            Quant::Blocks(ty) => ty.name(),
-            Quant::Q4KM => "q4_k_m",
-            Quant::File => "gguf",
-        }
-    }
-
-    /// The one type of every weight, for gpt2 (which takes no mix).
-    pub fn uniform(self) -> Option<GgmlType> {
-        if let Quant::Blocks(ty) = self { Some(ty) } else { None }
-    }
-
-    /// The type of weight `role` in layer `layer` of `layers` (`None`: dense).
-    pub fn ty(self, role: Role, layer: usize, layers: usize) -> Option<GgmlType> {
-        match self {
-            Quant::Dense | Quant::File => None,
-            Quant::Blocks(ty) => Some(ty),
-            Quant::Q4KM if matches!(role, Role::V | Role::Down) && Quant::more_bits(layer, layers) => {
-                Some(GgmlType::Q6_K)
-            }
-            Quant::Q4KM => Some(GgmlType::Q4_K),
-        }
-    }
-
-    /// llama.cpp's `use_more_bits`: the first and last eighth of the layers and every third
-    /// between.
-    fn more_bits(layer: usize, layers: usize) -> bool {
-        layer < layers / 8 || layer >= 7 * layers / 8 || (layer - layers / 8) % 3 == 2
-    }
-}
-
 /// Weight init as GPT-2's: normal with std 0.02, residual projections scaled by 1/sqrt(2 layers).
 const STD: f64 = 0.02;
 const SEED: u64 = 2024;
 const EPS: f64 = 1e-5;
-
-#[derive(Clone, Copy, PartialEq)]
-enum Arch {
-    Gpt2,
-    Llama,
-}
-
-#[derive(Clone, Copy)]
-struct Config {
-    arch: Arch,
-    layers: usize,
-    width: usize,
-    heads: usize,
-    kv_heads: usize,
-    mlp: usize,
-    seq: usize,
-    vocab: usize,
-    decode: usize,
-    quant: Quant,
-    /// Devices the heads and the MLP are split over: a rank's config has `heads`, `kv_heads`
-    /// and `mlp` divided by it.
-    shards: usize,
-}
-
-impl Config {
-    fn tag(&self) -> String {
-        let Config { arch, layers, width, heads, kv_heads, mlp, seq, vocab, decode, quant, .. } = self;
-        let arch = if *arch == Arch::Gpt2 { "gpt2" } else { "llama" };
-        let quant = quant.name();
-        format!(
-            "arch={arch},layers={layers},width={width},heads={heads},kv_heads={kv_heads},mlp={mlp},seq={seq},vocab={vocab},decode={decode},quant={quant}"
-        )
-    }
-
-    /// The most positions a sequence reaches: the prompt and the generated tokens.
-    fn positions(&self) -> usize {
-        self.seq + self.decode
-    }
-
-    fn head_dim(&self) -> usize {
-        self.width / (self.heads * self.shards)
-    }
-
-    fn residual_std(&self) -> f64 {
-        STD / (2.0 * self.layers as f64).sqrt()
-    }
-}
 
 enum Model {
     Gpt2(gpt2::Model),
@@ -345,9 +246,13 @@ fn attend(c: &Ctx, q: &Tensor, k: &Tensor, v: &Tensor, slot: Option<(&Slot, usiz
     c.op("copy", budget::COPY, || y.squeeze(0)?.permute([1, 0, 2])?.reshape([t, h * d]))
 }
 
-/// A fixed prompt: token ids spread over the vocabulary by a multiplicative hash.
+/// The first `len` ids of the prompt: `--prompt`'s tokens, else ids spread over the vocabulary by
+/// a multiplicative hash.
 fn prompt(c: &Config, len: usize, dev: &Device) -> Res<Tensor> {
-    let ids: Vec<u32> = (0..len as u64).map(|i| ((i * 2654435761) % c.vocab as u64) as u32).collect();
+    let ids: Vec<u32> = match llama::file::prompt_ids() {
+        Some(ids) => ids[..len].to_vec(),
+        None => (0..len as u64).map(|i| ((i * 2654435761) % c.vocab as u64) as u32).collect(),
+    };
     Ok(Tensor::from_vec(ids, [len], dev)?)
 }
 
@@ -403,7 +308,15 @@ fn reference(cfg: &Config, m: &Model, dtype: DType, check: usize) -> Res<Referen
 }
 
 /// Times one backend in one dtype and compares it with the cpu; returns whether it fails.
-fn run(f: &Flags, cfg: &Config, m: &Model, dev: &Device, dtype: DType, r: &Reference, check: usize) -> Res<bool> {
+fn run(
+    f: &Flags,
+    cfg: &Config,
+    m: &Model,
+    dev: &Device,
+    dtype: DType,
+    r: &Option<Reference>,
+    check: usize,
+) -> Res<bool> {
     println!("# {} {dtype}", dev.kind());
     let w = m.to(dev, dtype)?;
     let ids = prompt(cfg, cfg.seq, dev)?;
@@ -413,15 +326,18 @@ fn run(f: &Flags, cfg: &Config, m: &Model, dev: &Device, dtype: DType, r: &Refer
     println!("#   tokens/s: {:.1}", cfg.seq as f64 / t.as_secs_f64());
     let last = &next[next.len().saturating_sub(8)..];
     println!("#   greedy next token: {:?}; at the last {} positions: {last:?}", next.last(), last.len());
-    let c = Ctx::new(dev, false);
-    let (logits, got) = w.forward(&c, cfg, &prompt(cfg, check, dev)?, None)?;
-    let same = got.to_vec::<u32>()?.iter().zip(&r.next).filter(|(a, b)| a == b).count();
-    println!("#   greedy tokens of the {check}-token check prefix equal to the cpu's: {same} of {check}");
     let gpu = dev.kind() != rocm_wgpu_ops::BackendKind::Cpu;
-    let mut fails =
-        gpu && common::compare(&logits, &r.logits, dtype, r.budget, &format!("the [{check}, {}] logits", cfg.vocab))?;
-    if let Some(d) = &r.decode {
-        fails |= decode(cfg, &w, dev, dtype, d, check)? && gpu;
+    let mut fails = false;
+    if let Some(r) = r {
+        let c = Ctx::new(dev, false);
+        let (logits, got) = w.forward(&c, cfg, &prompt(cfg, check, dev)?, None)?;
+        let same = got.to_vec::<u32>()?.iter().zip(&r.next).filter(|(a, b)| a == b).count();
+        println!("#   greedy tokens of the {check}-token check prefix equal to the cpu's: {same} of {check}");
+        let what = format!("the [{check}, {}] logits", cfg.vocab);
+        fails |= gpu && common::compare(&logits, &r.logits, dtype, r.budget, &what)?;
+    }
+    if cfg.decode > 0 {
+        fails |= decode(cfg, &w, dev, dtype, r.as_ref().and_then(|r| r.decode.as_ref()), check)? && gpu;
     }
     if f.profile {
         let c = Ctx::new(dev, true);
@@ -432,7 +348,7 @@ fn run(f: &Flags, cfg: &Config, m: &Model, dev: &Device, dtype: DType, r: &Refer
     if gpu {
         fails |= replay(f, cfg, &w, dev, dtype, &ids, &next)?;
     }
-    fails |= parallel::run(f, cfg, m, dev, dtype, r, check, t)? && gpu;
+    fails |= parallel::run(f, cfg, m, dev, dtype, r.as_ref(), check, t)? && gpu;
     Ok(fails)
 }
 
@@ -459,7 +375,7 @@ fn replay(f: &Flags, cfg: &Config, w: &Model, dev: &Device, dtype: DType, ids: &
 /// op by op and, on a GPU, through one captured step (`Device::capture`) replayed per token
 /// (`+replay`), whose tokens must be the op-by-op ones; checked, the check prefix, then the
 /// cpu's tokens fed one at a time, the logits of every step compared. Whether either fails.
-fn decode(cfg: &Config, w: &Model, dev: &Device, dtype: DType, r: &Decoded, check: usize) -> Res<bool> {
+fn decode(cfg: &Config, w: &Model, dev: &Device, dtype: DType, r: Option<&Decoded>, check: usize) -> Res<bool> {
     let c = Ctx::new(dev, false);
     // The prompt, then `n` tokens: their ids, the seconds and the kernels the tokens took.
     let generate = |n: usize, replay: bool| -> Res<(Vec<u32>, f64, u64)> {
@@ -510,7 +426,7 @@ fn decode(cfg: &Config, w: &Model, dev: &Device, dtype: DType, r: &Decoded, chec
             None => {
                 let more = if tokens.len() > 16 { " ..." } else { "" };
                 println!("#   decoded tokens: {:?}{more}", &tokens[..tokens.len().min(16)]);
-                if let Some(text) = llama::file::text(&tokens) {
+                if let Some(text) = llama::file::vocab::text(&tokens) {
                     println!("#   decoded text: {text:?}");
                 }
                 first = Some(tokens);
@@ -528,6 +444,7 @@ fn decode(cfg: &Config, w: &Model, dev: &Device, dtype: DType, r: &Decoded, chec
             break;
         }
     }
+    let Some(r) = r else { return Ok(fails) };
     let c = Ctx::new(dev, false);
     let mut cache = Cache::new(cfg, dev, dtype)?;
     w.forward(&c, cfg, &prompt(cfg, check, dev)?, Some(&mut cache))?;
@@ -568,27 +485,37 @@ fn main_() -> Res<bool> {
         "quant",
         "gguf",
         "gguf-out",
+        "prompt",
         "devices",
     ];
     let f = Flags::parse(USAGE, &known)?;
     let (file, out) = (f.get("gguf", String::new())?, f.get("gguf-out", String::new())?);
     let (cfg, model) = if file.is_empty() {
+        if !f.get("prompt", String::new())?.is_empty() {
+            return Err("--prompt tokenizes through a file's vocabulary: add --gguf PATH".into());
+        }
         let cfg = config(&f)?;
         (cfg, Model::random(&cfg)?)
     } else {
-        let (cfg, m) = llama::file::read(&file, f.get("seq", 128)?, f.get("decode", 0)?)?;
+        let text = f.get("prompt", String::new())?;
+        let prompt = (!text.is_empty()).then_some(text.as_str());
+        let (cfg, m) = llama::file::read(&file, f.get("seq", 128)?, f.get("decode", 0)?, prompt)?;
         (cfg, Model::Llama(m))
     };
     check(&cfg)?;
     parallel::check(&f, &cfg)?;
-    let check = f.get("check-seq", cfg.seq.min(16))?.clamp(1, cfg.seq);
+    let check = f.get("check-seq", cfg.seq.min(16))?.min(cfg.seq);
     let devices = f.devices()?;
-    println!("# transformer {}; compared with the cpu on the first {check} tokens", cfg.tag());
+    match check {
+        0 => println!("# transformer {}; not compared with the cpu (--check-seq 0)", cfg.tag()),
+        _ => println!("# transformer {}; compared with the cpu on the first {check} tokens", cfg.tag()),
+    }
     let mut fails = false;
     if !out.is_empty() {
         fails |= round_trip(&cfg, &model, &out, check)?;
     }
-    let refs = f.dtypes()?.into_iter().map(|d| Ok((d, reference(&cfg, &model, d, check)?))).collect::<Res<Vec<_>>>()?;
+    let reference = |d| (check > 0).then(|| reference(&cfg, &model, d, check)).transpose();
+    let refs = f.dtypes()?.into_iter().map(|d| Ok((d, reference(d)?))).collect::<Res<Vec<_>>>()?;
     Ok(common::each(&devices, &refs, |dev, dtype, r| run(&f, &cfg, &model, dev, dtype, r, check))? && !fails)
 }
 
@@ -597,7 +524,7 @@ fn main_() -> Res<bool> {
 fn round_trip(cfg: &Config, model: &Model, path: &str, check: usize) -> Res<bool> {
     let Model::Llama(m) = model else { return Err("--gguf-out writes llama weights: add --arch llama".into()) };
     let bytes = llama::file::write(m, cfg, path)?;
-    let (back_cfg, back) = llama::file::read(path, cfg.seq, cfg.decode)?;
+    let (back_cfg, back) = llama::file::read(path, cfg.seq, cfg.decode, None)?;
     println!("# gguf-out: wrote {path} ({:.1} MB), read back as {}", bytes as f64 / 1e6, back_cfg.tag());
     let cpu = Device::cpu();
     let c = Ctx::new(&cpu, false);
@@ -606,58 +533,4 @@ fn round_trip(cfg: &Config, model: &Model, path: &str, check: usize) -> Res<bool
     let (got, _) = Model::Llama(back).to(&cpu, DType::F32)?.forward(&c, &back_cfg, &ids, None)?;
     let what = format!("the [{check}, {}] logits of the model read back against the written one", cfg.vocab);
     common::compare(&got, &want, DType::F32, c.take_budget(), &what)
-}
-
-/// The model's shape from the flags.
-fn config(f: &Flags) -> Res<Config> {
-    let arch = match f.get("arch", "gpt2".to_string())?.as_str() {
-        "gpt2" => Arch::Gpt2,
-        "llama" => Arch::Llama,
-        a => return Err(format!("--arch {a}: expected gpt2 or llama").into()),
-    };
-    let (width, heads): (usize, usize) = (f.get("width", 768)?, f.get("heads", 12)?);
-    let mlp = match arch {
-        Arch::Gpt2 => 4 * width,
-        Arch::Llama => (8 * width).div_ceil(3 * 64) * 64,
-    };
-    let quant = match f.get("quant", "none".to_string())?.as_str() {
-        "none" => Quant::Dense,
-        "q4_k_m" if arch == Arch::Llama => Quant::Q4KM,
-        "q4_k_m" => return Err("--quant q4_k_m: llama only (add --arch llama)".into()),
-        q => Quant::Blocks(
-            GgmlType::ALL.iter().copied().find(|t| t.name() == q).ok_or(format!("--quant {q}: not a ggml type"))?,
-        ),
-    };
-    Ok(Config {
-        arch,
-        layers: f.get("layers", 12)?,
-        width,
-        heads,
-        kv_heads: f.get("kv-heads", heads)?,
-        mlp: f.get("mlp", mlp)?,
-        seq: f.get("seq", 128)?,
-        vocab: f.get("vocab", 50257)?,
-        decode: f.get("decode", 0)?,
-        quant,
-        shards: 1,
-    })
-}
-
-/// Errors for a shape the model cannot take.
-fn check(cfg: &Config) -> Res<()> {
-    let heads_ok = cfg.heads > 0 && cfg.width.is_multiple_of(cfg.heads);
-    let kv_ok = cfg.kv_heads > 0
-        && cfg.heads.is_multiple_of(cfg.kv_heads)
-        && (cfg.arch == Arch::Llama || cfg.kv_heads == cfg.heads);
-    if !heads_ok || !kv_ok || cfg.seq == 0 || cfg.vocab == 0 {
-        return Err(format!(
-            "need heads dividing width, kv-heads dividing heads (gpt2: equal), seq and vocab above 0: {}",
-            cfg.tag()
-        )
-        .into());
-    }
-    if cfg.arch == Arch::Llama && !cfg.head_dim().is_multiple_of(2) {
-        return Err(format!("RoPE needs an even head size width / heads: {}", cfg.tag()).into());
-    }
-    Ok(())
 }

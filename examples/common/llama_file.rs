@@ -6,29 +6,20 @@
 use super::{Layer, Model, THETA, rope_tables};
 use crate::common::Res;
 use crate::{Arch, Config, EPS, Quant, Weight};
-use rocm_wgpu_ops::io::{GgufArray, GgufFile, GgufValue, GgufWriter, ModelTensor};
+use rocm_wgpu_ops::io::{GgufFile, GgufValue, GgufWriter, ModelTensor};
 use rocm_wgpu_ops::{DType, Device, QTensor, Result, Tensor};
 use std::io::Write;
 use std::sync::OnceLock;
 
-/// The vocabulary of the first file read that has one (`tokenizer.ggml.tokens`).
-static TOKENS: OnceLock<Vec<String>> = OnceLock::new();
+#[path = "vocab.rs"]
+pub mod vocab;
 
-/// Token ids as text through the vocabulary of the file read, if it had one: SentencePiece's
-/// `\u{2581}` as a space, a byte token `<0xNN>` as its byte, an id past the vocabulary as `<?>`.
-pub fn text(ids: &[u32]) -> Option<String> {
-    let tokens = TOKENS.get()?;
-    let mut bytes = Vec::new();
-    for &id in ids {
-        let token = tokens.get(id as usize).map_or("<?>", String::as_str);
-        let byte =
-            token.strip_prefix("<0x").and_then(|t| t.strip_suffix('>')).and_then(|h| u8::from_str_radix(h, 16).ok());
-        match byte {
-            Some(b) => bytes.push(b),
-            None => bytes.extend_from_slice(token.replace('\u{2581}', " ").as_bytes()),
-        }
-    }
-    Some(String::from_utf8_lossy(&bytes).into_owned())
+/// The token ids of `--prompt`, once tokenized: the prompt every forward reads.
+static PROMPT: OnceLock<Vec<u32>> = OnceLock::new();
+
+/// The ids of `--prompt`, if given.
+pub fn prompt_ids() -> Option<&'static [u32]> {
+    PROMPT.get().map(Vec::as_slice)
 }
 
 /// Writes `m` (of shape `cfg`) to `path` as a llama GGUF; returns the file's size in bytes.
@@ -98,9 +89,10 @@ fn interleave(t: ModelTensor, heads: usize, d: usize) -> Result<ModelTensor> {
 }
 
 /// The llama GGUF at `path`, its tensors on the cpu: the model and its shape (`seq` and `decode`
-/// from the flags; the rest from the file). Errors name the missing key or the tensor whose
-/// shape is not the metadata's.
-pub fn read(path: &str, seq: usize, decode: usize) -> Res<(Config, Model)> {
+/// from the flags, the rest from the file; with `prompt`, its tokens through the file's
+/// vocabulary are the prompt and their count `seq`). Errors name the missing key or the tensor
+/// whose shape is not the metadata's.
+pub fn read(path: &str, seq: usize, decode: usize, prompt: Option<&str>) -> Res<(Config, Model)> {
     // SAFETY: the map lives in this function only, and nothing here writes the file.
     let file = unsafe { GgufFile::open(path)? };
     let g = file.gguf();
@@ -108,9 +100,15 @@ pub fn read(path: &str, seq: usize, decode: usize) -> Res<(Config, Model)> {
     if arch != Some("llama") {
         return Err(format!("{path}: general.architecture is {arch:?}, not \"llama\"").into());
     }
-    if let Some(GgufValue::Array(GgufArray::String(tokens))) = g.get("tokenizer.ggml.tokens") {
-        let _ = TOKENS.set(tokens.clone());
-    }
+    vocab::keep(g);
+    let seq = match prompt {
+        Some(text) => {
+            let ids = vocab::tokenize(text)?;
+            println!("# prompt: {} tokens {:?}", ids.len(), &ids[..ids.len().min(16)]);
+            PROMPT.get_or_init(|| ids).len()
+        }
+        None => seq,
+    };
     let value = |key: &str| g.get(&format!("llama.{key}"));
     let count = |key: &str| -> Res<usize> {
         let n = value(key).and_then(GgufValue::to_u64).ok_or(format!("{path}: no count llama.{key}"))?;
@@ -145,6 +143,14 @@ pub fn read(path: &str, seq: usize, decode: usize) -> Res<(Config, Model)> {
     };
     crate::check(&cfg)?;
     let d = cfg.head_dim();
+    // What this llama does not have: clear errors rather than wrong logits.
+    let scaled = value("rope.scaling.type").and_then(GgufValue::as_str).is_some_and(|t| t != "none");
+    if scaled || g.tensor_info("rope_freqs.weight").is_some() {
+        return Err(format!("{path}: RoPE scaling (llama.rope.scaling.*, rope_freqs.weight) is not supported").into());
+    }
+    if value("expert_count").and_then(GgufValue::to_u64).is_some_and(|n| n > 0) {
+        return Err(format!("{path}: a mixture of experts (llama.expert_count) is not supported").into());
+    }
     if value("rope.dimension_count").is_some() && count("rope.dimension_count")? != d {
         return Err(format!("{path}: RoPE over part of a head (llama.rope.dimension_count) is not supported").into());
     }
