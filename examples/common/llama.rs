@@ -51,13 +51,13 @@ impl Model {
                     attn_norm: w(1.0, STD, &[c.width])?,
                     qkv: Weight::mixed(
                         &w(0.0, STD, &[c.width, h + 2 * kv])?,
-                        &[(0, h, ty(Role::Q)), (h, kv, ty(Role::K)), (h + kv, kv, ty(Role::V))],
+                        &[(h, ty(Role::Q)), (kv, ty(Role::K)), (kv, ty(Role::V))],
                     )?,
                     out: Weight::new(w(0.0, resid, &[c.width, c.width])?, ty(Role::Out))?,
                     mlp_norm: w(1.0, STD, &[c.width])?,
                     gate_up: Weight::mixed(
                         &w(0.0, STD, &[c.width, 2 * m])?,
-                        &[(0, m, ty(Role::Gate)), (m, m, ty(Role::Up))],
+                        &[(m, ty(Role::Gate)), (m, ty(Role::Up))],
                     )?,
                     down: Weight::new(w(0.0, resid, &[m, c.width])?, ty(Role::Down))?,
                 })

@@ -25,11 +25,20 @@ impl Weight {
         })
     }
 
-    /// `w` `[in, out]`'s columns `at` (start, length), each dense or quantized to its type, joined
-    /// by [`Weight::join`].
-    pub fn mixed(w: &Tensor, at: &[(usize, usize, Option<GgmlType>)]) -> Result<Weight> {
-        let parts = at.iter().map(|&(start, len, ty)| Weight::new(w.narrow(1, start, len)?, ty));
-        Weight::join(parts.collect::<Result<_>>()?)
+    /// `w` `[in, out]` as consecutive parts of its columns, `parts` (width, type) in order: one
+    /// weight where every part has the same type, else each dense or quantized to its own type
+    /// and joined by [`Weight::join`].
+    pub fn mixed(w: &Tensor, parts: &[(usize, Option<GgmlType>)]) -> Result<Weight> {
+        if parts.iter().all(|&(_, ty)| ty == parts[0].1) {
+            return Weight::new(w.clone(), parts[0].1);
+        }
+        let mut start = 0;
+        let mut each = Vec::with_capacity(parts.len());
+        for &(len, ty) in parts {
+            each.push(Weight::new(w.narrow(1, start, len)?, ty)?);
+            start += len;
+        }
+        Weight::join(each)
     }
 
     /// Parts side by side along `out` as one weight: dense parts concatenated, blocks of one type
