@@ -492,15 +492,6 @@ __device__ __forceinline__ void rope(const RopeArgs& a, const T* x, const T* cs,
 // against 565 us (session 25).
 #define MMA_BLOCKS 3
 
-template <class T>
-struct is_f16 {
-  static constexpr bool value = false;
-};
-template <>
-struct is_f16<f16> {
-  static constexpr bool value = true;
-};
-
 __device__ __forceinline__ u32 shared_addr(const void* p) {
   u32 a;
   asm("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }" : "=r"(a) : "l"(p));
@@ -519,23 +510,6 @@ __device__ __forceinline__ void ldmatrix4(u32* r, u32 addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(addr));
-}
-
-// c += a b for a 16x16 tile of a (row-major fragments) and a 16x8 tile of b (column-major).
-template <class T>
-__device__ __forceinline__ void mma16816(float* c, const u32* a, const u32* b) {
-  if constexpr (is_f16<T>::value)
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  else
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
 // Two f32 rounded to the dtype, `lo` in the low half (the lower column of a fragment).

@@ -579,3 +579,32 @@ __device__ __forceinline__ void atomic_add(i64* p, i64 v) { atomicAdd((u64*)p, (
 
 // Entry points are C symbols so both runtimes find them by the name `spec::kernel_name` gives.
 #define RWO_KERNEL extern "C" __global__ void
+
+#if defined(__CUDACC_RTC__) && __CUDA_ARCH__ >= 800
+// Tensor cores (NVIDIA sm_80 on; AMD's matrix cores take other instructions).
+template <class T>
+struct is_f16 {
+  static constexpr bool value = false;
+};
+template <>
+struct is_f16<f16> {
+  static constexpr bool value = true;
+};
+
+// c += a b for a 16x16 tile of a (row-major fragments) and a 16x8 tile of b (column-major).
+template <class T>
+__device__ __forceinline__ void mma16816(float* c, const u32* a, const u32* b) {
+  if constexpr (is_f16<T>::value)
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  else
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+#endif

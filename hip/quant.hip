@@ -224,6 +224,14 @@ struct Unit<8, A> {  // q8_0: d qs[32] (i8)
   }
 };
 
+// scale_min_k4 on the three little-endian words of scales[12] (s[0..3]).
+__device__ __forceinline__ void scale_min_k4w(const u32* s, u32 r, u32* sc, u32* m) {
+  const u32 sh = 8 * (r % 4);
+  const u32 lo = (r < 4 ? s[0] : s[2]) >> sh, hi_sc = s[0] >> sh, hi_m = s[1] >> sh;
+  *sc = r < 4 ? lo & 63 : (lo & 15) | ((hi_sc >> 6) & 3) << 4;
+  *m = r < 4 ? hi_m & 63 : ((lo >> 4) & 15) | ((hi_m >> 6) & 3) << 4;
+}
+
 // q4_K: d dmin scales[12] qs[128]; value 64c + 32h + l (l < 32): nibble h of qs[32c + l], under
 // sub-block 2c + h's 6-bit scale and min. Unit j takes qs[16j ..][16]: c = j / 2, l from 16 (j % 2),
 // its low nibbles run 0 and its high nibbles run 1.
@@ -242,11 +250,8 @@ struct Unit<12, A> {
     const float dm = f16_to_f32(f16{(unsigned short)(h[0] >> 16)});
 #pragma unroll
     for (u32 r = 0; r < 2; ++r) {
-      // get_scale_min_k4 of sub-block s = 2c + r on the words of scales[12] (h[1..4]).
-      const u32 s = 2 * c + r, sh = 8 * (s % 4);
-      const u32 lo = (s < 4 ? h[1] : h[3]) >> sh, hi_sc = h[1] >> sh, hi_m = h[2] >> sh;
-      const u32 sc = s < 4 ? lo & 63 : (lo & 15) | ((hi_sc >> 6) & 3) << 4;
-      const u32 mn = s < 4 ? hi_m & 63 : ((lo >> 4) & 15) | ((hi_m >> 6) & 3) << 4;
+      u32 sc, mn;
+      scale_min_k4w(h + 1, 2 * c + r, &sc, &mn);
       d[r] = dd * (float)sc;
       m[r] = dm * (float)mn;
       at[r] = 64 * c + 32 * r + 16 * (j % 2);
@@ -500,3 +505,133 @@ __device__ __forceinline__ void qmatvec(const QmvArgs& a, const u8* q, const T* 
 #define QMATVEC(op, ...) RWO_EACH(RWO_QMATVEC, op, __VA_ARGS__)
 
 QMATVEC(qmatvec, f32, f16, bf16)
+
+#if defined(__CUDACC_RTC__) && __CUDA_ARCH__ >= 800
+// qmatvec on tensor cores (NVIDIA sm_80 on; src/native/quant.rs picks it for q4_K blocks on
+// 16-byte boundaries times f16 x whose rows are aligned vectors, up to 8 rows): y^T = W x^T by
+// mma.sync m16n8k16 (f32 accumulation), 16 weight rows as A, x's rows as the 8 columns of B
+// (the columns past x's rows repeat its last row and are not written). A block of W warps (4 or
+// 8: `qmatvec_f16_mma4`, `_mma8`) takes QMMA_ROWS weight rows; warp w takes their super-blocks
+// w, w + W, ... (split along K), loading the next one's bytes into registers before it computes
+// this one, and the warps' sums meet in shared memory.
+// Lane (g, t) = (lane / 4, lane % 4) holds rows g and g + 8 of A: it reads their headers and
+// their quants qs[32t ..][32] (sub-block 2t in the low nibbles, 2t + 1 in the high ones), and the
+// 64 values of x's row g those multiply (a k step's 16 positions may hold any values, the same in
+// A and B). A nibble q becomes the f16 1024 + q (1024 + 16 q for a high one) by masking it into
+// 0x6400's mantissa, and then its sub-block's sc q by one fused multiply-add (sc q <= 945 and
+// the constants are exact in f16, so the fma rounds nothing). So one product sums sc q x over a
+// super-block, a second one with the mins m as A sums m x, and each lane adds
+// d (sum sc q x) - dmin (sum m x) to its f32 accumulators: ggml's weights d sc q - dmin m, the
+// products exact, their sum in another order than the SIMT kernel's (which applies d sc per
+// sub-block).
+#define QMMA_ROWS 16
+
+// What lane t reads of one q4_K super-block for each of its two rows: the header (d, dmin,
+// scales[12]) and its 32 bytes of quants.
+struct Q4kLane {
+  uint4 h[2], q[2][2];
+};
+
+__device__ __forceinline__ void q4k_lane(Q4kLane& p, const u8* const* rows, u64 blk, u32 t) {
+#pragma unroll
+  for (u32 r = 0; r < 2; ++r) {
+    const uint4* b = reinterpret_cast<const uint4*>(rows[r] + blk * 144);
+    p.h[r] = b[0];
+    p.q[r][0] = b[1 + 2 * t];
+    p.q[r][1] = b[2 + 2 * t];
+  }
+}
+
+// v in both halves of an f16 pair (v exact in f16).
+__device__ __forceinline__ u32 half2_of(float v) {
+  u32 r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %1;" : "=r"(r) : "f"(v));
+  return r;
+}
+
+__device__ __forceinline__ u32 hfma2(u32 a, u32 b, u32 c) {
+  u32 r;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+  return r;
+}
+
+__device__ __forceinline__ u32 word_of(const uint4* v, u32 i) {
+  const uint4 u = v[i / 4];
+  return i % 4 == 0 ? u.x : i % 4 == 1 ? u.y : i % 4 == 2 ? u.z : u.w;
+}
+
+template <u32 W>
+__device__ __forceinline__ void qmatvec_mma(const QmvArgs& a, const u8* q, const f16* x, f16* y) {
+  __shared__ float part[W][QMMA_ROWS][8];
+  const u32 lane = threadIdx.x % 32, w = threadIdx.x / 32, g = lane / 4, t = lane % 4;
+  const u64 n0 = a.first + (u64)blockIdx.x * QMMA_ROWS, nb = a.k / 256, rb = nb * 144;
+  const u8* rows[2] = {q + min(n0 + g, a.n - 1) * rb, q + min(n0 + g + 8, a.n - 1) * rb};
+  const f16* xg = x + a.row[g] + 64 * t;
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  Q4kLane cur, nxt;
+  if (w < nb) q4k_lane(cur, rows, w, t);
+  for (u64 blk = w; blk < nb; blk += W) {
+    if (blk + W < nb) q4k_lane(nxt, rows, blk + W, t);
+    // x: values 64t .. 64t + 64 of the super-block in row g, as pairs.
+    u32 xw[32];
+    const uint4* xp = reinterpret_cast<const uint4*>(xg + blk * 256);
+#pragma unroll
+    for (u32 i = 0; i < 8; ++i) {
+      const uint4 v = xp[i];
+      xw[4 * i] = v.x, xw[4 * i + 1] = v.y, xw[4 * i + 2] = v.z, xw[4 * i + 3] = v.w;
+    }
+    // Per row r and half h (sub-block 2t + h): the fma's factor and addend, and the min.
+    u32 mul[2][2], add[2][2], mins[2][2];
+    float d[2], dmin[2];
+#pragma unroll
+    for (u32 r = 0; r < 2; ++r) {
+      const u32 s[3] = {cur.h[r].y, cur.h[r].z, cur.h[r].w};
+      u32 sc0, m0, sc1, m1;
+      scale_min_k4w(s, 2 * t, &sc0, &m0);
+      scale_min_k4w(s, 2 * t + 1, &sc1, &m1);
+      mul[r][0] = half2_of((float)sc0), add[r][0] = half2_of(-1024.0f * (float)sc0);
+      mul[r][1] = half2_of((float)sc1 * 0.0625f), add[r][1] = half2_of(-64.0f * (float)sc1);
+      mins[r][0] = half2_of((float)m0), mins[r][1] = half2_of((float)m1);
+      d[r] = f16_to_f32(f16{(unsigned short)(cur.h[r].x & 0xFFFF)});
+      dmin[r] = f16_to_f32(f16{(unsigned short)(cur.h[r].x >> 16)});
+    }
+    float c[4] = {0.0f, 0.0f, 0.0f, 0.0f}, cm[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (u32 i = 0; i < 8; ++i) {
+      // Word i of each row's quants: bytes 4i .. 4i + 3, values 4i + l (low) and 32 + 4i + l.
+      const u32 w0 = word_of(cur.q[0], i), w1 = word_of(cur.q[1], i);
+#pragma unroll
+      for (u32 h = 0; h < 2; ++h) {
+        const u32 mask = h ? 0x00F000F0u : 0x000F000Fu, one = 0x64006400u;
+        // a0 / a1: bytes 4i and 4i + 2 of rows g / g + 8; a2 / a3: bytes 4i + 1 and 4i + 3.
+        const u32 fa[4] = {hfma2((w0 & mask) | one, mul[0][h], add[0][h]),
+                           hfma2((w1 & mask) | one, mul[1][h], add[1][h]),
+                           hfma2(((w0 >> 8) & mask) | one, mul[0][h], add[0][h]),
+                           hfma2(((w1 >> 8) & mask) | one, mul[1][h], add[1][h])};
+        const u32 x0 = xw[16 * h + 2 * i], x1 = xw[16 * h + 2 * i + 1];
+        const u32 fb[2] = {__byte_perm(x0, x1, 0x5410), __byte_perm(x0, x1, 0x7632)};
+        const u32 fm[4] = {mins[0][h], mins[1][h], mins[0][h], mins[1][h]};
+        mma16816<f16>(c, fa, fb);
+        mma16816<f16>(cm, fm, fb);
+      }
+    }
+    // c[j]: row g + 8 (j / 2), column (x's row) 2t + j % 2.
+#pragma unroll
+    for (u32 j = 0; j < 4; ++j) acc[j] = fmaf(-dmin[j / 2], cm[j], fmaf(d[j / 2], c[j], acc[j]));
+    cur = nxt;
+  }
+#pragma unroll
+  for (u32 j = 0; j < 4; ++j) part[w][g + 8 * (j / 2)][2 * t + j % 2] = acc[j];
+  __syncthreads();
+  for (u32 e = threadIdx.x; e < QMMA_ROWS * 8; e += 32 * W) {
+    const u32 r = e / 8, col = e % 8;
+    float s = 0.0f;
+#pragma unroll
+    for (u32 v = 0; v < W; ++v) s += part[v][r][col];
+    if (col < a.rows && n0 + r < a.n) y[col * a.n + n0 + r] = num<f16>::store(s);
+  }
+}
+
+RWO_KERNEL qmatvec_f16_mma4(QmvArgs a, const u8* q, const f16* x, f16* y) { qmatvec_mma<4>(a, q, x, y); }
+RWO_KERNEL qmatvec_f16_mma8(QmvArgs a, const u8* q, const f16* x, f16* y) { qmatvec_mma<8>(a, q, x, y); }
+#endif

@@ -393,7 +393,11 @@ fn quant_cases(scale: usize) -> Vec<Case> {
                 Ok(Box::new(move || w.dequantize(DType::F16)))
             })
         })
-        .chain([GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K].map(|ty| qmatvec_case(ty, scale)))
+        .chain(
+            [GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K]
+                .map(|ty| qmatvec_case(ty, 14336, 4096, 1, scale)),
+        )
+        .chain([(4096, 14336, 1), (14336, 4096, 4)].map(|(n, k, m)| qmatvec_case(GgmlType::Q4_K, n, k, m, scale)))
         .chain(std::iter::once(copy_like_q4_k(scale)))
         .chain(prefill_cases(scale))
         .chain(std::iter::once(gguf_load_case(scale)))
@@ -487,18 +491,19 @@ fn weight(ty: GgmlType, n: usize, k: usize, d: &Device) -> Result<QTensor> {
     QTensor::from_bytes(ty, [n, k], &bytes, d)
 }
 
-/// The matrix-vector kernel (`qmatvec`, one row of x) at a Llama MLP's decode shape: `1 x 4096`
-/// f16 times a `[14336, 4096]` weight of `ty` transposed (rows divided by `scale`); bytes are the
-/// blocks, the figure to hold against a copy of as many ([`copy_like_q4_k`]).
-fn qmatvec_case(ty: GgmlType, scale: usize) -> Case {
-    let (n, k) = ((14336 / scale).max(1), 4096);
+/// The matrix-vector kernel (`qmatvec`, `m` rows of x) at a Llama MLP's decode shapes: `m x k` f16
+/// times an `[n, k]` weight of `ty` transposed (`[14336, 4096]`: gate and up, `[4096, 14336]`:
+/// down; rows divided by `scale`); bytes are the blocks, the figure to hold against a copy of as
+/// many ([`copy_like_q4_k`]).
+fn qmatvec_case(ty: GgmlType, n: usize, k: usize, m: usize, scale: usize) -> Case {
+    let n = (n / scale).max(1);
     let bytes = (n * k / ty.block_size() * ty.block_bytes()) as u64;
-    Case::new(Family::Quant, format!("qmatvec {ty} f16 [1,{k}] x [{n},{k}]^T"), bytes, move |d| {
+    Case::new(Family::Quant, format!("qmatvec {ty} f16 [{m},{k}] x [{n},{k}]^T"), bytes, move |d| {
         let w = weight(ty, n, k, d)?;
-        let x = rand(&[1, k], DType::F16, d)?;
+        let x = rand(&[m, k], DType::F16, d)?;
         Ok(Box::new(move || w.qmatmul(&x)))
     })
-    .with_flops(2 * (n * k) as u64)
+    .with_flops(2 * (m * n * k) as u64)
 }
 
 /// A device copy of as many bytes as the q4_K weight of [`qmatvec_case`] (its GB/s of bytes read

@@ -11,7 +11,7 @@ use super::{NativeBackend, NativeStorage, Runtime};
 use crate::backend::{AttentionOps, Operand};
 use crate::spec::attention::{AttentionOp, MaskKind, Sdpa, key_splits};
 use crate::spec::{Family, kernel_name};
-use crate::{BackendKind, DType, Layout, Result};
+use crate::{DType, Layout, Result};
 use bytemuck::{Pod, Zeroable};
 
 /// Queries per block (`ATT_BQ`), output columns per block (`ATT_DC`) and threads per block
@@ -37,20 +37,9 @@ const MMA_THREADS: u32 = 128;
 const MMA_WIDTHS: [usize; 2] = [64, 128];
 
 impl<R: Runtime> NativeBackend<R> {
-    /// Whether attention in the halves runs on tensor cores here: CUDA on sm_80 or later, unless
-    /// `RWO_NATIVE_MMA=0` (for A/B measurements and to run the SIMT pass that AMD GPUs take).
-    pub(super) fn attention_mma(&self) -> bool {
-        static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        let arch = &self.0.rt.info().arch;
-        let sm = arch.strip_prefix("sm_").and_then(|a| a.parse::<u32>().ok());
-        R::KIND == BackendKind::Cuda
-            && sm.is_some_and(|sm| sm >= 80)
-            && !*OFF.get_or_init(|| std::env::var("RWO_NATIVE_MMA").is_ok_and(|v| v.trim() == "0"))
-    }
-
     /// What `Device::info` says of the attention kernels.
     pub(super) fn attention_pass(&self) -> &'static str {
-        match self.attention_mma() {
+        match self.tensor_cores() {
             true => "f16/bf16 with D, Dv <= 128 on tensor cores (RWO_NATIVE_MMA=0 turns them off)",
             false => "SIMT tiles",
         }
@@ -121,7 +110,7 @@ impl<R: Runtime> AttentionOps for NativeBackend<R> {
         let mma = MMA_WIDTHS
             .into_iter()
             .find(|&w| width <= w)
-            .filter(|_| matches!(dtype, DType::F16 | DType::BF16) && self.attention_mma());
+            .filter(|_| matches!(dtype, DType::F16 | DType::BF16) && self.tensor_cores());
         let (tiles, chunks, threads) = match (mma, decode) {
             (Some(_), _) => (group_rows.div_ceil(MMA_BQ), 1, MMA_THREADS),
             (None, true) => (1, u(p.dv).div_ceil(DEC_DC), DEC_THREADS),
@@ -157,7 +146,7 @@ impl<R: Runtime> AttentionOps for NativeBackend<R> {
             let mut a = Args::default();
             a.u64(first).pod(&args).ptr(q.0.ptr).ptr(k.0.ptr).ptr(v.0.ptr).ptr(m).ptr(y.ptr).ptr(part.ptr);
             // SAFETY: {op}[_decode|_mma{w}]_{T}{suffix}(first, SdpaArgs, q, k, v, mask, y, part) in order
-            // (the tensor-core pass exists on CUDA sm_80 on, which `attention_mma` checked); the spec
+            // (the tensor-core pass exists on CUDA sm_80 on, which `tensor_cores` checked); the spec
             // checked every view against its storage (the mask's laid out as [B, Hq, Lq, Lk]); `y`
             // holds the whole output and `part` (with splits) rows x splits x (Dv + 2) values of the
             // compute type; blocks past `blocks` return at once.

@@ -422,6 +422,18 @@ impl<R: Runtime> NativeBackend<R> {
         self.0.rt.blas().is_err().then_some(Family::Matmul)
     }
 
+    /// Whether the tensor-core kernels run here (attention in the halves, the q4_K
+    /// matrix-vector product with f16 x): CUDA on sm_80 or later, unless `RWO_NATIVE_MMA=0` (for
+    /// A/B measurements and to run the SIMT kernels that AMD GPUs take).
+    pub(super) fn tensor_cores(&self) -> bool {
+        static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let arch = &self.0.rt.info().arch;
+        let sm = arch.strip_prefix("sm_").and_then(|a| a.parse::<u32>().ok());
+        R::KIND == BackendKind::Cuda
+            && sm.is_some_and(|sm| sm >= 80)
+            && !*OFF.get_or_init(|| std::env::var("RWO_NATIVE_MMA").is_ok_and(|v| v.trim() == "0"))
+    }
+
     /// The vendor libraries: each one's name and version, or why it is absent.
     fn libraries(&self) -> String {
         let blas = self.0.rt.blas().map(|b| b.describe()).unwrap_or_else(|why| format!("no BLAS ({why})"));
@@ -476,6 +488,7 @@ impl<R: Runtime> Memory for NativeBackend<R> {
             ("libraries", self.libraries()),
             ("collectives", collectives(R::KIND)),
             ("attention", self.attention_pass().into()),
+            ("quantized matrix-vector", self.qmatvec_pass().into()),
             ("calls so far", self.0.library_use.describe()),
             ("pool", format!("{} MiB live, {} MiB cached", mem.live >> 20, mem.cached >> 20)),
             ("on the cpu reference", self.on_cpu().map_or("none", Family::name).into()),

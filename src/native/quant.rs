@@ -2,7 +2,9 @@
 //! 32 values (q4_0, q8_0, q4_K, q6_K from whole words) or per value (the fields read byte by
 //! byte); launches of whole blocks, each within the kernels' 32-bit index.
 //! `qmatvec`: a warp per two weight rows, the blocks decoded in registers once (units of 32
-//! values from whole words) and used for every row of x, the sums added by warp shuffles.
+//! values from whole words) and used for every row of x, the sums added by warp shuffles; on
+//! tensor cores for q4_K times f16 x (`qmatvec_f16_mma4`, `_mma8`: 16 weight rows a block, split
+//! along K over its 4 or 8 warps).
 
 use super::kernel::{Args, MAX_ELEMS, launches};
 use super::{NativeBackend, NativeStorage, Runtime};
@@ -17,6 +19,8 @@ use bytemuck::{Pod, Zeroable};
 const QMV_THREADS: u32 = 128;
 /// Weight rows each warp of `qmatvec` takes (`QMV_ROWS` in `hip/quant.hip`).
 const QMV_ROWS: u64 = 2;
+/// Weight rows of a `qmatvec_f16_mma4` / `_mma8` block (`QMMA_ROWS`).
+const QMMA_ROWS: u64 = 16;
 /// Values a thread of `dequantize_T_units` decodes (`Unit::VALUES` in `hip/quant.hip`).
 const UNIT: usize = 32;
 
@@ -42,6 +46,16 @@ struct QmvArgs {
 fn block_align<R: Runtime>(q: &NativeStorage<R>, offset: usize, ty: GgmlType) -> u64 {
     let start = (q.ptr.0 + offset as u64) | ty.block_bytes() as u64;
     [16, 2].into_iter().find(|a| start.is_multiple_of(*a)).unwrap_or(1)
+}
+
+impl<R: Runtime> NativeBackend<R> {
+    /// What `Device::info` says of the matrix-vector kernels.
+    pub(super) fn qmatvec_pass(&self) -> &'static str {
+        match self.tensor_cores() {
+            true => "q4_K times f16 on tensor cores (RWO_NATIVE_MMA=0 turns them off), the rest SIMT",
+            false => "SIMT",
+        }
+    }
 }
 
 impl<R: Runtime> QuantOps for NativeBackend<R> {
@@ -104,9 +118,7 @@ impl<R: Runtime> QuantOps for NativeBackend<R> {
         let starts = qmatvec_row_offsets(xl)?;
         let rows = starts.len();
         let y = self.storage(x.dtype, rows * n)?;
-        let mq = qmatvec_rows_class(rows);
         let base = kernel_name(QuantOp::Qmatvec.name(), x.dtype);
-        let name = if mq == 1 { base } else { format!("{base}_m{mq}") };
         let u = |v: usize| v as u64;
         let mut row = [0u64; QMATVEC_MAX_ROWS];
         for (i, r) in row.iter_mut().enumerate() {
@@ -118,20 +130,36 @@ impl<R: Runtime> QuantOps for NativeBackend<R> {
         // a row from multiples of 8).
         let align = block_align(q, offset, ty);
         let xvec = sk == 1 && x.ptr.0.is_multiple_of(16) && starts.iter().all(|s| s.is_multiple_of(8));
-        let rows_per_block = QMV_ROWS * u64::from(QMV_THREADS / self.0.rt.info().warp_size.max(1));
+        // q4_K times f16 x in aligned vectors on tensor cores (every row count up to 8 at once),
+        // else the SIMT kernel built for the power of two at least `rows`.
+        let mma = ty == GgmlType::Q4_K && x.dtype == DType::F16 && align >= 16 && xvec && self.tensor_cores();
+        let (name, rows_per_block, threads) = match (mma, qmatvec_rows_class(rows)) {
+            (true, _) => {
+                // 4 warps a block (K split 4 ways) where that still gives every multiprocessor
+                // 16 warps, else 8 (H200: [14336, 4096] 17.3 against 18.3 us, [4096, 14336]
+                // 18.8 against 16.4).
+                let mps = u64::from(self.0.rt.info().multiprocessors);
+                let warps = if (n as u64).div_ceil(QMMA_ROWS) * 4 >= 16 * mps { 4 } else { 8 };
+                (format!("{base}_mma{warps}"), QMMA_ROWS, 32 * warps)
+            }
+            (false, mq) => {
+                let name = if mq == 1 { base } else { format!("{base}_m{mq}") };
+                (name, QMV_ROWS * u64::from(QMV_THREADS / self.0.rt.info().warp_size.max(1)), QMV_THREADS)
+            }
+        };
         let (n, k, rows, sk, t, xvec) = (u(n), u(k), u(rows), u(sk), ty.id().into(), u(xvec.into()));
         let mut args = QmvArgs { first: 0, n, k, bs, bb, rows, sk, row, t, align, xvec };
-        for (first, _, blocks) in launches(n, rows_per_block, QMV_THREADS) {
+        for (first, _, blocks) in launches(n, rows_per_block, threads) {
             args.first = first;
             let mut a = Args::default();
             a.pod(&args).ptr(q.at(offset)).ptr(x.ptr).ptr(y.ptr);
-            // SAFETY: qmatvec_T[_mMQ](QmvArgs, q, x, y) in order; it reads the n rows of K / bs
+            // SAFETY: qmatvec_T[_mMQ|_mmaW](QmvArgs, q, x, y) in order; it reads the n rows of K / bs
             // blocks from `q` (inside the u8 storage: the spec checked its bytes against the
             // shape), x at the row offsets plus multiples of its K stride below K (the spec
             // checked x's view against its storage; words and vectors only at the alignments
             // `align` and `xvec` found) and writes the rows x n elements of `y`; warps past n
-            // return at once.
-            unsafe { self.launch_grid(Family::Quant, &name, [blocks, 1, 1], QMV_THREADS, &mut a)? };
+            // return at once (`_mma`: rows past n read row n - 1 and write nothing).
+            unsafe { self.launch_grid(Family::Quant, &name, [blocks, 1, 1], threads, &mut a)? };
         }
         Ok(y)
     }
