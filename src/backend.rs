@@ -160,6 +160,9 @@ pub trait Memory: Clone + Send + Sync + 'static {
     fn new_flag(&self) -> Result<Self::Storage>;
     /// What each flag recorded, once every op recorded before has run: `Ok` or the failure.
     fn read_flags(&self, flags: &[&Self::Storage]) -> Readback<Vec<Result<()>>>;
+    /// A new flag holding what `f` will hold once the work recorded so far has run (a plan's
+    /// outputs keep their run's flags while the next run rewrites the plan's own).
+    fn copy_flag(&self, f: &Self::Storage) -> Result<Self::Storage>;
 }
 
 /// A backend's recorded work (a CUDA or HIP graph, wgpu's kept dispatches) behind a plan

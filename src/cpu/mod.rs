@@ -94,6 +94,10 @@ impl Memory for CpuBackend {
     fn read_flags(&self, flags: &[&CpuStorage]) -> Readback<Vec<Result<()>>> {
         Readback::done(Ok(flags.iter().map(|_| Ok(())).collect()))
     }
+
+    fn copy_flag(&self, f: &CpuStorage) -> Result<CpuStorage> {
+        Ok(f.clone())
+    }
 }
 
 /// The error for two storages whose dtypes should match and do not (the spec rules this out

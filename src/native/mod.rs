@@ -552,6 +552,14 @@ impl<R: Runtime> Memory for NativeBackend<R> {
         Ok(flag)
     }
 
+    fn copy_flag(&self, f: &NativeStorage<R>) -> Result<NativeStorage<R>> {
+        let copy = self.storage(DType::I64, FLAG_BYTES / 8)?;
+        // SAFETY: both storages hold FLAG_BYTES bytes; the copy is queued after the kernels that
+        // write `f`, on the one stream.
+        unsafe { self.0.rt.dtod(f.ptr, copy.ptr, FLAG_BYTES)? };
+        Ok(copy)
+    }
+
     fn read_flags(&self, flags: &[&NativeStorage<R>]) -> Readback<Vec<Result<()>>> {
         let read = || {
             self.refuse_in_capture("reading a kernel's error flag")?;

@@ -3,9 +3,9 @@
 
 use super::Tensor;
 use super::status::{Flag, Status};
-use crate::backend::{BackendStorage, CopyOps, Graph, Memory};
+use crate::backend::{CopyOps, Graph, Memory};
 use crate::device::{BackendOf, dispatch};
-use crate::{BackendKind, DType, Device, Error, Layout, Result, Shape};
+use crate::{BackendKind, DType, Device, Error, Result, Shape};
 use std::sync::Arc;
 
 /// The closure of a plan the cpu runs again.
@@ -192,9 +192,7 @@ fn copy_out(o: &Tensor, carried: &[Arc<Flag>], fresh: &mut Vec<(Arc<Flag>, Arc<F
             continue;
         }
         let copy = dispatch!(dev, |b| {
-            let old = b.get(f.storage())?;
-            let mut new = b.alloc(old.dtype(), old.len())?;
-            b.copy_strided(old, &Layout::contiguous([old.len()]), &mut new, 0)?;
+            let new = b.copy_flag(b.get(f.storage())?)?;
             Ok::<_, Error>(Flag::new(b.wrap(new), f.records()))
         })?;
         fresh.push((f, copy.clone()));

@@ -52,6 +52,8 @@ pub(crate) struct Captured {
     thread: std::thread::ThreadId,
     kept: Vec<Kept>,
     arenas: Vec<(PooledBuffer, Vec<u32>)>,
+    /// Buffers cleared at the start of each replay (the error flags made in the capture).
+    clears: Vec<wgpu::Buffer>,
 }
 
 impl Captured {
@@ -162,6 +164,18 @@ impl Recorder {
         Ok(())
     }
 
+    /// While the calling thread captures, has each replay clear `buffer` before its dispatches
+    /// and returns true; else false.
+    pub(crate) fn clear_at_replay(&mut self, buffer: &wgpu::Buffer) -> bool {
+        match self.capture.as_mut().filter(|c| c.thread == std::thread::current().id()) {
+            Some(c) => {
+                c.clears.push(buffer.clone());
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Whether the calling thread is capturing.
     pub(crate) fn capturing(&self) -> bool {
         self.capture.as_ref().is_some_and(|c| c.thread == std::thread::current().id())
@@ -175,7 +189,7 @@ impl Recorder {
         }
         self.submit(gpu)?;
         let thread = std::thread::current().id();
-        self.capture = Some(Captured { thread, kept: vec![], arenas: vec![] });
+        self.capture = Some(Captured { thread, kept: vec![], arenas: vec![], clears: vec![] });
         Ok(())
     }
 
@@ -192,10 +206,15 @@ impl Recorder {
         Some(c)
     }
 
-    /// Records the kept dispatches of `c` again, into the current batch.
+    /// Records the kept dispatches of `c` again, into the current batch, after clearing its
+    /// buffers to clear.
     pub(crate) fn replay(&mut self, gpu: &Gpu, c: &Captured) -> Result<()> {
         if self.capturing() {
             return Err(Error::Capture { msg: "a plan run inside a capture".into() });
+        }
+        if !c.clears.is_empty() {
+            let encoder = self.encoder(gpu);
+            c.clears.iter().for_each(|b| encoder.clear_buffer(b, 0, None));
         }
         let pass = self.pass(gpu);
         for k in &c.kept {

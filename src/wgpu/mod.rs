@@ -30,7 +30,7 @@ mod support;
 mod tune;
 mod upsample;
 
-use crate::backend::{BackendStorage, CopyOps, Memory, Readback};
+use crate::backend::{BackendStorage, Memory, Readback};
 use crate::spec::index::IndexOp;
 use crate::{BackendKind, CpuStorage, DType, Error, Result};
 pub use alloc::{MemoryStats, SLACK as POOL_SLACK};
@@ -604,19 +604,22 @@ impl Memory for WgpuBackend {
     }
 
     fn new_flag(&self) -> Result<WgpuStorage> {
-        let mut flag = self.storage(DType::U32, FLAG_WORDS)?;
-        // Zeroed in order with the recorded work, before the kernels that write the flag: by a
-        // clear (no kernel, no bind group), or while this thread captures, by a fill kernel,
-        // which every replay runs again.
-        {
-            let mut rec = self.rec();
-            if !rec.capturing() {
-                rec.encoder(&self.0.gpu).clear_buffer(flag.buffer(), 0, None);
-                return Ok(flag);
-            }
+        let flag = self.storage(DType::U32, FLAG_WORDS)?;
+        // Zeroed by a clear (no kernel, no bind group) in order with the recorded work, before
+        // the kernels that write the flag; while this thread captures, by a clear at the start of
+        // every replay (only the capture's kernels touch a flag made in it).
+        let mut rec = self.rec();
+        if !rec.clear_at_replay(flag.buffer()) {
+            rec.encoder(&self.0.gpu).clear_buffer(flag.buffer(), 0, None);
         }
-        self.fill(&mut flag, &crate::Layout::contiguous([FLAG_WORDS]), crate::Scalar::U32(0))?;
         Ok(flag)
+    }
+
+    fn copy_flag(&self, f: &WgpuStorage) -> Result<WgpuStorage> {
+        let copy = self.storage(DType::U32, FLAG_WORDS)?;
+        let bytes = 4 * FLAG_WORDS as u64;
+        self.rec().encoder(&self.0.gpu).copy_buffer_to_buffer(f.buffer(), 0, copy.buffer(), 0, bytes);
+        Ok(copy)
     }
 
     fn read_flags(&self, flags: &[&WgpuStorage]) -> Readback<Vec<Result<()>>> {
