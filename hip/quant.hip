@@ -513,7 +513,8 @@ QMATVEC(qmatvec, f32, f16, bf16)
 // (the columns past x's rows repeat its last row and are not written). A block of W warps (4 or
 // 8: `qmatvec_f16_mma4`, `_mma8`) takes QMMA_ROWS weight rows; warp w takes their super-blocks
 // w, w + W, ... (split along K), loading the next one's bytes into registers before it computes
-// this one, and the warps' sums meet in shared memory.
+// this one, and the warps' sums meet in shared memory. `_xs`: x's rows are first staged in
+// shared memory (where rows x K <= QMMA_XS), read from there at each super-block.
 // Lane (g, t) = (lane / 4, lane % 4) holds rows g and g + 8 of A: it reads their headers and
 // their quants qs[32t ..][32] (sub-block 2t in the low nibbles, 2t + 1 in the high ones), and the
 // 64 values of x's row g those multiply (a k step's 16 positions may hold any values, the same in
@@ -525,6 +526,9 @@ QMATVEC(qmatvec, f32, f16, bf16)
 // products exact, their sum in another order than the SIMT kernel's (which applies d sc per
 // sub-block).
 #define QMMA_ROWS 16
+// The most values of x (rows times K) the `_xs` kernels hold in shared memory (36 KiB with the
+// padding).
+#define QMMA_XS 16384
 
 // What lane t reads of one q4_K super-block for each of its two rows: the header (d, dmin,
 // scales[12]) and its 32 bytes of quants.
@@ -560,9 +564,10 @@ __device__ __forceinline__ u32 word_of(const uint4* v, u32 i) {
   return i % 4 == 0 ? u.x : i % 4 == 1 ? u.y : i % 4 == 2 ? u.z : u.w;
 }
 
-template <u32 W>
+template <u32 W, bool XS>
 __device__ __forceinline__ void qmatvec_mma(const QmvArgs& a, const u8* q, const f16* x, f16* y) {
   __shared__ float part[W][QMMA_ROWS][8];
+  __shared__ uint4 xs[XS ? QMMA_XS / 64 * 9 : 1];
   const u32 lane = threadIdx.x % 32, w = threadIdx.x / 32, g = lane / 4, t = lane % 4;
   const u64 n0 = a.first + (u64)blockIdx.x * QMMA_ROWS, nb = a.k / 256, rb = nb * 144;
   const u8* rows[2] = {q + min(n0 + g, a.n - 1) * rb, q + min(n0 + g + 8, a.n - 1) * rb};
@@ -570,11 +575,21 @@ __device__ __forceinline__ void qmatvec_mma(const QmvArgs& a, const u8* q, const
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   Q4kLane cur, nxt;
   if (w < nb) q4k_lane(cur, rows, w, t);
+  // XS: x's rows in shared memory, 64 values (8 vectors) a chunk, a vector of padding after each
+  // (so the 4 lanes of a group, 4 chunks apart, read different banks).
+  const u32 chunks = (u32)(a.k / 64), xrow = (u32)min((u64)g, a.rows - 1) * chunks;
+  if constexpr (XS) {
+    for (u32 e = threadIdx.x; e < (u32)a.rows * chunks * 8; e += 32 * W) {
+      const u32 i = e / (chunks * 8), v = e % (chunks * 8);
+      xs[(i * chunks + v / 8) * 9 + v % 8] = reinterpret_cast<const uint4*>(x + a.row[i])[v];
+    }
+    __syncthreads();
+  }
   for (u64 blk = w; blk < nb; blk += W) {
     if (blk + W < nb) q4k_lane(nxt, rows, blk + W, t);
     // x: values 64t .. 64t + 64 of the super-block in row g, as pairs.
     u32 xw[32];
-    const uint4* xp = reinterpret_cast<const uint4*>(xg + blk * 256);
+    const uint4* xp = XS ? xs + (xrow + 4 * (u32)blk + t) * 9 : reinterpret_cast<const uint4*>(xg + blk * 256);
 #pragma unroll
     for (u32 i = 0; i < 8; ++i) {
       const uint4 v = xp[i];
@@ -632,6 +647,8 @@ __device__ __forceinline__ void qmatvec_mma(const QmvArgs& a, const u8* q, const
   }
 }
 
-RWO_KERNEL qmatvec_f16_mma4(QmvArgs a, const u8* q, const f16* x, f16* y) { qmatvec_mma<4>(a, q, x, y); }
-RWO_KERNEL qmatvec_f16_mma8(QmvArgs a, const u8* q, const f16* x, f16* y) { qmatvec_mma<8>(a, q, x, y); }
+RWO_KERNEL qmatvec_f16_mma4(QmvArgs a, const u8* q, const f16* x, f16* y) { qmatvec_mma<4, false>(a, q, x, y); }
+RWO_KERNEL qmatvec_f16_mma8(QmvArgs a, const u8* q, const f16* x, f16* y) { qmatvec_mma<8, false>(a, q, x, y); }
+RWO_KERNEL qmatvec_f16_mma4_xs(QmvArgs a, const u8* q, const f16* x, f16* y) { qmatvec_mma<4, true>(a, q, x, y); }
+RWO_KERNEL qmatvec_f16_mma8_xs(QmvArgs a, const u8* q, const f16* x, f16* y) { qmatvec_mma<8, true>(a, q, x, y); }
 #endif

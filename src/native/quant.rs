@@ -4,7 +4,7 @@
 //! `qmatvec`: a warp per two weight rows, the blocks decoded in registers once (units of 32
 //! values from whole words) and used for every row of x, the sums added by warp shuffles; on
 //! tensor cores for q4_K times f16 x (`qmatvec_f16_mma4`, `_mma8`: 16 weight rows a block, split
-//! along K over its 4 or 8 warps).
+//! along K over its 4 or 8 warps; `_xs`: x's rows staged in shared memory first).
 
 use super::kernel::{Args, MAX_ELEMS, launches};
 use super::{NativeBackend, NativeStorage, Runtime};
@@ -21,6 +21,8 @@ const QMV_THREADS: u32 = 128;
 const QMV_ROWS: u64 = 2;
 /// Weight rows of a `qmatvec_f16_mma4` / `_mma8` block (`QMMA_ROWS`).
 const QMMA_ROWS: u64 = 16;
+/// The most values of x (rows times K) the `_xs` kernels stage in shared memory (`QMMA_XS`).
+const QMMA_XS: usize = 16384;
 /// Values a thread of `dequantize_T_units` decodes (`Unit::VALUES` in `hip/quant.hip`).
 const UNIT: usize = 32;
 
@@ -140,7 +142,9 @@ impl<R: Runtime> QuantOps for NativeBackend<R> {
                 // 18.8 against 16.4).
                 let mps = u64::from(self.0.rt.info().multiprocessors);
                 let warps = if (n as u64).div_ceil(QMMA_ROWS) * 4 >= 16 * mps { 4 } else { 8 };
-                (format!("{base}_mma{warps}"), QMMA_ROWS, 32 * warps)
+                // x's rows staged in shared memory where they fit (H200, 4 rows: 22.1 -> 19.3 us).
+                let xs = if rows * k <= QMMA_XS { "_xs" } else { "" };
+                (format!("{base}_mma{warps}{xs}"), QMMA_ROWS, 32 * warps)
             }
             (false, mq) => {
                 let name = if mq == 1 { base } else { format!("{base}_m{mq}") };
