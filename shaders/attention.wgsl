@@ -18,11 +18,11 @@
 // running max and sum to `part` ([row, split, Dv + 2] in CT) instead of y; sdpa_combine then
 // weighs the ranges by exp(max - the row's max) into y.
 //
-// Metadata at EXTRA: the scale (param 0), then at A: Hq, Hq / Hkv, Lq, Lk, D, Dv, causal, query
+// Metadata at EXTRA: the scale (param 0), then at MA: Hq, Hq / Hkv, Lq, Lk, D, Dv, causal, query
 // tiles, column chunks, workgroups; then offset and strides (batch, head, row, col) of q, k, v
 // and the mask (stride 0 where it broadcasts); then splits and split_len.
 
-const A: u32 = EXTRA + 3u;
+const MA: u32 = EXTRA + 3u;
 
 fn at(o: u32, b: u32, h: u32, i: u32, c: u32) -> u32 {
     return md[o] + b * md[o + 1u] + h * md[o + 2u] + i * md[o + 3u] + c * md[o + 4u];
@@ -40,14 +40,14 @@ var<workgroup> row_l: array<CT, BQ>;
 
 // Rows v0 .. v0 + BQ of kv head hk's query rows, dims d0 .. d0 + DK, into qs (0 past the ends).
 fn load_q(t: u32, b: u32, hk: u32, v0: u32, d0: u32) {
-    let lq = md[A + 2u];
-    let group = md[A + 1u];
+    let lq = md[MA + 2u];
+    let group = md[MA + 1u];
     for (var x = t; x < BQ * DK; x += WG) {
         let v = v0 + x / DK;
         let e = d0 + x % DK;
         var val = CT(0);
-        if (v < group * lq && e < md[A + 4u]) {
-            val = q_load(at(A + 10u, b, hk * group + v / lq, v % lq, e));
+        if (v < group * lq && e < md[MA + 4u]) {
+            val = q_load(at(MA + 10u, b, hk * group + v / lq, v % lq, e));
         }
         qs[(x / DK) * QP + x % DK] = val;
     }
@@ -60,22 +60,22 @@ fn sdpa(
     @builtin(local_invocation_index) t: u32,
 ) {
     let g = wid.x + wid.y * nwg.x;
-    if (g >= md[A + 9u]) {
+    if (g >= md[MA + 9u]) {
         return;
     }
-    let hq = md[A];
-    let lq = md[A + 2u];
-    let lk = md[A + 3u];
-    let d = md[A + 4u];
-    let dv = md[A + 5u];
-    let causal = md[A + 6u] != 0u;
-    let chunks = md[A + 8u];
-    let tiles = md[A + 7u];
-    let splits = md[A + 30u];
+    let hq = md[MA];
+    let lq = md[MA + 2u];
+    let lk = md[MA + 3u];
+    let d = md[MA + 4u];
+    let dv = md[MA + 5u];
+    let causal = md[MA + 6u] != 0u;
+    let chunks = md[MA + 8u];
+    let tiles = md[MA + 7u];
+    let splits = md[MA + 30u];
     let c0 = (g % chunks) * DC;
     let i0 = ((g / chunks) % tiles) * BQ;
     let split = (g / chunks / tiles) % splits;
-    let group = md[A + 1u];
+    let group = md[MA + 1u];
     let hkv = hq / group;
     let rows = group * lq;
     let bh = g / chunks / tiles / splits;
@@ -102,9 +102,9 @@ fn sdpa(
         seen = min(lk, select(0u, mine - lq, mine > lq));
     }
     // This workgroup's keys: its split's range, up to the tile's last.
-    let kbegin = split * md[A + 31u];
+    let kbegin = split * md[MA + 31u];
     if (SPLIT) {
-        kend = min(kend, kbegin + md[A + 31u]);
+        kend = min(kend, kbegin + md[MA + 31u]);
     }
     if (t < BQ) {
         row_m[t] = neg;
@@ -118,8 +118,8 @@ fn sdpa(
     // tile, VR of a v tile), an invocation's loads all issued before its stores to workgroup
     // memory so that their latencies overlap; the v tile's at the top of its iteration, before
     // the scores' work.
-    let kbase = at(A + 15u, b, hk, 0u, 0u);
-    let vbase = at(A + 20u, b, hk, 0u, 0u);
+    let kbase = at(MA + 15u, b, hk, 0u, 0u);
+    let vbase = at(MA + 20u, b, hk, 0u, 0u);
     let q_once = d <= DK;
     if (q_once) {
         load_q(t, b, hk, i0, 0u);
@@ -134,7 +134,7 @@ fn sdpa(
             let col = c0 + t % DC;
             var val = CT(0);
             if (j < lk && col < dv) {
-                val = v_load(vbase + j * md[A + 23u] + col * md[A + 24u]);
+                val = v_load(vbase + j * md[MA + 23u] + col * md[MA + 24u]);
             }
             vv[n] = val;
         }
@@ -153,7 +153,7 @@ fn sdpa(
                 let j = j0 + t / DK + KR * n;
                 var val = CT(0);
                 if (j < lk && e < d) {
-                    val = k_load(kbase + j * md[A + 18u] + e * md[A + 19u]);
+                    val = k_load(kbase + j * md[MA + 18u] + e * md[MA + 19u]);
                 }
                 kv[n] = val;
             }
@@ -175,7 +175,7 @@ fn sdpa(
             let j = j0 + c + TPR * u;
             var s = neg;
             if (vi < rows && j < seen) {
-                s = mask_score(scale * sc[u], at(A + 25u, b, h, i, j), neg);
+                s = mask_score(scale * sc[u], at(MA + 25u, b, h, i, j), neg);
             }
             sc[u] = s;
             mx = select(mx, s, s > mx);
@@ -283,19 +283,19 @@ fn sdpa_decode(
     @builtin(local_invocation_index) t: u32,
 ) {
     let g = wid.x + wid.y * nwg.x;
-    if (g >= md[A + 9u]) {
+    if (g >= md[MA + 9u]) {
         return;
     }
-    let hq = md[A];
-    let group = md[A + 1u];
-    let lq = md[A + 2u];
-    let lk = md[A + 3u];
-    let d = md[A + 4u];
-    let dv = md[A + 5u];
-    let causal = md[A + 6u] != 0u;
-    let chunks = md[A + 8u];
-    let splits = md[A + 30u];
-    let split_len = md[A + 31u];
+    let hq = md[MA];
+    let group = md[MA + 1u];
+    let lq = md[MA + 2u];
+    let lk = md[MA + 3u];
+    let d = md[MA + 4u];
+    let dv = md[MA + 5u];
+    let causal = md[MA + 6u] != 0u;
+    let chunks = md[MA + 8u];
+    let splits = md[MA + 30u];
+    let split_len = md[MA + 31u];
     let c = t % DC;
     let kg = t / DC;
     let c0 = (g % chunks) * DC;
@@ -308,8 +308,8 @@ fn sdpa_decode(
     let b = bh / hkv;
     let scale = param(0u);
     let neg = neg_inf();
-    let kbase = at(A + 15u, b, hk, 0u, 0u);
-    let vbase = at(A + 20u, b, hk, 0u, 0u);
+    let kbase = at(MA + 15u, b, hk, 0u, 0u);
+    let vbase = at(MA + 20u, b, hk, 0u, 0u);
     let kbegin = split * split_len;
     var kend = lk;
     if (SPLIT) {
@@ -336,7 +336,7 @@ fn sdpa_decode(
                 let e = d0 + x % DK;
                 var val = CT(0);
                 if (r < rows && e < d) {
-                    val = q_load(at(A + 10u, b, hk * group + r / lq, r % lq, e));
+                    val = q_load(at(MA + 10u, b, hk * group + r / lq, r % lq, e));
                 }
                 qs[x] = val;
             }
@@ -346,7 +346,7 @@ fn sdpa_decode(
                 let j = j0 + t / DK + KR * n;
                 var val = CT(0);
                 if (j < kend && e < d) {
-                    val = k_load(kbase + j * md[A + 18u] + e * md[A + 19u]);
+                    val = k_load(kbase + j * md[MA + 18u] + e * md[MA + 19u]);
                 }
                 kv[n] = val;
             }
@@ -376,7 +376,7 @@ fn sdpa_decode(
                 }
                 var s = neg;
                 if (j < kend && j < seen) {
-                    s = mask_score(scale * sc[r], at(A + 25u, b, hk * group + r / lq, r % lq, j), neg);
+                    s = mask_score(scale * sc[r], at(MA + 25u, b, hk * group + r / lq, r % lq, j), neg);
                 }
                 sc[r] = s;
                 ps[r * BK + t] = s;
@@ -424,7 +424,7 @@ fn sdpa_decode(
                 let jv = j0 + kg * VN + n0 + n;
                 var val = CT(0);
                 if (jv < kend && col < dv) {
-                    val = v_load(vbase + jv * md[A + 23u] + col * md[A + 24u]);
+                    val = v_load(vbase + jv * md[MA + 23u] + col * md[MA + 24u]);
                 }
                 vv[n] = val;
             }
@@ -491,7 +491,7 @@ fn sdpa_decode(
 }
 
 // y from the splits' partial results (see sdpa), one invocation per output word. Metadata at
-// A: Dv, splits.
+// MA: Dv, splits.
 // @kernel sdpa_combine
 @compute @workgroup_size(WG)
 fn sdpa_combine(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
@@ -501,8 +501,8 @@ fn sdpa_combine(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     if (first >= n) {
         return;
     }
-    let dv = md[A];
-    let splits = md[A + 1u];
+    let dv = md[MA];
+    let splits = md[MA + 1u];
     let neg = neg_inf();
     for (var x = 0u; x < Y_EPW; x++) {
         let idx = first + x;
@@ -529,12 +529,242 @@ fn sdpa_combine(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     y_flush(w);
 }
 
+// The cooperative-matrix pass (ARCHITECTURE.md, the attention family): f16, a workgroup of four
+// subgroups of 32 takes BQ = 64 query rows of one (batch, kv head) as sdpa does (16 a subgroup)
+// and every output column (D and Dv padded to DP), against its key range in tiles of BK keys.
+// Its entry, every fragment unrolled, is generated (src/wgpu/attention/coop.rs): two passes over
+// the keys, the first keeping each row's max and sum of exp (coop_stats), the second adding
+// P V with P = exp(s - max) (coop_weights); q, k and v are read as 16-byte words (bound as raw
+// words; every row whole aligned words), the next tile's fetched into registers while this one
+// is computed (coop_fetch, coop_put). Lane t of a subgroup holds the scores of its row t / 2,
+// keys 16 (t % 2) .. + 16 of a tile, from ss (the subgroup's 16 rows of BK, row-major), and
+// writes their weights to ps; at the end ss parks two output fragments at a time (rows of 16).
+// Rows in workgroup memory are padded (KS, PS: 16 bytes past DP and BK halves; SS: 4 floats past
+// BK) so that a fragment's rows start in different banks. Metadata as sdpa's (one column chunk).
+// @kernel sdpa_coop
+var<workgroup> kv: array<f16, 2u * BK * KS>;
+var<workgroup> ss: array<f32, 64u * SS>;
+var<workgroup> ps: array<f16, 64u * PS>;
+
+var<private> c_b: u32;
+var<private> c_hk: u32;
+var<private> c_i0: u32;
+var<private> c_split: u32;
+var<private> c_kbegin: u32;
+var<private> c_kend: u32;
+// This lane's row: whether it is one of the group's, its head, its query row, the keys it sees,
+// its running max and sum.
+var<private> r_live: bool;
+var<private> r_h: u32;
+var<private> r_i: u32;
+var<private> r_seen: u32;
+var<private> r_m: CT;
+var<private> r_l: CT;
+
+// The workgroup's rows and keys (query tiles in reverse: a causal pass's longest first), and
+// this lane's row.
+fn coop_setup(g: u32, sg: u32, lane: u32) {
+    let lq = md[MA + 2u];
+    let lk = md[MA + 3u];
+    let causal = md[MA + 6u] != 0u;
+    let tiles = md[MA + 7u];
+    let splits = md[MA + 30u];
+    let group = md[MA + 1u];
+    let hkv = md[MA] / group;
+    let rows = group * lq;
+    c_i0 = (tiles - 1u - g % tiles) * BQ;
+    c_split = (g / tiles) % splits;
+    let bh = g / tiles / splits;
+    c_hk = bh % hkv;
+    c_b = bh / hkv;
+    let vi = c_i0 + sg * 16u + lane / 2u;
+    r_live = vi < rows;
+    r_h = c_hk * group + vi / lq;
+    r_i = vi % lq;
+    r_m = neg_inf();
+    r_l = CT(0);
+    c_kend = lk;
+    r_seen = lk;
+    if (causal) {
+        let vlast = min(c_i0 + BQ, rows) - 1u;
+        let imax = select(vlast % lq, lq - 1u, c_i0 / lq != vlast / lq);
+        let last = imax + 1u + lk;
+        c_kend = min(lk, select(0u, last - lq, last > lq));
+        let mine = r_i + 1u + lk;
+        r_seen = min(lk, select(0u, mine - lq, mine > lq));
+    }
+    c_kbegin = c_split * md[MA + 31u];
+    if (SPLIT) {
+        c_kend = min(c_kend, c_kbegin + md[MA + 31u]);
+    }
+}
+
+// Eight halves of a raw 16-byte word into kv at half i.
+fn kv_put8(i: u32, w: vec4<u32>) {
+    for (var j = 0u; j < 4u; j++) {
+        let h = unpack2x16float(w[j]);
+        kv[i + 2u * j] = f16(h.x);
+        kv[i + 2u * j + 1u] = f16(h.y);
+    }
+}
+
+// The workgroup's BQ rows of q (dims past D zero) across kv, row-major, rows KS halves apart.
+fn coop_stage_q(lid: u32) {
+    let lq = md[MA + 2u];
+    let group = md[MA + 1u];
+    let d = md[MA + 4u];
+    for (var x = lid; x < BQ * DP / 8u; x += WG) {
+        let r = x / (DP / 8u);
+        let e = (x % (DP / 8u)) * 8u;
+        let vi = c_i0 + r;
+        var w = vec4<u32>(0u);
+        if (vi < group * lq && e < d) {
+            w = q[at(MA + 10u, c_b, c_hk * group + vi / lq, vi % lq, e) >> 3u];
+        }
+        kv_put8(r * KS + e, w);
+    }
+}
+
+// A tile's words an invocation, fetched (TW = BK DP / 8 / WG) and not yet staged.
+var<private> kw: array<vec4<u32>, TW>;
+var<private> vw: array<vec4<u32>, TW>;
+
+// Keys j0 .. j0 + BK of k (`is_k`: into kw) or v (vw), zeros past Lk and past the row's n halves.
+fn coop_fetch(is_k: bool, j0: u32, lid: u32) {
+    let lk = md[MA + 3u];
+    let o = select(MA + 20u, MA + 15u, is_k);
+    let n = select(md[MA + 5u], md[MA + 4u], is_k);
+    let base = at(o, c_b, c_hk, 0u, 0u);
+    let rs = md[o + 3u];
+    for (var x = 0u; x < TW; x++) {
+        let y = lid + x * WG;
+        let j = j0 + y / (DP / 8u);
+        let e = (y % (DP / 8u)) * 8u;
+        var word = vec4<u32>(0u);
+        if (j < lk && e < n) {
+            let i = (base + j * rs + e) >> 3u;
+            if (is_k) {
+                word = k[i];
+            } else {
+                word = v[i];
+            }
+        }
+        if (is_k) {
+            kw[x] = word;
+        } else {
+            vw[x] = word;
+        }
+    }
+}
+
+// The fetched tile of k (at half 0 of kv) or v (at BK rows), a key a row.
+fn coop_put(is_k: bool, lid: u32) {
+    let to = select(BK * KS, 0u, is_k);
+    for (var x = 0u; x < TW; x++) {
+        let y = lid + x * WG;
+        let at_h = to + (y / (DP / 8u)) * KS + (y % (DP / 8u)) * 8u;
+        if (is_k) {
+            kv_put8(at_h, kw[x]);
+        } else {
+            kv_put8(at_h, vw[x]);
+        }
+    }
+}
+
+// This lane's 16 scores of the tile at j0 from ss: scaled, masked, -inf past its keys.
+fn coop_scores(j0: u32, sg: u32, lane: u32) -> array<CT, 16> {
+    let neg = neg_inf();
+    let scale = param(0u);
+    let c0 = (lane % 2u) * 16u;
+    let at_s = (sg * 16u + lane / 2u) * SS + c0;
+    var s: array<CT, 16>;
+    for (var u = 0u; u < 16u; u++) {
+        let j = j0 + c0 + u;
+        var x = neg;
+        if (r_live && j < r_seen) {
+            x = mask_score(scale * CT(ss[at_s + u]), at(MA + 25u, c_b, r_h, r_i, j), neg);
+        }
+        s[u] = x;
+    }
+    return s;
+}
+
+// The first pass's step: the row's running max and sum of exp over the tile at j0.
+fn coop_stats(j0: u32, sg: u32, lane: u32) {
+    let neg = neg_inf();
+    let s = coop_scores(j0, sg, lane);
+    var mx = neg;
+    for (var u = 0u; u < 16u; u++) {
+        mx = select(mx, s[u], s[u] > mx);
+    }
+    let other = subgroupShuffleXor(mx, 1u);
+    mx = select(mx, other, other > mx);
+    let m = select(r_m, mx, mx > r_m);
+    var sum = CT(0);
+    for (var u = 0u; u < 16u; u++) {
+        if (s[u] != neg) {
+            sum += c_exp(s[u] - m);
+        }
+    }
+    sum += subgroupShuffleXor(sum, 1u);
+    if (m > neg) {
+        r_l = select(r_l * c_exp(r_m - m), CT(0), r_m == neg) + sum;
+        r_m = m;
+    }
+}
+
+// The second pass's step: the tile's weights exp(s - max) of the row, as f16, into ps.
+fn coop_weights(j0: u32, sg: u32, lane: u32) {
+    let neg = neg_inf();
+    let s = coop_scores(j0, sg, lane);
+    let at_p = (sg * 16u + lane / 2u) * PS + (lane % 2u) * 16u;
+    for (var u = 0u; u < 16u; u++) {
+        var p = CT(0);
+        if (s[u] != neg) {
+            p = c_exp(s[u] - r_m);
+        }
+        ps[at_p + u] = f16(p);
+    }
+}
+
+// Output columns 16 n .. 16 n + 16 of the row, parked in ss at `slot` (16 x 16, row-major): the
+// lane's eight of them normalised into y, or (split) unnormalised into part with the row's max
+// and sum.
+fn coop_out(n: u32, slot: u32, sg: u32, lane: u32) {
+    if (!r_live) {
+        return;
+    }
+    let hq = md[MA];
+    let lq = md[MA + 2u];
+    let dv = md[MA + 5u];
+    let c0 = (lane % 2u) * 8u;
+    let src = sg * 16u * SS + slot * 256u + (lane / 2u) * 16u + c0;
+    let row = (c_b * hq + r_h) * lq + r_i;
+    let p = (row * md[MA + 30u] + c_split) * (dv + 2u);
+    for (var t = 0u; t < 8u; t++) {
+        let col = 16u * n + c0 + t;
+        if (col < dv) {
+            let o = CT(ss[src + t]);
+            if (SPLIT) {
+                part_put(p + col, o);
+            } else {
+                out_set(row * dv + col, select(o / r_l, nan_c(), r_l == CT(0)));
+                out_flush(row * dv + col);
+            }
+        }
+    }
+    if (SPLIT && n == 0u && lane % 2u == 0u) {
+        part_put(p + dv, r_m);
+        part_put(p + dv + 1u, r_l);
+    }
+}
+
 // rope (ROPE_I = false: element i with i + D/2) or rope_i (true: 2i with 2i + 1), one
-// invocation per output word. Metadata at A: H, T, D, then offset and strides (b, h, t, d) of x,
+// invocation per output word. Metadata at MA: H, T, D, then offset and strides (b, h, t, d) of x,
 // offset and strides (b, t, i) of cos and of sin.
 // @kernel rope
 fn x_of(b: u32, h: u32, tt: u32, e: u32) -> CT {
-    return x_load(md[A + 3u] + b * md[A + 4u] + h * md[A + 5u] + tt * md[A + 6u] + e * md[A + 7u]);
+    return x_load(md[MA + 3u] + b * md[MA + 4u] + h * md[MA + 5u] + tt * md[MA + 6u] + e * md[MA + 7u]);
 }
 
 fn table_at(o: u32, b: u32, tt: u32, e: u32) -> u32 {
@@ -549,9 +779,9 @@ fn rope(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     if (first >= n) {
         return;
     }
-    let hh = md[A];
-    let tn = md[A + 1u];
-    let d = md[A + 2u];
+    let hh = md[MA];
+    let tn = md[MA + 1u];
+    let d = md[MA + 2u];
     let half = d / 2u;
     for (var k = 0u; k < Y_EPW; k++) {
         let idx = first + k;
@@ -569,8 +799,8 @@ fn rope(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
                 lo = 2u * i;
                 hi = lo + 1u;
             }
-            let cv = cos_load(table_at(A + 8u, b, tt, i));
-            let sv = sin_load(table_at(A + 12u, b, tt, i));
+            let cv = cos_load(table_at(MA + 8u, b, tt, i));
+            let sv = sin_load(table_at(MA + 12u, b, tt, i));
             let x0 = x_of(b, h, tt, lo);
             let x1 = x_of(b, h, tt, hi);
             var y = x0 * sv + x1 * cv;

@@ -516,6 +516,7 @@ impl Memory for WgpuBackend {
             ("kernel tuning", format!("{}; {}", self.random_tuning(), self.sort_tuning())),
             ("pipeline cache", self.pipeline_cache()),
             ("matmul kernels", self.gemm_info()),
+            ("attention", self.attention_info()),
         ]
     }
 

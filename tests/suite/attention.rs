@@ -120,17 +120,24 @@ fn keep_mask(dev: &Device, shape: &[usize], seed: u64) -> Result<Tensor> {
 }
 
 /// Heads split by a transpose view (q stored [B, L, H, D]), a KV cache narrowed from a larger
-/// buffer, and an offset, transposed head dim of v; Lq 3 (the decode pass) and 5 (tiled).
+/// buffer, and an offset, transposed head dim of v; Lq 3 (the decode pass) and 5 (tiled). The
+/// last case's v is a narrowed cache too: every row whole aligned 16-byte words, as WGSL's
+/// cooperative-matrix pass takes them in f16.
 async fn sdpa_strided_inputs_match_reference(dev: &Device) -> Result<()> {
     let (b, hq, hkv, lk, d, cap) = (2, 4, 2, 9, 8, 24);
     for &dt in SDPA.dtypes() {
-        for (lq, causal) in [(3, false), (3, true), (5, true)] {
-            let what = format!("sdpa {dt} strided Lq {lq} causal {causal}");
+        for (lq, causal, vt) in [(3, false, true), (3, true, true), (5, true, true), (5, true, false)] {
+            let what = format!("sdpa {dt} strided Lq {lq} causal {causal} v transposed {vt}");
             same_as_cpu(dev, tol(dt), &what, |x| {
                 let q = rand_tensor(x, dt, &[b, lq, hq, d], 50, -1.0, 1.0)?.transpose(1, 2)?;
-                let k = rand_tensor(x, dt, &[b, hkv, cap, d], 51, -1.0, 1.0)?.narrow(2, 4, lk)?;
-                let v = rand_tensor(x, dt, &[b, hkv, d + 2, cap], 52, -1.0, 1.0)?.narrow(2, 1, d)?.narrow(3, 0, lk)?;
-                q.scaled_dot_product_attention(&k, &v.transpose(2, 3)?, None, causal, None)
+                let k = rand_tensor(x, dt, &[b, hkv, cap, d], 51, -1.0, 1.0)?.narrow(2, 8, lk)?;
+                let v = if vt {
+                    let v = rand_tensor(x, dt, &[b, hkv, d + 2, cap], 52, -1.0, 1.0)?;
+                    v.narrow(2, 1, d)?.narrow(3, 0, lk)?.transpose(2, 3)?
+                } else {
+                    rand_tensor(x, dt, &[b, hkv, cap, d], 52, -1.0, 1.0)?.narrow(2, 3, lk)?
+                };
+                q.scaled_dot_product_attention(&k, &v, None, causal, None)
             })
             .await?;
         }
@@ -159,13 +166,14 @@ async fn sdpa_long_rows_match_reference(dev: &Device) -> Result<()> {
 
 /// Few rows over many keys, where both GPU paths split the keys into ranges and combine them:
 /// both mask kinds, causal or not, an odd Dv, a row with no key (NaN), and a mask dropping the
-/// first 300 keys of every row (whole ranges without a key); Lq 3 (the decode pass) and 5 (tiled).
+/// first 300 keys of every row (whole ranges without a key); Lq 3 (the decode pass) and 5
+/// (tiled; with Dv 16 WGSL's cooperative-matrix pass in f16).
 async fn sdpa_split_keys_match_reference(dev: &Device) -> Result<()> {
-    let (b, hq, hkv, lk, d, dv) = (1, 4, 2, 700, 8, 13);
+    let (b, hq, hkv, lk, d) = (1, 4, 2, 700, 8);
     for &dt in SDPA.dtypes() {
         for mask in ["keep", "late keys", "additive"] {
-            for (lq, causal) in [(3, false), (3, true), (5, true)] {
-                let what = format!("sdpa {dt} split keys Lq {lq} Lk {lk} mask {mask} causal {causal}");
+            for (lq, causal, dv) in [(3, false, 13), (3, true, 13), (5, true, 13), (5, true, 16)] {
+                let what = format!("sdpa {dt} split keys Lq {lq} Lk {lk} Dv {dv} mask {mask} causal {causal}");
                 same_as_cpu(dev, tol(dt), &what, |x| {
                     let q = rand_tensor(x, dt, &[b, hq, lq, d], 70, -1.0, 1.0)?;
                     let k = rand_tensor(x, dt, &[b, hkv, lk, d], 71, -1.0, 1.0)?;

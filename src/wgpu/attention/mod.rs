@@ -5,7 +5,11 @@
 //! memory, an online softmax, the scores never in a buffer; from 2 to [`DECODE_ROWS`] rows a kv
 //! head (decoding) go through the decode pass instead (all of them in one workgroup, a key an
 //! invocation). q, k, v and the mask are read in place through their strides (the
-//! mask's stride 0 where it broadcasts). `rope` is one invocation per output word.
+//! mask's stride 0 where it broadcasts). In f16 on adapters with cooperative matrices the tiled
+//! pass's rows go through `sdpa_coop` instead where their rows are whole words ([`coop`]).
+//! `rope` is one invocation per output word.
+
+mod coop;
 
 use super::kernel::{Index, Spec};
 use super::repr::{Access, Caps, Compute, Repr, params};
@@ -91,15 +95,23 @@ impl DecodeTiles {
 /// What decides an `sdpa` kernel besides its dtype: the mask's kind, whether the output is
 /// stored element by element (`update`: sub-word dtypes whose output rows are not whole words),
 /// the stage (the whole pass, one key range of a split pass, or the combine of the ranges) and
-/// whether it is the decode pass.
+/// the pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Variant {
     mask: MaskKind,
     update: bool,
     stage: Stage,
-    /// The big tiles ([`Tiles`], [`DecodeTiles`]): the adapter has the workgroup memory for them.
-    big: bool,
-    decode: bool,
+    pass: Pass,
+}
+
+/// Which `sdpa` kernel: the tiled pass, the decode pass (`big`: the tiles of [`Tiles`] and
+/// [`DecodeTiles`] that need 48 KiB of workgroup memory), or the cooperative-matrix pass of
+/// width 64 or 128 ([`coop`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Pass {
+    Tiled { big: bool },
+    Decode { big: bool },
+    Coop(u32),
 }
 
 /// See [`Variant`].
@@ -109,6 +121,9 @@ pub(crate) enum Stage {
     Split,
     Combine,
 }
+
+/// The combine's variant names no pass of its own.
+const COMBINE: Pass = Pass::Tiled { big: false };
 
 /// Workgroups below which the keys are split (decoding: few query rows), as the native path
 /// does per multiprocessor (`spec::attention::key_splits`).
@@ -149,10 +164,19 @@ fn sdpa_spec(caps: Caps, dtype: DType, v: Variant) -> Result<Spec> {
     }
     let r = Repr::of(dtype, caps, op)?;
     let c = r.compute();
-    let mut spec = Spec::new(Family::Attention, if v.decode { "sdpa_decode" } else { "sdpa" }, caps)
-        .bind("q", r, Access::Read, Index::None)
-        .bind("k", r, Access::Read, Index::None)
-        .bind("v", r, Access::Read, Index::None);
+    let (entry, input) = match v.pass {
+        Pass::Tiled { .. } => ("sdpa", Access::Read),
+        Pass::Decode { .. } => ("sdpa_decode", Access::Read),
+        Pass::Coop(_) if r == Repr::F16 => ("sdpa_coop", Access::Wide),
+        Pass::Coop(_) => {
+            let msg = format!("the cooperative-matrix attention takes f16 with SHADER_F16, not {dtype}");
+            return Err(crate::Error::Backend { backend: crate::BackendKind::Wgpu, msg });
+        }
+    };
+    let mut spec = Spec::new(Family::Attention, entry, caps)
+        .bind("q", r, input, Index::None)
+        .bind("k", r, input, Index::None)
+        .bind("v", r, input, Index::None);
     let score = match v.mask {
         MaskKind::None => "s".to_string(),
         MaskKind::Keep => {
@@ -181,10 +205,15 @@ fn sdpa_spec(caps: Caps, dtype: DType, v: Variant) -> Result<Spec> {
         .code(helpers(c))
         .code(out)
         .code(format!("fn mask_score(s: CT, m: u32, neg: CT) -> CT {{ return {score}; }}"));
-    Ok(if v.decode {
-        decode_constants(spec, DecodeTiles::of(c, v.big))
-    } else {
-        tile_constants(spec, Tiles::of(c, v.big))
+    Ok(match v.pass {
+        Pass::Decode { big } => decode_constants(spec, DecodeTiles::of(c, big)),
+        Pass::Tiled { big } => tile_constants(spec, Tiles::of(c, big)),
+        Pass::Coop(dp) => {
+            let mut spec = spec.code(coop::entry(dp));
+            spec.workgroup = coop::WG;
+            spec.enables.push("wgpu_cooperative_matrix");
+            coop::constants(dp).into_iter().fold(spec, |s, (name, value)| s.constant(name, value))
+        }
     })
 }
 
@@ -241,6 +270,34 @@ fn view(l: &Layout) -> impl Iterator<Item = u32> + '_ {
     std::iter::once(l.offset() as u32).chain(l.strides().iter().map(|&s| s as u32))
 }
 
+impl WgpuBackend {
+    /// The width of the cooperative-matrix pass that takes these operands, if any: f16 where
+    /// the adapter runs the GEMM's cooperative matrices (unless `RWO_WGPU_TUNE=sdpa_coop=off`),
+    /// D and Dv whole words up to 128, and q, k and v rows whole aligned words.
+    fn coop_width(&self, dtype: DType, p: &Sdpa, views: [&Layout; 3]) -> Option<u32> {
+        let on = self.tune().sdpa_coop != Some(false) && self.attention_coop();
+        let dp = coop::width(p).filter(|&dp| coop::bytes(dp) <= self.0.gpu.limits.max_compute_workgroup_storage_size);
+        let f16 = Repr::of(dtype, self.caps(), "").ok() == Some(Repr::F16);
+        dp.filter(|_| on && f16 && views.into_iter().all(coop::words))
+    }
+
+    /// Whether f16 attention can run on cooperative matrices here (where the f16 GEMM does).
+    fn attention_coop(&self) -> bool {
+        self.0.gpu.coop_missing().is_none()
+    }
+
+    /// `Device::info`'s line for attention.
+    pub(crate) fn attention_info(&self) -> String {
+        match (self.attention_coop(), self.tune().sdpa_coop) {
+            (true, Some(false)) => "tiles (cooperative matrices off: RWO_WGPU_TUNE)".into(),
+            (true, _) => {
+                "cooperative matrices in f16 (D, Dv <= 128, rows of whole 16-byte words), tiles otherwise".into()
+            }
+            (false, _) => "tiles".into(),
+        }
+    }
+}
+
 impl AttentionOps for WgpuBackend {
     fn sdpa(
         &self,
@@ -258,18 +315,23 @@ impl AttentionOps for WgpuBackend {
         let caps = self.caps();
         let r = Repr::of(dtype, caps, AttentionOp::ScaledDotProductAttention.name())?;
         let room = self.0.gpu.limits.max_compute_workgroup_storage_size;
-        // The query rows of the heads sharing a kv head go through one workgroup's tiles together;
-        // the decode pass takes from 2 to DECODE_ROWS of them in one workgroup (one row is faster
-        // through the tiled pass here: see DECODE_ROWS).
+        // The query rows of the heads sharing a kv head go through one workgroup's tiles together:
+        // the cooperative-matrix pass's where it takes them, else the decode pass's from 2 to
+        // DECODE_ROWS of them (one row is faster through the tiled pass here: see DECODE_ROWS),
+        // else the tiled pass's.
         let group_rows = p.hq / p.hkv * p.lq;
         let decode = (2..=DECODE_ROWS as usize).contains(&group_rows);
         let c = r.compute();
-        let (big, bq, dc) = match decode {
-            true => (DecodeTiles::of(c, true).bytes(c) <= room, group_rows.max(1), DECODE_DC),
-            false => {
+        let (pass, bq, dc) = match (self.coop_width(dtype, p, [q.1, k.1, v.1]), decode) {
+            (Some(dp), _) => (Pass::Coop(dp), coop::BQ as usize, dp),
+            (None, true) => {
+                let big = DecodeTiles::of(c, true).bytes(c) <= room;
+                (Pass::Decode { big }, group_rows.max(1), DECODE_DC)
+            }
+            (None, false) => {
                 let big = Tiles::of(c, true).bytes(c) <= room;
                 let t = Tiles::of(c, big);
-                (big, t.bq as usize, t.dc)
+                (Pass::Tiled { big }, t.bq as usize, t.dc)
             }
         };
         let tiles_q = group_rows.div_ceil(bq);
@@ -278,7 +340,7 @@ impl AttentionOps for WgpuBackend {
         let (splits, split_len) = key_splits(row_groups as u64, p.lk as u64, SPLIT_TARGET);
         let stage = if splits > 1 { Stage::Split } else { Stage::Whole };
         let update = !p.dv.is_multiple_of(r.per_word() as usize);
-        let var = Variant { mask: p.mask, update, stage, big, decode };
+        let var = Variant { mask: p.mask, update, stage, pass };
         let (spec, pipeline) = self.keyed(KernelKey::Attention(dtype, var), || sdpa_spec(caps, dtype, var))?;
         let groups = row_groups * splits as usize;
         let mut extra = params::encode(r.compute(), &[Scalar::from(p.scale)]);
@@ -305,7 +367,7 @@ impl AttentionOps for WgpuBackend {
             .collect();
         self.run_pipeline(&spec, &pipeline, &bufs, &meta, groups as u64 * spec.workgroup as u64)?;
         if let Some(part) = part {
-            let var = Variant { mask: MaskKind::None, update: false, stage: Stage::Combine, big: false, decode: false };
+            let var = Variant { mask: MaskKind::None, update: false, stage: Stage::Combine, pass: COMBINE };
             let (spec, pipeline) = self.keyed(KernelKey::Attention(dtype, var), || sdpa_spec(caps, dtype, var))?;
             let meta = spec.meta(y.len as u32, &[], &[0, 0, 0, p.dv as u32, splits as u32]);
             let per = r.per_word() as u64;
@@ -337,30 +399,43 @@ impl AttentionOps for WgpuBackend {
     }
 }
 
-/// Every attention kernel: `sdpa` per dtype, mask kind and store, `rope` and `rope_i` per dtype.
+/// Every attention kernel: `sdpa` per dtype, pass, mask kind and store (the cooperative-matrix
+/// passes in f16 where the caps have subgroups), `rope` and `rope_i` per dtype.
 pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
     let mut v = vec![];
     let sdpa = AttentionOp::ScaledDotProductAttention;
     for dt in caps.dtypes().into_iter().filter(|d| sdpa.dtypes().contains(d)) {
-        for (big, decode) in [(false, false), (true, false), (false, true), (true, true)] {
-            let tiles = format!("{}{}", if decode { "_decode" } else { "" }, if big { "_big" } else { "" });
+        let mut passes: Vec<Pass> =
+            [false, true].into_iter().flat_map(|big| [Pass::Tiled { big }, Pass::Decode { big }]).collect();
+        if dt == DType::F16 && caps.f16 && caps.subgroup {
+            passes.extend([Pass::Coop(64), Pass::Coop(128)]);
+        }
+        for pass in passes {
+            let tiles = match pass {
+                Pass::Tiled { big } => if big { "_big" } else { "" }.to_string(),
+                Pass::Decode { big } => format!("_decode{}", if big { "_big" } else { "" }),
+                Pass::Coop(dp) => format!("_coop{dp}"),
+            };
             for mask in [MaskKind::None, MaskKind::Keep, MaskKind::Additive] {
                 for update in [false, true] {
+                    if update && matches!(pass, Pass::Coop(_)) {
+                        continue;
+                    }
                     let suffix = match (mask, update) {
                         (MaskKind::None, false) => String::new(),
                         _ => format!("_{mask:?}{}", if update { "_update" } else { "" }).to_lowercase(),
                     };
-                    let var = Variant { mask, update, stage: Stage::Whole, big, decode };
+                    let var = Variant { mask, update, stage: Stage::Whole, pass };
                     v.push((format!("{}{suffix}{tiles}", kernel_name(sdpa.name(), dt)), sdpa_spec(caps, dt, var)));
                 }
-                let var = Variant { mask, update: false, stage: Stage::Split, big, decode };
+                let var = Variant { mask, update: false, stage: Stage::Split, pass };
                 v.push((
                     format!("{}_{mask:?}_split{tiles}", kernel_name(sdpa.name(), dt)).to_lowercase(),
                     sdpa_spec(caps, dt, var),
                 ));
             }
         }
-        let var = Variant { mask: MaskKind::None, update: false, stage: Stage::Combine, big: false, decode: false };
+        let var = Variant { mask: MaskKind::None, update: false, stage: Stage::Combine, pass: COMBINE };
         v.push((format!("{}_combine", kernel_name(sdpa.name(), dt)), sdpa_spec(caps, dt, var)));
         for op in [AttentionOp::Rope, AttentionOp::RopeI] {
             v.push((kernel_name(op.name(), dt), rope_spec(caps, dt, op)));
