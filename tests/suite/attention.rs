@@ -39,7 +39,9 @@ const SDPA: AttentionOp = AttentionOp::ScaledDotProductAttention;
 /// (sm_80 on) the halves take the tensor-core pass instead, for every case with D and Dv up to
 /// 128 (64 rows a block, D and Dv padded to 64 or 128; `RWO_NATIVE_MMA=0` runs the other two);
 /// the last two cases are for it: rows of two heads over three blocks (one crossing from a head
-/// to the next), causal with Lq < Lk; and D = Dv = 128, the widest it takes.
+/// to the next), causal with Lq < Lk; and D = Dv = 128, the widest it takes. On WGSL with
+/// cooperative matrices f16 rows past 8 a kv head with D and Dv whole 16-byte words (up to 128)
+/// take the cooperative-matrix pass instead of the tiled one: the last three cases.
 type Geometry = (usize, usize, usize, usize, usize, usize, usize, bool);
 
 const SHAPES: [Geometry; 14] = [

@@ -64,6 +64,13 @@ struct DecodeTiles {
 /// 20-23 us through the tiled pass, while 4 rows (32 heads grouped by 4 over 4096 keys) took
 /// 86.5 us against 110.
 const DECODE_ROWS: u32 = 8;
+/// Query rows a kv head past which the cooperative-matrix pass takes them (f16, where it can).
+/// Decoding shapes stay on the other passes: on the H200 the pass was faster there alone (q
+/// [1,32,1,128] over kv [1,8,4096,128]: 41-47 us against 79-82 through the decode pass) and in
+/// replayed decoding (llama 8 x 1024: 1.88-1.92 against 2.15-2.29 ms a token), but decoding op by
+/// op took 1.9-2.4x longer a token (GPT-2 small 4.96-5.49 against 2.91-3.10 ms, llama 5.41-5.46
+/// against 2.20-2.23), not explained yet (with a timestamp between dispatches, 2.76 against 3.11).
+const COOP_ROWS: usize = DECODE_ROWS as usize;
 /// Keys per tile of the decode pass (one a invocation), output columns a workgroup, the
 /// partial maxima a row and the loads of v in flight. Every invocation reads each row's partial
 /// maxima (`ROWS RED` loads, unrolled): with 16 a row, lavapipe took a fifth longer to compile
@@ -316,13 +323,14 @@ impl AttentionOps for WgpuBackend {
         let r = Repr::of(dtype, caps, AttentionOp::ScaledDotProductAttention.name())?;
         let room = self.0.gpu.limits.max_compute_workgroup_storage_size;
         // The query rows of the heads sharing a kv head go through one workgroup's tiles together:
-        // the cooperative-matrix pass's where it takes them, else the decode pass's from 2 to
-        // DECODE_ROWS of them (one row is faster through the tiled pass here: see DECODE_ROWS),
-        // else the tiled pass's.
+        // the decode pass's from 2 to DECODE_ROWS of them (one row is faster through the tiled
+        // pass here: see DECODE_ROWS); more, the cooperative-matrix pass's where it takes them
+        // (see COOP_ROWS), else the tiled pass's.
         let group_rows = p.hq / p.hkv * p.lq;
         let decode = (2..=DECODE_ROWS as usize).contains(&group_rows);
         let c = r.compute();
-        let (pass, bq, dc) = match (self.coop_width(dtype, p, [q.1, k.1, v.1]), decode) {
+        let coop = if group_rows > COOP_ROWS { self.coop_width(dtype, p, [q.1, k.1, v.1]) } else { None };
+        let (pass, bq, dc) = match (coop, decode) {
             (Some(dp), _) => (Pass::Coop(dp), coop::BQ as usize, dp),
             (None, true) => {
                 let big = DecodeTiles::of(c, true).bytes(c) <= room;
