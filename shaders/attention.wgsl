@@ -28,6 +28,20 @@ fn at(o: u32, b: u32, h: u32, i: u32, c: u32) -> u32 {
     return md[o] + b * md[o + 1u] + h * md[o + 2u] + i * md[o + 3u] + c * md[o + 4u];
 }
 
+// The keys query row i sees under the causal limit: i + Lk - Lq + 1, within 0 ..= Lk.
+fn causal_seen(i: u32, lq: u32, lk: u32) -> u32 {
+    let mine = i + 1u + lk;
+    return min(lk, select(0u, mine - lq, mine > lq));
+}
+
+// The keys any row of a tile sees under the causal limit: the tile's rows v0 .. v0 + n of the
+// group's `rows` (query row v % Lq of head v / Lq); its last query row is Lq - 1 where the tile
+// crosses from one head to the next.
+fn causal_tile_end(v0: u32, n: u32, rows: u32, lq: u32, lk: u32) -> u32 {
+    let vlast = min(v0 + n, rows) - 1u;
+    return causal_seen(select(vlast % lq, lq - 1u, v0 / lq != vlast / lq), lq, lk);
+}
+
 // @kernel sdpa
 var<workgroup> qs: array<CT, BQ * QP>;
 var<workgroup> ks: array<CT, BK * KP>;
@@ -93,13 +107,8 @@ fn sdpa(
     var kend = lk;
     var seen = lk;
     if (causal) {
-        // The tile's last query row: lq - 1 when the tile crosses from one head to the next.
-        let vlast = min(i0 + BQ, rows) - 1u;
-        let imax = select(vlast % lq, lq - 1u, i0 / lq != vlast / lq);
-        let last = imax + 1u + lk;
-        kend = min(lk, select(0u, last - lq, last > lq));
-        let mine = i + 1u + lk;
-        seen = min(lk, select(0u, mine - lq, mine > lq));
+        kend = causal_tile_end(i0, BQ, rows, lq, lk);
+        seen = causal_seen(i, lq, lk);
     }
     // This workgroup's keys: its split's range, up to the tile's last.
     let kbegin = split * md[MA + 31u];
@@ -371,8 +380,7 @@ fn sdpa_decode(
             if (r < rows) {
                 var seen = lk;
                 if (causal) {
-                    let mine = r % lq + 1u + lk;
-                    seen = min(lk, select(0u, mine - lq, mine > lq));
+                    seen = causal_seen(r % lq, lq, lk);
                 }
                 var s = neg;
                 if (j < kend && j < seen) {
@@ -586,12 +594,8 @@ fn coop_setup(g: u32, sg: u32, lane: u32) {
     c_kend = lk;
     r_seen = lk;
     if (causal) {
-        let vlast = min(c_i0 + BQ, rows) - 1u;
-        let imax = select(vlast % lq, lq - 1u, c_i0 / lq != vlast / lq);
-        let last = imax + 1u + lk;
-        c_kend = min(lk, select(0u, last - lq, last > lq));
-        let mine = r_i + 1u + lk;
-        r_seen = min(lk, select(0u, mine - lq, mine > lq));
+        c_kend = causal_tile_end(c_i0, BQ, rows, lq, lk);
+        r_seen = causal_seen(r_i, lq, lk);
     }
     c_kbegin = c_split * md[MA + 31u];
     if (SPLIT) {
