@@ -296,11 +296,11 @@ impl WgpuBackend {
     /// `Device::info`'s line for attention.
     pub(crate) fn attention_info(&self) -> String {
         match (self.attention_coop(), self.tune().sdpa_coop) {
-            (true, Some(false)) => "tiles (cooperative matrices off: RWO_WGPU_TUNE)".into(),
-            (true, _) => {
-                "cooperative matrices in f16 (D, Dv <= 128, rows of whole 16-byte words), tiles otherwise".into()
-            }
-            (false, _) => "tiles".into(),
+            (true, Some(false)) => "tiles and the decode pass (cooperative matrices off: RWO_WGPU_TUNE)".into(),
+            (true, _) => "cooperative matrices in f16 past 8 query rows a kv head (D, Dv <= 128, rows of whole \
+                          16-byte words); tiles and the decode pass otherwise"
+                .into(),
+            (false, _) => "tiles and the decode pass".into(),
         }
     }
 }
