@@ -173,6 +173,33 @@ fn sdpa_coop(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::attention::MaskKind;
+
+    fn sdpa(d: usize, dv: usize) -> Sdpa {
+        Sdpa { b: 1, hq: 4, hkv: 2, lq: 20, lk: 30, d, dv, causal: true, scale: 0.5, mask: MaskKind::None }
+    }
+
+    #[test]
+    fn widths_pad_whole_words_up_to_128() {
+        let widths: Vec<_> = [(64, 64), (8, 16), (72, 64), (64, 128), (128, 128), (136, 64), (12, 16), (64, 0)]
+            .map(|(d, dv)| width(&sdpa(d, dv)))
+            .into();
+        assert_eq!(widths, [Some(64), Some(64), Some(128), Some(128), Some(128), None, None, None]);
+    }
+
+    #[test]
+    fn only_rows_of_whole_aligned_words_are_read_as_words() -> crate::Result<()> {
+        let l = Layout::contiguous([2, 4, 24, 16]);
+        assert!(words(&l));
+        // A cache narrowed along keys, heads split by a transpose: still whole words.
+        assert!(words(&l.narrow(2, 3, 9)?));
+        assert!(words(&Layout::contiguous([2, 24, 4, 16]).transpose(1, 2)?));
+        // An offset or a row stride off the 8-half grid, or the head dim strided: not.
+        assert!(!words(&Layout::contiguous_with_offset([2, 4, 24, 16], 4)));
+        assert!(!words(&Layout::contiguous([2, 4, 24, 12])));
+        assert!(!words(&Layout::contiguous([2, 4, 16, 24]).transpose(2, 3)?));
+        Ok(())
+    }
 
     #[test]
     fn the_kernel_fits_webgpus_workgroup_limits_at_both_widths() {
