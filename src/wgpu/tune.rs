@@ -1,8 +1,9 @@
-//! Overrides of the WGSL tuning tables (`random.rs`, `sort.rs`, `matmul.rs`) for one device,
-//! from `RWO_WGPU_TUNE` (`random_mul=pieces,sort_pairs=8,gemm_split=off,sdpa_coop=off`): one build can then
-//! time every variant of an entry on a GPU. Without it, each family's table decides. One entry is
-//! a limit rather than a table's: `max_binding=BYTES` lowers the largest buffer a kernel binds, so
-//! that tensors past it (stored in parts, ops split: `tensor/parts.rs`) can be tested small.
+//! Overrides of the WGSL tuning tables (`random.rs`, `sort.rs`, `matmul.rs`, `attention`) for
+//! one device, from `RWO_WGPU_TUNE` (`random_mul=pieces,sort_pairs=8,sdpa_coop=off`): one build
+//! can then time every variant of an entry on a GPU. Without it, each family's table decides. One
+//! entry is a limit rather than a table's: `max_binding=BYTES` lowers the largest buffer a kernel
+//! binds, so that tensors past it (stored in parts, ops split: `tensor/parts.rs`) can be tested
+//! small.
 
 use super::random::Mul;
 use crate::{Error, Result};

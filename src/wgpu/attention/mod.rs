@@ -278,14 +278,13 @@ fn view(l: &Layout) -> impl Iterator<Item = u32> + '_ {
 }
 
 impl WgpuBackend {
-    /// The width of the cooperative-matrix pass that takes these operands, if any: f16 where
-    /// the adapter runs the GEMM's cooperative matrices (unless `RWO_WGPU_TUNE=sdpa_coop=off`),
-    /// D and Dv whole words up to 128, and q, k and v rows whole aligned words.
-    fn coop_width(&self, dtype: DType, p: &Sdpa, views: [&Layout; 3]) -> Option<u32> {
-        let on = self.tune().sdpa_coop != Some(false) && self.attention_coop();
-        let dp = coop::width(p).filter(|&dp| coop::bytes(dp) <= self.0.gpu.limits.max_compute_workgroup_storage_size);
-        let f16 = Repr::of(dtype, self.caps(), "").ok() == Some(Repr::F16);
-        dp.filter(|_| on && f16 && views.into_iter().all(coop::words))
+    /// The width of the cooperative-matrix pass that takes these operands (held as `r`), if any:
+    /// f16 where the adapter runs the GEMM's cooperative matrices (unless
+    /// `RWO_WGPU_TUNE=sdpa_coop=off`), D and Dv whole words up to 128 within `room` bytes of
+    /// workgroup memory, and q, k and v rows whole aligned words.
+    fn coop_width(&self, r: Repr, room: u32, p: &Sdpa, views: [&Layout; 3]) -> Option<u32> {
+        let on = r == Repr::F16 && self.tune().sdpa_coop != Some(false) && self.attention_coop();
+        coop::width(p).filter(|&dp| on && coop::bytes(dp) <= room && views.into_iter().all(coop::words))
     }
 
     /// Whether f16 attention can run on cooperative matrices here (where the f16 GEMM does).
@@ -329,7 +328,7 @@ impl AttentionOps for WgpuBackend {
         let group_rows = p.hq / p.hkv * p.lq;
         let decode = (2..=DECODE_ROWS as usize).contains(&group_rows);
         let c = r.compute();
-        let coop = if group_rows > COOP_ROWS { self.coop_width(dtype, p, [q.1, k.1, v.1]) } else { None };
+        let coop = if group_rows > COOP_ROWS { self.coop_width(r, room, p, [q.1, k.1, v.1]) } else { None };
         let (pass, bq, dc) = match (coop, decode) {
             (Some(dp), _) => (Pass::Coop(dp), coop::BQ as usize, dp),
             (None, true) => {
