@@ -42,6 +42,15 @@ fn causal_tile_end(v0: u32, n: u32, rows: u32, lq: u32, lk: u32) -> u32 {
     return causal_seen(select(vlast % lq, lq - 1u, v0 / lq != vlast / lq), lq, lk);
 }
 
+// The factor a row's earlier sums take when its running max goes from `old` to `m`: 0 while it
+// had no key (old -inf), 1 while it still has none (m -inf: a key scored -inf weighs 0).
+fn rescale(old: CT, m: CT) -> CT {
+    if (m > neg_inf()) {
+        return select(c_exp(old - m), CT(0), old == neg_inf());
+    }
+    return CT(1);
+}
+
 // @kernel sdpa
 var<workgroup> qs: array<CT, BQ * QP>;
 var<workgroup> ks: array<CT, BK * KP>;
@@ -197,11 +206,7 @@ fn sdpa(
             let m = red_max[r * TPR + x];
             mx = select(mx, m, m > mx);
         }
-        // A key scored -inf weighs 0; while the row has none, the accumulators stay as they are.
-        var a = CT(1);
-        if (mx > neg) {
-            a = select(c_exp(old - mx), CT(0), old == neg);
-        }
+        let a = rescale(old, mx);
         var part_sum = CT(0);
         for (var u = 0u; u < SU; u++) {
             var p = CT(0);
@@ -271,236 +276,217 @@ fn sdpa(
 }
 
 // The decode pass: the group x Lq <= ROWS query rows of one (batch, kv head) in one workgroup,
-// against one key range (the split rule as sdpa's), DC output columns. Per tile of BK = WG keys:
-// (1) invocation t forms key t's score for every row (q and the k tile in workgroup memory,
-// chunks of DK along D); (2) the rows' maxima over the tile through workgroup memory (RED partial
-// maxima a row); (3) the invocations split as (column, key group) add p x v for their column over
-// their group's VN keys (v read straight into registers, VU at a time), each keeping its group's
-// sum of p. At the end the KG key groups' accumulators and sums are added through workgroup
-// memory. The loops over the rows skip those past the workgroup's. Metadata as sdpa's (one query
-// tile).
+// against one key range (the split rule as sdpa's), every output column. q, k and v are read as
+// 16-byte words (bound as raw words; every row whole aligned words, VE values a word, decoded to
+// f32 quads by `quad`). q's rows are staged once in qs (rows past the group's zero). Per tile of
+// BK = WG keys: (1) invocation t forms key t's score for every row from its key's words, KB
+// loads in flight; (2) the rows' maxima over the tile through workgroup memory (RED partial
+// maxima a row, then one invocation a row keeps its running max and the tile's rescale factor);
+// (3) the invocations split as (key group kh, row r, word w of a v row), up to PN such triples
+// each: each adds p x v over its key group's keys (every kh_n-th key of the tile, VB loads in
+// flight) and keeps its sum of p. At the end the key groups' accumulators and sums are added
+// through workgroup memory. The entry is generated (src/wgpu/attention/decode.rs): every row's
+// score, word and accumulator its own variable (a private array indexed in a loop lived in
+// memory: 3x the time). Metadata as sdpa's (one query tile, one column chunk).
 // @kernel sdpa_decode
-var<workgroup> qs: array<CT, ROWS * DK>;
-var<workgroup> ks: array<CT, BK * KP>;
+var<workgroup> qs: array<vec4<f32>, QS>;
 var<workgroup> ps: array<CT, ROWS * BK>;
 var<workgroup> red: array<CT, ROWS * RED>;
+var<workgroup> row_m: array<CT, ROWS>;
+var<workgroup> row_a: array<CT, ROWS>;
+var<workgroup> sums: array<CT, KHMAX * ROWS>;
 
-@compute @workgroup_size(WG)
-fn sdpa_decode(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) nwg: vec3<u32>,
-    @builtin(local_invocation_index) t: u32,
-) {
-    let g = wid.x + wid.y * nwg.x;
-    if (g >= md[MA + 9u]) {
+var<private> d_b: u32;
+var<private> d_hk: u32;
+var<private> d_split: u32;
+var<private> d_rows: u32;
+var<private> d_dw: u32;
+var<private> d_vw: u32;
+var<private> d_kbegin: u32;
+var<private> d_kend: u32;
+var<private> d_kbase: u32;
+var<private> d_vbase: u32;
+var<private> d_krow: u32;
+var<private> d_vrow: u32;
+
+// The workgroup's kv head, key range and row count; q's rows into qs.
+fn dec_setup(g: u32, t: u32) {
+    let group = md[MA + 1u];
+    let lq = md[MA + 2u];
+    let splits = md[MA + 30u];
+    d_split = g % splits;
+    let bh = g / splits;
+    let hkv = md[MA] / group;
+    d_rows = group * lq;
+    d_hk = bh % hkv;
+    d_b = bh / hkv;
+    d_dw = md[MA + 4u] / VE;
+    d_vw = md[MA + 5u] / VE;
+    d_kbase = at(MA + 15u, d_b, d_hk, 0u, 0u) / VE;
+    d_vbase = at(MA + 20u, d_b, d_hk, 0u, 0u) / VE;
+    d_krow = md[MA + 18u] / VE;
+    d_vrow = md[MA + 23u] / VE;
+    d_kbegin = d_split * md[MA + 31u];
+    d_kend = md[MA + 3u];
+    if (SPLIT) {
+        d_kend = min(d_kend, d_kbegin + md[MA + 31u]);
+    }
+    // Row r is query row r % Lq of head hk group + r / Lq; its words at r DQ of qs.
+    for (var x = t; x < ROWS * DW; x += WG) {
+        let r = x / DW;
+        let i = x % DW;
+        var w = vec4<u32>(0u);
+        if (r < d_rows && i < d_dw) {
+            w = q[at(MA + 10u, d_b, d_hk * group + r / lq, r % lq, 0u) / VE + i];
+        }
+        for (var h = 0u; h < QW; h++) {
+            qs[r * DQ + i * QW + h] = quad(w, h);
+        }
+    }
+    if (t < ROWS) {
+        row_m[t] = neg_inf();
+    }
+}
+
+// Row r's score of key j (-inf past the range, the causal limit or the mask), into ps at key t.
+fn dec_score(r: u32, j: u32, t: u32, s: CT) -> CT {
+    if (r >= d_rows) {
+        return neg_inf();
+    }
+    let group = md[MA + 1u];
+    let lq = md[MA + 2u];
+    let lk = md[MA + 3u];
+    var seen = lk;
+    if (md[MA + 6u] != 0u) {
+        seen = causal_seen(r % lq, lq, lk);
+    }
+    var x = neg_inf();
+    if (j < d_kend && j < seen) {
+        x = mask_score(param(0u) * s, at(MA + 25u, d_b, d_hk * group + r / lq, r % lq, j), neg_inf());
+    }
+    ps[r * BK + t] = x;
+    return x;
+}
+
+// The rows' maxima over the tile: RED partials a row, then each row's new max and the factor its
+// earlier sums take (`rescale`).
+fn dec_max(t: u32) {
+    let neg = neg_inf();
+    let r = t / RED;
+    let x0 = (t % RED) * PER;
+    var mx = neg;
+    if (r < d_rows) {
+        for (var x = 0u; x < PER; x++) {
+            let v = ps[r * BK + x0 + x];
+            mx = select(mx, v, v > mx);
+        }
+    }
+    red[t] = mx;
+    workgroupBarrier();
+    if (t < ROWS) {
+        let old = row_m[t];
+        var m = old;
+        for (var x = 0u; x < RED; x++) {
+            let v = red[t * RED + x];
+            m = select(m, v, v > m);
+        }
+        row_a[t] = rescale(old, m);
+        row_m[t] = m;
+    }
+}
+
+// Row r's weight of key t, exp(s - max) (0 for a key scored -inf), into ps.
+fn dec_weight(r: u32, t: u32, s: CT) {
+    if (r < d_rows) {
+        let m = row_m[r];
+        var p = CT(0);
+        if (m > neg_inf() && s != neg_inf()) {
+            p = c_exp(s - m);
+        }
+        ps[r * BK + t] = p;
+    }
+}
+
+// Triple x's value of key u of the tile at j0 (zeros past the range or past the triples).
+fn dec_v(x: u32, kh_n: u32, j0: u32, u: u32) -> vec4<u32> {
+    if (x / (d_rows * d_vw) < kh_n && u < BK && j0 + u < d_kend) {
+        return v[d_vbase + (j0 + u) * d_vrow + x % d_vw];
+    }
+    return vec4<u32>(0u);
+}
+
+// Row r's weight of key u of the tile at j0 for triple x (0 past the range or the triples).
+fn dec_p(x: u32, kh_n: u32, j0: u32, u: u32) -> CT {
+    let triples = d_rows * d_vw;
+    if (x / triples < kh_n && u < BK && j0 + u < d_kend) {
+        return ps[(x % triples) / d_vw * BK + u];
+    }
+    return CT(0);
+}
+
+// Triple x's sums parked in qs and sums for the key groups' total.
+fn dec_park(x: u32, kh_n: u32, lo: vec4<CT>, hi: vec4<CT>, l: CT) {
+    let triples = d_rows * d_vw;
+    let kh = x / triples;
+    if (kh < kh_n) {
+        qs[x * QW] = lo;
+        if (QW == 2u) {
+            qs[x * QW + 1u] = hi;
+        }
+        if (x % d_vw == 0u) {
+            sums[kh * ROWS + (x % triples) / d_vw] = l;
+        }
+    }
+}
+
+// Triple x of key group 0: its row's word of the output, the key groups' sums added; normalised
+// into y, or (split) unnormalised into part with the row's max and sum.
+fn dec_out(x: u32, kh_n: u32) {
+    let triples = d_rows * d_vw;
+    if (x >= triples) {
         return;
     }
     let hq = md[MA];
     let group = md[MA + 1u];
     let lq = md[MA + 2u];
-    let lk = md[MA + 3u];
-    let d = md[MA + 4u];
     let dv = md[MA + 5u];
-    let causal = md[MA + 6u] != 0u;
-    let chunks = md[MA + 8u];
-    let splits = md[MA + 30u];
-    let split_len = md[MA + 31u];
-    let c = t % DC;
-    let kg = t / DC;
-    let c0 = (g % chunks) * DC;
-    let col = c0 + c;
-    let split = (g / chunks) % splits;
-    let bh = g / chunks / splits;
-    let hkv = hq / group;
-    let rows = group * lq;
-    let hk = bh % hkv;
-    let b = bh / hkv;
-    let scale = param(0u);
-    let neg = neg_inf();
-    let kbase = at(MA + 15u, b, hk, 0u, 0u);
-    let vbase = at(MA + 20u, b, hk, 0u, 0u);
-    let kbegin = split * split_len;
-    var kend = lk;
+    let r = x / d_vw;
+    let w = x % d_vw;
+    var o: array<vec4<CT>, 2>;
+    var sum = CT(0);
+    for (var kh = 0u; kh < kh_n; kh++) {
+        for (var h = 0u; h < QW; h++) {
+            o[h] += qs[(kh * triples + x) * QW + h];
+        }
+        sum += sums[kh * ROWS + r];
+    }
+    let row = (d_b * hq + d_hk * group + r / lq) * lq + r % lq;
     if (SPLIT) {
-        kend = min(lk, kbegin + split_len);
-    }
-    var m: array<CT, ROWS>;
-    var l: array<CT, ROWS>;
-    var acc: array<CT, ROWS>;
-    var sc: array<CT, ROWS>;
-    for (var r = 0u; r < ROWS; r++) {
-        m[r] = neg;
-        l[r] = CT(0);
-        acc[r] = CT(0);
-    }
-    for (var j0 = kbegin; j0 < kend; j0 += BK) {
-        for (var r = 0u; r < ROWS; r++) {
-            sc[r] = CT(0);
+        let p = (row * md[MA + 30u] + d_split) * (dv + 2u);
+        for (var e = 0u; e < VE; e++) {
+            part_put(p + w * VE + e, o[e / 4u][e % 4u]);
         }
-        for (var d0 = 0u; d0 < d; d0 += DK) {
-            // The previous chunk's (or tile's) readers of qs, ks, ps and red are done.
-            workgroupBarrier();
-            for (var x = t; x < ROWS * DK; x += WG) {
-                let r = x / DK;
-                let e = d0 + x % DK;
-                var val = CT(0);
-                if (r < rows && e < d) {
-                    val = q_load(at(MA + 10u, b, hk * group + r / lq, r % lq, e));
-                }
-                qs[x] = val;
-            }
-            var kv: array<CT, KN>;
-            let e = d0 + t % DK;
-            for (var n = 0u; n < KN; n++) {
-                let j = j0 + t / DK + KR * n;
-                var val = CT(0);
-                if (j < kend && e < d) {
-                    val = k_load(kbase + j * md[MA + 18u] + e * md[MA + 19u]);
-                }
-                kv[n] = val;
-            }
-            for (var n = 0u; n < KN; n++) {
-                ks[(t / DK + KR * n) * KP + t % DK] = kv[n];
-            }
-            workgroupBarrier();
-            let dn = min(DK, d - d0);
-            for (var e = 0u; e < dn; e++) {
-                let kx = ks[t * KP + e];
-                for (var r = 0u; r < ROWS; r++) {
-                    if (r < rows) {
-                        sc[r] += qs[r * DK + e] * kx;
-                    }
-                }
-            }
+        if (w == 0u) {
+            part_put(p + dv, row_m[r]);
+            part_put(p + dv + 1u, sum);
         }
-        // Key t's scores (-inf past the range, the causal limit or the mask), into ps for the
-        // maxima. Row r is query row r % Lq of head hk group + r / Lq.
-        let j = j0 + t;
-        for (var r = 0u; r < ROWS; r++) {
-            if (r < rows) {
-                var seen = lk;
-                if (causal) {
-                    seen = causal_seen(r % lq, lq, lk);
-                }
-                var s = neg;
-                if (j < kend && j < seen) {
-                    s = mask_score(scale * sc[r], at(MA + 25u, b, hk * group + r / lq, r % lq, j), neg);
-                }
-                sc[r] = s;
-                ps[r * BK + t] = s;
+    } else {
+        let y0 = row * dv + w * VE;
+        for (var e = 0u; e < VE; e++) {
+            out_set(y0 + e, select(o[e / 4u][e % 4u] / sum, nan_c(), sum == CT(0)));
+            if ((e + 1u) % OUT_EPW == 0u) {
+                out_flush((y0 + e) / OUT_EPW);
             }
-        }
-        workgroupBarrier();
-        if (t < rows * RED) {
-            let r = t / RED;
-            let x0 = (t % RED) * PER;
-            var mx = neg;
-            for (var x = 0u; x < PER; x++) {
-                let s = ps[r * BK + x0 + x];
-                mx = select(mx, s, s > mx);
-            }
-            red[t] = mx;
-        }
-        workgroupBarrier();
-        // Each row's new max; key t's weights p; the earlier sums and accumulators rescaled. A key
-        // scored -inf weighs 0; while a row has none, its accumulators stay as they are.
-        for (var r = 0u; r < ROWS; r++) {
-            if (r < rows) {
-                var mx = m[r];
-                for (var x = 0u; x < RED; x++) {
-                    let v = red[r * RED + x];
-                    mx = select(mx, v, v > mx);
-                }
-                if (mx > neg) {
-                    let a = select(c_exp(m[r] - mx), CT(0), m[r] == neg);
-                    acc[r] *= a;
-                    l[r] *= a;
-                }
-                m[r] = mx;
-                var p = CT(0);
-                if (mx > neg && sc[r] != neg) {
-                    p = c_exp(sc[r] - mx);
-                }
-                ps[r * BK + t] = p;
-            }
-        }
-        workgroupBarrier();
-        // Column c0 + c of v over the key group's keys, VU loads at a time.
-        for (var n0 = 0u; n0 < VN; n0 += VU) {
-            var vv: array<CT, VU>;
-            for (var n = 0u; n < VU; n++) {
-                let jv = j0 + kg * VN + n0 + n;
-                var val = CT(0);
-                if (jv < kend && col < dv) {
-                    val = v_load(vbase + jv * md[MA + 23u] + col * md[MA + 24u]);
-                }
-                vv[n] = val;
-            }
-            for (var n = 0u; n < VU; n++) {
-                for (var r = 0u; r < ROWS; r++) {
-                    if (r < rows) {
-                        let p = ps[r * BK + kg * VN + n0 + n];
-                        acc[r] += p * vv[n];
-                        l[r] += p;
-                    }
-                }
-            }
-        }
-    }
-    // The key groups' accumulators (in ps) and sums (in red), added by group 0's invocations.
-    workgroupBarrier();
-    for (var r = 0u; r < ROWS; r++) {
-        ps[(kg * ROWS + r) * DC + c] = acc[r];
-        if (c == 0u) {
-            red[kg * ROWS + r] = l[r];
-        }
-    }
-    workgroupBarrier();
-    for (var r = 0u; r < ROWS; r++) {
-        var o = CT(0);
-        var sum = CT(0);
-        for (var x = 0u; x < KG; x++) {
-            o += ps[(x * ROWS + r) * DC + c];
-            sum += red[x * ROWS + r];
-        }
-        if (kg == 0u && r < rows) {
-            let row = (b * hq + hk * group + r / lq) * lq + r % lq;
-            if (SPLIT) {
-                if (col < dv) {
-                    let p = (row * splits + split) * (dv + 2u);
-                    part_put(p + col, o);
-                    if (col == 0u) {
-                        part_put(p + dv, m[r]);
-                        part_put(p + dv + 1u, sum);
-                    }
-                }
-            } else {
-                ks[r * DC + c] = select(o / sum, nan_c(), sum == CT(0));
-            }
-        }
-    }
-    if (SPLIT) {
-        return;
-    }
-    // The rows' outputs staged in ks (ROWS DC <= BK KP), stored a word at a time.
-    workgroupBarrier();
-    for (var w = t; w < rows * DC / OUT_EPW; w += WG) {
-        let e0 = w * OUT_EPW;
-        let r = e0 / DC;
-        let col = c0 + e0 % DC;
-        if (col < dv) {
-            let base = ((b * hq + hk * group + r / lq) * lq + r % lq) * dv + col;
-            for (var x = 0u; x < OUT_EPW; x++) {
-                out_set(base + x, ks[e0 + x]);
-            }
-            out_flush(base / OUT_EPW);
         }
     }
 }
 
 // y from the splits' partial results (see sdpa), one invocation per output word. Metadata at
-// MA: Dv, splits.
+// MA: Dv, splits. One pass over the splits, CB of them loaded at a time (so that their loads are
+// in flight together), the running max, sum and value rescaled by each batch's max.
 // @kernel sdpa_combine
+const CB: u32 = 8u;
+
 @compute @workgroup_size(WG)
 fn sdpa_combine(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let w = flat_id(gid, nwg);
@@ -519,17 +505,36 @@ fn sdpa_combine(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
             let col = idx % dv;
             let base = row * splits * (dv + 2u);
             var mx = neg;
-            for (var s = 0u; s < splits; s++) {
-                mx = max(mx, part_load(base + s * (dv + 2u) + dv));
-            }
             var l = CT(0);
             var o = CT(0);
-            for (var s = 0u; s < splits; s++) {
-                let at = base + s * (dv + 2u);
-                let m = part_load(at + dv);
-                let wt = select(c_exp(m - mx), CT(0), m == neg);
-                l += wt * part_load(at + dv + 1u);
-                o += wt * part_load(at + col);
+            for (var s0 = 0u; s0 < splits; s0 += CB) {
+                var ms: array<CT, CB>;
+                var ls: array<CT, CB>;
+                var os: array<CT, CB>;
+                var bm = mx;
+                for (var u = 0u; u < CB; u++) {
+                    ms[u] = neg;
+                    if (s0 + u < splits) {
+                        let at = base + (s0 + u) * (dv + 2u);
+                        ms[u] = part_load(at + dv);
+                        ls[u] = part_load(at + dv + 1u);
+                        os[u] = part_load(at + col);
+                    }
+                    bm = select(bm, ms[u], ms[u] > bm);
+                }
+                // A range without a key (max -inf) weighs 0; while every range so far has none,
+                // the sums stay 0.
+                if (bm > neg) {
+                    let a = rescale(mx, bm);
+                    l *= a;
+                    o *= a;
+                    mx = bm;
+                    for (var u = 0u; u < CB; u++) {
+                        let wt = select(c_exp(ms[u] - bm), CT(0), ms[u] == neg);
+                        l += wt * ls[u];
+                        o += wt * os[u];
+                    }
+                }
             }
             y_set(idx, select(o / l, nan_c(), l == CT(0)));
         }

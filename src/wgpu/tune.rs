@@ -1,5 +1,5 @@
 //! Overrides of the WGSL tuning tables (`random.rs`, `sort.rs`, `matmul.rs`, `attention`) for
-//! one device, from `RWO_WGPU_TUNE` (`random_mul=pieces,sort_pairs=8,sdpa_coop=off`): one build
+//! one device, from `RWO_WGPU_TUNE` (`random_mul=pieces,sdpa_coop=off`): one build
 //! can then time every variant of an entry on a GPU. Without it, each family's table decides. One
 //! entry is a limit rather than a table's: `max_binding=BYTES` lowers the largest buffer a kernel
 //! binds, so that tensors past it (stored in parts, ops split: `tensor/parts.rs`) can be tested
@@ -20,6 +20,8 @@ pub struct Tune {
     pub gemm_split: Option<bool>,
     /// `sdpa_coop=on|off`: whether f16 attention may run on cooperative matrices.
     pub sdpa_coop: Option<bool>,
+    /// `sdpa_decode=on|off`: whether few query rows a kv head may take the decode pass.
+    pub sdpa_decode: Option<bool>,
     /// `max_binding=BYTES` (at least 256): the largest tensor buffer a kernel binds, if lower
     /// than the adapter's limit (larger tensors are stored in parts; a kernel's scratch and
     /// metadata keep the adapter's limit).
@@ -38,13 +40,14 @@ impl Tune {
                 Some(("sort_pairs", v @ ("8" | "16"))) => t.sort_pairs = v.parse().ok(),
                 Some(("gemm_split", v @ ("on" | "off"))) => t.gemm_split = Some(v == "on"),
                 Some(("sdpa_coop", v @ ("on" | "off"))) => t.sdpa_coop = Some(v == "on"),
+                Some(("sdpa_decode", v @ ("on" | "off"))) => t.sdpa_decode = Some(v == "on"),
                 Some(("max_binding", v)) if v.parse::<u64>().is_ok_and(|b| b >= 256) => t.max_binding = v.parse().ok(),
                 _ => {
                     return Err(Error::BackendUnavailable {
                         kind: "wgpu".into(),
                         reason: format!(
                             "RWO_WGPU_TUNE: unknown setting {item:?}; known: random_mul=wide|pieces, sort_pairs=8|16, \
-                             gemm_split=on|off, sdpa_coop=on|off, max_binding=BYTES (>= 256)"
+                             gemm_split=on|off, sdpa_coop=on|off, sdpa_decode=on|off, max_binding=BYTES (>= 256)"
                         ),
                     });
                 }
@@ -62,13 +65,16 @@ mod tests {
     fn settings_parse_and_unknown_ones_are_refused() {
         assert_eq!(Tune::parse(None), Ok(Tune::default()));
         assert_eq!(Tune::parse(Some(" ")), Ok(Tune::default()));
-        let t = Tune::parse(Some("random_mul=pieces, sort_pairs=8,gemm_split=off,sdpa_coop=off,max_binding=65536"))
-            .unwrap_or_default();
+        let t = Tune::parse(Some(
+            "random_mul=pieces, sort_pairs=8,gemm_split=off,sdpa_coop=off,sdpa_decode=off,max_binding=65536",
+        ))
+        .unwrap_or_default();
         let want = Tune {
             random_mul: Some(Mul::Pieces),
             sort_pairs: Some(8),
             gemm_split: Some(false),
             sdpa_coop: Some(false),
+            sdpa_decode: Some(false),
             max_binding: Some(65536),
         };
         assert_eq!(t, want);

@@ -34,8 +34,10 @@ const SDPA: AttentionOp = AttentionOp::ScaledDotProductAttention;
 /// Dv (sub-word dtypes store element by element); D and Dv past one chunk of the kernels and Lq
 /// past one query tile; Lq > Lk causal (the first rows see no key: NaN); no keys at all (NaN).
 /// The GPU paths take up to 8 query rows a kv head (`Hq / Hkv x Lq`) through their decode pass
-/// (WGSL from 2) and more through the tiled one: each case above comes in both, the decode
-/// pass's up to its 8 rows (8 heads of one kv head over more keys than its tile of 128). On CUDA
+/// (WGSL's where D and Dv are whole 16-byte words, else the tiled pass) and more through the tiled
+/// one: each case above comes in both, the decode pass's up to its 8 rows (8 heads of one kv head
+/// over more keys than its tile of 128; 8 rows of D 128, causal with Lq < Lk, in two key ranges of
+/// two and one tiles). On CUDA
 /// (sm_80 on) the halves take the tensor-core pass instead, for every case with D and Dv up to
 /// 128 (64 rows a block, D and Dv padded to 64 or 128; `RWO_NATIVE_MMA=0` runs the other two);
 /// the last two cases are for it: rows of two heads over three blocks (one crossing from a head
@@ -44,7 +46,7 @@ const SDPA: AttentionOp = AttentionOp::ScaledDotProductAttention;
 /// take the cooperative-matrix pass instead of the tiled one: the last three cases.
 type Geometry = (usize, usize, usize, usize, usize, usize, usize, bool);
 
-const SHAPES: [Geometry; 14] = [
+const SHAPES: [Geometry; 15] = [
     (2, 4, 2, 5, 7, 8, 6, false),
     (1, 2, 2, 1, 9, 4, 4, true),
     (1, 3, 1, 6, 6, 5, 3, true),
@@ -52,6 +54,7 @@ const SHAPES: [Geometry; 14] = [
     (1, 2, 2, 3, 20, 16, 8, true),
     (1, 2, 1, 19, 33, 72, 70, true),
     (1, 8, 1, 1, 150, 72, 70, false),
+    (1, 8, 2, 2, 300, 128, 64, true),
     (1, 1, 1, 6, 3, 4, 4, true),
     (1, 2, 1, 6, 3, 4, 4, true),
     (1, 1, 1, 3, 0, 4, 4, false),
@@ -122,13 +125,14 @@ fn keep_mask(dev: &Device, shape: &[usize], seed: u64) -> Result<Tensor> {
 }
 
 /// Heads split by a transpose view (q stored [B, L, H, D]), a KV cache narrowed from a larger
-/// buffer, and an offset, transposed head dim of v; Lq 3 (the decode pass) and 5 (tiled). The
-/// last case's v is a narrowed cache too: every row whole aligned 16-byte words, as WGSL's
-/// cooperative-matrix pass takes them in f16.
+/// buffer, and an offset, transposed head dim of v; Lq 3 (the decode pass) and 5 (tiled). In the
+/// cases without the transposed v every row is whole aligned 16-byte words, as WGSL's decode and
+/// cooperative-matrix passes read them.
 async fn sdpa_strided_inputs_match_reference(dev: &Device) -> Result<()> {
     let (b, hq, hkv, lk, d, cap) = (2, 4, 2, 9, 8, 24);
     for &dt in SDPA.dtypes() {
-        for (lq, causal, vt) in [(3, false, true), (3, true, true), (5, true, true), (5, true, false)] {
+        for (lq, causal, vt) in [(3, false, true), (3, true, true), (3, true, false), (5, true, true), (5, true, false)]
+        {
             let what = format!("sdpa {dt} strided Lq {lq} causal {causal} v transposed {vt}");
             same_as_cpu(dev, tol(dt), &what, |x| {
                 let q = rand_tensor(x, dt, &[b, lq, hq, d], 50, -1.0, 1.0)?.transpose(1, 2)?;
@@ -168,13 +172,13 @@ async fn sdpa_long_rows_match_reference(dev: &Device) -> Result<()> {
 
 /// Few rows over many keys, where both GPU paths split the keys into ranges and combine them:
 /// both mask kinds, causal or not, an odd Dv, a row with no key (NaN), and a mask dropping the
-/// first 300 keys of every row (whole ranges without a key); Lq 3 (the decode pass) and 5
-/// (tiled; with Dv 16 WGSL's cooperative-matrix pass in f16).
+/// first 300 keys of every row (whole ranges without a key); Lq 3 (the decode pass; WGSL's with Dv
+/// 16, whole words) and 5 (tiled; with Dv 16 WGSL's cooperative-matrix pass in f16).
 async fn sdpa_split_keys_match_reference(dev: &Device) -> Result<()> {
     let (b, hq, hkv, lk, d) = (1, 4, 2, 700, 8);
     for &dt in SDPA.dtypes() {
         for mask in ["keep", "late keys", "additive"] {
-            for (lq, causal, dv) in [(3, false, 13), (3, true, 13), (5, true, 13), (5, true, 16)] {
+            for (lq, causal, dv) in [(3, false, 13), (3, true, 13), (3, true, 16), (5, true, 13), (5, true, 16)] {
                 let what = format!("sdpa {dt} split keys Lq {lq} Lk {lk} Dv {dv} mask {mask} causal {causal}");
                 same_as_cpu(dev, tol(dt), &what, |x| {
                     let q = rand_tensor(x, dt, &[b, hq, lq, d], 70, -1.0, 1.0)?;

@@ -3,7 +3,6 @@
 //! q, k and v rows are whole aligned 16-byte words. Its entry is generated here so that every
 //! fragment and accumulator is its own variable.
 
-use crate::Layout;
 use crate::spec::attention::Sdpa;
 use std::fmt::Write;
 
@@ -21,13 +20,6 @@ pub(super) fn width(p: &Sdpa) -> Option<u32> {
         65..=128 => Some(128),
         _ => None,
     }
-}
-
-/// Whether `l`'s rows can be read as whole aligned 16-byte words: the last stride 1, the offset
-/// and every other stride multiples of 8 halves.
-pub(super) fn words(l: &Layout) -> bool {
-    let s = l.strides();
-    s.last() == Some(&1) && l.offset().is_multiple_of(8) && s[..s.len() - 1].iter().all(|x| x.is_multiple_of(8))
 }
 
 /// Padding of a row in workgroup memory, in elements: 16 bytes of halves (the k and v tiles,
@@ -185,20 +177,6 @@ mod tests {
             .map(|(d, dv)| width(&sdpa(d, dv)))
             .into();
         assert_eq!(widths, [Some(64), Some(64), Some(128), Some(128), Some(128), None, None, None]);
-    }
-
-    #[test]
-    fn only_rows_of_whole_aligned_words_are_read_as_words() -> crate::Result<()> {
-        let l = Layout::contiguous([2, 4, 24, 16]);
-        assert!(words(&l));
-        // A cache narrowed along keys, heads split by a transpose: still whole words.
-        assert!(words(&l.narrow(2, 3, 9)?));
-        assert!(words(&Layout::contiguous([2, 24, 4, 16]).transpose(1, 2)?));
-        // An offset or a row stride off the 8-half grid, or the head dim strided: not.
-        assert!(!words(&Layout::contiguous_with_offset([2, 4, 24, 16], 4)));
-        assert!(!words(&Layout::contiguous([2, 4, 24, 12])));
-        assert!(!words(&Layout::contiguous([2, 4, 16, 24]).transpose(2, 3)?));
-        Ok(())
     }
 
     #[test]

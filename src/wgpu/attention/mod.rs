@@ -2,14 +2,16 @@
 //!
 //! `sdpa` is one flash-style pass: a workgroup per (batch, kv head, tile of `Tiles::bq` query
 //! rows of the heads sharing it, chunk of `dc` output columns), key tiles through workgroup
-//! memory, an online softmax, the scores never in a buffer; from 2 to [`DECODE_ROWS`] rows a kv
-//! head (decoding) go through the decode pass instead (all of them in one workgroup, a key an
-//! invocation). q, k, v and the mask are read in place through their strides (the
-//! mask's stride 0 where it broadcasts). In f16 on adapters with cooperative matrices the tiled
-//! pass's rows go through `sdpa_coop` instead where their rows are whole words ([`coop`]).
+//! memory, an online softmax, the scores never in a buffer; up to 8 rows a kv head (decoding) go
+//! through the decode pass instead where q, k and v rows are whole 16-byte words ([`decode`]: all
+//! of them in one workgroup, a key an invocation). q, k, v and the mask are read in place through
+//! their strides (the mask's stride 0 where it broadcasts). In f16 on adapters with cooperative
+//! matrices the tiled pass's rows go through `sdpa_coop` instead where their rows are whole words
+//! ([`coop`]).
 //! `rope` is one invocation per output word.
 
 mod coop;
+mod decode;
 
 use super::kernel::{Index, Spec};
 use super::repr::{Access, Caps, Compute, Repr, params};
@@ -51,53 +53,10 @@ impl Tiles {
     }
 }
 
-/// The decode pass (`sdpa_decode`): up to [`DECODE_ROWS`] query rows a kv head in one workgroup
-/// of 128 invocations, one key a invocation for the scores, then (column, key group) for the
-/// weighted values; `dk` is the chunk of D read at a time (within 16 KiB of workgroup memory
-/// unless `big`).
-struct DecodeTiles {
-    dk: u32,
-}
-
-/// The most query rows (`group x Lq`) the decode pass takes. It takes at least 2: on the H200
-/// (Vulkan) one row (GPT-2's decode step, 12 heads over 256 keys) took 31 us through it against
-/// 20-23 us through the tiled pass, while 4 rows (32 heads grouped by 4 over 4096 keys) took
-/// 86.5 us against 110.
-const DECODE_ROWS: u32 = 8;
 /// Query rows a kv head past which the cooperative-matrix pass takes them (f16, where it can).
-/// Decoding shapes stay on the other passes: on the H200 the pass was faster there alone (q
-/// [1,32,1,128] over kv [1,8,4096,128]: 41-47 us against 79-82 through the decode pass) and in
-/// replayed decoding (llama 8 x 1024: 1.88-1.92 against 2.15-2.29 ms a token), but decoding op by
-/// op took 1.9-2.4x longer a token (GPT-2 small 4.96-5.49 against 2.91-3.10 ms, llama 5.41-5.46
-/// against 2.20-2.23), not explained yet (with a timestamp between dispatches, 2.76 against 3.11).
-const COOP_ROWS: usize = DECODE_ROWS as usize;
-/// Keys per tile of the decode pass (one a invocation), output columns a workgroup, the
-/// partial maxima a row and the loads of v in flight. Every invocation reads each row's partial
-/// maxima (`ROWS RED` loads, unrolled): with 16 a row, lavapipe took a fifth longer to compile
-/// the kernel than with 4 (`RED` invocations a row then take 32 keys each instead of 8).
-const DECODE_BK: u32 = 128;
-const DECODE_DC: u32 = 64;
-const DECODE_RED: u32 = 4;
-const DECODE_VU: u32 = 8;
-
-impl DecodeTiles {
-    fn of(c: Compute, big: bool) -> DecodeTiles {
-        let dk = match (c, big) {
-            (Compute::F64, false) => 4,
-            (Compute::F64, true) => 16,
-            (_, false) => 16,
-            (_, true) => 32,
-        };
-        DecodeTiles { dk }
-    }
-
-    /// Bytes of workgroup memory the kernel declares with these tiles.
-    fn bytes(&self, c: Compute) -> u32 {
-        let size = if c == Compute::F64 { 8 } else { 4 };
-        let r = DECODE_ROWS;
-        (r * self.dk + DECODE_BK * (self.dk + 1) + r * DECODE_BK + r * DECODE_RED) * size
-    }
-}
+/// Fewer stay on the decode pass where it takes them (H200, q [1,32,1,128] over kv
+/// [1,8,4096,128]: 26-32 us against 41-47 through the cooperative pass), else the tiled pass.
+const COOP_ROWS: usize = decode::ROWS as usize;
 
 /// What decides an `sdpa` kernel besides its dtype: the mask's kind, whether the output is
 /// stored element by element (`update`: sub-word dtypes whose output rows are not whole words),
@@ -111,13 +70,13 @@ pub(crate) struct Variant {
     pass: Pass,
 }
 
-/// Which `sdpa` kernel: the tiled pass, the decode pass (`big`: the tiles of [`Tiles`] and
-/// [`DecodeTiles`] that need 48 KiB of workgroup memory), or the cooperative-matrix pass of
-/// width 64 or 128 ([`coop`]).
+/// Which `sdpa` kernel: the tiled pass (`big`: the tiles of [`Tiles`] that need 48 KiB of
+/// workgroup memory), the decode pass ([`decode`]), or the cooperative-matrix pass of width 64 or
+/// 128 ([`coop`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Pass {
     Tiled { big: bool },
-    Decode { big: bool },
+    Decode,
     Coop(u32),
 }
 
@@ -173,10 +132,11 @@ fn sdpa_spec(caps: Caps, dtype: DType, v: Variant) -> Result<Spec> {
     let c = r.compute();
     let (entry, input) = match v.pass {
         Pass::Tiled { .. } => ("sdpa", Access::Read),
-        Pass::Decode { .. } => ("sdpa_decode", Access::Read),
+        Pass::Decode if decode::per_word(r).is_some() => ("sdpa_decode", Access::Wide),
         Pass::Coop(_) if r == Repr::F16 => ("sdpa_coop", Access::Wide),
-        Pass::Coop(_) => {
-            let msg = format!("the cooperative-matrix attention takes f16 with SHADER_F16, not {dtype}");
+        Pass::Decode | Pass::Coop(_) => {
+            let pass = if v.pass == Pass::Decode { "decode pass" } else { "cooperative-matrix pass" };
+            let msg = format!("the attention's {pass} does not take {dtype} here");
             return Err(crate::Error::Backend { backend: crate::BackendKind::Wgpu, msg });
         }
     };
@@ -213,7 +173,11 @@ fn sdpa_spec(caps: Caps, dtype: DType, v: Variant) -> Result<Spec> {
         .code(out)
         .code(format!("fn mask_score(s: CT, m: u32, neg: CT) -> CT {{ return {score}; }}"));
     Ok(match v.pass {
-        Pass::Decode { big } => decode_constants(spec, DecodeTiles::of(c, big)),
+        Pass::Decode => {
+            let mut spec = spec.code(decode::entry(r));
+            spec.workgroup = decode::WG;
+            decode::constants(r).into_iter().fold(spec, |s, (name, value)| s.constant(name, value))
+        }
         Pass::Tiled { big } => tile_constants(spec, Tiles::of(c, big)),
         Pass::Coop(dp) => {
             let mut spec = spec.code(coop::entry(dp));
@@ -222,24 +186,6 @@ fn sdpa_spec(caps: Caps, dtype: DType, v: Variant) -> Result<Spec> {
             coop::constants(dp).into_iter().fold(spec, |s, (name, value)| s.constant(name, value))
         }
     })
-}
-
-fn decode_constants(mut spec: Spec, t: DecodeTiles) -> Spec {
-    let wg = DECODE_BK;
-    spec.workgroup = wg;
-    let u = |v: u32| format!("{v}u");
-    spec.constant("ROWS", u(DECODE_ROWS))
-        .constant("BK", u(DECODE_BK))
-        .constant("DC", u(DECODE_DC))
-        .constant("DK", u(t.dk))
-        .constant("KP", u(t.dk + 1))
-        .constant("KN", u(DECODE_BK * t.dk / wg))
-        .constant("KR", u(wg / t.dk))
-        .constant("KG", u(wg / DECODE_DC))
-        .constant("VN", u(DECODE_BK / (wg / DECODE_DC)))
-        .constant("VU", u(DECODE_VU))
-        .constant("RED", u(DECODE_RED))
-        .constant("PER", u(DECODE_BK / DECODE_RED))
 }
 
 fn tile_constants(mut spec: Spec, t: Tiles) -> Spec {
@@ -272,6 +218,13 @@ fn rope_spec(caps: Caps, dtype: DType, op: AttentionOp) -> Result<Spec> {
         .code(helpers(r.compute())))
 }
 
+/// Whether `l`'s rows can be read as whole aligned 16-byte words of `per` values: the last stride
+/// 1, the offset and every other stride multiples of `per`.
+fn whole_words(l: &Layout, per: usize) -> bool {
+    let s = l.strides();
+    s.last() == Some(&1) && l.offset().is_multiple_of(per) && s[..s.len() - 1].iter().all(|x| x.is_multiple_of(per))
+}
+
 /// Offset and strides of `l` as metadata words.
 fn view(l: &Layout) -> impl Iterator<Item = u32> + '_ {
     std::iter::once(l.offset() as u32).chain(l.strides().iter().map(|&s| s as u32))
@@ -284,7 +237,7 @@ impl WgpuBackend {
     /// workgroup memory, and q, k and v rows whole aligned words.
     fn coop_width(&self, r: Repr, room: u32, p: &Sdpa, views: [&Layout; 3]) -> Option<u32> {
         let on = r == Repr::F16 && self.tune().sdpa_coop != Some(false) && self.attention_coop();
-        coop::width(p).filter(|&dp| on && coop::bytes(dp) <= room && views.into_iter().all(coop::words))
+        coop::width(p).filter(|&dp| on && coop::bytes(dp) <= room && views.into_iter().all(|l| whole_words(l, 8)))
     }
 
     /// Whether f16 attention can run on cooperative matrices here (where the f16 GEMM does).
@@ -322,20 +275,20 @@ impl AttentionOps for WgpuBackend {
         let r = Repr::of(dtype, caps, AttentionOp::ScaledDotProductAttention.name())?;
         let room = self.0.gpu.limits.max_compute_workgroup_storage_size;
         // The query rows of the heads sharing a kv head go through one workgroup's tiles together:
-        // the decode pass's from 2 to DECODE_ROWS of them (one row is faster through the tiled
-        // pass here: see DECODE_ROWS); more, the cooperative-matrix pass's where it takes them
-        // (see COOP_ROWS), else the tiled pass's.
+        // the decode pass's up to decode::ROWS of them where it takes their rows; more, the
+        // cooperative-matrix pass's where it takes them (see COOP_ROWS), else the tiled pass's.
         let group_rows = p.hq / p.hkv * p.lq;
-        let decode = (2..=DECODE_ROWS as usize).contains(&group_rows);
-        let c = r.compute();
-        let coop = if group_rows > COOP_ROWS { self.coop_width(r, room, p, [q.1, k.1, v.1]) } else { None };
+        let views = [q.1, k.1, v.1];
+        let decode = self.tune().sdpa_decode != Some(false)
+            && decode::fits(r, p)
+            && decode::bytes(r) <= room
+            && decode::per_word(r).is_some_and(|ve| views.into_iter().all(|l| whole_words(l, ve)));
+        let coop = if group_rows > COOP_ROWS { self.coop_width(r, room, p, views) } else { None };
         let (pass, bq, dc) = match (coop, decode) {
             (Some(dp), _) => (Pass::Coop(dp), coop::BQ as usize, dp),
-            (None, true) => {
-                let big = DecodeTiles::of(c, true).bytes(c) <= room;
-                (Pass::Decode { big }, group_rows.max(1), DECODE_DC)
-            }
+            (None, true) => (Pass::Decode, group_rows, p.dv as u32),
             (None, false) => {
+                let c = r.compute();
                 let big = Tiles::of(c, true).bytes(c) <= room;
                 let t = Tiles::of(c, big);
                 (Pass::Tiled { big }, t.bq as usize, t.dc)
@@ -412,20 +365,22 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
     let mut v = vec![];
     let sdpa = AttentionOp::ScaledDotProductAttention;
     for dt in caps.dtypes().into_iter().filter(|d| sdpa.dtypes().contains(d)) {
-        let mut passes: Vec<Pass> =
-            [false, true].into_iter().flat_map(|big| [Pass::Tiled { big }, Pass::Decode { big }]).collect();
+        let mut passes = vec![Pass::Tiled { big: false }, Pass::Tiled { big: true }];
+        if decode::per_word(Repr::of(dt, caps, sdpa.name()).unwrap_or(Repr::F64)).is_some() {
+            passes.push(Pass::Decode);
+        }
         if dt == DType::F16 && caps.f16 && caps.subgroup {
             passes.extend([Pass::Coop(64), Pass::Coop(128)]);
         }
         for pass in passes {
             let tiles = match pass {
                 Pass::Tiled { big } => if big { "_big" } else { "" }.to_string(),
-                Pass::Decode { big } => format!("_decode{}", if big { "_big" } else { "" }),
+                Pass::Decode => "_decode".to_string(),
                 Pass::Coop(dp) => format!("_coop{dp}"),
             };
             for mask in [MaskKind::None, MaskKind::Keep, MaskKind::Additive] {
                 for update in [false, true] {
-                    if update && matches!(pass, Pass::Coop(_)) {
+                    if update && matches!(pass, Pass::Coop(_) | Pass::Decode) {
                         continue;
                     }
                     let suffix = match (mask, update) {
@@ -471,14 +426,24 @@ mod tests {
     fn every_tile_set_fits_the_workgroup_memory_it_is_chosen_for() {
         for c in [Compute::F32, Compute::F64] {
             let (small, big) = (Tiles::of(c, false).bytes(c), Tiles::of(c, true).bytes(c));
-            let (dsmall, dbig) = (DecodeTiles::of(c, false).bytes(c), DecodeTiles::of(c, true).bytes(c));
             // WebGPU's default 16 KiB, and the 48 KiB the big sets are chosen where the adapter has.
-            assert!(small <= 16384 && dsmall <= 16384, "{c:?}: {small} {dsmall}");
-            assert!(big <= 49152 && dbig <= 49152, "{c:?}: {big} {dbig}");
-            // The decode pass: a k chunk in whole passes, and its staged outputs fit in ks.
-            let dk = DecodeTiles::of(c, false).dk;
-            assert_eq!((DECODE_BK * dk % DECODE_BK, DECODE_BK % dk), (0, 0));
-            assert!(DECODE_ROWS * DECODE_DC <= DECODE_BK * (dk + 1), "{c:?}");
+            assert!(small <= 16384, "{c:?}: {small}");
+            assert!(big <= 49152, "{c:?}: {big}");
         }
+    }
+
+    #[test]
+    fn only_rows_of_whole_aligned_words_are_read_as_words() -> crate::Result<()> {
+        let l = Layout::contiguous([2, 4, 24, 16]);
+        assert!(whole_words(&l, 8));
+        // A cache narrowed along keys, heads split by a transpose: still whole words.
+        assert!(whole_words(&l.narrow(2, 3, 9)?, 8));
+        assert!(whole_words(&Layout::contiguous([2, 24, 4, 16]).transpose(1, 2)?, 8));
+        // An offset or a row stride off the grid, or the head dim strided: not.
+        assert!(!whole_words(&Layout::contiguous_with_offset([2, 4, 24, 16], 4), 8));
+        assert!(whole_words(&Layout::contiguous_with_offset([2, 4, 24, 16], 4), 4));
+        assert!(!whole_words(&Layout::contiguous([2, 4, 24, 12]), 8));
+        assert!(!whole_words(&Layout::contiguous([2, 4, 16, 24]).transpose(2, 3)?, 8));
+        Ok(())
     }
 }
