@@ -546,8 +546,8 @@ fn sdpa_combine(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
 // subgroups of 32 takes BQ = 64 query rows of one (batch, kv head) as sdpa does (16 a subgroup)
 // and every output column (D and Dv padded to DP), against its key range in tiles of BK keys.
 // Its entry, every fragment unrolled, is generated (src/wgpu/attention/coop.rs): two passes over
-// the keys, the first keeping each row's max and sum of exp (coop_stats), the second adding
-// P V with P = exp(s - max) (coop_weights); q, k and v are read as 16-byte words (bound as raw
+// the keys, the first keeping each row's max (coop_stats), the second adding P V with
+// P = exp(s - max) and summing P (coop_weights); q, k and v are read as 16-byte words (bound as raw
 // words; every row whole aligned words), the next tile's fetched into registers while this one
 // is computed (coop_fetch, coop_put). Lane t of a subgroup holds the scores of its row t / 2,
 // keys 16 (t % 2) .. + 16 of a tile, from ss (the subgroup's 16 rows of BK, row-major), and
@@ -698,31 +698,20 @@ fn coop_scores(j0: u32, sg: u32, lane: u32) -> array<CT, 16> {
     return s;
 }
 
-// The first pass's step: the row's running max and sum of exp over the tile at j0.
+// The first pass's step: the row's running max over the tile at j0 (its sum is the second
+// pass's: the weights it forms anyway, added by lane, `coop_sum`).
 fn coop_stats(j0: u32, sg: u32, lane: u32) {
-    let neg = neg_inf();
     let s = coop_scores(j0, sg, lane);
-    var mx = neg;
+    var mx = r_m;
     for (var u = 0u; u < 16u; u++) {
         mx = select(mx, s[u], s[u] > mx);
     }
     let other = subgroupShuffleXor(mx, 1u);
-    mx = select(mx, other, other > mx);
-    let m = select(r_m, mx, mx > r_m);
-    var sum = CT(0);
-    for (var u = 0u; u < 16u; u++) {
-        if (s[u] != neg) {
-            sum += c_exp(s[u] - m);
-        }
-    }
-    sum += subgroupShuffleXor(sum, 1u);
-    if (m > neg) {
-        r_l = select(r_l * c_exp(r_m - m), CT(0), r_m == neg) + sum;
-        r_m = m;
-    }
+    r_m = select(mx, other, other > mx);
 }
 
-// The second pass's step: the tile's weights exp(s - max) of the row, as f16, into ps.
+// The second pass's step: the tile's weights exp(s - max) of the row, as f16, into ps; the lane's
+// share of the row's sum.
 fn coop_weights(j0: u32, sg: u32, lane: u32) {
     let neg = neg_inf();
     let s = coop_scores(j0, sg, lane);
@@ -732,8 +721,14 @@ fn coop_weights(j0: u32, sg: u32, lane: u32) {
         if (s[u] != neg) {
             p = c_exp(s[u] - r_m);
         }
+        r_l += p;
         ps[at_p + u] = f16(p);
     }
+}
+
+// The row's sum: the two lanes' shares.
+fn coop_sum() {
+    r_l += subgroupShuffleXor(r_l, 1u);
 }
 
 // Output columns 16 n .. 16 n + 16 of the row, parked in ss at `slot` (16 x 16, row-major): the

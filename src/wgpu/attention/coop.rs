@@ -143,7 +143,7 @@ fn sdpa_coop(
             let _ = writeln!(s, "        o{n} = coopMultiplyAdd(pa{ks}, vb{ks}_{n}, o{n});");
         }
     }
-    s += "    }\n";
+    s += "    }\n    coop_sum();\n";
     for n in (0..f).step_by(2) {
         let m = n + 1;
         let _ = write!(
