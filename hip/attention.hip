@@ -239,175 +239,214 @@ __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, c
 }
 
 // The decode pass: the group x Lq <= DEC_ROWS query rows of one (batch, kv head) in one block,
-// against one key range (the split rule as sdpa's), DEC_DC output columns. Per tile of DEC_BK
-// keys: (1) thread t forms key t's score for every row (q and the k tile in shared memory,
-// chunks of DK along D); (2) the rows' maxima over the tile through shared memory (DEC_RED
-// partial maxima a row); (3) the threads split as (column, key group) add p x v for their column
-// over their group's keys (v read straight into registers, DEC_VU loads in flight), each keeping
-// its group's sum of p. At the end the key groups' accumulators and sums are added through
-// shared memory. No warp operation. The loops over the rows are unrolled and skip the rows past
-// the block's. Measured on the H200 (see ARCHITECTURE.md): with DK 64, or the v tile's loads
-// all issued at the top of the tile, a thread needs more registers, fewer than 4 blocks fit an
-// SM and a decode step of 32 heads over 4096 keys (512 blocks) takes two waves, twice the time.
+// against one key range (the split rule as sdpa's), every output column; q, k and v rows whole
+// aligned 16-byte vectors (src/native/attention.rs checks: DEC_VE values a vector), D up to
+// DEC_DMAX values and a v row up to DEC_VWORDS vectors (other shapes take the tiled pass). As
+// WGSL's decode pass (ARCHITECTURE.md): q's rows staged once in shared memory (rows past the
+// group's zero); per tile of DEC_THREADS keys (1) thread t reads its key's row, DEC_KB vectors in
+// flight, and forms every row's score; (2) the rows' maxima through shared memory (DEC_RED partial
+// maxima a row, then a thread a row keeps its running max and the tile's rescale factor); (3) the
+// threads take up to DEC_PN triples (key group, row, vector of a v row) each and add p x v over
+// their key group's keys (every kh_n-th key of the tile, DEC_VB vectors in flight a triple),
+// keeping their sum of p. The key groups' sums meet in shared memory at the end. No warp
+// operation.
 #define DEC_ROWS 8
 #define DEC_THREADS 128
-#define DEC_BK 128
-#define DEC_DC 64
-#define DEC_KG (DEC_THREADS / DEC_DC)
 #define DEC_RED 16
-#define DEC_VU 8
-
-// The chunk of D read at a time: 32 for the halves and f32, 16 for f64.
-template <class C>
-struct DecTiles {
-  static constexpr u32 DK = 32;
-};
-template <>
-struct DecTiles<double> {
-  static constexpr u32 DK = 16;
-};
+#define DEC_KB 16
+#define DEC_VB 8
+#define DEC_PN 2
+#define DEC_KHMAX 32
+#define DEC_DMAX 256
+#define DEC_VWORDS (DEC_PN * DEC_THREADS / DEC_ROWS)
 
 #define DEC_KERNEL extern "C" __global__ void __launch_bounds__(DEC_THREADS)
+
+// The values of a 16-byte vector of T in the compute type.
+template <class T>
+__device__ __forceinline__ void dec_unpack(const uint4& w, typename num<T>::C* v) {
+  const T* e = reinterpret_cast<const T*>(&w);
+#pragma unroll
+  for (u32 i = 0; i < 16 / sizeof(T); ++i) v[i] = num<T>::load(e[i]);
+}
 
 template <class T, int MASK>
 __device__ __forceinline__ void sdpa_decode(u64 first, const SdpaArgs& a, const T* q, const T* k, const T* v,
                                             const void* mask, T* y, void* part) {
   typedef typename num<T>::C C;
-  constexpr u32 DK = DecTiles<C>::DK, KP = DK + 1, KN = DEC_BK * DK / DEC_THREADS, KR = DEC_THREADS / DK;
-  constexpr u32 VN = DEC_BK / DEC_KG, PER = DEC_BK / DEC_RED;
-  static_assert(DEC_BK == DEC_THREADS && DEC_THREADS % DK == 0 && DEC_THREADS % DEC_DC == 0, "decode tiles");
-  __shared__ C qs[DEC_ROWS * DK];
-  __shared__ C ks[DEC_BK * KP];
-  __shared__ C ps[DEC_ROWS * DEC_BK];
+  constexpr u32 VE = 16 / sizeof(T), DW = DEC_DMAX / VE, BK = DEC_THREADS, PER = BK / DEC_RED;
+  static_assert(DEC_ROWS * DEC_RED == DEC_THREADS && DEC_PN * DEC_THREADS * VE <= DEC_ROWS * DEC_DMAX, "decode");
+  // q's rows; at the end the key groups' sums.
+  __shared__ C qs[DEC_ROWS * DEC_DMAX];
+  __shared__ C ps[DEC_ROWS * BK];
   __shared__ C red[DEC_ROWS * DEC_RED];
+  __shared__ C row_m[DEC_ROWS], row_a[DEC_ROWS];
+  __shared__ C sums[DEC_KHMAX * DEC_ROWS];
   const u64 g = first + blockIdx.x;
   if (g >= a.blocks) return;
-  const u32 t = threadIdx.x, c = t % DEC_DC, kg = t / DEC_DC;
-  const u64 c0 = (g % a.chunks) * DEC_DC, split = (g / a.chunks) % a.splits, bh = g / a.chunks / a.splits;
-  const u64 hkv = a.hq / a.group, rows = a.group * a.lq, hk = bh % hkv, b = bh / hkv;
+  const u32 t = threadIdx.x;
+  const u64 split = g % a.splits, bh = g / a.splits;
+  const u64 hkv = a.hq / a.group, hk = bh % hkv, b = bh / hkv;
+  const u32 rows = (u32)(a.group * a.lq), dw = (u32)(a.d / VE), vw = (u32)(a.dv / VE);
   const C scale = (C)a.scale, neg = neg_inf((C)0);
-  const u64 kbase = a.k.offset + b * a.k.sb + hk * a.k.sh, vbase = a.v.offset + b * a.v.sb + hk * a.v.sh;
+  const uint4* kb = reinterpret_cast<const uint4*>(k + a.k.offset + b * a.k.sb + hk * a.k.sh);
+  const uint4* vb = reinterpret_cast<const uint4*>(v + a.v.offset + b * a.v.sb + hk * a.v.sh);
+  const u64 krow = a.k.sl / VE, vrow = a.v.sl / VE;
   const u64 kbegin = split * a.split_len;
   const u64 kend = a.splits > 1 && kbegin + a.split_len < a.lk ? kbegin + a.split_len : a.lk;
-  // Row r is query row r % Lq of head hk group + r / Lq, and sees the keys below
-  // att_seen(a, r % Lq).
-  C m[DEC_ROWS], l[DEC_ROWS], acc[DEC_ROWS], sc[DEC_ROWS];
+  // Row r is query row r % Lq of head hk group + r / Lq.
+  for (u32 x = t; x < DEC_ROWS * DW; x += DEC_THREADS) {
+    const u32 r = x / DW, i = x % DW;
+    uint4 w = make_uint4(0, 0, 0, 0);
+    if (r < rows && i < dw) w = reinterpret_cast<const uint4*>(q + a.q.at(b, hk * a.group + r / a.lq, r % a.lq, 0))[i];
+    dec_unpack<T>(w, qs + r * DEC_DMAX + i * VE);
+  }
+  if (t < DEC_ROWS) row_m[t] = neg;
+  const u32 triples = rows * vw;
+  const u32 kh_n = max(1u, min(DEC_PN * DEC_THREADS / triples, (u32)DEC_KHMAX));
+  C acc[DEC_PN][VE], l[DEC_PN];
 #pragma unroll
-  for (u32 r = 0; r < DEC_ROWS; ++r) m[r] = neg, l[r] = (C)0, acc[r] = (C)0;
-  for (u64 j0 = kbegin; j0 < kend; j0 += DEC_BK) {
+  for (u32 n = 0; n < DEC_PN; ++n) {
+    l[n] = (C)0;
 #pragma unroll
-    for (u32 r = 0; r < DEC_ROWS; ++r) sc[r] = (C)0;
-    for (u64 d0 = 0; d0 < a.d; d0 += DK) {
-      // The previous chunk's (or tile's) readers of qs, ks, ps and red are done.
-      __syncthreads();
-      for (u32 x = t; x < DEC_ROWS * DK; x += DEC_THREADS) {
-        const u64 r = x / DK, e = d0 + x % DK;
-        qs[x] = r < rows && e < a.d ? num<T>::load(q[a.q.at(b, hk * a.group + r / a.lq, r % a.lq, e)]) : (C)0;
-      }
-      C kv[KN];
-      const u64 e = d0 + t % DK;
+    for (u32 e = 0; e < VE; ++e) acc[n][e] = (C)0;
+  }
+  for (u64 j0 = kbegin; j0 < kend; j0 += BK) {
+    // qs staged; the previous tile's readers of ps and the row statistics are done.
+    __syncthreads();
+    const u64 j = j0 + t;
+    C s[DEC_ROWS];
 #pragma unroll
-      for (u32 n = 0; n < KN; ++n) {
-        const u64 j = j0 + t / DK + KR * n;
-        kv[n] = j < kend && e < a.d ? num<T>::load(k[kbase + j * a.k.sl + e * a.k.sc]) : (C)0;
-      }
+    for (u32 r = 0; r < DEC_ROWS; ++r) s[r] = (C)0;
+    if (j < kend) {
+      const uint4* kr = kb + j * krow;
+      for (u32 i0 = 0; i0 < dw; i0 += DEC_KB) {
+        uint4 kw[DEC_KB];
 #pragma unroll
-      for (u32 n = 0; n < KN; ++n) ks[(t / DK + KR * n) * KP + t % DK] = kv[n];
-      __syncthreads();
-      const u32 dn = (u32)(a.d - d0 < DK ? a.d - d0 : DK);
-      for (u32 e = 0; e < dn; ++e) {
-        const C kx = ks[t * KP + e];
+        for (u32 i = 0; i < DEC_KB; ++i) kw[i] = i0 + i < dw ? kr[i0 + i] : make_uint4(0, 0, 0, 0);
 #pragma unroll
-        for (u32 r = 0; r < DEC_ROWS; ++r)
-          if (r < rows) sc[r] += qs[r * DK + e] * kx;
+        for (u32 i = 0; i < DEC_KB; ++i) {
+          if (i0 + i >= dw) break;
+          C kx[VE];
+          dec_unpack<T>(kw[i], kx);
+#pragma unroll
+          for (u32 r = 0; r < DEC_ROWS; ++r) {
+#pragma unroll
+            for (u32 e = 0; e < VE; ++e) s[r] += qs[r * DEC_DMAX + (i0 + i) * VE + e] * kx[e];
+          }
+        }
       }
     }
-    // Key t's scores (-inf past the range, the causal limit or the mask), into ps for the maxima.
-    const u64 j = j0 + t;
+    // Key t's scores (-inf past the range, the causal limit or the mask), into ps.
 #pragma unroll
     for (u32 r = 0; r < DEC_ROWS; ++r) {
       if (r >= rows) continue;
-      C s = neg;
+      C x = neg;
       if (j < kend && j < att_seen(a, r % a.lq))
-        s = masked<T, MASK>(scale * sc[r], mask, a.m.at(b, hk * a.group + r / a.lq, r % a.lq, j));
-      sc[r] = s;
-      ps[r * DEC_BK + t] = s;
+        x = masked<T, MASK>(scale * s[r], mask, a.m.at(b, hk * a.group + r / a.lq, r % a.lq, j));
+      s[r] = x;
+      ps[r * BK + t] = x;
     }
     __syncthreads();
-    if (t < rows * DEC_RED) {
+    {
+      const u32 r = t / DEC_RED, x0 = (t % DEC_RED) * PER;
       C mx = neg;
-      for (u32 x = 0; x < PER; ++x) {
-        const C s = ps[(t / DEC_RED) * DEC_BK + (t % DEC_RED) * PER + x];
-        mx = s > mx ? s : mx;
-      }
+      if (r < rows)
+        for (u32 x = 0; x < PER; ++x) mx = ps[r * BK + x0 + x] > mx ? ps[r * BK + x0 + x] : mx;
       red[t] = mx;
     }
     __syncthreads();
-    // Each row's new max; the weights p of key t, the earlier sums and accumulators rescaled.
+    // Each row's new max and the factor its earlier sums take: 0 when it had no key yet; while it
+    // has none (a key scored -inf weighs 0), 1.
+    if (t < DEC_ROWS) {
+      const C old = row_m[t];
+      C m = old;
+      for (u32 x = 0; x < DEC_RED; ++x) m = red[t * DEC_RED + x] > m ? red[t * DEC_RED + x] : m;
+      row_a[t] = m > neg ? (old == neg ? (C)0 : att_exp(old - m)) : (C)1;
+      row_m[t] = m;
+    }
+    __syncthreads();
 #pragma unroll
     for (u32 r = 0; r < DEC_ROWS; ++r) {
       if (r >= rows) continue;
-      C mx = m[r];
-      for (u32 x = 0; x < DEC_RED; ++x) mx = red[r * DEC_RED + x] > mx ? red[r * DEC_RED + x] : mx;
-      // A key scored -inf weighs 0; while the row has none, the accumulators stay as they are.
-      if (mx > neg) {
-        const C al = m[r] == neg ? (C)0 : att_exp(m[r] - mx);
-        acc[r] *= al;
-        l[r] *= al;
-      }
-      m[r] = mx;
-      ps[r * DEC_BK + t] = mx > neg && sc[r] != neg ? att_exp(sc[r] - mx) : (C)0;
+      const C m = row_m[r];
+      ps[r * BK + t] = m > neg && s[r] != neg ? att_exp(s[r] - m) : (C)0;
     }
     __syncthreads();
-    // Column c0 + c of v over the key group's keys, DEC_VU loads in flight at a time.
-    const u64 col = c0 + c;
-#pragma unroll 1
-    for (u32 n0 = 0; n0 < VN; n0 += DEC_VU) {
-      C vv[DEC_VU];
+    // Each triple's keys kh, kh + kh_n, ... of the tile, DEC_VB at a time for all its triples.
 #pragma unroll
-      for (u32 n = 0; n < DEC_VU; ++n) {
-        const u64 jv = j0 + kg * VN + n0 + n;
-        vv[n] = jv < kend && col < a.dv ? num<T>::load(v[vbase + jv * a.v.sl + col * a.v.sc]) : (C)0;
+    for (u32 n = 0; n < DEC_PN; ++n) {
+      const u32 x = t + n * DEC_THREADS;
+      const C al = row_a[min((x % triples) / vw, (u32)DEC_ROWS - 1)];
+      l[n] *= al;
+#pragma unroll
+      for (u32 e = 0; e < VE; ++e) acc[n][e] *= al;
+    }
+    for (u32 u0 = 0; u0 < BK; u0 += DEC_VB * kh_n) {
+      uint4 vv[DEC_PN][DEC_VB];
+#pragma unroll
+      for (u32 n = 0; n < DEC_PN; ++n) {
+        const u32 x = t + n * DEC_THREADS, kh = x / triples;
+#pragma unroll
+        for (u32 e = 0; e < DEC_VB; ++e) {
+          const u32 u = u0 + kh + e * kh_n;
+          vv[n][e] = kh < kh_n && u < BK && j0 + u < kend ? vb[(j0 + u) * vrow + x % vw] : make_uint4(0, 0, 0, 0);
+        }
       }
 #pragma unroll
-      for (u32 n = 0; n < DEC_VU; ++n) {
+      for (u32 n = 0; n < DEC_PN; ++n) {
+        const u32 x = t + n * DEC_THREADS, kh = x / triples, r = (x % triples) / vw;
 #pragma unroll
-        for (u32 r = 0; r < DEC_ROWS; ++r) {
-          if (r >= rows) continue;
-          const C p = ps[r * DEC_BK + kg * VN + n0 + n];
-          acc[r] += p * vv[n];
-          l[r] += p;
+        for (u32 e = 0; e < DEC_VB; ++e) {
+          const u32 u = u0 + kh + e * kh_n;
+          if (kh < kh_n && u < BK && j0 + u < kend) {
+            const C p = ps[r * BK + u];
+            C vx[VE];
+            dec_unpack<T>(vv[n][e], vx);
+#pragma unroll
+            for (u32 c = 0; c < VE; ++c) acc[n][c] += p * vx[c];
+            l[n] += p;
+          }
         }
       }
     }
   }
-  // The key groups' accumulators (in ps) and sums (in red) added by group 0's threads.
+  // The key groups' accumulators (in qs) and sums (in sums), added by key group 0's threads.
   __syncthreads();
 #pragma unroll
-  for (u32 r = 0; r < DEC_ROWS; ++r) {
-    ps[(kg * DEC_ROWS + r) * DEC_DC + c] = acc[r];
-    if (c == 0) red[kg * DEC_ROWS + r] = l[r];
+  for (u32 n = 0; n < DEC_PN; ++n) {
+    const u32 x = t + n * DEC_THREADS, kh = x / triples;
+    if (kh >= kh_n) continue;
+#pragma unroll
+    for (u32 e = 0; e < VE; ++e) qs[x * VE + e] = acc[n][e];
+    if (x % vw == 0) sums[kh * DEC_ROWS + (x % triples) / vw] = l[n];
   }
   __syncthreads();
-  if (kg != 0 || c0 + c >= a.dv) return;
 #pragma unroll
-  for (u32 r = 0; r < DEC_ROWS; ++r) {
-    if (r >= rows) continue;
-    C o = (C)0, sum = (C)0;
-    for (u32 x = 0; x < DEC_KG; ++x) {
-      o += ps[(x * DEC_ROWS + r) * DEC_DC + c];
-      sum += red[x * DEC_ROWS + r];
+  for (u32 n = 0; n < DEC_PN; ++n) {
+    const u32 x = t + n * DEC_THREADS;
+    if (x >= triples) continue;
+    const u32 r = x / vw, w = x % vw;
+    C o[VE], sum = (C)0;
+#pragma unroll
+    for (u32 e = 0; e < VE; ++e) o[e] = (C)0;
+    for (u32 kh = 0; kh < kh_n; ++kh) {
+#pragma unroll
+      for (u32 e = 0; e < VE; ++e) o[e] += qs[(kh * triples + x) * VE + e];
+      sum += sums[kh * DEC_ROWS + r];
     }
     const u64 row = (b * a.hq + hk * a.group + r / a.lq) * a.lq + r % a.lq;
     if (a.splits > 1) {
       C* p = reinterpret_cast<C*>(part) + (row * a.splits + split) * (a.dv + 2);
-      p[c0 + c] = o;
-      if (c0 + c == 0) {
-        p[a.dv] = m[r];
+#pragma unroll
+      for (u32 e = 0; e < VE; ++e) p[w * VE + e] = o[e];
+      if (w == 0) {
+        p[a.dv] = row_m[r];
         p[a.dv + 1] = sum;
       }
     } else {
-      y[row * a.dv + c0 + c] = num<T>::store(sum == (C)0 ? neg - neg : o / sum);
+#pragma unroll
+      for (u32 e = 0; e < VE; ++e) y[row * a.dv + w * VE + e] = num<T>::store(sum == (C)0 ? neg - neg : o[e] / sum);
     }
   }
 }

@@ -1,8 +1,9 @@
 //! Attention and the rotary embeddings on the native backend (`hip/attention.hip`): one
 //! flash-style pass for attention (a block per batch, kv head, tile of [`BQ`] query rows of the
 //! heads sharing it and chunk of [`DC`] output columns; the scores only in shared memory), or,
-//! for up to [`DEC_ROWS`] rows a kv head (decoding), the decode pass (all of them in one block,
-//! a key a thread); one thread per element for rope. On NVIDIA sm_80 and later the halves with D
+//! for up to [`DEC_ROWS`] rows a kv head (decoding) whose rows are whole 16-byte vectors, the
+//! decode pass (all of them and every column in one block, a key a thread); one thread per
+//! element for rope. On NVIDIA sm_80 and later the halves with D
 //! and Dv up to 128 take both passes' place on tensor cores (`sdpa_mma`: [`MMA_BQ`] rows a block,
 //! every column). Operands are read in place through their strides.
 
@@ -24,10 +25,12 @@ const THREADS: u32 = 256;
 const BLOCKS_PER_MP: u64 = 8;
 
 /// The decode pass of `hip/attention.hip`: the most query rows a kv head it takes
-/// (`DEC_ROWS`), its output columns per block (`DEC_DC`) and threads per block (`DEC_THREADS`).
+/// (`DEC_ROWS`), threads per block (`DEC_THREADS`), the longest q and k rows in values
+/// (`DEC_DMAX`) and v rows in 16-byte vectors (`DEC_VWORDS`).
 const DEC_ROWS: u64 = 8;
-const DEC_DC: u64 = 64;
 const DEC_THREADS: u32 = 128;
+const DEC_DMAX: usize = 256;
+const DEC_VWORDS: usize = 32;
 
 /// The tensor-core pass of `hip/attention.hip` (`sdpa_mma`, NVIDIA sm_80 on, f16 and bf16): query
 /// rows per block (`MMA_BQ`), threads per block (`MMA_THREADS`), and the widths it is built for
@@ -52,6 +55,14 @@ impl<R: Runtime> NativeBackend<R> {
 struct View4 {
     offset: u64,
     strides: [u64; 4],
+}
+
+/// Whether the rows of `l` over `s` are whole aligned 16-byte vectors of `ve` values: the last
+/// stride 1, the view's start on 16 bytes and every other stride a multiple of `ve`.
+fn vector_rows<R: Runtime>(s: &NativeStorage<R>, l: &Layout, ve: usize) -> bool {
+    let st = l.strides();
+    let start = s.ptr.0 + (l.offset() * s.dtype.size_in_bytes()) as u64;
+    st.last() == Some(&1) && start.is_multiple_of(16) && st[..st.len() - 1].iter().all(|x| x.is_multiple_of(ve))
 }
 
 fn view4(l: &Layout) -> View4 {
@@ -103,9 +114,16 @@ impl<R: Runtime> AttentionOps for NativeBackend<R> {
         }
         let u = |v: usize| v as u64;
         // The query rows of the heads sharing a kv head go through one block's tiles together; the
-        // decode pass takes up to DEC_ROWS of them in one block.
+        // decode pass takes up to DEC_ROWS of them in one block where their rows are whole
+        // 16-byte vectors.
         let group_rows = u(p.hq / p.hkv * p.lq);
-        let decode = group_rows <= DEC_ROWS;
+        let ve = 16 / dtype.size_in_bytes();
+        let decode = group_rows <= DEC_ROWS
+            && p.d.is_multiple_of(ve)
+            && p.dv.is_multiple_of(ve)
+            && p.d <= DEC_DMAX
+            && p.dv <= DEC_VWORDS * ve
+            && [q, k, v].into_iter().all(|(s, l)| vector_rows(s, l, ve));
         let width = p.d.max(p.dv);
         let mma = MMA_WIDTHS
             .into_iter()
@@ -113,7 +131,7 @@ impl<R: Runtime> AttentionOps for NativeBackend<R> {
             .filter(|_| matches!(dtype, DType::F16 | DType::BF16) && self.tensor_cores());
         let (tiles, chunks, threads) = match (mma, decode) {
             (Some(_), _) => (group_rows.div_ceil(MMA_BQ), 1, MMA_THREADS),
-            (None, true) => (1, u(p.dv).div_ceil(DEC_DC), DEC_THREADS),
+            (None, true) => (1, 1, DEC_THREADS),
             (None, false) => (group_rows.div_ceil(BQ), u(p.dv).div_ceil(DC), THREADS),
         };
         let row_blocks = u(p.b * p.hkv) * tiles * chunks;

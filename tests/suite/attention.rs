@@ -34,7 +34,7 @@ const SDPA: AttentionOp = AttentionOp::ScaledDotProductAttention;
 /// Dv (sub-word dtypes store element by element); D and Dv past one chunk of the kernels and Lq
 /// past one query tile; Lq > Lk causal (the first rows see no key: NaN); no keys at all (NaN).
 /// The GPU paths take up to 8 query rows a kv head (`Hq / Hkv x Lq`) through their decode pass
-/// (WGSL's where D and Dv are whole 16-byte words, else the tiled pass) and more through the tiled
+/// (where q, k and v rows are whole 16-byte words, else the tiled pass) and more through the tiled
 /// one: each case above comes in both, the decode pass's up to its 8 rows (8 heads of one kv head
 /// over more keys than its tile of 128; 8 rows of D 128, causal with Lq < Lk, in two key ranges of
 /// two and one tiles). On CUDA
@@ -172,8 +172,8 @@ async fn sdpa_long_rows_match_reference(dev: &Device) -> Result<()> {
 
 /// Few rows over many keys, where both GPU paths split the keys into ranges and combine them:
 /// both mask kinds, causal or not, an odd Dv, a row with no key (NaN), and a mask dropping the
-/// first 300 keys of every row (whole ranges without a key); Lq 3 (the decode pass; WGSL's with Dv
-/// 16, whole words) and 5 (tiled; with Dv 16 WGSL's cooperative-matrix pass in f16).
+/// first 300 keys of every row (whole ranges without a key); Lq 3 (the decode pass with Dv 16,
+/// whole words) and 5 (tiled; with Dv 16 WGSL's cooperative-matrix pass in f16).
 async fn sdpa_split_keys_match_reference(dev: &Device) -> Result<()> {
     let (b, hq, hkv, lk, d) = (1, 4, 2, 700, 8);
     for &dt in SDPA.dtypes() {
