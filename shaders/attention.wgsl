@@ -128,7 +128,7 @@ fn sdpa(
         row_m[t] = neg;
         row_l[t] = CT(0);
     }
-    var acc: array<CT, NJ>;
+    var acc = array<CT, NJ>();
     for (var n = 0u; n < NJ; n++) {
         acc[n] = CT(0);
     }
@@ -146,7 +146,7 @@ fn sdpa(
         // The previous tile's readers of ss, vs and the row sums are done (with D = 0 no other
         // barrier comes).
         workgroupBarrier();
-        var vv: array<CT, VN>;
+        var vv = array<CT, VN>();
         for (var n = 0u; n < VN; n++) {
             let j = j0 + t / DC + VR * n;
             let col = c0 + t % DC;
@@ -156,7 +156,7 @@ fn sdpa(
             }
             vv[n] = val;
         }
-        var sc: array<CT, SU>;
+        var sc = array<CT, SU>();
         for (var u = 0u; u < SU; u++) {
             sc[u] = CT(0);
         }
@@ -165,7 +165,7 @@ fn sdpa(
             if (!q_once) {
                 load_q(t, b, hk, i0, d0);
             }
-            var kv: array<CT, KN>;
+            var kv = array<CT, KN>();
             let e = d0 + t % DK;
             for (var n = 0u; n < KN; n++) {
                 let j = j0 + t / DK + KR * n;
@@ -452,7 +452,7 @@ fn dec_out(x: u32, kh_n: u32) {
     let dv = md[MA + 5u];
     let r = x / d_vw;
     let w = x % d_vw;
-    var o: array<vec4<CT>, 2>;
+    var o = array<vec4<CT>, 2>();
     var sum = CT(0);
     for (var kh = 0u; kh < kh_n; kh++) {
         for (var h = 0u; h < QW; h++) {
@@ -508,9 +508,9 @@ fn sdpa_combine(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
             var l = CT(0);
             var o = CT(0);
             for (var s0 = 0u; s0 < splits; s0 += CB) {
-                var ms: array<CT, CB>;
-                var ls: array<CT, CB>;
-                var os: array<CT, CB>;
+                var ms = array<CT, CB>();
+                var ls = array<CT, CB>();
+                var os = array<CT, CB>();
                 var bm = mx;
                 for (var u = 0u; u < CB; u++) {
                     ms[u] = neg;
@@ -686,7 +686,7 @@ fn coop_scores(j0: u32, sg: u32, lane: u32) -> array<CT, 16> {
     let scale = param(0u);
     let c0 = (lane % 2u) * 16u;
     let at_s = (sg * 16u + lane / 2u) * SS + c0;
-    var s: array<CT, 16>;
+    var s = array<CT, 16>();
     for (var u = 0u; u < 16u; u++) {
         let j = j0 + c0 + u;
         var x = neg;

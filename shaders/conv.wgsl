@@ -70,8 +70,8 @@ fn b_get4(k: u32, r: u32) -> vec4<RAW> {
     let dy = (tap / CONV_KW) * CONV_DH;
     let dx = (tap % CONV_KW) * CONV_DW;
     let zero = vec4<i32>(0);
-    var y: vec4<i32>;
-    var x: vec4<i32>;
+    var y = vec4<i32>();
+    var x = vec4<i32>();
     var ok = b_in;
     if (CONV_T) {
         let sy = vec4<i32>(CONV_SH);

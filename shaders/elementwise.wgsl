@@ -287,7 +287,7 @@ fn pow32(x: f32, e: f32) -> f32 {
     let is_int = floor(e) == e;
     let odd = is_int && abs(e) < 16777216.0 && !(floor(e * 0.5) == e * 0.5);
     let negate = odd && (bitcast<u32>(x) >> 31u) != 0u;
-    var r: f32;
+    var r = f32();
     if (ax == 0.0 || ax == inf) {
         r = select(0.0, inf, (ax == 0.0) == (e < 0.0));
     } else if (x < 0.0 && !is_int) {

@@ -246,8 +246,8 @@ fn f64_expm1(x_in: f64) -> f64 {
     var k = 0;
     var c = 0.0lf;
     if (a > 0.34657359027997264lf) {
-        var hi: f64;
-        var lo: f64;
+        var hi = f64();
+        var lo = f64();
         if (a < 1.0397207708399179lf) {
             k = select(1, -1, neg);
             hi = x - f64(k) * F64_LN2_HI;
@@ -413,7 +413,7 @@ fn f64_pow(x: f64, y: f64) -> f64 {
     if (x < 0.0lf && !f64_is_int(y)) {
         return f64_nan();
     }
-    var r: f64;
+    var r = f64();
     if (abs(y) >= 1.8446744073709552e19lf) {
         // |y ln x| > 2^64 * 2^-53 unless |x| = 1: certain overflow or underflow.
         r = select(0.0lf, f64_inf(), (ax > 1.0lf) == (y > 0.0lf));
@@ -475,7 +475,7 @@ fn f64_rem_pio2_large(x: f64) -> F64Rem {
     let qmin = (e0 - 2) / 24 + 1;
     let s0 = e0 - 24 * qmin;
     var c = F64_TWO_OVER_PI;
-    var d: array<f64, 8>;
+    var d = array<f64, 8>();
     for (var k = 0; k < 8; k++) {
         let q = qmin + k;
         d[k] = x0 * f64_two_over_pi(&c, q) + x1 * f64_two_over_pi(&c, q - 1) + x2 * f64_two_over_pi(&c, q - 2);
@@ -652,7 +652,7 @@ fn f64_tanh(x: f64) -> f64 {
         return x;
     }
     let a = abs(x);
-    var t: f64;
+    var t = f64();
     if (a > 0.5493061443340549lf) {
         if (a > 20.0lf) {
             t = 1.0lf;
@@ -690,7 +690,7 @@ fn f64_erf(x: f64) -> f64 {
             + z * (5.08130628187576562776e-03lf + z * (1.32494738004321644526e-04lf + z * -3.96022827877536812320e-06lf))));
         return x + x * (r / s);
     }
-    var y: f64;
+    var y = f64();
     if (a < 1.25lf) {
         let s = a - 1.0lf;
         let p = -2.36211856075265944077e-03lf + s * (4.14856118683748331666e-01lf + s * (-3.72207876035701323847e-01lf
@@ -701,8 +701,8 @@ fn f64_erf(x: f64) -> f64 {
         y = 8.45062911510467529297e-01lf + p / q;
     } else if (a < 6.0lf) {
         let s = 1.0lf / (a * a);
-        var r: f64;
-        var q: f64;
+        var r = f64();
+        var q = f64();
         if (a < 2.857142857142857lf) {
             r = -9.86494403484714822705e-03lf + s * (-6.93858572707181764372e-01lf + s * (-1.05586262253232909814e+01lf
                 + s * (-6.23753324503260060396e+01lf + s * (-1.62396669462573470355e+02lf + s * (-1.84605092906711035994e+02lf

@@ -153,7 +153,7 @@ fn i64e_div(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
 // Correctly rounded conversion to f32 (when u32 to f32 rounds to nearest).
 fn i64e_to_f32(a: vec2<u32>) -> f32 {
     let m = i64e_abs(a);
-    var f: f32;
+    var f = f32();
     if (m.y == 0u) {
         f = f32(m.x);
     } else {

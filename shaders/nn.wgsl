@@ -307,13 +307,13 @@ fn rnn_cell(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgrou
             let b = e / hh;
             let j = e % hh;
             let s = state_load(gate_at(st, b, j));
-            var a: array<CT, 4>;
-            var r: array<CT, 4>;
+            var a = array<CT, 4>();
+            var r = array<CT, 4>();
             for (var q = 0u; q < GATES; q++) {
                 a[q] = gx_load(gate_at(gx, b, q * hh + j));
                 r[q] = gh_load(gate_at(gh, b, q * hh + j)) + bias_of(q * hh + j);
             }
-            var y: CT;
+            var y = CT();
             if (GATES == 4u) {
                 let c = sigmoid_c(a[1] + r[1]) * s + sigmoid_c(a[0] + r[0]) * c_tanh(a[2] + r[2]);
                 y = select(c, sigmoid_c(a[3] + r[3]) * c_tanh(c), i < bh);

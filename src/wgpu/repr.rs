@@ -409,7 +409,7 @@ pub mod params {
                 return format!(
                     "fn {name}(k: u32) -> f64 {{\n    let lo = {};\n    let hi = {};\n    \
                      let e = (hi >> 20u) & 0x7ffu;\n    let m = f64(hi & 0xfffffu) * 4294967296.0lf + f64(lo);\n    \
-                     var v: f64;\n    if (e == 0x7ffu) {{\n        v = select(f64_inf(), f64_nan(), m != 0.0lf);\n    }} \
+                     var v = f64();\n    if (e == 0x7ffu) {{\n        v = select(f64_inf(), f64_nan(), m != 0.0lf);\n    }} \
                      else if (e == 0u) {{\n        v = m * 2.220446049250313e-16lf * 2.2250738585072014e-308lf;\n    }} \
                      else {{\n        v = ldexp(m + 4503599627370496.0lf, i32(e) - 1075);\n    }}\n    \
                      return select(v, -v, (hi >> 31u) != 0u);\n}}\n",

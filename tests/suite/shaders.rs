@@ -39,6 +39,9 @@ fn every_kernel_variant_validates() {
                 continue;
             }
             count += 1;
+            if let Some(line) = src.lines().find(|l| uninitialised_var(l)) {
+                failures.push(format!("{name} {caps:?}: `{}` has no initializer", line.trim()));
+            }
             let module = match naga::front::wgsl::parse_str(&src) {
                 Ok(m) => m,
                 Err(e) => {
@@ -80,6 +83,14 @@ fn every_kernel_variant_validates() {
         failures.len(),
         shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
     );
+}
+
+/// A function's `var` without an initializer (`var s: f32;`). WGSL zeroes it each time control
+/// reaches it, each iteration of a loop too, but naga before gfx-rs/wgpu#9592 (Firefox 153's)
+/// zeroes it once at the function's start: a score summed in a loop then kept the last
+/// iteration's (session 35). Every kernel writes its initial value out.
+fn uninitialised_var(line: &str) -> bool {
+    line.trim_start().strip_prefix("var ").is_some_and(|rest| !rest.starts_with('<') && !rest.contains('='))
 }
 
 fn every_op_and_dtype_has_a_wgsl_kernel() {

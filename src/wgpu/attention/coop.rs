@@ -80,7 +80,7 @@ fn sdpa_coop(
     // The scores of the tile in kv (k at 0) into the subgroup's rows of ss.
     let mut scores = String::new();
     for n in 0..BK / 16 {
-        let _ = writeln!(scores, "        var s{n}: coop_mat16x16<f32, C>;");
+        let _ = writeln!(scores, "        var s{n} = coop_mat16x16<f32, C>();");
     }
     for kk in 0..f {
         for n in 0..BK / 16 {
@@ -112,7 +112,7 @@ fn sdpa_coop(
 "
     );
     for n in 0..f {
-        let _ = writeln!(s, "    var o{n}: coop_mat16x16<f32, C>;");
+        let _ = writeln!(s, "    var o{n} = coop_mat16x16<f32, C>();");
     }
     let _ = write!(
         s,

@@ -114,9 +114,9 @@ fn sdpa_decode(
     for n in 0..PN {
         let _ = writeln!(s, "    let x{n} = t + {}u;", n * WG);
         for h in 0..qw {
-            let _ = writeln!(s, "    var acc{n}_{h}: vec4<CT>;");
+            let _ = writeln!(s, "    var acc{n}_{h} = vec4<CT>();");
         }
-        let _ = writeln!(s, "    var l{n}: CT;");
+        let _ = writeln!(s, "    var l{n} = CT(0);");
     }
     s += "    for (var j0 = d_kbegin; j0 < d_kend; j0 += BK) {
         // qs staged; the previous tile's readers of ps and the row statistics are done.
@@ -124,14 +124,14 @@ fn sdpa_decode(
         let j = j0 + t;
 ";
     for r in 0..ROWS {
-        let _ = writeln!(s, "        var s{r}: CT;");
+        let _ = writeln!(s, "        var s{r} = CT(0);");
     }
     s += "        if (j < d_kend) {
             let kr = d_kbase + j * d_krow;
             for (var i0 = 0u; i0 < d_dw; i0 += KB) {
 ";
     for i in 0..KB {
-        let _ = writeln!(s, "                var kw{i}: vec4<u32>;");
+        let _ = writeln!(s, "                var kw{i} = vec4<u32>();");
         let _ = writeln!(s, "                if (i0 + {i}u < d_dw) {{ kw{i} = k[kr + i0 + {i}u]; }}");
     }
     for i in 0..KB {

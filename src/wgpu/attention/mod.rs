@@ -279,10 +279,9 @@ impl AttentionOps for WgpuBackend {
         // cooperative-matrix pass's where it takes them (see COOP_ROWS), else the tiled pass's.
         let group_rows = p.hq / p.hkv * p.lq;
         let views = [q.1, k.1, v.1];
-        // Not in a browser yet: Chromium's SwiftShader ran out of memory compiling the pass and
-        // Firefox (lavapipe) returned wrong values for a split, masked case (session 34), neither
-        // understood; the tiled pass takes decoding there.
-        let decode = !cfg!(target_arch = "wasm32")
+        // Not on a browser's software adapter: SwiftShader's compiler runs out of memory on the
+        // unrolled entry (and takes minutes on one unrolled 4x less); the tiled pass decodes there.
+        let decode = !self.browser_fallback()
             && self.tune().sdpa_decode != Some(false)
             && decode::fits(r, p)
             && decode::bytes(r) <= room

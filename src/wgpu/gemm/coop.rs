@@ -92,7 +92,7 @@ fn coop(
     );
     for i in 0..t.wm {
         for j in 0..t.wn {
-            let _ = writeln!(s, "    var acc{i}_{j}: coop_mat16x16<f32, C>;");
+            let _ = writeln!(s, "    var acc{i}_{j} = coop_mat16x16<f32, C>();");
         }
     }
     let mut step = String::from("        for (var kk = 0u; kk < BK; kk += 16u) {\n");
