@@ -10,7 +10,7 @@ use rocm_wgpu_ops::spec::Family;
 use rocm_wgpu_ops::spec::pool::{Pool2dParams, PoolOp};
 use rocm_wgpu_ops::spec::quant::GgmlType;
 use rocm_wgpu_ops::spec::random::Distribution;
-use rocm_wgpu_ops::{DType, Device, QTensor, Result, Tensor};
+use rocm_wgpu_ops::{DType, Device, Error, QTensor, Result, Tensor};
 use std::time::{Duration, Instant};
 
 /// A prepared benchmark: one call records one op.
@@ -88,6 +88,7 @@ pub fn cases(scale: usize) -> Vec<Case> {
             Ok(Box::new(move || a.add(&b.t()?)))
         },
     ));
+    v.push(replay_chain());
     v.push(Case::new(Family::Elementwise, format!("cast f32->f16 [{big}]"), 6 * big as u64, move |d| {
         let a = rand(&[big], DType::F32, d)?;
         Ok(Box::new(move || a.to_dtype(DType::F16)))
@@ -211,7 +212,8 @@ fn attention_cases(scale: usize) -> Vec<Case> {
 
 /// Products `[batch, m, k] x [batch, k, n]` (no batch dim where `batch` is 1): the issue's
 /// square sizes in each float type, a wide one, a batch of small ones, matrix-vector, and the
-/// GEMMs of the GPT-2-small example (`examples/transformer.rs`, 128 tokens) in f16 and f32. A
+/// GEMMs of the GPT-2-small example (`examples/transformer.rs`, 128 tokens, and f16 decode
+/// steps of one) in f16 and f32. A
 /// rhs named `[.., n, k]^T` is a transposed view of that tensor (attention's `k`, the logits'
 /// tied embedding).
 fn matmul_cases(scale: usize) -> Vec<Case> {
@@ -238,6 +240,11 @@ fn matmul_cases(scale: usize) -> Vec<Case> {
             (1, t, 768, vocab, dtype, true),
         ]);
     }
+    // The same model's decode step (one token): matrix-vector products.
+    shapes.extend(
+        [(1, 1, 768, 2304), (1, 1, 768, 768), (1, 1, 768, 3072), (1, 1, 3072, 768)]
+            .map(|(b, m, k, n)| (b, m, k, n, DType::F16, false)),
+    );
     shapes
         .into_iter()
         .map(|(b, m, k, n, dtype, rt)| {
@@ -515,6 +522,31 @@ fn copy_like_q4_k(scale: usize) -> Case {
         Ok(Box::new(move || a.copy()))
     })
 }
+
+/// What a kernel costs where its work is nothing: a plan of [`CHAIN`] adds of 256 values, each
+/// reading the one before (fusion off, so each is a kernel), replayed; the time a replay is
+/// CHAIN dependent kernels' launches, barriers and the replay's own recording.
+fn replay_chain() -> Case {
+    Case::new(Family::Elementwise, format!("replay {CHAIN} dependent adds f32 [256] (fusion off)"), 0, |d| {
+        let d = d.with_fusion(false);
+        let (x, b) = (rand(&[256], DType::F32, &d)?, rand(&[256], DType::F32, &d)?);
+        let plan = d.capture(&[&x], move |x| {
+            let mut y = x[0].clone();
+            for _ in 0..CHAIN {
+                y = y.add(&b)?;
+            }
+            Ok(vec![y])
+        })?;
+        let plan = std::cell::RefCell::new(plan);
+        Ok(Box::new(move || {
+            let y = plan.borrow_mut().run(&[&x])?;
+            y.into_iter().next().ok_or_else(|| Error::Capture { msg: "the chain's plan gave no output".into() })
+        }))
+    })
+}
+
+/// Kernels in [`replay_chain`]'s plan.
+const CHAIN: usize = 128;
 
 /// The median time of one op: batches of ops recorded back to back, then one synchronise, so
 /// launch and readback latency are amortised as they are in real use.

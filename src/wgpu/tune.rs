@@ -16,7 +16,8 @@ pub struct Tune {
     pub random_mul: Option<Mul>,
     /// `sort_pairs=8|16`: (key, index) pairs each argsort invocation holds in registers.
     pub sort_pairs: Option<u32>,
-    /// `gemm_split=on|off`: whether matmuls of too few workgroups take K in parts (split-K).
+    /// `gemm_split=on|off`: whether matmuls of too few workgroups take K in parts (split-K),
+    /// and matrix-vector products of few columns split K deeper within a workgroup.
     pub gemm_split: Option<bool>,
     /// `sdpa_coop=on|off`: whether f16 attention may run on cooperative matrices.
     pub sdpa_coop: Option<bool>,

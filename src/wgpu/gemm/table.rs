@@ -174,7 +174,8 @@ pub(crate) struct Room {
     pub invocations: u32,
     /// Whether f16 runs on cooperative matrices.
     pub coop: bool,
-    /// Whether small grids may split K (`Tune::gemm_split`).
+    /// Whether small grids may split K (`Tune::gemm_split`): in parts, or deeper within a
+    /// matrix-vector kernel's workgroup.
     pub split: bool,
 }
 
@@ -250,8 +251,9 @@ impl Table {
     /// `gemm_hooks` force (a matrix-vector kernel: its split, on matrix-vector shapes).
     pub fn plan(&self, g: Gemm, dtype: DType, room: Room, forced: (Option<Kernel>, Option<usize>)) -> Plan {
         if let Some((v, t)) = self.matvec(&g, forced.0) {
-            let kernel = Kernel::MatVec(v.fitted(dtype, room.bytes, room.invocations));
-            return Plan { kernel, split: (1, t.k), gemm: t };
+            let v = v.fitted(dtype, room.bytes, room.invocations);
+            let v = if forced.0.is_some() || !room.split { v } else { v.deepened(t.batches(), t.n, t.k) };
+            return Plan { kernel: Kernel::MatVec(v), split: (1, t.k), gemm: t };
         }
         let tiles = g.batches() * g.m.div_ceil(128) * g.n.div_ceil(128);
         let kernel = match forced.0 {
@@ -376,6 +378,21 @@ mod tests {
                 assert!(Kernel::MatVec(v).invocations() <= 256, "{dt} {v:?}");
             }
         }
+        // Few columns split K deeper (GPT-2's decode products); many columns, a short K, the
+        // rows kernel and an adapter's fitted lanes keep theirs.
+        let cols = MatVec { m: 1, rows: false, tiles: TABLE.matvec };
+        let deep = |ks, lanes| MatVec { tiles: MvTiles { ks, lanes, ..TABLE.matvec }, ..cols };
+        assert_eq!(cols.deepened(1, 768, 3072), deep(256, 2));
+        assert_eq!(cols.deepened(1, 2304, 768), deep(64, 8));
+        assert_eq!(cols.deepened(1, 768, 768), deep(64, 8));
+        assert_eq!(cols.deepened(1, 1024, 2816), deep(128, 4));
+        assert_eq!(cols.deepened(1, 16384, 4096), deep(64, 8));
+        assert_eq!(cols.deepened(8, 16384, 4096), cols);
+        assert_eq!(cols.deepened(1, 768, 100), cols);
+        let rows = MatVec { m: 1, rows: true, tiles: TABLE.matvec_rows };
+        assert_eq!(rows.deepened(1, 768, 3072), rows);
+        let fitted = MatVec { tiles: MvTiles { lanes: 1, ..TABLE.matvec }, ..cols };
+        assert_eq!(fitted.deepened(1, 768, 3072), fitted);
         let probe = Kernel::Coop(CoopTiles { pipe: 1, ..TABLE.coop });
         for k in [Kernel::Tiled(TABLE.big), Kernel::Coop(TABLE.coop), probe] {
             assert_eq!(k.to_string().parse::<Kernel>().unwrap(), k);

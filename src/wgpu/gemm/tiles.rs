@@ -136,6 +136,30 @@ impl MatVec {
         self.tiles.ks * self.tiles.lanes * self.m * per * tile_elem_size(dtype)
     }
 
+    /// The columns kernel with K split deeper where its grid is small: while it has fewer than
+    /// [`MV_GRID`] workgroups and each invocation would keep at least [`MV_MIN_STEPS`] steps of
+    /// K, twice the invocations on K and half the column groups a workgroup (the invocations,
+    /// and so the partial sums' bytes, unchanged). H200 (Vulkan, session 35; f16, us, two
+    /// rounds): GPT-2's decode products `[1,3072] x [3072,768]` 32x16x4 18.3-19.2, 64x8x4
+    /// 12.1-12.7, 128x4x4 8.8-10.2, 256x2x4 8.3-9.6, 256x1x4 10.1-10.8; `[1,768] x [768,2304]`
+    /// 32x16x4 8.2-8.3, 64x8x4 6.5-7.1, 128x4x4 7.3-9.5; `[1,768] x [768,3072]` 32x16x4 8.8,
+    /// 64x8x4 7.5, 128x4x4 7.7-8.0 (a dispatch's floor there is about 7 us).
+    pub fn deepened(mut self, batches: usize, n: usize, k: usize) -> MatVec {
+        if self.rows {
+            return self;
+        }
+        let grid = |t: &MvTiles| batches * n.div_ceil(4 * t.lanes as usize);
+        while self.tiles.lanes > 1
+            && self.tiles.ks < MV_MAX_KS
+            && grid(&self.tiles) < MV_GRID
+            && k / (2 * self.tiles.ks as usize) >= MV_MIN_STEPS
+        {
+            self.tiles.ks *= 2;
+            self.tiles.lanes /= 2;
+        }
+        self
+    }
+
     /// The same with its lanes halved until its partial sums fit `bytes` (f64 holds twice
     /// f32's) and its workgroup `invocations` (WebGPU's least is 256: SwiftShader's).
     pub fn fitted(mut self, dtype: DType, bytes: u32, invocations: u32) -> MatVec {
@@ -160,6 +184,12 @@ impl std::fmt::Display for MvTiles {
         write!(f, "{ks}x{lanes}x{unroll}")
     }
 }
+
+/// [`MatVec::deepened`]'s bounds: the workgroups it stops at (two a multiprocessor of a
+/// 132-SM GPU), the fewest steps of K an invocation keeps, the deepest split.
+const MV_GRID: usize = 264;
+const MV_MIN_STEPS: usize = 12;
+const MV_MAX_KS: u32 = 256;
 
 /// The most rows of C the matrix-vector kernels take.
 pub const MATVEC_MAX_M: usize = 4;
