@@ -246,6 +246,21 @@ fn attend(c: &Ctx, q: &Tensor, k: &Tensor, v: &Tensor, slot: Option<(&Slot, usiz
     c.op("copy", budget::COPY, || y.squeeze(0)?.permute([1, 0, 2])?.reshape([t, h * d]))
 }
 
+/// A decode loop's time before its readback, on the wall clock and the calling thread's CPU:
+/// recording-bound where the two agree, device-bound where the loop waited.
+struct Recording {
+    wall: std::time::Duration,
+    cpu: Option<std::time::Duration>,
+}
+
+impl Recording {
+    fn print(&self, tokens: usize) {
+        let per = |d: std::time::Duration| format!("{:.3} ms", d.as_secs_f64() * 1e3 / tokens.max(1) as f64);
+        let cpu = self.cpu.map_or("unknown".into(), per);
+        println!("#   a token's recording: {} of the wall clock, {cpu} of this thread's CPU", per(self.wall));
+    }
+}
+
 /// The first `len` ids of the prompt: `--prompt`'s tokens, else ids spread over the vocabulary by
 /// a multiplicative hash.
 fn prompt(c: &Config, len: usize, dev: &Device) -> Res<Tensor> {
@@ -377,8 +392,9 @@ fn replay(f: &Flags, cfg: &Config, w: &Model, dev: &Device, dtype: DType, ids: &
 /// cpu's tokens fed one at a time, the logits of every step compared. Whether either fails.
 fn decode(cfg: &Config, w: &Model, dev: &Device, dtype: DType, r: Option<&Decoded>, check: usize) -> Res<bool> {
     let c = Ctx::new(dev, false);
-    // The prompt, then `n` tokens: their ids, the seconds and the kernels the tokens took.
-    let generate = |n: usize, replay: bool| -> Res<(Vec<u32>, f64, u64)> {
+    // The prompt, then `n` tokens: their ids, the seconds and the kernels the tokens took, and
+    // how long their loop ran before the readback that waits for the device.
+    let generate = |n: usize, replay: bool| -> Res<(Vec<u32>, f64, u64, Recording)> {
         let mut cache = Cache::new(cfg, dev, dtype)?;
         let (_, next) = w.forward(&c, cfg, &prompt(cfg, cfg.seq, dev)?, Some(&mut cache))?;
         let mut id = next.narrow(0, cfg.seq - 1, 1)?;
@@ -391,7 +407,7 @@ fn decode(cfg: &Config, w: &Model, dev: &Device, dtype: DType, r: Option<&Decode
         };
         let mut plan = if replay { Some(dev.capture(&[&id, &at], &step)?) } else { None };
         dev.synchronize()?;
-        let (start, launched) = (std::time::Instant::now(), dev.launches());
+        let (start, launched, cpu0) = (std::time::Instant::now(), dev.launches(), common::thread_cpu());
         let mut tokens = vec![];
         for _ in 0..n {
             let out = match plan.as_mut() {
@@ -401,8 +417,9 @@ fn decode(cfg: &Config, w: &Model, dev: &Device, dtype: DType, r: Option<&Decode
             [id, at] = <[Tensor; 2]>::try_from(out).map_err(|_| "a step gives a token and a position")?;
             tokens.push(id.clone());
         }
+        let recording = Recording { wall: start.elapsed(), cpu: common::thread_cpu().zip(cpu0).map(|(b, a)| b - a) };
         let tokens = Tensor::cat(&tokens, 0)?.to_vec::<u32>()?;
-        Ok((tokens, start.elapsed().as_secs_f64(), dev.launches() - launched))
+        Ok((tokens, start.elapsed().as_secs_f64(), dev.launches() - launched, recording))
     };
     let gpu = dev.kind() != rocm_wgpu_ops::BackendKind::Cpu;
     let mut first: Option<Vec<u32>> = None;
@@ -410,7 +427,7 @@ fn decode(cfg: &Config, w: &Model, dev: &Device, dtype: DType, r: Option<&Decode
     for replay in [false, gpu] {
         // A warm-up of two tokens first: it compiles the one-query kernels.
         generate(cfg.decode.min(2), replay)?;
-        let (tokens, t, launched) = generate(cfg.decode, replay)?;
+        let (tokens, t, launched, recording) = generate(cfg.decode, replay)?;
         let (per, kind) =
             (launched as f64 / cfg.decode as f64, format!("{}{}", dev.kind(), if replay { "+replay" } else { "" }));
         println!("DECODE transformer {kind} {dtype} {:.3} ms {}", t * 1e3 / cfg.decode as f64, cfg.tag());
@@ -422,6 +439,7 @@ fn decode(cfg: &Config, w: &Model, dev: &Device, dtype: DType, r: Option<&Decode
             t * 1e3,
             cfg.decode as f64 / t
         );
+        recording.print(cfg.decode);
         match &first {
             None => {
                 let more = if tokens.len() > 16 { " ..." } else { "" };
