@@ -8,6 +8,9 @@ use std::fmt::Write;
 
 /// The most query rows (`group x Lq`) the pass takes: all of them in one workgroup.
 pub(super) const ROWS: u32 = 8;
+/// The entries' row counts: a workgroup's rows rounded up to one of these, each an entry that
+/// forms only that many rows' scores (one row's 16 dot products a word of k, not eight's).
+pub(super) const ROW_COUNTS: [u32; 4] = [1, 2, 4, ROWS];
 /// Invocations a workgroup, and keys a tile (one an invocation for the scores).
 pub(super) const WG: u32 = 128;
 /// Partial maxima a row (`RED` invocations a row each take `WG / RED` keys of the tile).
@@ -91,11 +94,11 @@ pub(super) fn bytes(r: Repr) -> u32 {
     16 * (ROWS * DQ).max(WG * PN * qw) + 4 * (ROWS * WG + ROWS * RED + 2 * ROWS + KHMAX * ROWS)
 }
 
-/// The pass's `quad` and entry for `r`: every row's score, loaded word and accumulator its own
-/// variable, the loops over them unrolled here rather than left to the driver (on the H200 the
-/// kernel with private arrays indexed in loops took 32 us, this one 27, on a decode step of 32
-/// heads over 4096 keys).
-pub(super) fn entry(r: Repr) -> String {
+/// The pass's `quad` and entry for `r` and up to `rows` query rows: every row's score, loaded
+/// word and accumulator its own variable, the loops over them unrolled here rather than left to
+/// the driver (on the H200 the kernel with private arrays indexed in loops took 32 us, this one
+/// 27, on a decode step of 32 heads over 4096 keys).
+pub(super) fn entry(r: Repr, rows: u32) -> String {
     let qw = per_word(r).unwrap_or(4) as u32 / 4;
     let mut s = format!("{}\n", quad(r));
     s += "@compute @workgroup_size(WG)
@@ -123,7 +126,7 @@ fn sdpa_decode(
         workgroupBarrier();
         let j = j0 + t;
 ";
-    for r in 0..ROWS {
+    for r in 0..rows {
         let _ = writeln!(s, "        var s{r} = CT(0);");
     }
     s += "        if (j < d_kend) {
@@ -139,18 +142,18 @@ fn sdpa_decode(
         for h in 0..qw {
             let _ = writeln!(s, "                    let kq{i}_{h} = quad(kw{i}, {h}u);");
             let _ = writeln!(s, "                    let o{i}_{h} = (i0 + {i}u) * QW + {h}u;");
-            for r in 0..ROWS {
+            for r in 0..rows {
                 let _ = writeln!(s, "                    s{r} += dot(qs[{}u + o{i}_{h}], kq{i}_{h});", r * DQ);
             }
         }
         s += "                }\n";
     }
     s += "            }\n        }\n";
-    for r in 0..ROWS {
+    for r in 0..rows {
         let _ = writeln!(s, "        s{r} = dec_score({r}u, j, t, s{r});");
     }
     s += "        workgroupBarrier();\n        dec_max(t);\n        workgroupBarrier();\n";
-    for r in 0..ROWS {
+    for r in 0..rows {
         let _ = writeln!(s, "        dec_weight({r}u, t, s{r});");
     }
     s += "        workgroupBarrier();\n";

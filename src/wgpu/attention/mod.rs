@@ -71,12 +71,12 @@ pub(crate) struct Variant {
 }
 
 /// Which `sdpa` kernel: the tiled pass (`big`: the tiles of [`Tiles`] that need 48 KiB of
-/// workgroup memory), the decode pass ([`decode`]), or the cooperative-matrix pass of width 64 or
-/// 128 ([`coop`]).
+/// workgroup memory), the decode pass ([`decode`]) for up to this many query rows a kv head (a
+/// power of two), or the cooperative-matrix pass of width 64 or 128 ([`coop`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Pass {
     Tiled { big: bool },
-    Decode,
+    Decode(u32),
     Coop(u32),
 }
 
@@ -132,10 +132,10 @@ fn sdpa_spec(caps: Caps, dtype: DType, v: Variant) -> Result<Spec> {
     let c = r.compute();
     let (entry, input) = match v.pass {
         Pass::Tiled { .. } => ("sdpa", Access::Read),
-        Pass::Decode if decode::per_word(r).is_some() => ("sdpa_decode", Access::Wide),
+        Pass::Decode(_) if decode::per_word(r).is_some() => ("sdpa_decode", Access::Wide),
         Pass::Coop(_) if r == Repr::F16 => ("sdpa_coop", Access::Wide),
-        Pass::Decode | Pass::Coop(_) => {
-            let pass = if v.pass == Pass::Decode { "decode pass" } else { "cooperative-matrix pass" };
+        Pass::Decode(_) | Pass::Coop(_) => {
+            let pass = if matches!(v.pass, Pass::Decode(_)) { "decode pass" } else { "cooperative-matrix pass" };
             let msg = format!("the attention's {pass} does not take {dtype} here");
             return Err(crate::Error::Backend { backend: crate::BackendKind::Wgpu, msg });
         }
@@ -173,8 +173,8 @@ fn sdpa_spec(caps: Caps, dtype: DType, v: Variant) -> Result<Spec> {
         .code(out)
         .code(format!("fn mask_score(s: CT, m: u32, neg: CT) -> CT {{ return {score}; }}"));
     Ok(match v.pass {
-        Pass::Decode => {
-            let mut spec = spec.code(decode::entry(r));
+        Pass::Decode(rows) => {
+            let mut spec = spec.code(decode::entry(r, rows));
             spec.workgroup = decode::WG;
             decode::constants(r).into_iter().fold(spec, |s, (name, value)| s.constant(name, value))
         }
@@ -289,7 +289,7 @@ impl AttentionOps for WgpuBackend {
         let coop = if group_rows > COOP_ROWS { self.coop_width(r, room, p, views) } else { None };
         let (pass, bq, dc) = match (coop, decode) {
             (Some(dp), _) => (Pass::Coop(dp), coop::BQ as usize, dp),
-            (None, true) => (Pass::Decode, group_rows, p.dv as u32),
+            (None, true) => (Pass::Decode(group_rows.next_power_of_two() as u32), group_rows, p.dv as u32),
             (None, false) => {
                 let c = r.compute();
                 let big = Tiles::of(c, true).bytes(c) <= room;
@@ -370,7 +370,7 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
     for dt in caps.dtypes().into_iter().filter(|d| sdpa.dtypes().contains(d)) {
         let mut passes = vec![Pass::Tiled { big: false }, Pass::Tiled { big: true }];
         if decode::per_word(Repr::of(dt, caps, sdpa.name()).unwrap_or(Repr::F64)).is_some() {
-            passes.push(Pass::Decode);
+            passes.extend(decode::ROW_COUNTS.map(Pass::Decode));
         }
         if dt == DType::F16 && caps.f16 && caps.subgroup {
             passes.extend([Pass::Coop(64), Pass::Coop(128)]);
@@ -378,12 +378,12 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         for pass in passes {
             let tiles = match pass {
                 Pass::Tiled { big } => if big { "_big" } else { "" }.to_string(),
-                Pass::Decode => "_decode".to_string(),
+                Pass::Decode(rows) => format!("_decode{rows}"),
                 Pass::Coop(dp) => format!("_coop{dp}"),
             };
             for mask in [MaskKind::None, MaskKind::Keep, MaskKind::Additive] {
                 for update in [false, true] {
-                    if update && matches!(pass, Pass::Coop(_) | Pass::Decode) {
+                    if update && matches!(pass, Pass::Coop(_) | Pass::Decode(_)) {
                         continue;
                     }
                     let suffix = match (mask, update) {
