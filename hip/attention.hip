@@ -270,7 +270,9 @@ __device__ __forceinline__ void dec_unpack(const uint4& w, typename num<T>::C* v
   for (u32 i = 0; i < 16 / sizeof(T); ++i) v[i] = num<T>::load(e[i]);
 }
 
-template <class T, int MASK>
+// R: the rows a block forms scores for (the group's rows rounded up to 1, 2, 4 or DEC_ROWS); one
+// row meets q in shared memory 16 times a vector of k, not 128.
+template <class T, int MASK, int R>
 __device__ __forceinline__ void sdpa_decode(u64 first, const SdpaArgs& a, const T* q, const T* k, const T* v,
                                             const void* mask, T* y, void* part) {
   typedef typename num<T>::C C;
@@ -315,9 +317,9 @@ __device__ __forceinline__ void sdpa_decode(u64 first, const SdpaArgs& a, const 
     // qs staged; the previous tile's readers of ps and the row statistics are done.
     __syncthreads();
     const u64 j = j0 + t;
-    C s[DEC_ROWS];
+    C s[R];
 #pragma unroll
-    for (u32 r = 0; r < DEC_ROWS; ++r) s[r] = (C)0;
+    for (u32 r = 0; r < R; ++r) s[r] = (C)0;
     if (j < kend) {
       const uint4* kr = kb + j * krow;
       for (u32 i0 = 0; i0 < dw; i0 += DEC_KB) {
@@ -330,7 +332,7 @@ __device__ __forceinline__ void sdpa_decode(u64 first, const SdpaArgs& a, const 
           C kx[VE];
           dec_unpack<T>(kw[i], kx);
 #pragma unroll
-          for (u32 r = 0; r < DEC_ROWS; ++r) {
+          for (u32 r = 0; r < R; ++r) {
 #pragma unroll
             for (u32 e = 0; e < VE; ++e) s[r] += qs[r * DEC_DMAX + (i0 + i) * VE + e] * kx[e];
           }
@@ -339,7 +341,7 @@ __device__ __forceinline__ void sdpa_decode(u64 first, const SdpaArgs& a, const 
     }
     // Key t's scores (-inf past the range, the causal limit or the mask), into ps.
 #pragma unroll
-    for (u32 r = 0; r < DEC_ROWS; ++r) {
+    for (u32 r = 0; r < R; ++r) {
       if (r >= rows) continue;
       C x = neg;
       if (j < kend && j < att_seen(a, r % a.lq))
@@ -367,7 +369,7 @@ __device__ __forceinline__ void sdpa_decode(u64 first, const SdpaArgs& a, const 
     }
     __syncthreads();
 #pragma unroll
-    for (u32 r = 0; r < DEC_ROWS; ++r) {
+    for (u32 r = 0; r < R; ++r) {
       if (r >= rows) continue;
       const C m = row_m[r];
       ps[r * BK + t] = m > neg && s[r] != neg ? att_exp(s[r] - m) : (C)0;
@@ -860,6 +862,21 @@ __device__ __forceinline__ void sdpa_mma(u64 first, const SdpaArgs& a, const T* 
 RWO_SDPA_MMA(scaled_dot_product_attention, f16) RWO_SDPA_MMA(scaled_dot_product_attention, bf16)
 #endif
 
+// The decode pass for up to R rows a kv head: op_decode{R}_T[_keep|_additive].
+#define RWO_SDPA_DECODE(op, T, R)                                                                          \
+  DEC_KERNEL op##_decode##R##_##T(u64 first, SdpaArgs a, const T* q, const T* k, const T* v, const void* m, \
+                                  T* y, void* part) {                                                      \
+    sdpa_decode<T, 0, R>(first, a, q, k, v, m, y, part);                                                   \
+  }                                                                                                        \
+  DEC_KERNEL op##_decode##R##_##T##_keep(u64 first, SdpaArgs a, const T* q, const T* k, const T* v,         \
+                                         const void* m, T* y, void* part) {                                \
+    sdpa_decode<T, 1, R>(first, a, q, k, v, m, y, part);                                                   \
+  }                                                                                                        \
+  DEC_KERNEL op##_decode##R##_##T##_additive(u64 first, SdpaArgs a, const T* q, const T* k, const T* v,     \
+                                             const void* m, T* y, void* part) {                            \
+    sdpa_decode<T, 2, R>(first, a, q, k, v, m, y, part);                                                   \
+  }
+
 #define RWO_SDPA(op, T)                                                                                      \
   ATT_KERNEL op##_##T(u64 first, SdpaArgs a, const T* q, const T* k, const T* v, const void* m, T* y,        \
                       void* part) {                                                                          \
@@ -873,18 +890,7 @@ RWO_SDPA_MMA(scaled_dot_product_attention, f16) RWO_SDPA_MMA(scaled_dot_product_
                                  T* y, void* part) {                                                         \
     sdpa<T, 2>(first, a, q, k, v, m, y, part);                                                               \
   }                                                                                                          \
-  DEC_KERNEL op##_decode_##T(u64 first, SdpaArgs a, const T* q, const T* k, const T* v, const void* m, T* y, \
-                             void* part) {                                                                   \
-    sdpa_decode<T, 0>(first, a, q, k, v, m, y, part);                                                        \
-  }                                                                                                          \
-  DEC_KERNEL op##_decode_##T##_keep(u64 first, SdpaArgs a, const T* q, const T* k, const T* v, const void* m, \
-                                    T* y, void* part) {                                                      \
-    sdpa_decode<T, 1>(first, a, q, k, v, m, y, part);                                                        \
-  }                                                                                                          \
-  DEC_KERNEL op##_decode_##T##_additive(u64 first, SdpaArgs a, const T* q, const T* k, const T* v,          \
-                                        const void* m, T* y, void* part) {                                   \
-    sdpa_decode<T, 2>(first, a, q, k, v, m, y, part);                                                        \
-  }                                                                                                          \
+  RWO_SDPA_DECODE(op, T, 1) RWO_SDPA_DECODE(op, T, 2) RWO_SDPA_DECODE(op, T, 4) RWO_SDPA_DECODE(op, T, 8)      \
   extern "C" __global__ void op##_combine_##T(u64 rows, u64 dv, u64 splits, const void* part, T* y) {       \
     sdpa_combine<T>(rows, dv, splits, part, y);                                                              \
   }

@@ -2,7 +2,8 @@
 //! flash-style pass for attention (a block per batch, kv head, tile of [`BQ`] query rows of the
 //! heads sharing it and chunk of [`DC`] output columns; the scores only in shared memory), or,
 //! for up to [`DEC_ROWS`] rows a kv head (decoding) whose rows are whole 16-byte vectors, the
-//! decode pass (all of them and every column in one block, a key a thread); one thread per
+//! decode pass (all of them and every column in one block, a key a thread; a kernel per row
+//! count 1, 2, 4 or 8, the rows rounded up); one thread per
 //! element for rope. On NVIDIA sm_80 and later the halves with D
 //! and Dv up to 128 take both passes' place on tensor cores (`sdpa_mma`: [`MMA_BQ`] rows a block,
 //! every column). Operands are read in place through their strides.
@@ -156,14 +157,17 @@ impl<R: Runtime> AttentionOps for NativeBackend<R> {
         let op = AttentionOp::ScaledDotProductAttention.name();
         let name = match (mma, decode) {
             (Some(w), _) => format!("{}{suffix}", kernel_name(&format!("{op}_mma{w}"), dtype)),
-            (None, true) => format!("{}{suffix}", kernel_name(&format!("{op}_decode"), dtype)),
+            (None, true) => {
+                let r = group_rows.next_power_of_two();
+                format!("{}{suffix}", kernel_name(&format!("{op}_decode{r}"), dtype))
+            }
             (None, false) => format!("{}{suffix}", kernel_name(op, dtype)),
         };
         let m = mask.map_or(q.0.ptr, |m| m.0.ptr);
         for (first, _, n) in launches(blocks, 1, threads) {
             let mut a = Args::default();
             a.u64(first).pod(&args).ptr(q.0.ptr).ptr(k.0.ptr).ptr(v.0.ptr).ptr(m).ptr(y.ptr).ptr(part.ptr);
-            // SAFETY: {op}[_decode|_mma{w}]_{T}{suffix}(first, SdpaArgs, q, k, v, mask, y, part) in order
+            // SAFETY: {op}[_decode{r}|_mma{w}]_{T}{suffix}(first, SdpaArgs, q, k, v, mask, y, part) in order
             // (the tensor-core pass exists on CUDA sm_80 on, which `tensor_cores` checked); the spec
             // checked every view against its storage (the mask's laid out as [B, Hq, Lq, Lk]); `y`
             // holds the whole output and `part` (with splits) rows x splits x (Dv + 2) values of the
