@@ -158,8 +158,9 @@ def matmul_cases():
             (1, t, 3072, 768, dt, False),
             (1, t, 768, vocab, dt, True),
         ]
-    # Its f16 decode step (one token): matrix-vector products.
+    # Its f16 decode step (one token): matrix-vector products, the logits' against the tied embedding.
     shapes += [(1, 1, k, n, "f16", False) for k, n in [(768, 2304), (768, 768), (768, 3072), (3072, 768)]]
+    shapes += [(1, 1, 768, vocab, "f16", True)]
     types = {"f32": (torch.float32, 4), "f16": (torch.float16, 2), "bf16": (torch.bfloat16, 2)}
     for b, m, k, n, dt, rt in shapes:
         dtype, size = types[dt]

@@ -335,8 +335,11 @@ var<private> mv_kn: u32;
 fn mv_step(ab: u32, am: u32, ak: u32, col: u32, k: u32) {
     let kn = mv_kn;
     let bv = b_run4(col, k, kn, 1u);
+    // Fused multiply-adds in a stated order, not `dot` (whose order and rounding a driver
+    // chooses, and NVIDIA's chose differently in two kernels with the same loop).
     for (var i = 0u; i < MV_M; i++) {
-        acc[i] += dot(a_run4(ab + i * am, k, kn, ak), bv);
+        let av = a_run4(ab + i * am, k, kn, ak);
+        acc[i] = fma(av.w, bv.w, fma(av.z, bv.z, fma(av.y, bv.y, fma(av.x, bv.x, acc[i]))));
     }
 }
 

@@ -444,6 +444,50 @@ pub trait MatmulOps: Memory {
         rl: &Layout,
         g: &MatmulGeometry,
     ) -> Result<Self::Storage>;
+    /// Whether matmul `g` here computes an elementwise program over its product in its own
+    /// kernel ([`MatmulOps::matmul_then`]), so that a product is worth deferring.
+    fn epilogues(&self, _g: &MatmulGeometry) -> bool {
+        false
+    }
+    /// The product of `lhs` and `rhs` (as [`MatmulOps::matmul`]), then program `p` over it (its
+    /// input 0) and `inputs` (its inputs 1 on, each in the product's shape) with `params`: the
+    /// bits of the matmul and then the program, in one kernel where the backend can. By default
+    /// the matmul, then the program ([`matmul_then_fused`]).
+    #[allow(clippy::too_many_arguments)]
+    fn matmul_then(
+        &self,
+        (lhs, ll): (&Self::Storage, &Layout),
+        (rhs, rl): (&Self::Storage, &Layout),
+        g: &MatmulGeometry,
+        p: &Program,
+        inputs: &[(&Self::Storage, &Layout)],
+        params: &[Scalar],
+    ) -> Result<Self::Storage>
+    where
+        Self: ElementwiseOps,
+    {
+        matmul_then_fused(self, (lhs, ll), (rhs, rl), g, p, inputs, params)
+    }
+}
+
+/// [`MatmulOps::matmul_then`] in two kernels: the matmul, then program `p` over its product (a
+/// program of no steps: the product itself).
+pub fn matmul_then_fused<B: MatmulOps + ElementwiseOps>(
+    b: &B,
+    (lhs, ll): (&B::Storage, &Layout),
+    (rhs, rl): (&B::Storage, &Layout),
+    g: &MatmulGeometry,
+    p: &Program,
+    inputs: &[(&B::Storage, &Layout)],
+    params: &[Scalar],
+) -> Result<B::Storage> {
+    let y = b.matmul(lhs, ll, rhs, rl, g)?;
+    if p.steps.is_empty() {
+        return Ok(y);
+    }
+    let dense = Layout::contiguous(g.out.shape.clone());
+    let all: Vec<(&B::Storage, &Layout)> = [(&y, &dense)].into_iter().chain(inputs.iter().copied()).collect();
+    b.fused(p, &all, params)
 }
 
 /// Softmax and the normalisations.

@@ -242,10 +242,13 @@ fn matmul_cases(scale: usize) -> Vec<Case> {
             (1, t, 768, vocab, dtype, true),
         ]);
     }
-    // The same model's decode step (one token): matrix-vector products.
+    // The same model's decode step (one token): matrix-vector products, the logits' against
+    // the tied embedding (transposed: the rows kernel).
     shapes.extend(
-        [(1, 1, 768, 2304), (1, 1, 768, 768), (1, 1, 768, 3072), (1, 1, 3072, 768)]
-            .map(|(b, m, k, n)| (b, m, k, n, DType::F16, false)),
+        [(1, 1, 768, 2304, false), (1, 1, 768, 768, false), (1, 1, 768, 3072, false), (1, 1, 3072, 768, false)]
+            .into_iter()
+            .chain([(1, 1, 768, vocab, true)])
+            .map(|(b, m, k, n, rt)| (b, m, k, n, DType::F16, rt)),
     );
     shapes
         .into_iter()

@@ -6,13 +6,18 @@
 //! program may read what it overwrites), or a program at its size limits. Each step stores what
 //! its op alone would, so fused and unfused results are the same bits. `RWO_FUSION=0` (or
 //! `Device::set_fusion(false)`) runs every op at once.
+//!
+//! Where the backend's GEMM kernels take an epilogue (`MatmulOps::epilogues`), a matmul's result
+//! is deferred too, as a [`Product`] that its program reads as input 0: elementwise ops on it
+//! become that program's steps, which the GEMM kernel computes where it stores C.
 
 use super::Tensor;
 use super::status::{Flag, Status};
-use crate::backend::{ElementwiseOps, Memory};
+use crate::backend::{ElementwiseOps, MatmulOps, Memory};
 use crate::device::{BackendOf, Storage, dispatch};
 use crate::expr::program::{Op, Program, Step, Value};
-use crate::spec::Out;
+use crate::spec::matmul::MatmulGeometry;
+use crate::spec::{Family, Out};
 use crate::{DType, Device, Layout, Result, Scalar};
 use std::sync::Arc;
 
@@ -23,9 +28,23 @@ const MAX_STEPS: usize = 32;
 /// output and these).
 const MAX_INPUTS: usize = 6;
 
+/// Tensors a program over a product reads besides it (a wgpu GEMM kernel binds the metadata, A,
+/// B and C before them).
+const MAX_EPILOGUE_INPUTS: usize = 4;
+
+/// A matrix product not run yet: its operands (broadcast to the geometry's batch dims) and
+/// geometry.
+pub(crate) struct Product {
+    lhs: Tensor,
+    rhs: Tensor,
+    geometry: MatmulGeometry,
+}
+
 /// A deferred elementwise result: its program, the tensors it reads (each in the result's
-/// shape) and its parameters.
+/// shape) and its parameters; with a product, the program's input 0 is that product and
+/// `inputs` are its inputs 1 on.
 pub(crate) struct Deferred {
+    product: Option<Arc<Product>>,
     program: Program,
     inputs: Vec<Tensor>,
     params: Vec<Scalar>,
@@ -39,7 +58,8 @@ impl Deferred {
         // deadlock behind a waiting writer).
         let mut owners: Vec<&Tensor> = vec![];
         let mut guards = vec![];
-        for t in &self.inputs {
+        let operands = self.product.iter().flat_map(|p| [&p.lhs, &p.rhs]);
+        for t in operands.chain(&self.inputs) {
             if !owners.iter().any(|o| o.shares_storage(t)) {
                 owners.push(t);
                 guards.push(t.read()?);
@@ -49,14 +69,24 @@ impl Deferred {
         dispatch!(self.device, |b| {
             let storages = guards.iter().map(|g| b.get(g)).collect::<Result<Vec<_>>>()?;
             let inputs: Vec<(_, &Layout)> = self.inputs.iter().map(|t| (storages[at(t)], t.layout())).collect();
-            Ok(b.wrap(b.fused(&self.program, &inputs, &self.params)?))
+            let storage = match &self.product {
+                None => b.fused(&self.program, &inputs, &self.params)?,
+                Some(p) => {
+                    let (lhs, rhs) = ((storages[at(&p.lhs)], p.lhs.layout()), (storages[at(&p.rhs)], p.rhs.layout()));
+                    b.matmul_then(lhs, rhs, &p.geometry, &self.program, &inputs, &self.params)?
+                }
+            };
+            Ok(b.wrap(storage))
         })
     }
 }
 
 /// A program under construction: its inputs (deduplicated) and the values of inlined results.
 struct Builder {
+    /// The product the program reads as input 0, if any.
+    product: Option<Arc<Product>>,
     program: Program,
+    /// The tensors it reads: its inputs after the product's.
     inputs: Vec<Tensor>,
     params: Vec<Scalar>,
     /// Whether operands' programs may be inlined.
@@ -66,11 +96,28 @@ struct Builder {
 }
 
 impl Builder {
+    /// An empty program over `product` (if any), inlining operands' programs if `inline`.
+    fn new(inline: bool, product: Option<Arc<Product>>) -> Builder {
+        let mut program = Program::default();
+        program.inputs.extend(product.iter().map(|p| p.geometry.out.dtype));
+        Builder { product, program, inputs: vec![], params: vec![], inline, inlined: vec![] }
+    }
+
+    /// The program input of `inputs[k]`.
+    fn input_value(&self, k: usize) -> Value {
+        Value::Input((k + self.product.is_some() as usize) as u8)
+    }
+
+    /// The most tensors the program may read.
+    fn max_inputs(&self) -> usize {
+        if self.product.is_some() { MAX_EPILOGUE_INPUTS } else { MAX_INPUTS }
+    }
+
     /// The value of operand `t` seen as `layout` (broadcast to the result's shape): the result of
     /// its own program, inlined, where `t` is a deferred result of exactly that shape and the
     /// program stays within its limits; else an input (its program run first).
     fn value(&mut self, t: &Tensor, layout: &Layout) -> Result<Value> {
-        if self.inline && t.layout() == layout && layout.is_contiguous() && layout.offset() == 0 {
+        if self.inline && inlinable(t, layout) {
             if let Some(&(_, v)) = self.inlined.iter().find(|(i, _)| i.shares_storage(t)) {
                 return Ok(v);
             }
@@ -83,25 +130,47 @@ impl Builder {
         Ok(self.input(t.view(layout.clone())))
     }
 
+    /// The values of operands `args` seen as `layouts`, with their dtypes.
+    fn values(&mut self, args: &[&Tensor], layouts: &[&Layout]) -> Result<Vec<(Value, DType)>> {
+        args.iter().zip(layouts).map(|(t, l)| Ok((self.value(t, l)?, t.dtype()))).collect()
+    }
+
+    /// Whether the program with its last step's arguments `values` reads its product.
+    fn reads_product(&self, values: &[(Value, DType)]) -> bool {
+        let args = self.program.steps.iter().flat_map(|s| &s.args).chain(values);
+        self.product.is_some() && args.map(|a| a.0).any(|v| v == Value::Input(0))
+    }
+
     /// `t` as an input, once per storage and layout.
     fn input(&mut self, t: Tensor) -> Value {
         if let Some(k) = self.inputs.iter().position(|i| i.shares_storage(&t) && i.layout() == t.layout()) {
-            return Value::Input(k as u8);
+            return self.input_value(k);
         }
         self.program.inputs.push(t.dtype());
         self.inputs.push(t);
-        Value::Input(self.inputs.len() as u8 - 1)
+        self.input_value(self.inputs.len() - 1)
     }
 
     /// `d`'s steps appended to this program (its inputs and parameters renumbered), or `None`
-    /// where that would pass the limits.
+    /// where that would pass the limits or `d` reads a product this program does not.
     fn inline(&mut self, d: &Deferred) -> Option<Value> {
+        let product = match (&d.product, &self.product) {
+            (None, _) => None,
+            (Some(a), Some(b)) if Arc::ptr_eq(a, b) => Some(Value::Input(0)),
+            _ => return None,
+        };
         let new_inputs = d.inputs.iter().filter(|t| !self.has_input(t)).count();
-        if self.inputs.len() + new_inputs > MAX_INPUTS || self.program.steps.len() + d.program.steps.len() >= MAX_STEPS
+        if self.inputs.len() + new_inputs > self.max_inputs()
+            || self.program.steps.len() + d.program.steps.len() >= MAX_STEPS
         {
             return None;
         }
-        let inputs: Vec<Value> = d.inputs.iter().map(|t| self.input(t.clone())).collect();
+        let mut inputs: Vec<Value> = product.into_iter().collect();
+        inputs.extend(d.inputs.iter().map(|t| self.input(t.clone())));
+        if d.program.steps.is_empty() {
+            // A product alone.
+            return inputs.first().copied();
+        }
         let (base, params) = (self.program.steps.len() as u8, self.params.len() as u8);
         for s in &d.program.steps {
             let args = s
@@ -143,23 +212,27 @@ impl Tensor {
         if !dev.fusion() || !dispatch!(dev, |b| b.fuses(&dtypes)) {
             return Ok(None);
         }
-        super::run::admit(dev, crate::spec::Family::Elementwise, op_name(op), out)?;
+        super::run::admit(dev, Family::Elementwise, op_name(op), out)?;
         args[0].check_operands(op_name(op), args.iter().copied())?;
         // An output past one buffer, or an operand stored in parts, split before they got here
-        // (`parts.rs`): what is deferred fits one buffer.
-        let mut b =
-            Builder { program: Program::default(), inputs: vec![], params: vec![], inline: true, inlined: vec![] };
-        let mut values = vec![];
-        for (t, l) in args.iter().zip(layouts) {
-            values.push((b.value(t, l)?, t.dtype()));
+        // (`parts.rs`): what is deferred fits one buffer. The program reads the product of the
+        // first operand that is (or reads) one.
+        let product = args
+            .iter()
+            .zip(layouts)
+            .filter(|(t, l)| inlinable(t, l))
+            .find_map(|(t, _)| t.with_deferred(|d| d.product.clone()));
+        let mut b = Builder::new(true, product);
+        let mut values = b.values(args, layouts)?;
+        if b.product.is_some() && !b.reads_product(&values) {
+            // Its reader ran first (past the limits): the product is no input.
+            b = Builder::new(true, None);
+            values = b.values(args, layouts)?;
         }
-        if b.inputs.len() > MAX_INPUTS {
+        if b.inputs.len() > b.max_inputs() {
             // The operands' programs together read too much: each runs first, as an input.
-            b = Builder { program: Program::default(), inputs: vec![], params: vec![], inline: false, inlined: vec![] };
-            values.clear();
-            for (t, l) in args.iter().zip(layouts) {
-                values.push((b.value(t, l)?, t.dtype()));
-            }
+            b = Builder::new(false, None);
+            values = b.values(args, layouts)?;
         }
         let op = match op {
             Op::Scalar(s, _) => {
@@ -170,9 +243,39 @@ impl Tensor {
         };
         b.program.steps.push(Step { op, args: values, dtype: out.dtype });
         let flags: Vec<Arc<Flag>> = args.iter().flat_map(|t| t.status().flags()).collect();
-        let deferred = Deferred { program: b.program, inputs: b.inputs, params: b.params, device: dev.clone() };
+        let deferred = Deferred {
+            product: b.product,
+            program: b.program,
+            inputs: b.inputs,
+            params: b.params,
+            device: dev.clone(),
+        };
         Ok(Some(Tensor::deferred(deferred, out, Status::of(flags, dev), dev)))
     }
+
+    /// The deferred product of `lhs` and `rhs` (each seen as broadcast to `g`'s batch dims),
+    /// where this device fuses and its GEMM kernels take epilogues; `None` where the matmul
+    /// runs at once.
+    pub(super) fn defer_product(lhs: Tensor, rhs: Tensor, g: &MatmulGeometry) -> Result<Option<Tensor>> {
+        let dev = lhs.device.clone();
+        let dtypes = [lhs.dtype(), rhs.dtype(), g.out.dtype];
+        if !dev.fusion() || !dispatch!(dev, |b| b.fuses(&dtypes) && b.epilogues(g)) {
+            return Ok(None);
+        }
+        super::run::admit(&dev, Family::Matmul, "matmul", &g.out)?;
+        lhs.check_operands("matmul", [&lhs, &rhs].into_iter())?;
+        let flags: Vec<Arc<Flag>> = [&lhs, &rhs].iter().flat_map(|t| t.status().flags()).collect();
+        let status = Status::of(flags, &dev);
+        let program = Program { inputs: vec![g.out.dtype], steps: vec![] };
+        let product = Some(Arc::new(Product { lhs, rhs, geometry: g.clone() }));
+        let deferred = Deferred { product, program, inputs: vec![], params: vec![], device: dev.clone() };
+        Ok(Some(Tensor::deferred(deferred, &g.out, status, &dev)))
+    }
+}
+
+/// Whether operand `t`, seen as `layout`, may be inlined: it is exactly the result's elements.
+fn inlinable(t: &Tensor, layout: &Layout) -> bool {
+    t.layout() == layout && layout.is_contiguous() && layout.offset() == 0
 }
 
 /// The spec name of a step's op, for errors.

@@ -671,6 +671,9 @@ impl Tensor {
                 r => r,
             };
         }
+        if let Some(t) = Tensor::defer_product(self.view(ll.clone()), rhs.view(rl.clone()), &g)? {
+            return Ok(t);
+        }
         let r = self.run(Family::Matmul, "matmul", &[rhs], &g.out)?;
         let s = dispatch!(self.device, |b| b.wrap(b.matmul(r.arg(b, self)?, &ll, r.arg(b, rhs)?, &rl, &g)?));
         Ok(r.finish(s))

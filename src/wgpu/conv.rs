@@ -143,7 +143,7 @@ impl ConvOps for WgpuBackend {
         let gemm = c.problem(w_offset, xl);
         let gather =
             (!gemm.gather.is_empty()).then(|| (Family::Conv, gather_code(transposed, c.kernel, c.stride, c.dilation)));
-        self.run_gemm(&CONV, gemm, gather, w, x)
+        self.run_gemm(&CONV, gemm, gather, (w, x), None)
     }
 }
 

@@ -55,12 +55,7 @@ pub(crate) fn fused_spec(caps: Caps, key: &FusedKey) -> Result<Spec> {
     let out = Repr::of(p.dtype(), caps, "fused")?;
     spec = spec.bind("y", out, Access::Write, Index::None);
     let mut code: String = param_types(p, &w).into_iter().map(params::typed_decoder).collect();
-    let args: Vec<String> =
-        p.inputs.iter().enumerate().map(|(i, &dt)| format!("a{i}: {}", w.compute(Ty::of(dt)).wgsl())).collect();
-    let (lines, result) = p.render(&w);
-    let ret = out.compute().wgsl();
-    code +=
-        &format!("fn op({}) -> {ret} {{\n    {}\n    return {result};\n}}\n", args.join(", "), lines.join("\n    "));
+    code += &op_function(p, &w, out.compute());
     let names = &INPUTS[..p.inputs.len()];
     code += &op_at(names, out.compute());
     if let Some(vec) = &key.vec {
@@ -68,6 +63,14 @@ pub(crate) fn fused_spec(caps: Caps, key: &FusedKey) -> Result<Spec> {
         spec = spec.lanes("mapn_v4", vec);
     }
     Ok(spec.code(code))
+}
+
+/// `fn op(a0, a1, ...) -> RET`: program `p` over its inputs' values, each of its compute type.
+pub(crate) fn op_function(p: &Program, w: &Wgsl, ret: Compute) -> String {
+    let args: Vec<String> =
+        p.inputs.iter().enumerate().map(|(i, &dt)| format!("a{i}: {}", w.compute(Ty::of(dt)).wgsl())).collect();
+    let (lines, result) = p.render(w);
+    format!("fn op({}) -> {} {{\n    {}\n    return {result};\n}}\n", args.join(", "), ret.wgsl(), lines.join("\n    "))
 }
 
 impl WgpuBackend {

@@ -1,12 +1,14 @@
 //! Batched matmul on wgpu: the op as a GEMM problem ([`super::gemm`]), the operands read in
 //! place through their strides (a transposed view is another load pattern, never a copy), on
-//! the kernel matmul's table ([`super::gemm::TABLE`]) plans for it.
+//! the kernel matmul's table ([`super::gemm::TABLE`]) plans for it; an elementwise program over
+//! the product (its epilogue) computed where the kernel stores C.
 
-use super::gemm::{Gemm, Operand, TABLE, too_large};
+use super::gemm::{EpilogueArgs, Gemm, Operand, TABLE, hooks, too_large};
 use super::{WgpuBackend, WgpuStorage};
-use crate::backend::MatmulOps;
+use crate::backend::{MatmulOps, matmul_then_fused};
+use crate::expr::program::Program;
 use crate::spec::matmul::MatmulGeometry;
-use crate::{Layout, Result};
+use crate::{Layout, Result, Scalar};
 
 pub(crate) use super::gemm::variants::matmul as shader_variants;
 
@@ -36,11 +38,46 @@ impl MatmulOps for WgpuBackend {
         rl: &Layout,
         g: &MatmulGeometry,
     ) -> Result<WgpuStorage> {
+        self.matmul_with((lhs, ll), (rhs, rl), g, None)
+    }
+
+    /// Every GEMM kernel stores C through one function, which an epilogue extends; a kernel
+    /// forced by a test hook is recorded when the matmul is called, not later.
+    fn epilogues(&self, _g: &MatmulGeometry) -> bool {
+        self.tune().gemm_epilogue != Some(false) && hooks::forced() == (None, None)
+    }
+
+    fn matmul_then(
+        &self,
+        lhs: (&WgpuStorage, &Layout),
+        rhs: (&WgpuStorage, &Layout),
+        g: &MatmulGeometry,
+        p: &Program,
+        inputs: &[(&WgpuStorage, &Layout)],
+        params: &[Scalar],
+    ) -> Result<WgpuStorage> {
+        let epilogue = EpilogueArgs { program: p, inputs };
+        if p.steps.is_empty() || !epilogue.fits(g.out.dtype) {
+            return matmul_then_fused(self, lhs, rhs, g, p, inputs, params);
+        }
+        self.matmul_with(lhs, rhs, g, Some(&epilogue))
+    }
+}
+
+impl WgpuBackend {
+    /// The product, or `epilogue`'s program over it.
+    fn matmul_with(
+        &self,
+        (lhs, ll): (&WgpuStorage, &Layout),
+        (rhs, rl): (&WgpuStorage, &Layout),
+        g: &MatmulGeometry,
+        epilogue: Option<&EpilogueArgs>,
+    ) -> Result<WgpuStorage> {
         let out = g.out.shape.elem_count();
         if out as u64 > u32::MAX as u64 {
             return Err(too_large(format!("matmul output of {out} elements"), out as u64, lhs.dtype));
         }
-        self.run_gemm(&TABLE, problem(ll, rl, g), None, lhs, rhs)
+        self.run_gemm(&TABLE, problem(ll, rl, g), None, (lhs, rhs), epilogue)
     }
 }
 

@@ -19,6 +19,9 @@ pub struct Tune {
     /// `gemm_split=on|off`: whether matmuls of too few workgroups take K in parts (split-K),
     /// and matrix-vector products of few columns split K deeper within a workgroup.
     pub gemm_split: Option<bool>,
+    /// `gemm_epilogue=on|off`: whether a matmul's product is deferred, so that the elementwise
+    /// ops on it run in its kernel (with fusion on).
+    pub gemm_epilogue: Option<bool>,
     /// `sdpa_coop=on|off`: whether f16 attention may run on cooperative matrices.
     pub sdpa_coop: Option<bool>,
     /// `sdpa_decode=on|off`: whether few query rows a kv head may take the decode pass.
@@ -40,6 +43,7 @@ impl Tune {
                 Some(("random_mul", "pieces")) => t.random_mul = Some(Mul::Pieces),
                 Some(("sort_pairs", v @ ("8" | "16"))) => t.sort_pairs = v.parse().ok(),
                 Some(("gemm_split", v @ ("on" | "off"))) => t.gemm_split = Some(v == "on"),
+                Some(("gemm_epilogue", v @ ("on" | "off"))) => t.gemm_epilogue = Some(v == "on"),
                 Some(("sdpa_coop", v @ ("on" | "off"))) => t.sdpa_coop = Some(v == "on"),
                 Some(("sdpa_decode", v @ ("on" | "off"))) => t.sdpa_decode = Some(v == "on"),
                 Some(("max_binding", v)) if v.parse::<u64>().is_ok_and(|b| b >= 256) => t.max_binding = v.parse().ok(),
@@ -48,7 +52,7 @@ impl Tune {
                         kind: "wgpu".into(),
                         reason: format!(
                             "RWO_WGPU_TUNE: unknown setting {item:?}; known: random_mul=wide|pieces, sort_pairs=8|16, \
-                             gemm_split=on|off, sdpa_coop=on|off, sdpa_decode=on|off, max_binding=BYTES (>= 256)"
+                             gemm_split=on|off, gemm_epilogue=on|off, sdpa_coop=on|off, sdpa_decode=on|off, max_binding=BYTES (>= 256)"
                         ),
                     });
                 }
@@ -67,13 +71,15 @@ mod tests {
         assert_eq!(Tune::parse(None), Ok(Tune::default()));
         assert_eq!(Tune::parse(Some(" ")), Ok(Tune::default()));
         let t = Tune::parse(Some(
-            "random_mul=pieces, sort_pairs=8,gemm_split=off,sdpa_coop=off,sdpa_decode=off,max_binding=65536",
+            "random_mul=pieces, sort_pairs=8,gemm_split=off,gemm_epilogue=off,sdpa_coop=off,sdpa_decode=off,\
+             max_binding=65536",
         ))
         .unwrap_or_default();
         let want = Tune {
             random_mul: Some(Mul::Pieces),
             sort_pairs: Some(8),
             gemm_split: Some(false),
+            gemm_epilogue: Some(false),
             sdpa_coop: Some(false),
             sdpa_decode: Some(false),
             max_binding: Some(65536),

@@ -1,13 +1,16 @@
-//! Fusion (`src/tensor/fuse.rs`): random elementwise chains give the same bits fused and one op
-//! at a time (`Device::with_fusion`), and the cpu reference's values; a deferred result sees the
-//! data as it was when its op was called, and carries its inputs' failures.
+//! Fusion (`src/tensor/fuse.rs`): random elementwise chains, and random epilogues of matrix
+//! products, give the same bits fused and one op at a time (`Device::with_fusion`), and the cpu
+//! reference's values; a deferred result sees the data as it was when its op was called, and
+//! carries its inputs' failures.
 
 use crate::{Tol, assert_close, cpu, float_dtypes, rand_tensor, suite};
 use rocm_wgpu_ops::spec::elementwise::{BinaryOp, UnaryOp};
-use rocm_wgpu_ops::{DType, Device, Error, Result, Tensor};
+use rocm_wgpu_ops::wgpu::gemm_hooks::{Kernel as GemmKernel, last_kernel, last_parts};
+use rocm_wgpu_ops::{BackendKind, DType, Device, Error, Result, Tensor};
 
 suite!(
     random_chains_fuse_to_the_same_bits,
+    random_epilogues_fuse_to_the_same_bits,
     a_deferred_result_reads_its_inputs_as_they_were,
     a_deferred_result_carries_its_inputs_failures
 );
@@ -90,6 +93,96 @@ async fn random_chains_fuse_to_the_same_bits(dev: &Device) -> Result<()> {
         assert_eq!(g.as_bytes(), w.as_bytes(), "{what}: fused and one at a time differ on {}", dev.kind());
         // Each op rounds to the dtype on both sides; a chain of up to 10 compounds that.
         assert_close(&got, &chain(&cpu(), dtype, other, seed)?, Tol::of(dtype).times(16.0), &what).await?;
+    }
+    Ok(())
+}
+
+/// Products (lead dims of the lhs, K, N) that matmul's table gives each kernel on wgpu: a
+/// matrix-vector one (one row; one column: the transposed problem), tiles, tiles in parts of K
+/// (their sum takes the epilogue), batches.
+const PRODUCTS: [(&[usize], usize, usize); 6] =
+    [(&[1], 96, 40), (&[50], 64, 1), (&[33], 40, 65), (&[40], 768, 96), (&[2, 9], 24, 20), (&[1, 3], 48, 36)];
+
+/// Epilogue `seed` on `dev`: the product `x w` of `PRODUCTS[seed % 6]` (w transposed in half
+/// the seeds), then 1 to 4 ops on it: a bias row, a unary map, a residual, the product again, a
+/// maximum by where_cond, a scalar map, casts through `other`; every fifth ends in a comparison.
+/// Whether the ops end in `dtype` and take no scalar map (a wgpu GEMM kernel computes those).
+fn epilogue(dev: &Device, dtype: DType, other: DType, seed: u64) -> Result<(Tensor, bool)> {
+    let (lead, k, n) = PRODUCTS[seed as usize % PRODUCTS.len()];
+    let x = rand_tensor(dev, dtype, &[lead, &[k]].concat(), seed, -1.0, 1.0)?;
+    let w = match seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 63 {
+        0 => rand_tensor(dev, dtype, &[k, n], seed + 1, -1.0, 1.0)?,
+        _ => rand_tensor(dev, dtype, &[n, k], seed + 1, -1.0, 1.0)?.t()?,
+    };
+    let p = x.matmul(&w)?;
+    let shape = p.dims().to_vec();
+    let bias = rand_tensor(dev, dtype, &[n], seed + 2, -1.0, 1.0)?.broadcast_as(shape.clone())?;
+    let res = rand_tensor(dev, dtype, &shape, seed + 3, -2.0, 2.0)?;
+    let mut pick = Pick(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let (mut v, mut fits) = (p.clone(), true);
+    for _ in 0..1 + pick.next(4) {
+        v = match pick.next(7) {
+            0 => v.add(&bias)?,
+            1 => v.unary(UNARY[pick.next(5)])?,
+            2 => res.add(&v)?,
+            3 => v.mul(&p)?,
+            4 => v.gt(&res)?.where_cond(&v, &res)?,
+            5 => {
+                fits = false;
+                v.affine(0.5, 0.25)?
+            }
+            _ => v.to_dtype(other)?.to_dtype(dtype)?,
+        };
+    }
+    if seed % 5 == 4 {
+        (v, fits) = (v.gt(&res)?, false);
+    }
+    Ok((v, fits))
+}
+
+async fn random_epilogues_fuse_to_the_same_bits(dev: &Device) -> Result<()> {
+    let (fused, alone) = (dev.with_fusion(true), dev.with_fusion(false));
+    let dtypes = float_dtypes(dev);
+    let mut kernels = vec![];
+    for seed in 0..36u64 {
+        if crate::sample::skip() {
+            continue;
+        }
+        // Each product in each dtype.
+        let (lead, k, n) = PRODUCTS[seed as usize % PRODUCTS.len()];
+        let d = seed as usize / PRODUCTS.len();
+        let (dtype, other) = (dtypes[d % dtypes.len()], dtypes[(d + 1) % dtypes.len()]);
+        let what = format!("epilogue {seed} of {lead:?}x{k}x{n} in {dtype} (through {other})");
+        let (got, fits) = epilogue(&fused, dtype, other, seed)?;
+        let launches = fused.launches();
+        fused.synchronize_async().await?;
+        let launched = fused.launches() - launches;
+        if dev.kind() == BackendKind::Wgpu {
+            // One GEMM kernel (with split-K, and the sum) computes the whole program where it can.
+            let kernel = last_kernel();
+            let gemm = if last_parts() > 1 { 2 } else { 1 };
+            // (f64 fuses only where the adapter has it: else every op ran when called.)
+            let eager = dtype == DType::F64 && launched == 0;
+            let want = gemm + !fits as u64;
+            assert!(
+                eager || launched == want,
+                "{what}: {launched} kernels for {want} ({kernel:?} in {} parts)",
+                last_parts()
+            );
+            kernels.push((kernel, last_parts()));
+        }
+        let want = epilogue(&alone, dtype, other, seed)?.0;
+        let (g, w) = (got.to_cpu_storage_async().await?, want.to_cpu_storage_async().await?);
+        assert_eq!(g.as_bytes(), w.as_bytes(), "{what}: fused and one at a time differ on {}", dev.kind());
+        if got.dtype() == dtype {
+            let tol = Tol::of(dtype).times(4.0 * (1.0 + k as f64 / 4.0));
+            assert_close(&got, &epilogue(&cpu(), dtype, other, seed)?.0, tol, &what).await?;
+        }
+    }
+    if dev.kind() == BackendKind::Wgpu && !cfg!(target_family = "wasm") {
+        let matvec = |rows| kernels.iter().any(|(k, _)| matches!(k, Some(GemmKernel::MatVec(v)) if v.rows == rows));
+        let split = kernels.iter().any(|(k, p)| matches!(k, Some(GemmKernel::Tiled(_))) && *p > 1);
+        assert!(matvec(false) && matvec(true) && split, "the kernels taken: {kernels:?}");
     }
     Ok(())
 }

@@ -3,10 +3,14 @@
 //! functions, the A and B instances of an operand section, and the K loop.
 
 use super::tiles::{Kernel, Load};
-use crate::DType;
+use crate::expr::Dialect;
+use crate::expr::program::Program;
 use crate::spec::Family;
-use crate::wgpu::kernel::section;
-use crate::wgpu::repr::{Access, Compute, Repr};
+use crate::wgpu::fused::op_function;
+use crate::wgpu::kernel::{Index, Spec, family_source, header, section};
+use crate::wgpu::render::Wgsl;
+use crate::wgpu::repr::{Access, Caps, Compute, Repr};
+use crate::{DType, Result};
 use std::fmt::Write;
 
 /// What a kernel needs to know of a problem besides its sizes.
@@ -21,6 +25,38 @@ pub(crate) struct Variant {
     pub gather: Option<(Family, String)>,
     /// Split-K: the kernel writes each part's f32 products to its own slice, not C.
     pub split: bool,
+    /// The program computed where C is stored (never in split-K's parts: in their sum).
+    pub epilogue: Option<Epilogue>,
+}
+
+/// An elementwise program a kernel computes where it stores C: the product, rounded to its
+/// dtype as a store would round it, is the program's input 0; bindings `e0`, `e1`, ... (each
+/// through its own index map of C's element index) its inputs 1 on. Its result is C's dtype.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Epilogue {
+    pub program: Program,
+    pub index: Vec<Index>,
+}
+
+/// The bindings of an epilogue's inputs (a kernel binds the metadata, A, B and C before them).
+pub(crate) const EPILOGUE_INPUTS: [&str; 4] = ["e0", "e1", "e2", "e3"];
+
+impl Epilogue {
+    /// `spec` with the epilogue's inputs bound and `fn c_ep(i, v) -> T`: the program's value at
+    /// C's element `i` where the product is `v`.
+    pub(super) fn add_to(&self, mut spec: Spec, caps: Caps) -> Result<Spec> {
+        let p = &self.program;
+        let w = Wgsl { caps, names: &[] };
+        let mut loads = vec![w.stored("v".into(), p.inputs[0])];
+        for ((&dt, &ix), name) in p.inputs[1..].iter().zip(&self.index).zip(EPILOGUE_INPUTS) {
+            spec = spec.bind(name, Repr::of(dt, caps, "fused")?, Access::Read, ix);
+            loads.push(format!("{name}_load({name}_at(i))"));
+        }
+        let ret = Repr::of(p.dtype(), caps, "fused")?.compute();
+        // The elementwise maps' helpers (`lt32`, `erf32`, ...), then the program.
+        let code = format!("{}{}", header(family_source(Family::Elementwise)), op_function(p, &w, ret));
+        Ok(spec.code(code).code(format!("fn c_ep(i: u32, v: T) -> T {{ return T(op({})); }}\n", loads.join(", "))))
+    }
 }
 
 /// A kernel of the GEMM family: a GEMM, or split-K's sum of the parts into C.
@@ -118,8 +154,9 @@ pub(super) fn output_binding(r: Repr, vec: bool) -> (Access, bool) {
 }
 
 /// `fn c_put(i, v: T)`, and `fn c_row4(base, j, lim, stride, v: vec4<T>)` storing the
-/// elements `j + c < lim` of a row at `base + (j + c) * stride`.
-pub(super) fn output_code(r: Repr, vec: bool) -> String {
+/// elements `j + c < lim` of a row at `base + (j + c) * stride`; with `epilogue`, each the value
+/// `c_ep` makes of it.
+pub(super) fn output_code(r: Repr, vec: bool, epilogue: bool) -> String {
     let (access, vector) = output_binding(r, vec);
     let put = if access == Access::Update {
         "c_store(i, v);"
@@ -129,16 +166,28 @@ pub(super) fn output_code(r: Repr, vec: bool) -> String {
     } else {
         "c_set(i, v);\n    c_flush(i / C_EPW);"
     };
-    let mut s = format!("fn c_put(i: u32, v: T) {{\n    {put}\n}}\n");
-    // With `vec`, a run starting inside the row lies wholly inside it.
+    let (mut s, run) = if epilogue {
+        let four = "fn c_ep4(i: u32, v: vec4<T>) -> vec4<T> {\n    \
+                    return vec4<T>(c_ep(i, v.x), c_ep(i + 1u, v.y), c_ep(i + 2u, v.z), c_ep(i + 3u, v.w));\n}\n";
+        (
+            format!("{four}fn c_put(i: u32, product: T) {{\n    let v = c_ep(i, product);\n    {put}\n}}\n"),
+            "c_ep4(base + j, v)",
+        )
+    } else {
+        (format!("fn c_put(i: u32, v: T) {{\n    {put}\n}}\n"), "v")
+    };
+    // With `vec`, a run starting inside the row lies wholly inside it (and is contiguous).
     let row = if vector {
-        "if (j < lim) {\n        c_set4(base + j, v);\n    }".to_string()
+        format!("if (j < lim) {{\n        c_set4(base + j, {run});\n    }}")
     } else if vec && r.per_word() > 1 {
         // Two whole words of two elements each.
-        "if (j < lim) {\n        let i = base + j;\n        c_set(i, v.x);\n        c_set(i + 1u, v.y);\n        \
-         c_flush(i / 2u);\n        c_set(i + 2u, v.z);\n        c_set(i + 3u, v.w);\n        c_flush(i / 2u + 1u);\n    }"
-            .to_string()
+        format!(
+            "if (j < lim) {{\n        let i = base + j;\n        let w = {run};\n        c_set(i, w.x);\n        \
+             c_set(i + 1u, w.y);\n        c_flush(i / 2u);\n        c_set(i + 2u, w.z);\n        c_set(i + 3u, w.w);\n        \
+             c_flush(i / 2u + 1u);\n    }}"
+        )
     } else {
+        // (`c_put` applies the epilogue.)
         "for (var c = 0u; c < 4u; c++) {\n        if (j + c < lim) {\n            \
          c_put(base + (j + c) * stride, v[c]);\n        }\n    }"
             .to_string()

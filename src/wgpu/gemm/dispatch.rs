@@ -1,20 +1,41 @@
 //! Recording a GEMM: the plan its table makes for it, the kernel's pipeline (generated and built
 //! once per kernel and variant, then found by that key), the dispatch, and split-K's sum.
 
-use super::codegen::{Stage, Variant};
+use super::codegen::{EPILOGUE_INPUTS, Epilogue, Stage, Variant};
 use super::hooks;
 use super::problem::{Gemm, sum_meta};
 use super::source::spec;
 use super::table::{Plan, Room, Table};
 use super::tiles::{CoopTiles, Kernel, Load, MATVEC_MAX_M, tile_elem_size};
+use crate::expr::program::Program;
 use crate::spec::Family;
 use crate::spec::matmul::MatmulOp;
-use crate::wgpu::kernel::Spec;
+use crate::wgpu::kernel::{Index, Spec};
 use crate::wgpu::repr::Repr;
 use crate::wgpu::{Pipeline, WgpuBackend, WgpuStorage};
-use crate::{BackendKind, DType, Error, Result};
+use crate::{BackendKind, DType, Error, Layout, Result};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+
+/// A program a GEMM computes over its product where it stores C (see [`Epilogue`]), and the
+/// program's inputs after the product, each in C's shape.
+pub(crate) struct EpilogueArgs<'a> {
+    pub program: &'a Program,
+    pub inputs: &'a [(&'a WgpuStorage, &'a Layout)],
+}
+
+impl EpilogueArgs<'_> {
+    /// Whether the GEMM kernels can take it: as many inputs as they have bindings left, a
+    /// result of C's dtype, and no scalar parameters (their words would be the GEMM's).
+    pub(crate) fn fits(&self, dtype: DType) -> bool {
+        let p = self.program;
+        self.inputs.len() <= EPILOGUE_INPUTS.len() && p.dtype() == dtype && p.params() == 0
+    }
+
+    fn key(&self) -> Epilogue {
+        Epilogue { program: self.program.clone(), index: self.inputs.iter().map(|(_, l)| Index::of(l)).collect() }
+    }
+}
 
 /// A GEMM kernel's spec (for its metadata and workgroup size) and its pipeline.
 type GemmPipeline = (Arc<Spec>, Arc<Pipeline>);
@@ -26,14 +47,15 @@ pub(crate) type Pipelines = Mutex<HashMap<(Stage, Variant), GemmPipeline>>;
 impl WgpuBackend {
     /// Records `g` (A in `a`; B in `b`, read through `gather` where given: the WGSL of a gathered
     /// B and the family it is from) into a new contiguous `(batch.., m, n)` storage, on the
-    /// kernel and parts of K that `table` plans for it here.
+    /// kernel and parts of K that `table` plans for it here; with `epilogue`, its program's
+    /// values instead of the product's (the caller checked it [`EpilogueArgs::fits`]).
     pub(crate) fn run_gemm(
         &self,
         table: &Table,
         g: Gemm,
         gather: Option<(Family, String)>,
-        a: &WgpuStorage,
-        b: &WgpuStorage,
+        (a, b): (&WgpuStorage, &WgpuStorage),
+        epilogue: Option<&EpilogueArgs>,
     ) -> Result<WgpuStorage> {
         let room = Room {
             bytes: self.gemm_workgroup_bytes(),
@@ -45,7 +67,7 @@ impl WgpuBackend {
         hooks::record(kernel, split.0);
         // The transposed problem multiplies the operands the other way round.
         let (a, b) = if gemm.c_transposed { (b, a) } else { (a, b) };
-        self.gemm(&kernel, split, &gemm, gather, a, b)
+        self.gemm(&kernel, split, &gemm, gather, (a, b), epilogue)
     }
 
     /// Runs `g` with kernel `k` into a new contiguous `(batch.., m, n)` storage, K in `split.0`
@@ -56,8 +78,8 @@ impl WgpuBackend {
         split: (usize, usize),
         g: &Gemm,
         gather: Option<(Family, String)>,
-        a: &WgpuStorage,
-        b: &WgpuStorage,
+        (a, b): (&WgpuStorage, &WgpuStorage),
+        epilogue: Option<&EpilogueArgs>,
     ) -> Result<WgpuStorage> {
         let dtype = a.dtype;
         // The table picks within the adapter's workgroup memory and invocations; a kernel forced
@@ -101,6 +123,8 @@ impl WgpuBackend {
             c_vec: !matches!(k, Kernel::MatVec(v) if v.rows) && g.n.is_multiple_of(4) && (!g.c_transposed || g.m == 1),
             gather,
             split: split.0 > 1,
+            // Split-K's sum takes it.
+            epilogue: epilogue.filter(|_| split.0 == 1).map(EpilogueArgs::key),
         };
         let c_vec = shape.c_vec;
         let (spec, pipeline) = self.gemm_pipeline(Stage::Gemm(*k), shape)?;
@@ -110,19 +134,25 @@ impl WgpuBackend {
             Kernel::MatVec(v) => (1, g.n.div_ceil(if v.rows { v.tiles.lanes } else { 4 * v.tiles.lanes } as usize)),
         };
         let groups = (tiles.0 * tiles.1 * g.batches() * split.0) as u64;
-        let meta = spec.meta(0, &[], &g.meta(tiles, split));
+        let (layouts, inputs): (Vec<&Layout>, Vec<&wgpu::Buffer>) =
+            epilogue.map_or(&[][..], |e| e.inputs).iter().map(|(s, l)| (*l, s.buffer())).unzip();
         let threads = groups * spec.workgroup as u64;
         if split.0 == 1 {
-            self.run_pipeline(&spec, &pipeline, &[a.buffer(), b.buffer(), c.buffer()], &meta, threads)?;
+            let meta = spec.meta(0, &layouts, &g.meta(tiles, split));
+            let buffers = [&[a.buffer(), b.buffer(), c.buffer()][..], &inputs].concat();
+            self.run_pipeline(&spec, &pipeline, &buffers, &meta, threads)?;
             return Ok(c);
         }
+        let meta = spec.meta(0, &[], &g.meta(tiles, split));
         let p = self.storage(DType::F32, split.0 * total)?;
         self.run_pipeline(&spec, &pipeline, &[a.buffer(), b.buffer(), p.buffer()], &meta, threads)?;
         // The sum's source depends on C alone.
-        let sum = Variant { dtype, a: Load::Gather, b: Load::Gather, c_vec, gather: None, split: false };
+        let epilogue = epilogue.map(EpilogueArgs::key);
+        let sum = Variant { dtype, a: Load::Gather, b: Load::Gather, c_vec, gather: None, split: false, epilogue };
         let (spec, pipeline) = self.gemm_pipeline(Stage::Sum, sum)?;
-        let meta = spec.meta(0, &[], &sum_meta(total, split.0));
-        self.run_pipeline(&spec, &pipeline, &[p.buffer(), c.buffer()], &meta, total.div_ceil(4) as u64)?;
+        let meta = spec.meta(0, &layouts, &sum_meta(total, split.0));
+        let buffers = [&[p.buffer(), c.buffer()][..], &inputs].concat();
+        self.run_pipeline(&spec, &pipeline, &buffers, &meta, total.div_ceil(4) as u64)?;
         Ok(c)
     }
 

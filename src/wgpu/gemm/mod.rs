@@ -25,6 +25,6 @@ mod tiled;
 mod tiles;
 pub(crate) mod variants;
 
-pub(crate) use dispatch::Pipelines;
+pub(crate) use dispatch::{EpilogueArgs, Pipelines};
 pub(crate) use problem::{Gemm, Operand, too_large};
 pub(crate) use table::{CONV, TABLE};

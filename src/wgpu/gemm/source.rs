@@ -35,7 +35,16 @@ fn sum_spec(caps: Caps, shape: &Variant) -> Result<Spec> {
         .code(slots::wgsl())
         .code(input_code("p", Repr::F32))
         .code(run4_code("p", shape.c_vec))
-        .code(output_code(r, shape.c_vec)))
+        .code(output_code(r, shape.c_vec, shape.epilogue.is_some())))
+    .and_then(|spec| with_epilogue(spec, caps, shape))
+}
+
+/// `spec` with `shape`'s epilogue, if any.
+fn with_epilogue(spec: Spec, caps: Caps, shape: &Variant) -> Result<Spec> {
+    match &shape.epilogue {
+        Some(e) => e.add_to(spec, caps),
+        None => Ok(spec),
+    }
 }
 
 /// The kernel `k` for problems of `shape`.
@@ -65,7 +74,14 @@ fn gemm_spec(caps: Caps, k: &Kernel, shape: &Variant) -> Result<Spec> {
     spec.bindings[2].vec = c_vector;
     let (_, alias) = element(r);
     spec = spec.code(alias).code(slots::wgsl());
-    spec = spec.code(input_code("a", r)).code(input_code("b", r)).code(output_code(out, shape.c_vec));
+    if shape.split && shape.epilogue.is_some() {
+        return Err(Error::InvalidParam {
+            op: op.name(),
+            msg: "split-K's parts take no epilogue (their sum does)".into(),
+        });
+    }
+    spec = spec.code(input_code("a", r)).code(input_code("b", r));
+    spec = with_epilogue(spec.code(output_code(out, shape.c_vec, shape.epilogue.is_some())), caps, shape)?;
     if family != Family::Matmul {
         // The GEMM body lives in matmul.wgsl; the spec's own file adds the gather.
         spec = spec.code(header(src)).code(section(src, entry));

@@ -2,12 +2,15 @@
 //! shader validation test (`wgpu::shader_variants`): matmul's, and the convolutions' for the
 //! gather each conv op supplies.
 
-use super::codegen::{Stage, Variant};
+use super::codegen::{Epilogue, Stage, Variant};
 use super::source::spec;
 use super::table::{CONV, TABLE};
 use super::tiles::{CoopTiles, Kernel, Load, MATVEC_MAX_M, MatVec};
+use crate::expr::program::{Op, Program, Step, Value};
+use crate::spec::elementwise::{BinaryOp, UnaryOp};
 use crate::spec::matmul::MatmulOp;
 use crate::spec::{Family, kernel_name};
+use crate::wgpu::kernel::Index;
 use crate::wgpu::kernel::Spec;
 use crate::wgpu::repr::Caps;
 use crate::{DType, Result};
@@ -53,8 +56,13 @@ pub fn matmul(caps: Caps) -> Vec<(String, Result<Spec>)> {
                 // The first is the kernel of contiguous operands: it carries the plain name.
                 let name = if first { base.clone() } else { format!("{base}_{k}_{a:?}_{b:?}") };
                 first = false;
-                let variant = Variant { dtype: dt, a, b, c_vec, gather: None, split: false };
-                v.push((name, spec(caps, Stage::Gemm(k), &variant)));
+                let mut variant = Variant { dtype: dt, a, b, c_vec, gather: None, split: false, epilogue: None };
+                v.push((name.clone(), spec(caps, Stage::Gemm(k), &variant)));
+                if i < 2 {
+                    // Its stores with an epilogue, whole runs of four or not.
+                    variant.epilogue = Some(epilogue(dt));
+                    v.push((format!("{name}_epilogue"), spec(caps, Stage::Gemm(k), &variant)));
+                }
             }
         }
         // Split-K (never f64): the parts' f32 products from the small tiles and (f16) the
@@ -67,18 +75,52 @@ pub fn matmul(caps: Caps) -> Vec<(String, Result<Spec>)> {
             split.push(Kernel::Coop(TABLE.coop_small));
         }
         for k in split {
-            let variant = Variant { dtype: dt, a: Load::KVec, b: Load::OVec, c_vec: true, gather: None, split: true };
+            let variant = Variant {
+                dtype: dt,
+                a: Load::KVec,
+                b: Load::OVec,
+                c_vec: true,
+                gather: None,
+                split: true,
+                epilogue: None,
+            };
             v.push((format!("{base}_{k}_split"), spec(caps, Stage::Gemm(k), &variant)));
         }
         for c_vec in [true, false] {
-            let variant = Variant { dtype: dt, a: Load::Gather, b: Load::Gather, c_vec, gather: None, split: false };
-            v.push((
-                format!("{base}_split_sum_{}", if c_vec { "vec" } else { "elem" }),
-                spec(caps, Stage::Sum, &variant),
-            ));
+            for epilogue in [None, Some(epilogue(dt))] {
+                let name = format!(
+                    "{base}_split_sum_{}{}",
+                    if c_vec { "vec" } else { "elem" },
+                    match epilogue {
+                        Some(_) => "_epilogue",
+                        None => "",
+                    }
+                );
+                let variant = Variant {
+                    dtype: dt,
+                    a: Load::Gather,
+                    b: Load::Gather,
+                    c_vec,
+                    gather: None,
+                    split: false,
+                    epilogue,
+                };
+                v.push((name, spec(caps, Stage::Sum, &variant)));
+            }
         }
     }
     v
+}
+
+/// A transformer's epilogue: a bias row broadcast down C, a GELU and a residual add.
+fn epilogue(dt: DType) -> Epilogue {
+    let step = |op, args: &[Value]| Step { op, args: args.iter().map(|&a| (a, dt)).collect(), dtype: dt };
+    let steps = vec![
+        step(Op::Binary(BinaryOp::Add), &[Value::Input(0), Value::Input(1)]),
+        step(Op::Unary(UnaryOp::Gelu), &[Value::Step(0)]),
+        step(Op::Binary(BinaryOp::Add), &[Value::Input(2), Value::Step(1)]),
+    ];
+    Epilogue { program: Program { inputs: vec![dt; 3], steps }, index: vec![Index::Strided(2), Index::Contiguous] }
 }
 
 /// Every kernel of the convolution `op` (of `dtypes`, its B gathered by `gather`), named
@@ -120,8 +162,15 @@ pub(crate) fn conv(
                 }
                 let name = if first { base.clone() } else { format!("{base}_{k}_{a:?}") };
                 first = false;
-                let variant =
-                    Variant { dtype: dt, a, b: Load::Gather, c_vec, gather: Some(gather.clone()), split: false };
+                let variant = Variant {
+                    dtype: dt,
+                    a,
+                    b: Load::Gather,
+                    c_vec,
+                    gather: Some(gather.clone()),
+                    split: false,
+                    epilogue: None,
+                };
                 v.push((name, spec(caps, Stage::Gemm(k), &variant)));
             }
         }
