@@ -444,9 +444,9 @@ pub trait MatmulOps: Memory {
         rl: &Layout,
         g: &MatmulGeometry,
     ) -> Result<Self::Storage>;
-    /// Whether matmul `g` here computes an elementwise program over its product in its own
+    /// Whether matmuls here compute an elementwise program over their product in their own
     /// kernel ([`MatmulOps::matmul_then`]), so that a product is worth deferring.
-    fn epilogues(&self, _g: &MatmulGeometry) -> bool {
+    fn epilogues(&self) -> bool {
         false
     }
     /// The product of `lhs` and `rhs` (as [`MatmulOps::matmul`]), then program `p` over it (its

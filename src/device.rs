@@ -6,7 +6,7 @@
 //! error when it is absent. [`Device::describe`] says what was chosen and why.
 
 use crate::CpuStorage;
-use crate::backend::{BackendKind, BackendStorage, Memory, Open};
+use crate::backend::{BackendKind, BackendStorage, MatmulOps, Memory, Open};
 use crate::cpu::CpuBackend;
 #[cfg(any(feature = "rocm", feature = "cuda"))]
 use crate::native::NativeStorage;
@@ -439,9 +439,13 @@ impl Device {
     /// The device's name, features and limits, as `(key, value)` pairs.
     pub fn info(&self) -> Vec<(&'static str, String)> {
         let mut info = dispatch!(self, |b| b.info());
-        let fuses = dispatch!(self, |b| b.fuses(&[]));
+        let (fuses, epilogues) = dispatch!(self, |b| (b.fuses(&[]), b.epilogues()));
         let fusion = match (fuses, self.fusion()) {
             (false, _) => "off (ops run one at a time on this backend)",
+            (true, true) if epilogues => {
+                "on: elementwise chains run as one kernel, those on a matmul's product in its kernel \
+                 (RWO_FUSION=0 turns it off)"
+            }
             (true, true) => "on: elementwise chains run as one kernel (RWO_FUSION=0 turns it off)",
             (true, false) => "off (RWO_FUSION=0 or Device::set_fusion)",
         };

@@ -259,7 +259,7 @@ impl Tensor {
     pub(super) fn defer_product(lhs: Tensor, rhs: Tensor, g: &MatmulGeometry) -> Result<Option<Tensor>> {
         let dev = lhs.device.clone();
         let dtypes = [lhs.dtype(), rhs.dtype(), g.out.dtype];
-        if !dev.fusion() || !dispatch!(dev, |b| b.fuses(&dtypes) && b.epilogues(g)) {
+        if !dev.fusion() || !dispatch!(dev, |b| b.fuses(&dtypes) && b.epilogues()) {
             return Ok(None);
         }
         super::run::admit(&dev, Family::Matmul, "matmul", &g.out)?;

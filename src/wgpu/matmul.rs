@@ -43,7 +43,7 @@ impl MatmulOps for WgpuBackend {
 
     /// Every GEMM kernel stores C through one function, which an epilogue extends; a kernel
     /// forced by a test hook is recorded when the matmul is called, not later.
-    fn epilogues(&self, _g: &MatmulGeometry) -> bool {
+    fn epilogues(&self) -> bool {
         self.tune().gemm_epilogue != Some(false) && hooks::forced() == (None, None)
     }
 

@@ -161,15 +161,19 @@ async fn random_epilogues_fuse_to_the_same_bits(dev: &Device) -> Result<()> {
             // One GEMM kernel (with split-K, and the sum) computes the whole program where it can.
             let kernel = last_kernel();
             let gemm = if last_parts() > 1 { 2 } else { 1 };
-            // (f64 fuses only where the adapter has it: else every op ran when called.)
-            let eager = dtype == DType::F64 && launched == 0;
+            // Nothing deferred: every op ran when called (f64 where the adapter has none, and a
+            // browser's software adapter, fuse nothing). Natively the kernels seen below show
+            // that the others deferred.
+            let eager = launched == 0;
             let want = gemm + !fits as u64;
             assert!(
                 eager || launched == want,
                 "{what}: {launched} kernels for {want} ({kernel:?} in {} parts)",
                 last_parts()
             );
-            kernels.push((kernel, last_parts()));
+            if !eager {
+                kernels.push((kernel, last_parts()));
+            }
         }
         let want = epilogue(&alone, dtype, other, seed)?.0;
         let (g, w) = (got.to_cpu_storage_async().await?, want.to_cpu_storage_async().await?);
