@@ -253,23 +253,29 @@ impl Tensor {
         Ok(Some(Tensor::deferred(deferred, out, Status::of(flags, dev), dev)))
     }
 
-    /// The deferred product of `lhs` and `rhs` (each seen as broadcast to `g`'s batch dims),
-    /// where this device fuses and its GEMM kernels take epilogues; `None` where the matmul
-    /// runs at once.
-    pub(super) fn defer_product(lhs: Tensor, rhs: Tensor, g: &MatmulGeometry) -> Result<Option<Tensor>> {
-        let dev = lhs.device.clone();
-        let dtypes = [lhs.dtype(), rhs.dtype(), g.out.dtype];
+    /// The deferred product of `self` and `rhs`, seen as `ll` and `rl` (broadcast to `g`'s
+    /// batch dims), where this device fuses and its GEMM kernels take epilogues; `None` where
+    /// the matmul runs at once.
+    pub(super) fn defer_product(
+        &self,
+        rhs: &Tensor,
+        (ll, rl): (&Layout, &Layout),
+        g: &MatmulGeometry,
+    ) -> Result<Option<Tensor>> {
+        let dev = &self.device;
+        let dtypes = [self.dtype(), rhs.dtype(), g.out.dtype];
         if !dev.fusion() || !dispatch!(dev, |b| b.fuses(&dtypes) && b.epilogues()) {
             return Ok(None);
         }
-        super::run::admit(&dev, Family::Matmul, "matmul", &g.out)?;
+        super::run::admit(dev, Family::Matmul, "matmul", &g.out)?;
+        let (lhs, rhs) = (self.view(ll.clone()), rhs.view(rl.clone()));
         lhs.check_operands("matmul", [&lhs, &rhs].into_iter())?;
         let flags: Vec<Arc<Flag>> = [&lhs, &rhs].iter().flat_map(|t| t.status().flags()).collect();
-        let status = Status::of(flags, &dev);
+        let status = Status::of(flags, dev);
         let program = Program { inputs: vec![g.out.dtype], steps: vec![] };
         let product = Some(Arc::new(Product { lhs, rhs, geometry: g.clone() }));
         let deferred = Deferred { product, program, inputs: vec![], params: vec![], device: dev.clone() };
-        Ok(Some(Tensor::deferred(deferred, &g.out, status, &dev)))
+        Ok(Some(Tensor::deferred(deferred, &g.out, status, dev)))
     }
 }
 

@@ -671,7 +671,7 @@ impl Tensor {
                 r => r,
             };
         }
-        if let Some(t) = Tensor::defer_product(self.view(ll.clone()), rhs.view(rl.clone()), &g)? {
+        if let Some(t) = self.defer_product(rhs, (&ll, &rl), &g)? {
             return Ok(t);
         }
         let r = self.run(Family::Matmul, "matmul", &[rhs], &g.out)?;

@@ -88,14 +88,8 @@ pub fn matmul(caps: Caps) -> Vec<(String, Result<Spec>)> {
         }
         for c_vec in [true, false] {
             for epilogue in [None, Some(epilogue(dt))] {
-                let name = format!(
-                    "{base}_split_sum_{}{}",
-                    if c_vec { "vec" } else { "elem" },
-                    match epilogue {
-                        Some(_) => "_epilogue",
-                        None => "",
-                    }
-                );
+                let stores = if c_vec { "vec" } else { "elem" };
+                let name = format!("{base}_split_sum_{stores}{}", if epilogue.is_some() { "_epilogue" } else { "" });
                 let variant = Variant {
                     dtype: dt,
                     a: Load::Gather,
