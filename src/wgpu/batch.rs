@@ -5,6 +5,7 @@
 use super::alloc::{Pool, PooledBuffer};
 use super::context::{ErrorSink, Gpu};
 use super::groups::{BindGroups, bind_group};
+use super::submit::{Batch, Submitter};
 use crate::{BackendKind, Error, Result};
 use std::sync::{Arc, Mutex};
 use std::task::{Poll, Waker};
@@ -36,6 +37,10 @@ pub(crate) struct Recorder {
     capture: Option<Captured>,
     /// The bind groups of earlier dispatches, bound again on the same buffers.
     groups: BindGroups,
+    /// The thread batches are handed to when the recording goes on after them.
+    submitter: Submitter,
+    /// Every batch submitted on the recording thread (`RWO_WGPU_TUNE=submit=inline`).
+    inline: bool,
 }
 
 /// One dispatch as a capture keeps it: what encoding it again needs.
@@ -80,8 +85,10 @@ impl Captured {
 }
 
 impl Recorder {
-    pub(crate) fn is_empty(&self) -> bool {
-        self.encoder.is_none()
+    /// A recorder that hands batches to a submitting thread unless `inline` (which waits
+    /// `delay` before each, in tests).
+    pub(crate) fn new(inline: bool, delay: Option<Duration>) -> Recorder {
+        Recorder { inline, submitter: Submitter::new(delay), ..Recorder::default() }
     }
 
     /// Reserves room for one dispatch's metadata, submitting first if the arena is full; returns
@@ -90,7 +97,7 @@ impl Recorder {
         let align = (gpu.limits.min_storage_buffer_offset_alignment as usize / 4).max(1);
         let at = self.meta.len().next_multiple_of(align);
         if (at * 4) as u64 + META_WINDOW > ARENA || self.dispatches >= MAX_DISPATCHES {
-            self.submit(gpu)?;
+            self.hand_over(gpu)?;
             return self.place_meta(gpu, pool, words);
         }
         if self.arena.is_none() {
@@ -159,7 +166,7 @@ impl Recorder {
     fn dispatched(&mut self, gpu: &Gpu, n: usize) -> Result<()> {
         self.dispatches += n;
         if self.opened.get_or_insert_with(Instant::now).elapsed() >= SUBMIT_AFTER {
-            self.submit(gpu)?;
+            self.hand_over(gpu)?;
         }
         Ok(())
     }
@@ -200,6 +207,8 @@ impl Recorder {
             return None;
         }
         let c = self.capture.take()?;
+        // A batch handed over may write one of these arenas (a pool buffer) at its submit.
+        self.submitter.join();
         for (arena, meta) in &c.arenas {
             gpu.queue.write_buffer(arena.buffer(), 0, bytemuck::cast_slice(meta));
         }
@@ -241,32 +250,56 @@ impl Recorder {
         self.encoder.get_or_insert_with(|| gpu.device.create_command_encoder(&Default::default()))
     }
 
-    /// Submits everything recorded; the metadata is written just before.
+    /// Submits everything recorded, on this thread, after every batch handed over: the queue
+    /// may be used directly once it returns. The metadata is written just before.
     pub(crate) fn submit(&mut self, gpu: &Gpu) -> Result<()> {
+        self.submitter.join();
+        if let Some(batch) = self.close(gpu) {
+            if let Some(p) = &gpu.profiler {
+                let mut batch = batch;
+                p.resolve(&mut batch.encoder);
+                batch.submit(&gpu.queue);
+                p.submitted();
+            } else {
+                batch.submit(&gpu.queue);
+            }
+        }
+        gpu.errors.take()
+    }
+
+    /// Submits everything recorded while the recording goes on: by the submitting thread where
+    /// there is one (not with the profile, whose queries resolve at the submit).
+    fn hand_over(&mut self, gpu: &Gpu) -> Result<()> {
+        if self.inline || gpu.profiler.is_some() {
+            return self.submit(gpu);
+        }
+        if let Some(batch) = self.close(gpu) {
+            self.submitter.send(&gpu.queue, batch);
+        }
+        gpu.errors.take()
+    }
+
+    /// Ends the batch: what submitting it takes (`None` if nothing was recorded; the buffers
+    /// retired so far are then destroyed here, every command that used them being submitted).
+    fn close(&mut self, gpu: &Gpu) -> Option<Batch> {
         self.pass = None;
         let retired = gpu.retired.take();
         self.groups.forget(&retired);
-        if let Some(mut encoder) = self.encoder.take() {
-            if let Some(arena) = &self.arena {
-                gpu.queue.write_buffer(arena.buffer(), 0, bytemuck::cast_slice(&self.meta));
-            }
-            if let Some(p) = &gpu.profiler {
-                p.resolve(&mut encoder);
-            }
-            gpu.queue.submit([encoder.finish()]);
-            if let Some(p) = &gpu.profiler {
-                p.submitted();
-            }
-        }
-        // Submitted work that uses them still completes (WebGPU's and wgpu-core's rule).
-        retired.iter().for_each(wgpu::Buffer::destroy);
         // Reusing the arena in a later batch is safe: its next write happens at that batch's
         // submit, after this one in queue order.
-        self.arena = None;
-        self.meta.clear();
+        let arena = self.arena.take().map(|a| a.buffer().clone());
+        // The next batch's words start with room for as many as this one's.
+        let room = self.meta.len();
+        let meta = std::mem::replace(&mut self.meta, Vec::with_capacity(room));
         self.dispatches = 0;
         self.opened = None;
-        gpu.errors.take()
+        match self.encoder.take() {
+            Some(encoder) => Some(Batch { encoder, meta: arena.map(|a| (a, meta)), retired }),
+            None => {
+                retired.iter().for_each(wgpu::Buffer::destroy);
+                None
+            }
+        }
     }
 }
 

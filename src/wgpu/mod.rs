@@ -26,6 +26,7 @@ mod reduce;
 mod render;
 pub mod repr;
 mod sort;
+mod submit;
 mod support;
 mod tune;
 mod upsample;
@@ -99,6 +100,10 @@ pub(crate) struct Context {
     caps: Caps,
     pool: Arc<Pool>,
     meta_pool: Arc<Pool>,
+    /// The error flags' buffers, apart from the tensors': a flag lives until it is read, so
+    /// flags in the tensors' pool changed which buffers the small tensors of a repeated step
+    /// get, and so their bind groups.
+    flag_pool: Arc<Pool>,
     rec: Mutex<Recorder>,
     pipelines: Mutex<HashMap<Spec, Arc<Pipeline>>>,
     /// The GEMM kernels' pipelines by what decides their source (`gemm::Pipelines`).
@@ -219,8 +224,9 @@ impl WgpuBackend {
             gpu,
             caps,
             pool: Pool::new(U::STORAGE | U::COPY_SRC | U::COPY_DST, retired.clone()),
-            meta_pool: Pool::new(U::STORAGE | U::COPY_SRC | U::COPY_DST, retired),
-            rec: Mutex::default(),
+            meta_pool: Pool::new(U::STORAGE | U::COPY_SRC | U::COPY_DST, retired.clone()),
+            flag_pool: Pool::new(U::STORAGE | U::COPY_SRC | U::COPY_DST, retired),
+            rec: Mutex::new(Recorder::new(tune.submit_thread == Some(false), tune.submit_delay)),
             pipelines: Mutex::default(),
             gemms: Mutex::default(),
             kernels: Mutex::default(),
@@ -228,6 +234,23 @@ impl WgpuBackend {
             bounds_checks: BoundsChecks::from_env(),
             tune,
         })))
+    }
+
+    /// Which thread submits the batches the recording goes on after.
+    fn submission_info(&self) -> String {
+        let inline = if cfg!(target_family = "wasm") {
+            Some("a browser has no threads")
+        } else if self.0.tune.submit_thread == Some(false) {
+            Some("RWO_WGPU_TUNE says submit=inline")
+        } else if self.0.gpu.profiler.is_some() {
+            Some("RWO_WGPU_PROFILE resolves its queries at each submit")
+        } else {
+            None
+        };
+        match inline {
+            None => "batches submitted by a thread while the recording goes on".into(),
+            Some(why) => format!("batches submitted on the recording thread ({why})"),
+        }
     }
 
     /// The largest buffer a kernel binds and the largest buffer, as the device was opened with
@@ -288,6 +311,11 @@ impl WgpuBackend {
 
     /// A new buffer for `len` elements of `dtype`.
     pub(crate) fn storage(&self, dtype: DType, len: usize) -> Result<WgpuStorage> {
+        self.storage_in(&self.0.pool, dtype, len)
+    }
+
+    /// A new buffer for `len` elements of `dtype` from `pool`.
+    fn storage_in(&self, pool: &Arc<Pool>, dtype: DType, len: usize) -> Result<WgpuStorage> {
         let size = dtype.size_in_bytes() as u64;
         let bytes = (len as u64).saturating_mul(size);
         if len as u64 > u32::MAX as u64 {
@@ -298,12 +326,12 @@ impl WgpuBackend {
                 limit: u32::MAX as u64 * size,
             });
         }
-        let buf = match self.0.pool.alloc(&self.0.gpu, bytes) {
+        let buf = match pool.alloc(&self.0.gpu, bytes) {
             Err(Error::Backend { .. }) => {
                 // Out of memory: give every cached buffer back to the driver and try once more.
                 self.0.pool.release_cache();
                 self.rec().submit(&self.0.gpu)?;
-                self.0.pool.alloc(&self.0.gpu, bytes)?
+                pool.alloc(&self.0.gpu, bytes)?
             }
             r => r?,
         };
@@ -514,6 +542,7 @@ impl Memory for WgpuBackend {
                 if self.0.caps.f64 { "yes".into() } else { "no SHADER_F64: only ops that move bytes take f64".into() },
             ),
             ("kernel tuning", format!("{}; {}", self.random_tuning(), self.sort_tuning())),
+            ("submission", self.submission_info()),
             ("pipeline cache", self.pipeline_cache()),
             ("matmul kernels", self.gemm_info()),
             ("attention", self.attention_info()),
@@ -565,9 +594,8 @@ impl Memory for WgpuBackend {
             if rec.stage(&self.0.gpu, &self.0.meta_pool, s.buffer(), bytes)? {
                 return Ok(s);
             }
-            if !rec.is_empty() {
-                rec.submit(&self.0.gpu)?;
-            }
+            // Also waits for the batches handed to the submitting thread.
+            rec.submit(&self.0.gpu)?;
         }
         self.0.gpu.queue.write_buffer(s.buffer(), 0, bytes);
         Ok(s)
@@ -605,7 +633,7 @@ impl Memory for WgpuBackend {
     }
 
     fn new_flag(&self) -> Result<WgpuStorage> {
-        let flag = self.storage(DType::U32, FLAG_WORDS)?;
+        let flag = self.storage_in(&self.0.flag_pool, DType::U32, FLAG_WORDS)?;
         // Zeroed by a clear (no kernel, no bind group) in order with the recorded work, before
         // the kernels that write the flag; while this thread captures, by a clear at the start of
         // every replay (only the capture's kernels touch a flag made in it).
@@ -617,7 +645,7 @@ impl Memory for WgpuBackend {
     }
 
     fn copy_flag(&self, f: &WgpuStorage) -> Result<WgpuStorage> {
-        let copy = self.storage(DType::U32, FLAG_WORDS)?;
+        let copy = self.storage_in(&self.0.flag_pool, DType::U32, FLAG_WORDS)?;
         let bytes = 4 * FLAG_WORDS as u64;
         self.rec().encoder(&self.0.gpu).copy_buffer_to_buffer(f.buffer(), 0, copy.buffer(), 0, bytes);
         Ok(copy)

@@ -26,6 +26,12 @@ pub struct Tune {
     pub sdpa_coop: Option<bool>,
     /// `sdpa_decode=on|off`: whether few query rows a kv head may take the decode pass.
     pub sdpa_decode: Option<bool>,
+    /// `submit=thread|inline`: whether batches submitted while the recording goes on are handed
+    /// to a thread that submits them (native targets; a browser submits inline).
+    pub submit_thread: Option<bool>,
+    /// For tests (no `RWO_WGPU_TUNE` setting): the submitting thread waits this long before
+    /// each batch, so that work reaching the queue out of order shows in results.
+    pub submit_delay: Option<std::time::Duration>,
     /// `max_binding=BYTES` (at least 256): the largest tensor buffer a kernel binds, if lower
     /// than the adapter's limit (larger tensors are stored in parts; a kernel's scratch and
     /// metadata keep the adapter's limit).
@@ -46,13 +52,15 @@ impl Tune {
                 Some(("gemm_epilogue", v @ ("on" | "off"))) => t.gemm_epilogue = Some(v == "on"),
                 Some(("sdpa_coop", v @ ("on" | "off"))) => t.sdpa_coop = Some(v == "on"),
                 Some(("sdpa_decode", v @ ("on" | "off"))) => t.sdpa_decode = Some(v == "on"),
+                Some(("submit", v @ ("thread" | "inline"))) => t.submit_thread = Some(v == "thread"),
                 Some(("max_binding", v)) if v.parse::<u64>().is_ok_and(|b| b >= 256) => t.max_binding = v.parse().ok(),
                 _ => {
                     return Err(Error::BackendUnavailable {
                         kind: "wgpu".into(),
                         reason: format!(
                             "RWO_WGPU_TUNE: unknown setting {item:?}; known: random_mul=wide|pieces, sort_pairs=8|16, \
-                             gemm_split=on|off, gemm_epilogue=on|off, sdpa_coop=on|off, sdpa_decode=on|off, max_binding=BYTES (>= 256)"
+                             gemm_split=on|off, gemm_epilogue=on|off, sdpa_coop=on|off, sdpa_decode=on|off, submit=thread|inline, \
+                             max_binding=BYTES (>= 256)"
                         ),
                     });
                 }
@@ -72,7 +80,7 @@ mod tests {
         assert_eq!(Tune::parse(Some(" ")), Ok(Tune::default()));
         let t = Tune::parse(Some(
             "random_mul=pieces, sort_pairs=8,gemm_split=off,gemm_epilogue=off,sdpa_coop=off,sdpa_decode=off,\
-             max_binding=65536",
+             submit=inline,max_binding=65536",
         ))
         .unwrap_or_default();
         let want = Tune {
@@ -82,6 +90,8 @@ mod tests {
             gemm_epilogue: Some(false),
             sdpa_coop: Some(false),
             sdpa_decode: Some(false),
+            submit_thread: Some(false),
+            submit_delay: None,
             max_binding: Some(65536),
         };
         assert_eq!(t, want);
@@ -93,6 +103,7 @@ mod tests {
             "gemm_split=2",
             "sdpa_coop=1",
             "max_binding=100",
+            "submit=async",
         ] {
             assert!(matches!(Tune::parse(Some(bad)), Err(Error::BackendUnavailable { .. })), "{bad}");
         }

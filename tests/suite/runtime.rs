@@ -4,12 +4,14 @@
 
 use crate::selfcheck;
 use rocm_wgpu_ops::spec::Family;
-use rocm_wgpu_ops::wgpu::POOL_SLACK;
+use rocm_wgpu_ops::wgpu::{POOL_SLACK, Tune};
 use rocm_wgpu_ops::{BackendKind, DType, Device, Error, Result, Tensor};
+use std::time::Duration;
 
 crate::tests!(
     repeated_ops_of_one_size_allocate_nothing,
     an_upload_waits_for_the_recorded_work_that_read_its_buffer,
+    work_handed_to_the_submitting_thread_runs_before_a_later_upload,
     pool_holds_at_most_one_and_a_half_times_the_peak_live_bytes,
     tensors_past_the_binding_limit_are_stored_in_parts,
     an_adapter_without_optional_features_passes_the_selfcheck,
@@ -64,6 +66,37 @@ fn an_upload_waits_for_the_recorded_work_that_read_its_buffer() -> Result<()> {
         created.push(dev.memory_stats().expect("a wgpu device has a pool").created);
     }
     // From the second round on, every upload took a buffer an earlier tensor gave back.
+    assert!(created.windows(2).skip(1).all(|w| w[0] == w[1]), "buffers created after each round: {created:?}");
+    Ok(())
+}
+
+/// A batch handed to the submitting thread reaches the queue before an upload made after it:
+/// here the thread waits 20 ms before each batch, so an upload written to its (recycled) buffer
+/// without waiting for the thread would run before the work handed over that read the buffer.
+fn work_handed_to_the_submitting_thread_runs_before_a_later_upload() -> Result<()> {
+    let tune = Tune { submit_thread: Some(true), submit_delay: Some(Duration::from_millis(20)), ..Tune::default() };
+    let dev = match Device::wgpu_tuned(None, None, tune) {
+        Ok(d) => d,
+        Err(e) if crate::required_kinds().contains(&BackendKind::Wgpu) => panic!("RWO_REQUIRE names wgpu: {e}"),
+        Err(e) => crate::harness::skip(format!("no wgpu adapter: {e}")),
+    };
+    // 128 KiB: more than a quarter of a batch's arena, so the upload writes its buffer directly.
+    let n = 1 << 15;
+    let mut created = vec![];
+    for round in 0..4 {
+        let a = Tensor::from_vec(vec![round as f32 + 1.0; n], [n], &dev)?;
+        let sum_a = a.sum([0])?;
+        drop(a);
+        // A dispatch 200 us after the batch opened hands the batch (with the sum) over.
+        std::thread::sleep(Duration::from_millis(1));
+        let _handed = Tensor::rand(0.0, 1.0, [16], DType::F32, &dev)?;
+        let b = Tensor::from_vec(vec![-1f32; n], [n], &dev)?;
+        let sum_b = b.sum([0])?;
+        assert_eq!(sum_a.to_vec::<f32>()?, [((round + 1) * n) as f32], "round {round}: the sum handed over");
+        assert_eq!(sum_b.to_vec::<f32>()?, [-(n as f32)], "round {round}: the uploaded tensor's sum");
+        created.push(dev.memory_stats().expect("a wgpu device has a pool").created);
+    }
+    // From the second round on, the upload took the buffer of the tensor the handed sum read.
     assert!(created.windows(2).skip(1).all(|w| w[0] == w[1]), "buffers created after each round: {created:?}");
     Ok(())
 }
