@@ -5,6 +5,7 @@
 use super::repr::{Access, Caps, Compute, Repr, binding};
 use crate::Layout;
 use crate::spec::Family;
+use smallvec::SmallVec;
 use std::fmt::Write;
 
 const COMMON: &str = include_str!("../../shaders/common.wgsl");
@@ -59,13 +60,33 @@ impl Index {
 
 /// `l` as (dims, strides) with size-1 dims dropped and adjacent dims merged where the strides
 /// allow; a contiguous layout becomes empty lists.
-pub fn simplify(l: &Layout) -> (Vec<u32>, Vec<u32>) {
-    let (dims, strides) = crate::layout::coalesce(l.dims(), &[l.strides()]);
-    if dims.len() == 1 && strides[0][0] == 1 {
-        return (vec![], vec![]);
+pub fn simplify(l: &Layout) -> (Words, Words) {
+    // As `layout::coalesce` for one operand, without a heap allocation (it runs several times
+    // for each operand of each op recorded).
+    let (mut dims, mut strides) = (SmallVec::<[usize; 8]>::new(), SmallVec::<[usize; 8]>::new());
+    for (&d, &s) in l.dims().iter().zip(l.strides()).filter(|&(&d, _)| d != 1) {
+        match (dims.last_mut(), strides.last_mut()) {
+            (Some(ld), Some(ls)) if s.checked_mul(d) == Some(*ls) => {
+                *ld *= d;
+                *ls = s;
+            }
+            _ => {
+                dims.push(d);
+                strides.push(s);
+            }
+        }
     }
-    (dims.iter().map(|&d| d as u32).collect(), strides[0].iter().map(|&s| s as u32).collect())
+    if dims.len() == 1 && strides[0] == 1 {
+        return (Words::new(), Words::new());
+    }
+    (dims.iter().map(|&d| d as u32).collect(), strides.iter().map(|&s| s as u32).collect())
 }
+
+/// Dims or strides of a simplified layout, held inline up to rank 8.
+pub type Words = SmallVec<[u32; 8]>;
+
+/// A dispatch's metadata words, held inline up to 64 (most kernels' metadata).
+pub type Meta = SmallVec<[u32; 64]>;
 
 /// One buffer of a kernel.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -200,8 +221,8 @@ impl Spec {
 
     /// The metadata words: `n`, `OPAQUE_NEG_INF`, each indexed binding's layout, then `extra` (at
     /// `EXTRA`).
-    pub fn meta(&self, n: u32, layouts: &[&Layout], extra: &[u32]) -> Vec<u32> {
-        let mut m = vec![n, OPAQUE_NEG_INF];
+    pub fn meta(&self, n: u32, layouts: &[&Layout], extra: &[u32]) -> Meta {
+        let mut m: Meta = smallvec::smallvec![n, OPAQUE_NEG_INF];
         let mut layouts = layouts.iter();
         for b in &self.bindings {
             if b.index == Index::None {
@@ -344,12 +365,16 @@ mod tests {
 
     #[test]
     fn layouts_simplify_to_their_fewest_dims() {
-        assert_eq!(simplify(&Layout::contiguous([4, 5, 6])), (vec![], vec![]));
+        let simple = |l: &Layout| {
+            let (d, s) = simplify(l);
+            (d.to_vec(), s.to_vec())
+        };
+        assert_eq!(simple(&Layout::contiguous([4, 5, 6])), (vec![], vec![]));
         let t = Layout::contiguous([4, 5]).transpose(0, 1).unwrap();
-        assert_eq!(simplify(&t), (vec![5, 4], vec![1, 5]));
+        assert_eq!(simple(&t), (vec![5, 4], vec![1, 5]));
         let b = Layout::contiguous([5]).broadcast_as(&[3, 5].into()).unwrap();
-        assert_eq!(simplify(&b), (vec![3, 5], vec![0, 1]));
+        assert_eq!(simple(&b), (vec![3, 5], vec![0, 1]));
         let n = Layout::contiguous([4, 6, 2]).narrow(1, 1, 3).unwrap();
-        assert_eq!(simplify(&n), (vec![4, 6], vec![12, 1]));
+        assert_eq!(simple(&n), (vec![4, 6], vec![12, 1]));
     }
 }
