@@ -12,7 +12,7 @@
 //! become that program's steps, which the GEMM kernel computes where it stores C.
 
 use super::Tensor;
-use super::status::{Flag, Status};
+use super::status::{Flags, Status};
 use crate::backend::{ElementwiseOps, MatmulOps, Memory};
 use crate::device::{BackendOf, Storage, dispatch};
 use crate::expr::program::{Op, Program, Step, Value};
@@ -242,7 +242,7 @@ impl Tensor {
             op => op,
         };
         b.program.steps.push(Step { op, args: values, dtype: out.dtype });
-        let flags: Vec<Arc<Flag>> = args.iter().flat_map(|t| t.status().flags()).collect();
+        let flags: Vec<Flags> = args.iter().map(|t| t.status().flags()).collect();
         let deferred = Deferred {
             product: b.product,
             program: b.program,
@@ -270,7 +270,7 @@ impl Tensor {
         super::run::admit(dev, Family::Matmul, "matmul", &g.out)?;
         let (lhs, rhs) = (self.view(ll.clone()), rhs.view(rl.clone()));
         lhs.check_operands("matmul", [&lhs, &rhs].into_iter())?;
-        let flags: Vec<Arc<Flag>> = [&lhs, &rhs].iter().flat_map(|t| t.status().flags()).collect();
+        let flags = [&lhs, &rhs].map(|t| t.status().flags());
         let status = Status::of(flags, dev);
         let program = Program { inputs: vec![g.out.dtype], steps: vec![] };
         let product = Some(Arc::new(Product { lhs, rhs, geometry: g.clone() }));

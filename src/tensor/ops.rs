@@ -2,6 +2,7 @@
 
 use super::Tensor;
 use super::parts::{self, Split};
+use super::status::Flags;
 use super::{Dims, TensorOrScalar};
 use crate::backend::*;
 use crate::device::{BackendOf, dispatch};
@@ -391,8 +392,8 @@ impl Tensor {
             return self.scatter_parts(&ids, &src, dim, mode);
         }
         let flag = self.new_flag()?;
-        let mut flags: Vec<_> = ids.status().flags().into_iter().chain(src.status().flags()).collect();
-        flags.extend(Some(flag.clone()).filter(|f| f.records()));
+        let own = Some(flag.clone()).filter(|f| f.records()).map(Flags::one);
+        let flags = [ids.status().flags(), src.status().flags()].into_iter().chain(own);
         let (i, s) = (ids.read()?, src.read()?);
         let mut d = self.write()?;
         dispatch!(self.device, |b| b.scatter_set(
@@ -610,12 +611,12 @@ impl Tensor {
         }
         if self.in_parts() {
             let block = self.narrow(dim, start, src.dims()[dim])?;
-            self.status().absorb(src.status().flags());
+            self.status().absorb([src.status().flags()]);
             return block.write_parts(&src, |w, s| w.write_block(s, dim, 0));
         }
         let calls = spec::copy::block_copies(self.layout(), src.layout(), dim, start)?;
         // The data written here now depends on whatever `src`'s depends on.
-        self.status().absorb(src.status().flags());
+        self.status().absorb([src.status().flags()]);
         let s = src.read()?;
         let mut d = self.write()?;
         dispatch!(self.device, |b| {

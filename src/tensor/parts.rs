@@ -3,7 +3,7 @@
 //! in an ordinary storage of its backend, and an op on it runs as pieces ([`Split`]) whose
 //! operands each lie inside one part and whose outputs each fit one buffer.
 
-use super::status::Status;
+use super::status::{Flags, Status};
 use super::{Cell, Tensor};
 use crate::backend::{BackendKind, IndexOps, Memory, Readback};
 use crate::device::{BackendOf, Storage, dispatch};
@@ -201,7 +201,7 @@ impl Tensor {
         let Some(s) = p.parts[i].share() else { return Err(p.unsplit("a view")) };
         let l = &self.layout;
         let layout = Layout::new(l.shape().clone(), l.strides().to_vec(), l.offset() - p.bounds[i]);
-        let cell = Cell::new(s, None, Status::of(self.status().flags(), &self.device));
+        let cell = Cell::new(s, None, Status::of([self.status().flags()], &self.device));
         Ok(Some(Tensor { storage: Arc::new(cell), layout, dtype: self.dtype, device: self.device.clone() }))
     }
 
@@ -247,9 +247,8 @@ impl Tensor {
             b.index_select_parts(&parts, bounds, &self.layout, b.get(&ig)?, &ids.layout, f)?.map(|s| b.wrap(s))
         });
         let Some(s) = s else { return Ok(None) };
-        let mut flags = self.status().flags();
-        flags.extend(ids.status().flags());
-        flags.extend(Some(flag).filter(|f| f.records()));
+        let own = Some(flag).filter(|f| f.records()).map(Flags::one);
+        let flags = [self.status().flags(), ids.status().flags()].into_iter().chain(own);
         Ok(Some(Tensor::from_parts(s, out.shape.clone(), Status::of(flags, &self.device), &self.device)))
     }
 
@@ -307,7 +306,7 @@ impl Tensor {
             let own = spread(row(&local, i)?)?.add(&row(&lo, i)?)?.eq(&spread(ids.clone())?)?;
             merged = own.where_cond(p, &merged)?;
         }
-        merged.status().absorb(checked.status().flags());
+        merged.status().absorb([checked.status().flags()]);
         Ok(merged)
     }
 
@@ -322,9 +321,7 @@ impl Tensor {
         // The windows' own flags are not this tensor's: the ids checked against the whole dim,
         // and what the ids and the source depend on, flagged here.
         let checked = self.stand_in()?.gather(ids, dim)?;
-        self.status().absorb(
-            checked.status().flags().into_iter().chain(ids.status().flags()).chain(src.status().flags()).collect(),
-        );
+        self.status().absorb([checked.status().flags(), ids.status().flags(), src.status().flags()]);
         for d in (0..self.rank()).filter(|&d| d != dim) {
             let Some(ranges) = self.ranges(d, self.dims()[d])? else { continue };
             for (a, b) in ranges.into_iter().filter(|&(a, _)| a < ids.dims()[d]) {
@@ -865,7 +862,7 @@ impl<'a> Split<'a> {
             let o = if g.len() == 1 { g[0].clone() } else { Tensor::cat(&g, d)? };
             parts.push(o.own_storage()?);
             bounds.push(bounds[bounds.len() - 1] + o.elem_count());
-            flags.extend(o.status().flags());
+            flags.push(o.status().flags());
         }
         let storage = Storage::Parts(Box::new(Parts { parts, bounds, dtype: self.out.dtype }));
         Ok(Tensor::from_parts(storage, self.out.shape.clone(), Status::of(flags, dev), dev))

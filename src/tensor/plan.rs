@@ -139,7 +139,8 @@ impl Plan<'_> {
                 }
                 self.device.run_deferred()?;
                 dispatch!(self.device, |b| b.replay(graph))?;
-                let carried: Vec<Arc<Flag>> = inputs.iter().flat_map(|t| t.status().flags()).collect();
+                let carried: Vec<Arc<Flag>> =
+                    inputs.iter().flat_map(|t| t.status().flags().iter().cloned().collect::<Vec<_>>()).collect();
                 let mut fresh: Vec<(Arc<Flag>, Arc<Flag>)> = vec![];
                 outputs.iter().map(|o| copy_out(o, &carried, &mut fresh)).collect()
             }
@@ -182,7 +183,7 @@ fn overwrite(p: &Tensor, x: &Tensor) -> Result<()> {
 fn copy_out(o: &Tensor, carried: &[Arc<Flag>], fresh: &mut Vec<(Arc<Flag>, Arc<Flag>)>) -> Result<Tensor> {
     let dev = &o.device;
     let mut flags = carried.to_vec();
-    for f in o.status().flags() {
+    for f in o.status().flags().iter().cloned() {
         if !f.replayed() {
             flags.push(f);
             continue;
@@ -204,5 +205,5 @@ fn copy_out(o: &Tensor, carried: &[Arc<Flag>], fresh: &mut Vec<(Arc<Flag>, Arc<F
         b.copy_strided(b.get(&s)?, &o.layout, &mut y, 0)?;
         Ok::<_, Error>(b.wrap(y))
     })?;
-    Ok(Tensor::from_parts(storage, o.shape().clone(), Status::of(flags, dev), dev))
+    Ok(Tensor::from_parts(storage, o.shape().clone(), Status::of([flags.into_iter().collect()], dev), dev))
 }

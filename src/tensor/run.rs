@@ -2,7 +2,7 @@
 //! reached in the backend's own type, and the output made with its inputs' statuses.
 
 use super::Tensor;
-use super::status::{Flag, Status};
+use super::status::{Flag, Flags, Status};
 use crate::backend::{BackendStorage, Memory};
 use crate::device::{BackendOf, Storage, dispatch};
 use crate::spec::{Family, Out};
@@ -40,8 +40,8 @@ impl<'a> Run<'a> {
     /// As [`Run::finish`], plus the op's own flag (unless it can record nothing: the cpu
     /// reports failures at once).
     pub(super) fn finish_flagged(self, storage: Storage, own: Option<Arc<Flag>>) -> Tensor {
-        let mut flags: Vec<Arc<Flag>> = self.owners.iter().flat_map(|t| t.status().flags()).collect();
-        flags.extend(own.filter(|f| f.records()));
+        let own = own.filter(|f| f.records()).map(Flags::one);
+        let flags = self.owners.iter().map(|t| t.status().flags()).chain(own);
         let dev = self.owners[0].device.clone();
         Tensor::from_parts(storage, self.shape, Status::of(flags, &dev), &dev)
     }

@@ -47,21 +47,97 @@ impl Flag {
 /// handing statuses on.
 const MAX_UNREAD: usize = 32;
 
+/// Flags as statuses hold them: one list shared by every status that holds the same flags (an
+/// op's output holds its inputs' flags), so that handing them on costs a reference count, not a
+/// copy of the list.
+#[derive(Clone, Default)]
+pub(crate) struct Flags(Option<Arc<List>>);
+
+type List = Vec<Arc<Flag>>;
+
+impl Flags {
+    /// `flag` alone.
+    pub(crate) fn one(flag: Arc<Flag>) -> Flags {
+        Flags(Some(Arc::new(vec![flag])))
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<Flag>> {
+        self.0.iter().flat_map(|v| v.iter())
+    }
+
+    fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |v| v.len())
+    }
+
+    /// The flags of `sets`, each once, in order of first appearance: the first non-empty set
+    /// itself where every other is that set or empty.
+    pub(crate) fn union(sets: impl IntoIterator<Item = Flags>) -> Flags {
+        let (mut first, mut merged): (Option<Arc<List>>, Option<List>) = (None, None);
+        for set in sets.into_iter().filter_map(|s| s.0) {
+            match (&first, &mut merged) {
+                (None, _) => first = Some(set),
+                (Some(f), None) if Arc::ptr_eq(f, &set) => {}
+                (Some(f), None) => merged = Some(adding(f.to_vec(), &set)),
+                (Some(_), Some(m)) => *m = adding(std::mem::take(m), &set),
+            }
+        }
+        Flags(merged.map(Arc::new).or(first))
+    }
+
+    /// These flags less those read clean (the same list where none is).
+    fn unsettled(&self) -> Flags {
+        match &self.0 {
+            Some(v) if v.iter().any(|f| f.clean()) => {
+                let left: List = v.iter().filter(|f| !f.clean()).cloned().collect();
+                Flags((!left.is_empty()).then(|| Arc::new(left)))
+            }
+            _ => self.clone(),
+        }
+    }
+}
+
+impl FromIterator<Arc<Flag>> for Flags {
+    fn from_iter<I: IntoIterator<Item = Arc<Flag>>>(flags: I) -> Flags {
+        Flags::union(flags.into_iter().map(Flags::one))
+    }
+}
+
+/// `held` and the flags of `more` it lacks.
+fn adding(mut held: List, more: &[Arc<Flag>]) -> List {
+    for f in more {
+        if !held.iter().any(|h| Arc::ptr_eq(h, f)) {
+            held.push(f.clone());
+        }
+    }
+    held
+}
+
+impl Flag {
+    /// Read, and found to record no failure.
+    fn clean(&self) -> bool {
+        matches!(self.read.get(), Some(Ok(())))
+    }
+}
+
 /// The flags a storage's data depends on that are not known to be clean.
 #[derive(Default)]
-pub(crate) struct Status(Mutex<Vec<Arc<Flag>>>);
+pub(crate) struct Status(Mutex<Flags>);
 
 impl Status {
-    fn lock(&self) -> MutexGuard<'_, Vec<Arc<Flag>>> {
+    fn lock(&self) -> MutexGuard<'_, Flags> {
         // A panic while the list is held cannot leave it half-updated.
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A status holding `flags`, each once, for a new output on `dev`; flags known to be clean
-    /// are left out, and past [`MAX_UNREAD`] the flags are read now.
-    pub(crate) fn of(flags: Vec<Arc<Flag>>, dev: &Device) -> Status {
-        let s = Status::default();
-        s.absorb(flags.into_iter().filter(|f| !matches!(f.read.get(), Some(Ok(())))).collect());
+    /// A status holding the flags of `sets` for a new output on `dev`, each once; past
+    /// [`MAX_UNREAD`], those known to be clean are left out, and if still past it the flags are
+    /// read now.
+    pub(crate) fn of(sets: impl IntoIterator<Item = Flags>, dev: &Device) -> Status {
+        let mut flags = Flags::union(sets);
+        if flags.len() > MAX_UNREAD {
+            flags = flags.unsettled();
+        }
+        let s = Status(Mutex::new(flags));
         // A browser cannot wait here: there the flags wait for the output's readback.
         if s.lock().len() > MAX_UNREAD && cfg!(not(target_family = "wasm")) {
             // A failure stays in the status and is returned by the output's readbacks.
@@ -70,32 +146,24 @@ impl Status {
         s
     }
 
-    /// The flags held now (cheap: the list is empty unless an index op is upstream).
-    pub(crate) fn flags(&self) -> Vec<Arc<Flag>> {
+    /// The flags held now (cheap: a shared list, empty unless an index op is upstream).
+    pub(crate) fn flags(&self) -> Flags {
         self.lock().clone()
     }
 
-    /// Adds `flags` (data written into this storage now depends on them), and forgets those
-    /// held that are known to be clean (a tensor written in place again and again, such as a
-    /// KV cache, would otherwise hold every flag of its writes).
-    pub(crate) fn absorb(&self, flags: Vec<Arc<Flag>>) {
-        if flags.is_empty() {
-            return;
-        }
+    /// Adds the flags of `sets` (data written into this storage now depends on them), and
+    /// forgets those held that are known to be clean (a tensor written in place again and
+    /// again, such as a KV cache, would otherwise hold every flag of its writes).
+    pub(crate) fn absorb(&self, sets: impl IntoIterator<Item = Flags>) {
         let mut held = self.lock();
-        held.retain(|f| !matches!(f.read.get(), Some(Ok(()))));
-        for f in flags {
-            if !held.iter().any(|h| Arc::ptr_eq(h, &f)) {
-                held.push(f);
-            }
-        }
+        *held = Flags::union(std::iter::once(held.clone()).chain(sets)).unsettled();
     }
 
     /// `Ok` if no flag held records a failure, else the first failure; reads the flags not
     /// read yet (one wait on the device) and forgets the clean ones.
     pub(crate) async fn resolve(&self, dev: &Device) -> Result<()> {
         let held = self.flags();
-        if held.is_empty() {
+        if held.len() == 0 {
             return Ok(());
         }
         let unread: Vec<&Arc<Flag>> = held.iter().filter(|f| f.read.get().is_none()).collect();
@@ -110,8 +178,10 @@ impl Status {
                 let _ = f.read.set(r);
             }
         }
-        let clean = |f: &Arc<Flag>| matches!(f.read.get(), Some(Ok(())));
-        self.lock().retain(|f| !clean(f));
+        {
+            let mut now = self.lock();
+            *now = now.unsettled();
+        }
         match held.iter().find_map(|f| f.read.get().and_then(|r| r.clone().err())) {
             Some(e) => Err(e),
             None => Ok(()),
