@@ -1,22 +1,16 @@
 //! Shapes, strided layouts and the views built on them (no view ever copies data).
 
 use crate::{Error, Result};
-use smallvec::{SmallVec, smallvec};
 use std::fmt;
-
-/// Dims or strides, held inline up to rank 4: shapes and layouts are made and cloned at every op
-/// recorded, and a heap allocation each was a measurable part of recording one. (Not more: an
-/// `Error` naming two shapes would grow past clippy's bound for a `Result`'s error.)
-type Dims = SmallVec<[usize; 4]>;
 
 /// The dims of a tensor.
 #[derive(Clone, PartialEq, Eq, Hash, Default)]
-pub struct Shape(Dims);
+pub struct Shape(Vec<usize>);
 
 impl Shape {
     /// A shape of these dims.
     pub fn new(dims: impl Into<Vec<usize>>) -> Self {
-        Shape(Dims::from_vec(dims.into()))
+        Shape(dims.into())
     }
 
     /// The size of each dim.
@@ -37,11 +31,7 @@ impl Shape {
 
     /// Row-major strides of a contiguous tensor of this shape (saturating, as `elem_count`).
     pub fn contiguous_strides(&self) -> Vec<usize> {
-        self.strides().to_vec()
-    }
-
-    fn strides(&self) -> Dims {
-        let mut strides: Dims = smallvec![0; self.rank()];
+        let mut strides = vec![0; self.rank()];
         let mut acc = 1usize;
         for (s, &d) in strides.iter_mut().zip(&self.0).rev() {
             *s = acc;
@@ -65,7 +55,7 @@ impl Shape {
     /// The shape two operands broadcast to (numpy rules: align right, 1 stretches).
     pub fn broadcast(op: &'static str, lhs: &Shape, rhs: &Shape) -> Result<Shape> {
         let rank = lhs.rank().max(rhs.rank());
-        let mut dims: Dims = smallvec![0; rank];
+        let mut dims = vec![0; rank];
         for (i, d) in dims.iter_mut().enumerate() {
             let l = lhs.dim_from_right(rank - i);
             let r = rhs.dim_from_right(rank - i);
@@ -98,31 +88,31 @@ impl fmt::Display for Shape {
 
 impl From<Vec<usize>> for Shape {
     fn from(v: Vec<usize>) -> Self {
-        Shape(Dims::from_vec(v))
+        Shape(v)
     }
 }
 
 impl From<&[usize]> for Shape {
     fn from(v: &[usize]) -> Self {
-        Shape(Dims::from_slice(v))
+        Shape(v.to_vec())
     }
 }
 
 impl<const N: usize> From<[usize; N]> for Shape {
     fn from(v: [usize; N]) -> Self {
-        Shape(Dims::from_slice(&v))
+        Shape(v.to_vec())
     }
 }
 
 impl From<()> for Shape {
     fn from(_: ()) -> Self {
-        Shape(Dims::new())
+        Shape(vec![])
     }
 }
 
 impl From<usize> for Shape {
     fn from(d: usize) -> Self {
-        Shape(smallvec![d])
+        Shape(vec![d])
     }
 }
 
@@ -166,7 +156,7 @@ impl Dim for D {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Layout {
     shape: Shape,
-    strides: Dims,
+    strides: Vec<usize>,
     offset: usize,
 }
 
@@ -174,7 +164,7 @@ impl Layout {
     /// A contiguous row-major layout starting at `offset`.
     pub fn contiguous_with_offset(shape: impl Into<Shape>, offset: usize) -> Self {
         let shape = shape.into();
-        let strides = shape.strides();
+        let strides = shape.contiguous_strides();
         Layout { shape, strides, offset }
     }
 
@@ -185,7 +175,7 @@ impl Layout {
 
     /// Any layout; the caller guarantees it stays inside its storage.
     pub fn new(shape: impl Into<Shape>, strides: Vec<usize>, offset: usize) -> Self {
-        Layout { shape: shape.into(), strides: Dims::from_vec(strides), offset }
+        Layout { shape: shape.into(), strides, offset }
     }
 
     /// The shape viewed.
@@ -270,7 +260,7 @@ impl Layout {
                 return Err(Error::DuplicateDim { op: "permute", dim: p });
             }
         }
-        let dims = perm.iter().map(|&p| self.dims()[p]).collect();
+        let dims = perm.iter().map(|&p| self.dims()[p]).collect::<Vec<_>>();
         let strides = perm.iter().map(|&p| self.strides[p]).collect();
         Ok(Layout { shape: Shape(dims), strides, offset: self.offset })
     }
@@ -300,7 +290,7 @@ impl Layout {
             return Err(err());
         }
         let extra = shape.rank() - self.rank();
-        let mut strides: Dims = smallvec![0; shape.rank()];
+        let mut strides = vec![0; shape.rank()];
         for (i, (&d, &s)) in self.dims().iter().zip(&self.strides).enumerate() {
             let target = shape.dims()[extra + i];
             strides[extra + i] = if d == target {
@@ -332,11 +322,7 @@ impl Layout {
             return Ok(self.is_contiguous().then(|| Layout::contiguous_with_offset(shape.clone(), self.offset)));
         }
         let strides = view_strides(self.dims(), &self.strides, shape.dims());
-        Ok(strides.map(|strides| Layout {
-            shape: shape.clone(),
-            strides: Dims::from_vec(strides),
-            offset: self.offset,
-        }))
+        Ok(strides.map(|strides| Layout { shape: shape.clone(), strides, offset: self.offset }))
     }
 
     /// Inserts a dim of size 1 at `dim` (which may equal the rank).
@@ -386,8 +372,8 @@ impl Layout {
             StridedBlocks::Single { start: self.offset, len: block_len }
         } else {
             let outer = Layout {
-                shape: Shape(Dims::from_slice(&self.dims()[..self.rank() - inner_dims])),
-                strides: Dims::from_slice(&self.strides[..self.rank() - inner_dims]),
+                shape: Shape(self.dims()[..self.rank() - inner_dims].to_vec()),
+                strides: self.strides[..self.rank() - inner_dims].to_vec(),
                 offset: self.offset,
             };
             StridedBlocks::Multi { starts: StridedIndex::owned(outer), len: block_len }
@@ -468,12 +454,7 @@ impl<'a> StridedIndex<'a> {
 
     fn owned(l: Layout) -> StridedIndex<'static> {
         let next = (l.elem_count() > 0).then_some(l.offset);
-        StridedIndex {
-            multi: vec![0; l.rank()],
-            dims: l.shape.0.to_vec().into(),
-            strides: l.strides.to_vec().into(),
-            next,
-        }
+        StridedIndex { multi: vec![0; l.rank()], dims: l.shape.0.into(), strides: l.strides.into(), next }
     }
 }
 
