@@ -421,6 +421,14 @@ impl Tensor {
         if self.in_parts() {
             // A copy (in parts too) with the ids spread over the source added in place.
             let out = self.copy()?;
+            if src.elem_count() == 0 {
+                // Nothing to add, but the ids are checked as in one buffer: by the same op on a
+                // one-element stand-in of this shape, whose flags the copy takes.
+                let stand_in = Tensor::zeros(vec![1; self.rank()], self.dtype, &self.device)?;
+                let checked = stand_in.broadcast_as(self.shape().clone())?.index_add(ids, src, dim)?;
+                out.status().absorb([checked.status().flags()]);
+                return Ok(out);
+            }
             let spread = index::spread_ids(&ids.layout, src.shape(), dim);
             let ids = Tensor { layout: spread, ..ids.clone() };
             out.scatter_in_place(&ids, src, dim, ScatterMode::Add)?;

@@ -497,6 +497,14 @@ async fn tensors_in_parts_match_reference(dev: &Device) -> Result<()> {
         Err(Error::IndexOutOfRange { index: 300, size: 300, .. }) => {}
         other => panic!("an id past the table: {other:?}"),
     }
+    // So is one given to an index_add with nothing to add (an empty view of the table).
+    let empty = table(&dev)?.unsqueeze(0)?.broadcast_as([0, 300, 24])?;
+    let two = Tensor::from_vec(vec![0u32, 300], [2], &dev)?;
+    let bad = empty.index_add(&two, &Tensor::zeros([0, 2, 24], DType::F32, &dev)?, 1)?;
+    match bad.to_vec3_async::<f32>().await {
+        Err(Error::IndexOutOfRange { index: 300, size: 300, .. }) => {}
+        other => panic!("an id past the table, nothing added: {other:?}"),
+    }
     Ok(())
 }
 
