@@ -410,12 +410,34 @@ pub(crate) fn coalesce(shape: &[usize], strides: &[&[usize]]) -> (Vec<usize>, Ve
     (dims, out)
 }
 
+/// [`coalesce`] of one operand, held inline up to 8 dims: no heap allocation on the recording
+/// path, where it runs for every operand of every op.
+pub(crate) fn coalesce_one(shape: &[usize], strides: &[usize]) -> (Walk, Walk) {
+    let (mut dims, mut out) = (Walk::new(), Walk::new());
+    for (&d, &s) in shape.iter().zip(strides).filter(|&(&d, _)| d != 1) {
+        match (dims.last_mut(), out.last_mut()) {
+            (Some(ld), Some(ls)) if s.checked_mul(d) == Some(*ls) => {
+                *ld *= d;
+                *ls = s;
+            }
+            _ => {
+                dims.push(d);
+                out.push(s);
+            }
+        }
+    }
+    (dims, out)
+}
+
+/// Dims or strides of one operand's walk ([`coalesce_one`]).
+pub(crate) type Walk = smallvec::SmallVec<[usize; 8]>;
+
 /// `dims` with `strides` as one dim `(count, stride)` when they merge into one ([`coalesce`]);
 /// no dims left is `(1, 0)`.
 pub(crate) fn one_dim(dims: &[usize], strides: &[usize]) -> Option<(usize, usize)> {
-    match coalesce(dims, &[strides]) {
+    match coalesce_one(dims, strides) {
         (d, _) if d.is_empty() => Some((1, 0)),
-        (d, s) if d.len() == 1 => Some((d[0], s[0][0])),
+        (d, s) if d.len() == 1 => Some((d[0], s[0])),
         _ => None,
     }
 }

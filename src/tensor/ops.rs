@@ -424,8 +424,7 @@ impl Tensor {
             if src.elem_count() == 0 {
                 // Nothing to add, but the ids are checked as in one buffer: by the same op on a
                 // one-element stand-in of this shape, whose flags the copy takes.
-                let stand_in = Tensor::zeros(vec![1; self.rank()], self.dtype, &self.device)?;
-                let checked = stand_in.broadcast_as(self.shape().clone())?.index_add(ids, src, dim)?;
+                let checked = self.stand_in(self.dtype)?.index_add(ids, src, dim)?;
                 out.status().absorb([checked.status().flags()]);
                 return Ok(out);
             }

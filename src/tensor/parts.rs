@@ -221,10 +221,10 @@ impl Tensor {
         }
     }
 
-    /// A u8 view of this tensor's shape over one element (no buffer of that size): ids checked
-    /// against it flag what they would flag against the whole tensor.
-    fn stand_in(&self) -> Result<Tensor> {
-        Tensor::from_vec(vec![0u8], vec![1; self.rank()], &self.device)?.broadcast_as(self.shape().clone())
+    /// A view of this tensor's shape over one element of `dtype` (no buffer of that size): ids
+    /// checked against it flag what they would flag against the whole tensor.
+    pub(super) fn stand_in(&self, dtype: DType) -> Result<Tensor> {
+        Tensor::zeros(vec![1; self.rank()], dtype, &self.device)?.broadcast_as(self.shape().clone())
     }
 
     /// `index_select(self, ids, 0)` of `self` stored in parts as one kernel reading every part
@@ -268,7 +268,7 @@ impl Tensor {
         spread: impl Fn(Tensor) -> Result<Tensor>,
     ) -> Result<Tensor> {
         let dev = &self.device;
-        let checked = pick(&self.stand_in()?, ids)?;
+        let checked = pick(&self.stand_in(DType::U8)?, ids)?;
         // The largest id the ids' dtype holds: ranges past it hold none of them.
         let top = match ids.dtype {
             DType::U8 => u8::MAX as usize,
@@ -320,7 +320,7 @@ impl Tensor {
         let op = mode.op().name();
         // The windows' own flags are not this tensor's: the ids checked against the whole dim,
         // and what the ids and the source depend on, flagged here.
-        let checked = self.stand_in()?.gather(ids, dim)?;
+        let checked = self.stand_in(DType::U8)?.gather(ids, dim)?;
         self.status().absorb([checked.status().flags(), ids.status().flags(), src.status().flags()]);
         for d in (0..self.rank()).filter(|&d| d != dim) {
             let Some(ranges) = self.ranges(d, self.dims()[d])? else { continue };

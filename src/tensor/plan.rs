@@ -2,7 +2,7 @@
 //! with new inputs at a fraction of its recording cost (ARCHITECTURE.md, "Replay").
 
 use super::Tensor;
-use super::status::{Flag, Status};
+use super::status::{Flag, Flags, Status};
 use crate::backend::{CopyOps, Graph, Memory};
 use crate::device::{BackendOf, dispatch};
 use crate::{BackendKind, DType, Device, Error, Result, Shape};
@@ -139,8 +139,7 @@ impl Plan<'_> {
                 }
                 self.device.run_deferred()?;
                 dispatch!(self.device, |b| b.replay(graph))?;
-                let carried: Vec<Arc<Flag>> =
-                    inputs.iter().flat_map(|t| t.status().flags().iter().cloned().collect::<Vec<_>>()).collect();
+                let carried = Flags::union(inputs.iter().map(|t| t.status().flags()));
                 let mut fresh: Vec<(Arc<Flag>, Arc<Flag>)> = vec![];
                 outputs.iter().map(|o| copy_out(o, &carried, &mut fresh)).collect()
             }
@@ -180,9 +179,9 @@ fn overwrite(p: &Tensor, x: &Tensor) -> Result<()> {
 /// A new tensor with `o`'s values after a replay, its status the run's: copies of `o`'s flags
 /// made by the capture (rewritten by the replay; `fresh` maps each to its copy, once per run),
 /// its flags from before the capture, and `carried`.
-fn copy_out(o: &Tensor, carried: &[Arc<Flag>], fresh: &mut Vec<(Arc<Flag>, Arc<Flag>)>) -> Result<Tensor> {
+fn copy_out(o: &Tensor, carried: &Flags, fresh: &mut Vec<(Arc<Flag>, Arc<Flag>)>) -> Result<Tensor> {
     let dev = &o.device;
-    let mut flags = carried.to_vec();
+    let mut flags: Vec<Arc<Flag>> = carried.iter().cloned().collect();
     for f in o.status().flags().iter().cloned() {
         if !f.replayed() {
             flags.push(f);

@@ -69,6 +69,10 @@ impl Flags {
         self.0.as_ref().map_or(0, |v| v.len())
     }
 
+    fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+
     /// The flags of `sets`, each once, in order of first appearance: the first non-empty set
     /// itself where every other is that set or empty.
     pub(crate) fn union(sets: impl IntoIterator<Item = Flags>) -> Flags {
@@ -98,7 +102,8 @@ impl Flags {
 
 impl FromIterator<Arc<Flag>> for Flags {
     fn from_iter<I: IntoIterator<Item = Arc<Flag>>>(flags: I) -> Flags {
-        Flags::union(flags.into_iter().map(Flags::one))
+        let list = adding(List::new(), &flags.into_iter().collect::<List>());
+        Flags((!list.is_empty()).then(|| Arc::new(list)))
     }
 }
 
@@ -163,7 +168,7 @@ impl Status {
     /// read yet (one wait on the device) and forgets the clean ones.
     pub(crate) async fn resolve(&self, dev: &Device) -> Result<()> {
         let held = self.flags();
-        if held.len() == 0 {
+        if held.is_empty() {
             return Ok(());
         }
         let unread: Vec<&Arc<Flag>> = held.iter().filter(|f| f.read.get().is_none()).collect();

@@ -254,9 +254,8 @@ impl Recorder {
     /// may be used directly once it returns. The metadata is written just before.
     pub(crate) fn submit(&mut self, gpu: &Gpu) -> Result<()> {
         self.submitter.join();
-        if let Some(batch) = self.close(gpu) {
+        if let Some(mut batch) = self.close(gpu) {
             if let Some(p) = &gpu.profiler {
-                let mut batch = batch;
                 p.resolve(&mut batch.encoder);
                 batch.submit(&gpu.queue);
                 p.submitted();

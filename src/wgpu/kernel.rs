@@ -61,21 +61,7 @@ impl Index {
 /// `l` as (dims, strides) with size-1 dims dropped and adjacent dims merged where the strides
 /// allow; a contiguous layout becomes empty lists.
 pub fn simplify(l: &Layout) -> (Words, Words) {
-    // As `layout::coalesce` for one operand, without a heap allocation (it runs several times
-    // for each operand of each op recorded).
-    let (mut dims, mut strides) = (SmallVec::<[usize; 8]>::new(), SmallVec::<[usize; 8]>::new());
-    for (&d, &s) in l.dims().iter().zip(l.strides()).filter(|&(&d, _)| d != 1) {
-        match (dims.last_mut(), strides.last_mut()) {
-            (Some(ld), Some(ls)) if s.checked_mul(d) == Some(*ls) => {
-                *ld *= d;
-                *ls = s;
-            }
-            _ => {
-                dims.push(d);
-                strides.push(s);
-            }
-        }
-    }
+    let (dims, strides) = crate::layout::coalesce_one(l.dims(), l.strides());
     if dims.len() == 1 && strides[0] == 1 {
         return (Words::new(), Words::new());
     }
