@@ -198,6 +198,16 @@ pub struct ConvBuffers {
     pub y: DevicePtr,
 }
 
+impl ConvBuffers {
+    /// The byte alignment the three buffers share, up to 16 (a power of two): a library's
+    /// kernels may assume the alignment they were chosen for, and an input read in place at an
+    /// offset may have less than a fresh buffer.
+    pub fn align(&self) -> usize {
+        let bits = self.x.0 | self.w.0 | self.y.0 | 16;
+        1 << bits.trailing_zeros()
+    }
+}
+
 /// A workspace: address and size in bytes (size 0: none).
 pub type Workspace = (DevicePtr, usize);
 
@@ -272,9 +282,9 @@ pub trait Dnn: Send + Sync {
     ) -> Result<bool>;
 }
 
-/// The backend's algorithm cache: the choice per convolution, or `None` for one the library
-/// refused.
-pub(crate) type AlgoCache = Mutex<HashMap<(ConvDir, ConvDesc), Option<Choice>>>;
+/// The backend's algorithm cache: the choice per convolution and buffer alignment
+/// ([`ConvBuffers::align`]), or `None` for one the library refused.
+pub(crate) type AlgoCache = Mutex<HashMap<(ConvDir, ConvDesc, usize), Option<Choice>>>;
 
 impl<R: Runtime> NativeBackend<R> {
     /// A workspace of `bytes` from the caching allocator, or `None` when it cannot be had.
@@ -299,13 +309,16 @@ impl<R: Runtime> NativeBackend<R> {
         (w, wl): (&NativeStorage<R>, &Layout),
         io: ConvBuffers,
     ) -> Result<bool> {
-        let key = (dir, *desc);
+        // A filter view is copied to a new buffer, aligned as every new one: address 0 stands
+        // for it in the key.
+        let w_at = if wl.is_contiguous() { w.at(wl.offset()) } else { DevicePtr(0) };
+        let key = (dir, *desc, ConvBuffers { w: w_at, ..io }.align());
         let cached = self.0.dnn_cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key).copied();
         if cached == Some(None) {
             return Ok(false);
         }
         let w_copy = if wl.is_contiguous() { None } else { Some(self.contiguous(w, wl)?) };
-        let io = ConvBuffers { w: w_copy.as_ref().map_or(w.at(wl.offset()), |c| c.ptr), ..io };
+        let io = ConvBuffers { w: w_copy.as_ref().map_or(w_at, |c| c.ptr), ..io };
         let choice = match cached {
             Some(c) => c,
             None => {
@@ -405,6 +418,15 @@ mod tests {
         let set: std::collections::HashSet<_> = keys.iter().collect();
         assert_eq!(set.len(), keys.len());
         assert_eq!(key(base, DType::F32), keys[0]);
+    }
+
+    #[test]
+    fn buffers_share_the_alignment_of_the_least_aligned() {
+        let io = |x, w, y| ConvBuffers { x: DevicePtr(x), w: DevicePtr(w), y: DevicePtr(y) };
+        assert_eq!(io(0x1000, 0x2000, 0x3000).align(), 16);
+        assert_eq!(io(0x1002, 0x2000, 0x3000).align(), 2);
+        assert_eq!(io(0x1000, 0x2008, 0x3000).align(), 8);
+        assert_eq!(io(0x1000, 0x2000, 0x3004).align(), 4);
     }
 
     #[test]

@@ -420,6 +420,14 @@ async fn conv_library_shapes_match_reference(dev: &Device) -> Result<()> {
             })
             .await?;
         }
+        // Read in place one element past a buffer's start: aligned to the element only.
+        let what = format!("conv2d library shape {dtype}, input at an odd offset");
+        same_as_cpu(dev, tol(dtype, 144), &what, |d| {
+            let n = 2 * 16 * 12 * 12;
+            let x = rand_tensor(d, dtype, &[n + 1], 174, -1.0, 1.0)?.narrow(0, 1, n)?.reshape((2, 16, 12, 12))?;
+            x.conv2d(&rand_tensor(d, dtype, &[32, 16, 3, 3], 175, -1.0, 1.0)?, &p2(1, 1, 1, 1, 0))
+        })
+        .await?;
         let what = format!("conv1d library shape {dtype}");
         same_as_cpu(dev, tol(dtype, 80), &what, |d| {
             let x = rand_tensor(d, dtype, &[2, 16, 40], 170, -1.0, 1.0)?;

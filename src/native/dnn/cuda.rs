@@ -1,19 +1,28 @@
-//! The cuDNN side of [`Dnn`] (its legacy API: descriptors, algorithms ranked by the `_v7`
-//! heuristics): one handle on the
-//! backend's context and stream, loaded at run time (cudarc `dynamic-loading`), so a `cuda`
-//! build starts where cuDNN is absent (its ops then run in our kernels).
+//! The cuDNN side of [`Dnn`]: one handle on the backend's context and stream, loaded at run
+//! time (cudarc `dynamic-loading`), so a `cuda` build starts where cuDNN is absent (its ops then
+//! run in our kernels). A convolution's first choice is a plan of the graph API (`graph.rs`,
+//! cached here per case), its fallbacks the legacy API's algorithms ranked by the `_v7`
+//! heuristics (alone with `RWO_CUDNN_GRAPH=0`).
 //!
-//! Invariants kept here: descriptors live only for the call that made them (dropped, and so
-//! destroyed, on every path); the handle is used under its mutex with the context bound; f32
-//! convolutions run with `CUDNN_FMA_MATH` (never TF32), halves with tensor ops accumulating in
-//! f32; alpha and beta are f64 for f64 data and f32 otherwise, as cuDNN reads them.
+//! Invariants kept here: legacy descriptors live only for the call that made them (dropped, and
+//! so destroyed, on every path); the handle is used under its mutex with the context bound (the
+//! plans' lock is taken after it); f32 convolutions run with `CUDNN_FMA_MATH` (never TF32),
+//! halves with tensor ops accumulating in f32; alpha and beta are f64 for f64 data and f32
+//! otherwise, as cuDNN reads them.
+
+mod graph;
 
 use super::{Algo, BnParams, ConvBuffers, ConvDesc, ConvDir, Dnn, Tensor4, Workspace};
 use crate::{BackendKind, DType, Error, Result};
 use cudarc::cudnn::sys::{self, cudnnDataType_t, cudnnMathType_t, cudnnStatus_t};
 use cudarc::driver::{CudaContext, CudaStream};
+use graph::Plan;
+use std::collections::HashMap;
 use std::ffi::{CStr, c_int, c_void};
 use std::sync::{Arc, Mutex};
+
+/// The math mode of an [`Algo`] that is the graph API's plan for its case (its id unused).
+const GRAPH: u32 = u32::MAX;
 
 /// Every cuDNN entry point used here, checked at load (cudarc panics on a missing symbol).
 const SYMBOLS: &[&str] = &[
@@ -42,6 +51,12 @@ const SYMBOLS: &[&str] = &[
     "cudnnGetConvolutionBackwardDataWorkspaceSize",
     "cudnnConvolutionBackwardData",
     "cudnnBatchNormalizationForwardInference",
+    "cudnnBackendCreateDescriptor",
+    "cudnnBackendDestroyDescriptor",
+    "cudnnBackendSetAttribute",
+    "cudnnBackendGetAttribute",
+    "cudnnBackendFinalize",
+    "cudnnBackendExecute",
 ];
 
 /// The smallest epsilon every cuDNN version takes for batch norm (`CUDNN_BN_MIN_EPSILON` was
@@ -306,11 +321,18 @@ fn bwd_algo(id: u32) -> Option<sys::cudnnConvolutionBwdDataAlgo_t> {
     .find(|a| *a as u32 == id)
 }
 
+/// A case of the plans' cache: direction, descriptor, the buffers' alignment.
+type PlanKey = (ConvDir, ConvDesc, usize);
+
 /// A cuDNN handle bound to the backend's stream.
 pub struct CuDnn {
     handle: Mutex<sys::cudnnHandle_t>,
     ctx: Arc<CudaContext>,
     version: usize,
+    /// Whether convolutions try the graph API first (`RWO_CUDNN_GRAPH=0`: never).
+    graph: bool,
+    /// The graph API's plan per case, `None` where it refused (taken after the handle's lock).
+    plans: Mutex<HashMap<PlanKey, Option<Arc<Plan>>>>,
 }
 
 // SAFETY: the handle is only used under the mutex, with the context bound to the calling thread.
@@ -345,7 +367,9 @@ impl CuDnn {
         // SAFETY: reads a number.
         let version = unsafe { sys::cudnnGetVersion() };
         // Owned from here: dropped (destroyed) if setting the stream fails.
-        let dnn = CuDnn { handle: Mutex::new(handle), ctx: ctx.clone(), version };
+        let graph = std::env::var("RWO_CUDNN_GRAPH").map_or(true, |v| v.trim() != "0");
+        let plans = Mutex::default();
+        let dnn = CuDnn { handle: Mutex::new(handle), ctx: ctx.clone(), version, graph, plans };
         // SAFETY: the handle is live; the stream outlives it (the runtime drops the handle first).
         check("cudnnSetStream", unsafe { sys::cudnnSetStream(handle, stream.cu_stream() as sys::cudaStream_t) })
             .map_err(|e| e.to_string())?;
@@ -357,6 +381,19 @@ impl CuDnn {
         let guard = self.handle.lock().unwrap_or_else(|e| e.into_inner());
         self.ctx.bind_to_thread().map_err(|e| Error::Backend { backend: BackendKind::Cuda, msg: format!("{e:?}") })?;
         Ok(guard)
+    }
+
+    /// The graph API's plan for `key`, built on first use (`None`: refused). The caller holds
+    /// the handle's lock.
+    fn plan(&self, handle: sys::cudnnHandle_t, key: PlanKey) -> Result<Option<Arc<Plan>>> {
+        let mut plans = self.plans.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = plans.get(&key) {
+            return Ok(p.clone());
+        }
+        let (dir, conv, align) = key;
+        let plan = Plan::build(handle, dir, &conv, align)?.map(Arc::new);
+        plans.insert(key, plan.clone());
+        Ok(plan)
     }
 }
 
@@ -373,7 +410,8 @@ impl Drop for CuDnn {
 impl Dnn for CuDnn {
     fn describe(&self) -> String {
         let v = self.version;
-        format!("cuDNN {}.{}.{}", v / 10000, (v / 100) % 100, v % 100)
+        let api = if self.graph { "graph API, legacy fallbacks" } else { "legacy API: RWO_CUDNN_GRAPH=0" };
+        format!("cuDNN {}.{}.{} ({api})", v / 10000, (v / 100) % 100, v % 100)
     }
 
     fn search_workspace(&self, _dir: ConvDir, _conv: &ConvDesc) -> Result<usize> {
@@ -387,13 +425,18 @@ impl Dnn for CuDnn {
         &self,
         dir: ConvDir,
         conv: &ConvDesc,
-        _io: &ConvBuffers,
+        io: &ConvBuffers,
         _workspace: Workspace,
     ) -> Result<Vec<Algo>> {
         let guard = self.lock()?;
         let handle = *guard;
-        let found = heuristics(handle, dir, conv)?;
         let mut ranked = vec![];
+        if self.graph
+            && let Some(plan) = self.plan(handle, (dir, *conv, io.align()))?
+        {
+            ranked.push(Algo { id: 0, math: GRAPH, workspace: plan.workspace });
+        }
+        let found = heuristics(handle, dir, conv)?;
         for c in found.into_iter().filter(|c| usable(conv.dtype, c)) {
             let (id, _, math, memory) = c;
             // The workspace as the size query states it for this algorithm and math mode.
@@ -432,6 +475,15 @@ impl Dnn for CuDnn {
             backend: BackendKind::Cuda,
             msg: format!("cuDNN {what}: {algo:?} for {conv:?}"),
         };
+        if algo.math == GRAPH {
+            // Another lane's handle may have made the choice: the plan is this handle's own.
+            let plan = self.plan(handle, (dir, *conv, io.align()))?;
+            let plan = plan.filter(|p| p.workspace <= workspace.1);
+            let plan = plan.ok_or_else(|| err("gave no plan within the workspace where it gave one before"))?;
+            // SAFETY: the caller's contract: the buffers as `conv` states them, aligned as the
+            // key says, and the workspace checked above.
+            return unsafe { plan.run(handle, io, workspace) };
+        }
         let math = math_from(algo.math).ok_or_else(|| err("unknown math mode"))?;
         let d = descs(conv, math)?.ok_or_else(|| err("refused the descriptors it ranked algorithms for"))?;
         let s = Scale::new(conv.dtype);
