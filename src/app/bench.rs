@@ -163,7 +163,7 @@ pub fn cases(scale: usize) -> Vec<Case> {
 }
 
 /// Attention at issue 23's three shapes (GPT-2: B 1, H 12, L 128, D 64, causal, f32 and f16;
-/// long prefill: H 32, L 4096, D 128, causal, f16 and bf16; decode: Lq 1, Lk 4096, Hq 32, Hkv 8,
+/// long prefill: H 32, L 4096, D 128, causal, f16 and bf16, and L 1024 in f16; decode: Lq 1, Lk 4096, Hq 32, Hkv 8,
 /// D 128, f16), FLOPs as torch counts them (4 B H Lq Lk D, halved where causal and square), and
 /// rope and rope_i of f16 [1, 32, 4096, 128] (the input read once, the output written once).
 fn attention_cases(scale: usize) -> Vec<Case> {
@@ -173,6 +173,7 @@ fn attention_cases(scale: usize) -> Vec<Case> {
         (12, 12, 128, 128, 64, DType::F16),
         (32, 32, s(4096), s(4096), 128, DType::F16),
         (32, 32, s(4096), s(4096), 128, DType::BF16),
+        (32, 32, s(1024), s(1024), 128, DType::F16),
         (32, 8, 1, s(4096), 128, DType::F16),
         (32, 16, 1, s(4096), 128, DType::F16),
         (32, 32, 1, s(4096), 128, DType::F16),

@@ -8,7 +8,9 @@
 //! and Dv up to 128 take both passes' place on tensor cores (`sdpa_mma`: [`MMA_BQ`] rows a block,
 //! every column). Operands are read in place through their strides.
 
+use super::dnn::{AttnBuffers, AttnDesc, Tensor4};
 use super::kernel::{Args, grid, launches};
+use super::usage::Path;
 use super::{NativeBackend, NativeStorage, Runtime};
 use crate::backend::{AttentionOps, Operand};
 use crate::spec::attention::{AttentionOp, MaskKind, Sdpa, key_splits};
@@ -40,7 +42,50 @@ const MMA_BQ: u64 = 64;
 const MMA_THREADS: u32 = 128;
 const MMA_WIDTHS: [usize; 2] = [64, 128];
 
+/// Query rows a head from which the DNN library's attention runs (where it takes the case)
+/// instead of our passes: below them ours is faster (ARCHITECTURE.md, the attention family).
+const DNN_MIN_ROWS: usize = 1024;
+
 impl<R: Runtime> NativeBackend<R> {
+    /// Runs attention on the DNN library into `y` if it takes the case: f16 or bf16, no mask,
+    /// at least [`DNN_MIN_ROWS`] query rows a head, causal only where both corners agree, every
+    /// operand's rows whole aligned 16-byte vectors. `false`: our kernels run it.
+    fn dnn_sdpa(&self, [q, k, v]: [Operand<NativeStorage<R>>; 3], p: &Sdpa, y: &NativeStorage<R>) -> Result<bool> {
+        let dtype = y.dtype;
+        // Bottom-right causal is top-left causal where Lq = Lk, and no mask for one row.
+        let causal = p.causal && p.lq > 1;
+        let ve = 16 / dtype.size_in_bytes();
+        let takes = matches!(dtype, DType::F16 | DType::BF16)
+            && p.mask == MaskKind::None
+            && p.lq >= DNN_MIN_ROWS
+            && (!causal || p.lq == p.lk)
+            && [q, k, v].into_iter().all(|(s, l)| vector_rows(s, l, ve));
+        let dnn = match self.0.rt.dnn() {
+            Ok(dnn) if takes => dnn,
+            _ => return Ok(false),
+        };
+        let t = |l: &Layout| {
+            let (d, s) = (l.dims(), l.strides());
+            Tensor4::strided([d[0], d[1], d[2], d[3]], [s[0], s[1], s[2], s[3]])
+        };
+        let y_t = Tensor4::packed_checked([p.b, p.hq, p.lq, p.dv]);
+        let (Some(qt), Some(kt), Some(vt), Some(yt)) = (t(q.1), t(k.1), t(v.1), y_t) else {
+            return Ok(false);
+        };
+        // Every operand starts on 16 bytes (`vector_rows`), the output is new.
+        let a = AttnDesc { dtype, q: qt, k: kt, v: vt, y: yt, causal, scale: (p.scale as f32).to_bits(), align: 16 };
+        let Some(bytes) = dnn.attention_workspace(&a)? else { return Ok(false) };
+        let ws = if bytes > 0 { Some(self.storage(DType::U8, bytes)?) } else { None };
+        let ws = ws.as_ref().map_or((super::ptr::DevicePtr(0), 0), |w| (w.ptr, w.len));
+        let io = AttnBuffers { q: q.0.at(q.1.offset()), k: k.0.at(k.1.offset()), v: v.0.at(v.1.offset()), y: y.ptr };
+        // SAFETY: the views were checked by the spec against their storages and state what `a`
+        // says; `y` is new; the workspace is what the library asked for, released to the
+        // allocator's cache after the call is queued (the stream orders its reuse).
+        unsafe { dnn.attention(&a, &io, ws)? };
+        self.0.library_use.count(Path::AttentionLibrary);
+        Ok(true)
+    }
+
     /// What `Device::info` says of the attention kernels.
     pub(super) fn attention_pass(&self) -> &'static str {
         match self.tensor_cores() {
@@ -110,7 +155,7 @@ impl<R: Runtime> AttentionOps for NativeBackend<R> {
     ) -> Result<NativeStorage<R>> {
         let dtype = q.0.dtype;
         let y = self.storage(dtype, p.b * p.hq * p.lq * p.dv)?;
-        if y.len == 0 {
+        if y.len == 0 || self.dnn_sdpa([q, k, v], p, &y)? {
             return Ok(y);
         }
         let u = |v: usize| v as u64;

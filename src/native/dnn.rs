@@ -208,6 +208,42 @@ impl ConvBuffers {
     }
 }
 
+/// Attention as a DNN library states it: `q [B, Hq, Lq, D]`, `k [B, Hkv, Lk, D]` and
+/// `v [B, Hkv, Lk, Dv]` into `y [B, Hq, Lq, Dv]`, each with its strides (grouped heads: `Hq` a
+/// multiple of `Hkv`); also the key of a library's plan cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AttnDesc {
+    /// The data's dtype.
+    pub dtype: DType,
+    /// The queries.
+    pub q: Tensor4,
+    /// The keys.
+    pub k: Tensor4,
+    /// The values.
+    pub v: Tensor4,
+    /// The output.
+    pub y: Tensor4,
+    /// Causal from the top-left corner: query `i` sees keys `0..=i`.
+    pub causal: bool,
+    /// The factor of the dot products, as f32 bits (the library's by-value scalar).
+    pub scale: u32,
+    /// The byte alignment the four buffers share.
+    pub align: usize,
+}
+
+/// Device addresses of one attention's tensors, each at its view's start.
+#[derive(Clone, Copy, Debug)]
+pub struct AttnBuffers {
+    /// The queries.
+    pub q: DevicePtr,
+    /// The keys.
+    pub k: DevicePtr,
+    /// The values.
+    pub v: DevicePtr,
+    /// The output.
+    pub y: DevicePtr,
+}
+
 /// A workspace: address and size in bytes (size 0: none).
 pub type Workspace = (DevicePtr, usize);
 
@@ -266,6 +302,26 @@ pub trait Dnn: Send + Sync {
         io: &ConvBuffers,
         workspace: Workspace,
     ) -> Result<()>;
+
+    /// The workspace attention `a` needs, or `None` when the library does not take it (the
+    /// default: our kernels run it).
+    fn attention_workspace(&self, a: &AttnDesc) -> Result<Option<usize>> {
+        let _ = a;
+        Ok(None)
+    }
+
+    /// Queues attention `a`, which [`Dnn::attention_workspace`] took, on the stream.
+    ///
+    /// # Safety
+    /// The buffers hold what `a` states, aligned as it says, `y` not overlapping the others;
+    /// the workspace holds what [`Dnn::attention_workspace`] asked for.
+    unsafe fn attention(&self, a: &AttnDesc, io: &AttnBuffers, workspace: Workspace) -> Result<()> {
+        let _ = (io, workspace);
+        Err(crate::Error::Backend {
+            backend: crate::BackendKind::Rocm,
+            msg: format!("{} takes no attention ({a:?})", self.describe()),
+        })
+    }
 
     /// Batch norm inference over dim 1 (C) of `x` into `y`, or `false` when the library does
     /// not take it.

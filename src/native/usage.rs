@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// (shown by `info()`, so a run can tell which path it measured).
 #[derive(Default)]
 pub(crate) struct LibraryUse {
-    counts: [AtomicU64; 6],
+    counts: [AtomicU64; 7],
     /// Kernels launched (ours, and each vendor library call).
     launches: AtomicU64,
 }
@@ -20,15 +20,23 @@ pub(crate) enum Path {
     ConvKernels,
     BatchNormLibrary,
     BatchNormKernels,
+    AttentionLibrary,
 }
 
 impl LibraryUse {
-    const NAMES: [&str; 6] =
-        ["matmul BLAS", "matmul cpu", "conv DNN", "conv kernels", "batch_norm DNN", "batch_norm kernels"];
+    const NAMES: [&str; 7] = [
+        "matmul BLAS",
+        "matmul cpu",
+        "conv DNN",
+        "conv kernels",
+        "batch_norm DNN",
+        "batch_norm kernels",
+        "attention DNN",
+    ];
 
     pub(crate) fn count(&self, p: Path) {
         self.counts[p as usize].fetch_add(1, Ordering::Relaxed);
-        if matches!(p, Path::GemmLibrary | Path::ConvLibrary | Path::BatchNormLibrary) {
+        if matches!(p, Path::GemmLibrary | Path::ConvLibrary | Path::BatchNormLibrary | Path::AttentionLibrary) {
             self.launched();
         }
     }

@@ -11,8 +11,9 @@
 //! otherwise, as cuDNN reads them.
 
 mod graph;
+mod sdpa;
 
-use super::{Algo, BnParams, ConvBuffers, ConvDesc, ConvDir, Dnn, Tensor4, Workspace};
+use super::{Algo, AttnBuffers, AttnDesc, BnParams, ConvBuffers, ConvDesc, ConvDir, Dnn, Tensor4, Workspace};
 use crate::{BackendKind, DType, Error, Result};
 use cudarc::cudnn::sys::{self, cudnnDataType_t, cudnnMathType_t, cudnnStatus_t};
 use cudarc::driver::{CudaContext, CudaStream};
@@ -333,6 +334,8 @@ pub struct CuDnn {
     graph: bool,
     /// The graph API's plan per case, `None` where it refused (taken after the handle's lock).
     plans: Mutex<HashMap<PlanKey, Option<Arc<Plan>>>>,
+    /// The same for attention.
+    attention_plans: Mutex<HashMap<AttnDesc, Option<Arc<Plan>>>>,
 }
 
 // SAFETY: the handle is only used under the mutex, with the context bound to the calling thread.
@@ -369,7 +372,8 @@ impl CuDnn {
         // Owned from here: dropped (destroyed) if setting the stream fails.
         let graph = std::env::var("RWO_CUDNN_GRAPH").map_or(true, |v| v.trim() != "0");
         let plans = Mutex::default();
-        let dnn = CuDnn { handle: Mutex::new(handle), ctx: ctx.clone(), version, graph, plans };
+        let attention_plans = Mutex::default();
+        let dnn = CuDnn { handle: Mutex::new(handle), ctx: ctx.clone(), version, graph, plans, attention_plans };
         // SAFETY: the handle is live; the stream outlives it (the runtime drops the handle first).
         check("cudnnSetStream", unsafe { sys::cudnnSetStream(handle, stream.cu_stream() as sys::cudaStream_t) })
             .map_err(|e| e.to_string())?;
@@ -391,8 +395,20 @@ impl CuDnn {
             return Ok(p.clone());
         }
         let (dir, conv, align) = key;
-        let plan = Plan::build(handle, dir, &conv, align)?.map(Arc::new);
+        let plan = Plan::conv(handle, dir, &conv, align)?.map(Arc::new);
         plans.insert(key, plan.clone());
+        Ok(plan)
+    }
+
+    /// The plan for attention `a`, built on first use (`None`: refused). The caller holds the
+    /// handle's lock.
+    fn attention_plan(&self, handle: sys::cudnnHandle_t, a: &AttnDesc) -> Result<Option<Arc<Plan>>> {
+        let mut plans = self.attention_plans.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = plans.get(a) {
+            return Ok(p.clone());
+        }
+        let plan = Plan::attention(handle, a)?.map(Arc::new);
+        plans.insert(*a, plan.clone());
         Ok(plan)
     }
 }
@@ -482,7 +498,7 @@ impl Dnn for CuDnn {
             let plan = plan.ok_or_else(|| err("gave no plan within the workspace where it gave one before"))?;
             // SAFETY: the caller's contract: the buffers as `conv` states them, aligned as the
             // key says, and the workspace checked above.
-            return unsafe { plan.run(handle, io, workspace) };
+            return unsafe { plan.run_conv(handle, io, workspace) };
         }
         let math = math_from(algo.math).ok_or_else(|| err("unknown math mode"))?;
         let d = descs(conv, math)?.ok_or_else(|| err("refused the descriptors it ranked algorithms for"))?;
@@ -509,6 +525,25 @@ impl Dnn for CuDnn {
             }
         };
         check(if dir == ConvDir::Forward { "cudnnConvolutionForward" } else { "cudnnConvolutionBackwardData" }, st)
+    }
+
+    fn attention_workspace(&self, a: &AttnDesc) -> Result<Option<usize>> {
+        if !self.graph {
+            return Ok(None);
+        }
+        let guard = self.lock()?;
+        Ok(self.attention_plan(*guard, a)?.map(|p| p.workspace))
+    }
+
+    unsafe fn attention(&self, a: &AttnDesc, io: &AttnBuffers, workspace: Workspace) -> Result<()> {
+        let guard = self.lock()?;
+        let plan = self.attention_plan(*guard, a)?.filter(|p| p.workspace <= workspace.1);
+        let plan = plan.ok_or_else(|| Error::Backend {
+            backend: BackendKind::Cuda,
+            msg: format!("cuDNN gave no attention plan within {} bytes of workspace for {a:?}", workspace.1),
+        })?;
+        // SAFETY: the caller's contract; the workspace checked above.
+        unsafe { plan.run_attention(*guard, a, io, workspace) }
     }
 
     unsafe fn batch_norm(

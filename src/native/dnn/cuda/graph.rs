@@ -1,8 +1,9 @@
-//! cuDNN's graph API for one convolution (ARCHITECTURE.md, the native backend's DNN): the
-//! convolution as a graph of one operation, engine configs ranked by cuDNN's instant
-//! heuristics, and the first whose execution plan finalizes kept as a [`Plan`]; a call is a
-//! variant pack (the buffers' addresses and the workspace) executed on the plan. Every
-//! descriptor is the backend API's, set attribute by attribute and destroyed on drop.
+//! cuDNN's graph API (ARCHITECTURE.md, the native backend's DNN): a computation as a graph of
+//! operations, engine configs ranked by cuDNN's instant heuristics, and the first whose
+//! execution plan finalizes kept as a [`Plan`]; a call is a variant pack (the tensors'
+//! addresses and the workspace) executed on the plan. Every descriptor is the backend API's, set
+//! attribute by attribute and destroyed on drop. Here: the pieces and one convolution; `sdpa.rs`
+//! builds attention from them.
 
 use super::super::{ConvBuffers, ConvDesc, ConvDir, Tensor4, WORKSPACE_LIMIT, Workspace};
 use super::{check, data_type, dev, refused};
@@ -18,12 +19,12 @@ use std::ffi::c_void;
 const IDS: [i64; 3] = [1, 2, 3];
 
 /// Why building stopped: cuDNN does not take the case, or a call failed.
-enum Stop {
+pub(super) enum Stop {
     Refused,
     Failed(Error),
 }
 
-type Step<T> = std::result::Result<T, Stop>;
+pub(super) type Step<T> = std::result::Result<T, Stop>;
 
 impl From<Error> for Stop {
     fn from(e: Error) -> Stop {
@@ -39,7 +40,7 @@ fn step(what: &str, status: cudnnStatus_t) -> Step<()> {
 }
 
 /// One backend descriptor, destroyed on drop.
-struct Desc(sys::cudnnBackendDescriptor_t);
+pub(super) struct Desc(sys::cudnnBackendDescriptor_t);
 
 impl Drop for Desc {
     fn drop(&mut self) {
@@ -49,7 +50,7 @@ impl Drop for Desc {
 }
 
 impl Desc {
-    fn new(kind: Kind) -> Result<Desc> {
+    pub(super) fn new(kind: Kind) -> Result<Desc> {
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one descriptor handle.
         check("cudnnBackendCreateDescriptor", unsafe { sys::cudnnBackendCreateDescriptor(kind, &mut raw) })?;
@@ -57,7 +58,7 @@ impl Desc {
     }
 
     /// Sets attribute `name` to `values`, whose C type is the backend type `ty`.
-    fn set<V>(&self, name: Name, ty: Type, values: &[V]) -> Step<&Desc> {
+    pub(super) fn set<V>(&self, name: Name, ty: Type, values: &[V]) -> Step<&Desc> {
         // SAFETY: the descriptor is live; `values` holds `len` elements of the C type `ty`
         // names (every caller pairs them so), read during the call.
         let st = unsafe {
@@ -66,16 +67,16 @@ impl Desc {
         step(&format!("cudnnBackendSetAttribute({name:?})"), st).map(|_| self)
     }
 
-    fn set_i64(&self, name: Name, values: &[i64]) -> Step<&Desc> {
+    pub(super) fn set_i64(&self, name: Name, values: &[i64]) -> Step<&Desc> {
         self.set(name, Type::CUDNN_TYPE_INT64, values)
     }
 
-    fn set_descs(&self, name: Name, descs: &[&Desc]) -> Step<&Desc> {
+    pub(super) fn set_descs(&self, name: Name, descs: &[&Desc]) -> Step<&Desc> {
         let raw: Vec<sys::cudnnBackendDescriptor_t> = descs.iter().map(|d| d.0).collect();
         self.set(name, Type::CUDNN_TYPE_BACKEND_DESCRIPTOR, &raw)
     }
 
-    fn finalize(self) -> Step<Desc> {
+    pub(super) fn finalize(self) -> Step<Desc> {
         // SAFETY: the descriptor is live.
         step("cudnnBackendFinalize", unsafe { sys::cudnnBackendFinalize(self.0) })?;
         Ok(self)
@@ -99,17 +100,32 @@ impl Desc {
 }
 
 fn i64s<const N: usize>(v: &[usize; N]) -> [i64; N] {
-    // Values from a `ConvDesc`, checked against the descriptors' `int` already.
+    // Sizes and strides a `Tensor4` states, within the descriptors' `int` already.
     v.map(|x| x as i64)
 }
 
-fn tensor(dtype: cudnnDataType_t, id: i64, t: &Tensor4, align: usize) -> Step<Desc> {
+/// What a graph tensor is besides its shape: read and written in memory, virtual (inside the
+/// graph only), or a scalar passed by value (its variant-pack pointer is host memory).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Held {
+    Memory,
+    Virtual,
+    ByValue,
+}
+
+/// A tensor of the graph: dtype, unique id, 4-D dims and strides in elements.
+pub(super) fn tensor(dtype: cudnnDataType_t, id: i64, t: &Tensor4, align: usize, held: Held) -> Step<Desc> {
     let d = Desc::new(Kind::CUDNN_BACKEND_TENSOR_DESCRIPTOR)?;
     d.set(Name::CUDNN_ATTR_TENSOR_DATA_TYPE, Type::CUDNN_TYPE_DATA_TYPE, &[dtype])?
         .set_i64(Name::CUDNN_ATTR_TENSOR_DIMENSIONS, &i64s(&t.dims))?
         .set_i64(Name::CUDNN_ATTR_TENSOR_STRIDES, &i64s(&t.strides))?
         .set_i64(Name::CUDNN_ATTR_TENSOR_UNIQUE_ID, &[id])?
         .set_i64(Name::CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, &[align as i64])?;
+    match held {
+        Held::Memory => {}
+        Held::Virtual => _ = d.set(Name::CUDNN_ATTR_TENSOR_IS_VIRTUAL, Type::CUDNN_TYPE_BOOLEAN, &[true])?,
+        Held::ByValue => _ = d.set(Name::CUDNN_ATTR_TENSOR_IS_BY_VALUE, Type::CUDNN_TYPE_BOOLEAN, &[true])?,
+    }
     d.finalize()
 }
 
@@ -134,7 +150,7 @@ fn allowed(cfg: &Desc, dtype: DType) -> Step<bool> {
     Ok(!notes[..n.min(notes.len())].iter().any(|&note| barred(note)))
 }
 
-/// An execution plan of one convolution and the workspace it needs.
+/// An execution plan and the workspace it needs.
 pub struct Plan {
     plan: Desc,
     /// Workspace bytes.
@@ -145,12 +161,8 @@ impl Plan {
     /// The first plan cuDNN's instant heuristics rank for `c` on buffers aligned to `align`
     /// bytes that finalizes within [`WORKSPACE_LIMIT`] and runs as [`allowed`] says, or `None`
     /// when cuDNN does not take the case.
-    pub fn build(handle: sys::cudnnHandle_t, dir: ConvDir, c: &ConvDesc, align: usize) -> Result<Option<Plan>> {
-        match build(handle, dir, c, align) {
-            Ok(plan) => Ok(plan),
-            Err(Stop::Refused) => Ok(None),
-            Err(Stop::Failed(e)) => Err(e),
-        }
+    pub fn conv(handle: sys::cudnnHandle_t, dir: ConvDir, c: &ConvDesc, align: usize) -> Result<Option<Plan>> {
+        finish(conv(handle, dir, c, align))
     }
 
     /// Queues the convolution on the handle's stream.
@@ -158,7 +170,24 @@ impl Plan {
     /// # Safety
     /// The buffers hold what the plan's descriptor states, aligned as it was built for; the
     /// workspace holds at least [`Plan::workspace`] bytes.
-    pub unsafe fn run(&self, handle: sys::cudnnHandle_t, io: &ConvBuffers, workspace: Workspace) -> Result<()> {
+    pub unsafe fn run_conv(&self, handle: sys::cudnnHandle_t, io: &ConvBuffers, workspace: Workspace) -> Result<()> {
+        let pointers = [dev(io.x), dev(io.w), dev(io.y)];
+        // SAFETY: the caller's contract, the conv graph's ids in order.
+        unsafe { self.run(handle, &IDS, &pointers, workspace) }
+    }
+
+    /// Executes the plan with `pointers` for the tensors of `ids`.
+    ///
+    /// # Safety
+    /// Each pointer holds what its tensor states (device memory, or host memory for a
+    /// by-value tensor, live through the call); the workspace holds [`Plan::workspace`] bytes.
+    pub(super) unsafe fn run(
+        &self,
+        handle: sys::cudnnHandle_t,
+        ids: &[i64],
+        pointers: &[*mut c_void],
+        workspace: Workspace,
+    ) -> Result<()> {
         let failed = |stop| match stop {
             Stop::Failed(e) => e,
             Stop::Refused => Error::Backend {
@@ -166,11 +195,10 @@ impl Plan {
                 msg: "cuDNN refused a variant pack for a plan it built".into(),
             },
         };
-        let pointers = [dev(io.x), dev(io.w), dev(io.y)];
         let pack = Desc::new(Kind::CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)?;
         (|| {
-            pack.set_i64(Name::CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, &IDS)?
-                .set(Name::CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, Type::CUDNN_TYPE_VOID_PTR, &pointers)?
+            pack.set_i64(Name::CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, ids)?
+                .set(Name::CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, Type::CUDNN_TYPE_VOID_PTR, pointers)?
                 .set(Name::CUDNN_ATTR_VARIANT_PACK_WORKSPACE, Type::CUDNN_TYPE_VOID_PTR, &[dev(workspace.0)])?;
             Ok(())
         })()
@@ -181,13 +209,66 @@ impl Plan {
     }
 }
 
-fn build(handle: sys::cudnnHandle_t, dir: ConvDir, c: &ConvDesc, align: usize) -> Step<Option<Plan>> {
+/// A build's outcome as the callers take it: a refusal is `None`.
+pub(super) fn finish(built: Step<Option<Plan>>) -> Result<Option<Plan>> {
+    match built {
+        Ok(plan) => Ok(plan),
+        Err(Stop::Refused) => Ok(None),
+        Err(Stop::Failed(e)) => Err(e),
+    }
+}
+
+/// The first plan for the graph of `ops` that the instant heuristics rank, [`allowed`] for
+/// data of `dtype`, finalizes and fits [`WORKSPACE_LIMIT`]; `None` when there is none.
+pub(super) fn plan(handle: sys::cudnnHandle_t, ops: &[&Desc], dtype: DType) -> Step<Option<Plan>> {
+    let graph = Desc::new(Kind::CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR)?;
+    graph
+        .set(Name::CUDNN_ATTR_OPERATIONGRAPH_HANDLE, Type::CUDNN_TYPE_HANDLE, &[handle])?
+        .set_descs(Name::CUDNN_ATTR_OPERATIONGRAPH_OPS, ops)?;
+    let graph = graph.finalize()?;
+    let heur = Desc::new(Kind::CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR)?;
+    let instant = sys::cudnnBackendHeurMode_t::CUDNN_HEUR_MODE_INSTANT;
+    heur.set_descs(Name::CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, &[&graph])?.set(
+        Name::CUDNN_ATTR_ENGINEHEUR_MODE,
+        Type::CUDNN_TYPE_HEUR_MODE,
+        &[instant],
+    )?;
+    let heur = heur.finalize()?;
+    let results = Type::CUDNN_TYPE_BACKEND_DESCRIPTOR;
+    // SAFETY: asks for the count only (no element written).
+    let count =
+        unsafe { heur.get::<sys::cudnnBackendDescriptor_t>(Name::CUDNN_ATTR_ENGINEHEUR_RESULTS, results, &mut [])? };
+    let cfgs = (0..count).map(|_| Desc::new(Kind::CUDNN_BACKEND_ENGINECFG_DESCRIPTOR)).collect::<Result<Vec<_>>>()?;
+    let mut raw: Vec<_> = cfgs.iter().map(|d| d.0).collect();
+    // SAFETY: `raw` holds `count` live engine-config descriptors for cuDNN to fill.
+    let got = unsafe { heur.get(Name::CUDNN_ATTR_ENGINEHEUR_RESULTS, results, &mut raw)? };
+    for cfg in cfgs.iter().take(got) {
+        if !allowed(cfg, dtype)? {
+            continue;
+        }
+        let plan = Desc::new(Kind::CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)?;
+        plan.set(Name::CUDNN_ATTR_EXECUTION_PLAN_HANDLE, Type::CUDNN_TYPE_HANDLE, &[handle])?
+            .set_descs(Name::CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, &[cfg])?;
+        // A config the heuristics ranked may still fail to build here (as torch, try the next).
+        let Ok(plan) = plan.finalize() else { continue };
+        let mut ws = [0i64];
+        // SAFETY: the attribute is one int64.
+        unsafe { plan.get(Name::CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, Type::CUDNN_TYPE_INT64, &mut ws)? };
+        let workspace = ws[0].max(0) as usize;
+        if workspace <= WORKSPACE_LIMIT {
+            return Ok(Some(Plan { plan, workspace }));
+        }
+    }
+    Ok(None)
+}
+
+fn conv(handle: sys::cudnnHandle_t, dir: ConvDir, c: &ConvDesc, align: usize) -> Step<Option<Plan>> {
     let Some(dtype) = data_type(c.dtype) else { return Err(Stop::Refused) };
     let double = c.dtype == DType::F64;
     let compute = if double { cudnnDataType_t::CUDNN_DATA_DOUBLE } else { cudnnDataType_t::CUDNN_DATA_FLOAT };
-    let x = tensor(dtype, IDS[0], &c.x, align)?;
-    let w = tensor(dtype, IDS[1], &Tensor4::packed(c.w), align)?;
-    let y = tensor(dtype, IDS[2], &c.y, align)?;
+    let x = tensor(dtype, IDS[0], &c.x, align, Held::Memory)?;
+    let w = tensor(dtype, IDS[1], &Tensor4::packed(c.w), align, Held::Memory)?;
+    let y = tensor(dtype, IDS[2], &c.y, align, Held::Memory)?;
     let conv = Desc::new(Kind::CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR)?;
     let mode = sys::cudnnConvolutionMode_t::CUDNN_CROSS_CORRELATION;
     conv.set(Name::CUDNN_ATTR_CONVOLUTION_COMP_TYPE, Type::CUDNN_TYPE_DATA_TYPE, &[compute])?
@@ -234,43 +315,5 @@ fn build(handle: sys::cudnnHandle_t, dir: ConvDir, c: &ConvDesc, align: usize) -
         .set_descs(names[4], &[&w])?
         .set_descs(names[5], &[&y])?;
     let op = op.finalize()?;
-    let graph = Desc::new(Kind::CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR)?;
-    graph
-        .set(Name::CUDNN_ATTR_OPERATIONGRAPH_HANDLE, Type::CUDNN_TYPE_HANDLE, &[handle])?
-        .set_descs(Name::CUDNN_ATTR_OPERATIONGRAPH_OPS, &[&op])?;
-    let graph = graph.finalize()?;
-    let heur = Desc::new(Kind::CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR)?;
-    let instant = sys::cudnnBackendHeurMode_t::CUDNN_HEUR_MODE_INSTANT;
-    heur.set_descs(Name::CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, &[&graph])?.set(
-        Name::CUDNN_ATTR_ENGINEHEUR_MODE,
-        Type::CUDNN_TYPE_HEUR_MODE,
-        &[instant],
-    )?;
-    let heur = heur.finalize()?;
-    let results = Type::CUDNN_TYPE_BACKEND_DESCRIPTOR;
-    // SAFETY: asks for the count only (no element written).
-    let count =
-        unsafe { heur.get::<sys::cudnnBackendDescriptor_t>(Name::CUDNN_ATTR_ENGINEHEUR_RESULTS, results, &mut [])? };
-    let cfgs = (0..count).map(|_| Desc::new(Kind::CUDNN_BACKEND_ENGINECFG_DESCRIPTOR)).collect::<Result<Vec<_>>>()?;
-    let mut raw: Vec<_> = cfgs.iter().map(|d| d.0).collect();
-    // SAFETY: `raw` holds `count` live engine-config descriptors for cuDNN to fill.
-    let got = unsafe { heur.get(Name::CUDNN_ATTR_ENGINEHEUR_RESULTS, results, &mut raw)? };
-    for cfg in cfgs.iter().take(got) {
-        if !allowed(cfg, c.dtype)? {
-            continue;
-        }
-        let plan = Desc::new(Kind::CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)?;
-        plan.set(Name::CUDNN_ATTR_EXECUTION_PLAN_HANDLE, Type::CUDNN_TYPE_HANDLE, &[handle])?
-            .set_descs(Name::CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, &[cfg])?;
-        // A config the heuristics ranked may still fail to build here (as torch, try the next).
-        let Ok(plan) = plan.finalize() else { continue };
-        let mut ws = [0i64];
-        // SAFETY: the attribute is one int64.
-        unsafe { plan.get(Name::CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, Type::CUDNN_TYPE_INT64, &mut ws)? };
-        let workspace = ws[0].max(0) as usize;
-        if workspace <= WORKSPACE_LIMIT {
-            return Ok(Some(Plan { plan, workspace }));
-        }
-    }
-    Ok(None)
+    plan(handle, &[&op], c.dtype)
 }
