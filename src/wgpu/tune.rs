@@ -36,6 +36,9 @@ pub struct Tune {
     /// than the adapter's limit (larger tensors are stored in parts; a kernel's scratch and
     /// metadata keep the adapter's limit).
     pub max_binding: Option<u64>,
+    /// For tests (no `RWO_WGPU_TUNE` setting): pipelines held in memory before the cache starts
+    /// again from empty, if fewer than the default's 1024.
+    pub max_pipelines: Option<usize>,
 }
 
 impl Tune {
@@ -93,6 +96,7 @@ mod tests {
             submit_thread: Some(false),
             submit_delay: None,
             max_binding: Some(65536),
+            max_pipelines: None,
         };
         assert_eq!(t, want);
         for bad in [

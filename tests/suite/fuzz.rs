@@ -382,6 +382,10 @@ fn random_calls_never_panic_and_agree_with_the_cpu() {
     let calls = CALLS.load(Ordering::Relaxed);
     let on: Vec<String> = std::iter::once("cpu".into()).chain(devs.iter().map(|d| d.kind().to_string())).collect();
     eprintln!("fuzz: {cases} cases, {calls} calls on {}, {:.1?}", on.join(" and "), start.elapsed());
+    for d in &devs {
+        let cache = d.info().into_iter().find(|(k, _)| *k == "pipeline cache").map(|(_, v)| v);
+        eprintln!("fuzz: {} pipeline cache: {}", d.describe(), cache.unwrap_or_default());
+    }
 }
 
 /// Host data from raw bytes of any length and dtype: the elements back bit for bit where the

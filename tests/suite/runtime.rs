@@ -12,6 +12,7 @@ crate::tests!(
     repeated_ops_of_one_size_allocate_nothing,
     an_upload_waits_for_the_recorded_work_that_read_its_buffer,
     work_handed_to_the_submitting_thread_runs_before_a_later_upload,
+    pipelines_held_stay_within_their_bound,
     pool_holds_at_most_one_and_a_half_times_the_peak_live_bytes,
     tensors_past_the_binding_limit_are_stored_in_parts,
     an_adapter_without_optional_features_passes_the_selfcheck,
@@ -67,6 +68,33 @@ fn an_upload_waits_for_the_recorded_work_that_read_its_buffer() -> Result<()> {
     }
     // From the second round on, every upload took a buffer an earlier tensor gave back.
     assert!(created.windows(2).skip(1).all(|w| w[0] == w[1]), "buffers created after each round: {created:?}");
+    Ok(())
+}
+
+/// A device holding at most 4 pipelines in memory runs 10 kernels of different unary ops twice
+/// over, each time equal to the cpu, and says it holds at most 4 (`Device::info`).
+fn pipelines_held_stay_within_their_bound() -> Result<()> {
+    use rocm_wgpu_ops::spec::elementwise::UnaryOp::*;
+    let dev = match Device::wgpu_tuned(None, None, Tune { max_pipelines: Some(4), ..Tune::default() }) {
+        Ok(d) => d,
+        Err(e) if crate::required_kinds().contains(&BackendKind::Wgpu) => panic!("RWO_REQUIRE names wgpu: {e}"),
+        Err(e) => crate::harness::skip(format!("no wgpu adapter: {e}")),
+    };
+    let held = |d: &Device| -> usize {
+        let cache = d.info().into_iter().find(|(k, _)| *k == "pipeline cache").expect("wgpu says its pipelines").1;
+        cache.split_whitespace().next().and_then(|n| n.parse().ok()).expect("a count first")
+    };
+    let values = vec![0.25f32, 0.5, 1.5, 2.0];
+    let (x, on_cpu) = (Tensor::from_vec(values.clone(), [4], &dev)?, Tensor::from_vec(values, [4], &Device::cpu())?);
+    for round in 0..2 {
+        for op in [Exp, Log, Sin, Cos, Tanh, Sqrt, Sigmoid, Erf, Floor, Recip] {
+            let (got, want) = (x.unary(op)?.to_vec::<f32>()?, on_cpu.unary(op)?.to_vec::<f32>()?);
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() <= 1e-6 * w.abs().max(1.0), "round {round} {op:?}: {got:?}, cpu {want:?}");
+            }
+            assert!(held(&dev) <= 4, "round {round} {op:?}: {} pipelines held", held(&dev));
+        }
+    }
     Ok(())
 }
 
