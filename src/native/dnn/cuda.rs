@@ -390,27 +390,30 @@ impl CuDnn {
     /// The graph API's plan for `key`, built on first use (`None`: refused). The caller holds
     /// the handle's lock.
     fn plan(&self, handle: sys::cudnnHandle_t, key: PlanKey) -> Result<Option<Arc<Plan>>> {
-        let mut plans = self.plans.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = plans.get(&key) {
-            return Ok(p.clone());
-        }
         let (dir, conv, align) = key;
-        let plan = Plan::conv(handle, dir, &conv, align)?.map(Arc::new);
-        plans.insert(key, plan.clone());
-        Ok(plan)
+        cached(&self.plans, key, || Plan::conv(handle, dir, &conv, align))
     }
 
     /// The plan for attention `a`, built on first use (`None`: refused). The caller holds the
     /// handle's lock.
     fn attention_plan(&self, handle: sys::cudnnHandle_t, a: &AttnDesc) -> Result<Option<Arc<Plan>>> {
-        let mut plans = self.attention_plans.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = plans.get(a) {
-            return Ok(p.clone());
-        }
-        let plan = Plan::attention(handle, a)?.map(Arc::new);
-        plans.insert(*a, plan.clone());
-        Ok(plan)
+        cached(&self.attention_plans, *a, || Plan::attention(handle, a))
     }
+}
+
+/// The plan `plans` holds for `key`, or the one `build` makes (`None`: refused), then kept.
+fn cached<K: std::hash::Hash + Eq>(
+    plans: &Mutex<HashMap<K, Option<Arc<Plan>>>>,
+    key: K,
+    build: impl FnOnce() -> Result<Option<Plan>>,
+) -> Result<Option<Arc<Plan>>> {
+    let mut plans = plans.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = plans.get(&key) {
+        return Ok(p.clone());
+    }
+    let plan = build()?.map(Arc::new);
+    plans.insert(key, plan.clone());
+    Ok(plan)
 }
 
 impl Drop for CuDnn {

@@ -6,8 +6,8 @@
 //! runs the whole graph without writing the scores.
 
 use super::super::{AttnBuffers, AttnDesc, Tensor4, Workspace};
-use super::data_type;
 use super::graph::{Desc, Held, Plan, Step, Stop, finish, plan, tensor};
+use super::{data_type, dev};
 use crate::Result;
 use cudarc::cudnn::sys::{
     self, cudnnBackendAttributeName_t as Name, cudnnBackendAttributeType_t as Type,
@@ -49,7 +49,6 @@ impl Plan {
         workspace: Workspace,
     ) -> Result<()> {
         let (scale, neg_inf) = (f32::from_bits(a.scale), f32::NEG_INFINITY);
-        let dev = |p: crate::native::ptr::DevicePtr| p.0 as usize as *mut c_void;
         let host = |v: &f32| v as *const f32 as *mut c_void;
         let ids = [Q, K, V, Y, SCALE, NEG_INF];
         let pointers = [dev(io.q), dev(io.k), dev(io.v), dev(io.y), host(&scale), host(&neg_inf)];
