@@ -232,11 +232,11 @@ struct Src {
   const View& v;
 };
 
-// y[i] = f(x[i]...) for a contiguous output `y`, W and U set by the widest of Y and the inputs.
-template <class Y, class F, class... X>
+// y[i] = f(x[i]...) for a contiguous output `y`, W set by the widest of Y and the inputs; U
+// chunks a thread (a fused program takes one: its body is unrolled over every element).
+template <int U = RWO_VEC_UNROLL, class Y, class F, class... X>
 __device__ __forceinline__ void map_vec(const Dims& d, Y* y, F f, Src<X>... xs) {
   constexpr int W = RWO_VEC_BYTES / max_size<Y, X...>::value;
-  constexpr int U = RWO_VEC_UNROLL;
   vec_walk<W, U>(d, VecOut<Y, W>(y, nullptr, d), f, VecIn<X, W, U>(xs.p, xs.v, d)...);
 }
 

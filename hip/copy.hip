@@ -29,7 +29,9 @@ __device__ __forceinline__ void copy_tiled(const Dims& d, const View& xv, const 
   }
 
 // `rows` rows of `cols` elements from `x + src_offset` (row stride `src_stride`) to
-// `y + dst_offset` (row stride `dst_stride`); rows * cols < 2^32.
+// `y + dst_offset` (row stride `dst_stride`); rows * cols < 2^32. `_vec`: the same block as a
+// walk of [rows, cols] (views of inner stride 1 whose rows are whole aligned chunks, see
+// common.h), as the host's `vec_path` checks.
 #define RWO_COPY2D(op, T)                                                                  \
   RWO_KERNEL op##_##T(u64 rows, u64 cols, u64 src_stride, u64 dst_stride, u64 src_offset,  \
                       u64 dst_offset, const T* x, T* y) {                                  \
@@ -39,6 +41,11 @@ __device__ __forceinline__ void copy_tiled(const Dims& d, const View& xv, const 
       u32 k = i - r * c;                                                                   \
       y[dst_offset + r * dst_stride + k] = x[src_offset + r * src_stride + k];             \
     });                                                                                    \
+  }                                                                                        \
+  RWO_KERNEL op##_##T##_vec(Dims d, View xv, View yv, const T* x, T* y) {                  \
+    constexpr int W = RWO_VEC_BYTES / (int)sizeof(T);                                      \
+    constexpr int U = RWO_VEC_UNROLL;                                                      \
+    vec_walk<W, U>(d, VecOut<T, W>(y, &yv, d), identity<T>(), VecIn<T, W, U>(x, xv, d));   \
   }
 
 // Every element of the view of `y` set to `value`; `_vec` for views of inner stride 1 (whole

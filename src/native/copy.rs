@@ -3,7 +3,7 @@
 //! `_vec` (16-byte chunks) or `_tiled` (transposed source) variants where the layout allows.
 
 use super::elementwise::Output;
-use super::kernel::{Arg, Args, MAX_ELEMS};
+use super::kernel::{self, Arg, Args, BLOCK, MAX_ELEMS, Path};
 use super::{NativeBackend, NativeStorage, Runtime};
 use crate::backend::CopyOps;
 use crate::spec::copy::{Copy2d, CopyOp};
@@ -77,15 +77,26 @@ impl<R: Runtime> CopyOps for NativeBackend<R> {
         // Launches of whole rows, under 2^32 elements each.
         let rows_per = (MAX_ELEMS / p.cols as u64).max(1) as usize;
         let mut row = 0;
+        let addrs = [(src.ptr.0, size), (dst.ptr.0, size)];
         while row < p.rows {
             let rows = rows_per.min(p.rows - row);
+            let (from, to) = ((p.src_offset + row * p.src_stride) as u64, (p.dst_offset + row * p.dst_stride) as u64);
+            let strides = [vec![p.src_stride as u64, 1], vec![p.dst_stride as u64, 1]];
+            let part = kernel::part(&[rows as u64, p.cols as u64], &strides, &[from, to], 0);
             let mut args = Args::default();
-            args.u64(rows as u64).u64(p.cols as u64).u64(p.src_stride as u64).u64(p.dst_stride as u64);
-            args.u64((p.src_offset + row * p.src_stride) as u64).u64((p.dst_offset + row * p.dst_stride) as u64);
-            args.ptr(src.ptr).ptr(dst.ptr);
-            // SAFETY: copy2d_T(rows, cols, src_stride, dst_stride, src_offset, dst_offset, x, y)
-            // in order; the spec keeps both blocks inside their buffers.
-            unsafe { self.launch(Family::Copy, &name, (rows * p.cols) as u64, &mut args)? };
+            if let Some(Path::Vec { blocks }) = kernel::vec_path(&part, &addrs, None) {
+                args.pod(&part.dims).pod(&part.views[0]).pod(&part.views[1]).ptr(src.ptr).ptr(dst.ptr);
+                // SAFETY: copy2d_T_vec(Dims, View x, View y, const T* x, T* y) in order, over
+                // the `blocks` of BLOCK threads `vec_path` sized; the spec keeps both blocks
+                // inside their buffers.
+                unsafe { self.launch_grid(Family::Copy, &format!("{name}_vec"), [blocks, 1, 1], BLOCK, &mut args)? };
+            } else {
+                args.u64(rows as u64).u64(p.cols as u64).u64(p.src_stride as u64).u64(p.dst_stride as u64);
+                args.u64(from).u64(to).ptr(src.ptr).ptr(dst.ptr);
+                // SAFETY: copy2d_T(rows, cols, src_stride, dst_stride, src_offset, dst_offset,
+                // x, y) in order; the spec keeps both blocks inside their buffers.
+                unsafe { self.launch(Family::Copy, &name, (rows * p.cols) as u64, &mut args)? };
+            }
             row += rows;
         }
         Ok(())

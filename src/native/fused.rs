@@ -1,8 +1,9 @@
-//! Fused elementwise programs on the native backend: one kernel per program, its body the
-//! program's steps rendered from the expression table (`render.rs`), compiled by the runtime's
-//! compiler at first use (cached on disk by its text) and found by its program after that.
+//! Fused elementwise programs on the native backend: one module per program (a strided entry and
+//! one over 16-byte chunks), their body the program's steps rendered from the expression table
+//! (`render.rs`), compiled by the runtime's compiler at first use (cached on disk by its text)
+//! and found by its program after that.
 
-use super::kernel::{self, Arg, Args};
+use super::kernel::{self, Arg, Args, BLOCK, Path};
 use super::render::{Hip, c_type};
 use super::{NativeBackend, NativeStorage, Runtime};
 use crate::expr::Ty;
@@ -10,32 +11,43 @@ use crate::expr::program::{Op, Program};
 use crate::{DType, Layout, Result, Scalar};
 use std::fmt::Write;
 
-/// The source of `p`'s kernel `fused`: `(Dims, View per input, input pointers, output
-/// pointer, parameters)`, a grid-stride walk loading each input through its view.
-pub fn fused_source(p: &Program, params: &[DType]) -> String {
-    let mut s = String::from("#include \"common.h\"\n\nRWO_KERNEL fused(Dims d");
-    let n = p.inputs.len();
-    for i in 0..n {
-        let _ = write!(s, ", View v{i}");
-    }
-    for (i, dt) in p.inputs.iter().enumerate() {
-        let _ = write!(s, ", const {dt}* x{i}");
-    }
+/// The source of `p`'s kernel `fused` with parameters `(Dims, View per input, input pointers,
+/// output pointer, parameters)`: a grid-stride walk loading each input through its view, or
+/// with `vec` a walk in 16-byte chunks where every operand's inner stride is 0 or 1 (`map_vec`
+/// of `hip/common.h`, one chunk a thread: a program's body is unrolled over each chunk's
+/// elements, and NVRTC's time grows with it).
+pub fn fused_source(p: &Program, params: &[DType], vec: bool) -> String {
     let out = p.dtype();
-    let _ = write!(s, ", {out}* y");
-    for (k, &dt) in params.iter().enumerate() {
-        let _ = write!(s, ", {} p{k}", c_type(Ty::of(dt)));
+    let mut sig = String::from("Dims d");
+    for i in 0..p.inputs.len() {
+        let _ = write!(sig, ", View v{i}");
     }
-    s.push_str(") {\n  for_each(d.n, [&](u32 i) {\n");
     for (i, dt) in p.inputs.iter().enumerate() {
-        let _ = writeln!(s, "    {} a{i} = num<{dt}>::load(x{i}[at(v{i}, d, i)]);", c_type(Ty::of(*dt)));
+        let _ = write!(sig, ", const {dt}* x{i}");
+    }
+    let _ = write!(sig, ", {out}* y");
+    for (k, &dt) in params.iter().enumerate() {
+        let _ = write!(sig, ", {} p{k}", c_type(Ty::of(dt)));
+    }
+    // The program as a function of the inputs' stored values.
+    let raw: Vec<String> = p.inputs.iter().enumerate().map(|(i, dt)| format!("{dt} r{i}")).collect();
+    let mut f = format!("[&]({}) {{\n", raw.join(", "));
+    for (i, dt) in p.inputs.iter().enumerate() {
+        let _ = writeln!(f, "    {} a{i} = num<{dt}>::load(r{i});", c_type(Ty::of(*dt)));
     }
     let (lines, result) = p.render(&Hip);
     for l in lines {
-        let _ = writeln!(s, "    {l}");
+        let _ = writeln!(f, "    {l}");
     }
-    let _ = writeln!(s, "    y[i] = num<{out}>::store({result});\n  }});\n}}");
-    s
+    let _ = write!(f, "    return num<{out}>::store({result});\n  }}");
+    let walk = if vec {
+        let srcs: String = p.inputs.iter().enumerate().map(|(i, dt)| format!(", Src<{dt}>{{x{i}, v{i}}}")).collect();
+        format!("map_vec<1>(d, y, {f}{srcs});")
+    } else {
+        let loads: Vec<String> = (0..p.inputs.len()).map(|i| format!("x{i}[at(v{i}, d, i)]")).collect();
+        format!("auto f = {f};\n  for_each(d.n, [&](u32 i) {{ y[i] = f({}); }});", loads.join(", "))
+    };
+    format!("#include \"common.h\"\n\nRWO_KERNEL fused({sig}) {{\n  {walk}\n}}\n")
 }
 
 /// The dtype each parameter of `p` is passed in (its step's operand dtype, whose compute type
@@ -66,9 +78,18 @@ impl<R: Runtime> NativeBackend<R> {
             return Ok(y);
         }
         let types = param_dtypes(p, params.len());
-        let f = self.fused_function(p, || fused_source(p, &types))?;
         let strided: Vec<kernel::Strided> = inputs.iter().map(|(_, l)| (l.strides(), l.offset())).collect();
+        let addrs: Vec<(u64, usize)> = inputs.iter().map(|(s, _)| (s.ptr.0, s.dtype.size_in_bytes())).collect();
+        let size = p.dtype().size_in_bytes();
         for part in kernel::plan(shape, &strided) {
+            let dense = (y.ptr.0 + part.first * size as u64, size);
+            // One chunk a thread (`map_vec<1>`): the grid `vec_path` sizes for two, doubled (at
+            // most 2^31 chunks of 2 elements or more: within the launch limit).
+            let blocks = match kernel::vec_path(&part, &addrs, Some(dense)) {
+                Some(Path::Vec { blocks }) => blocks.checked_mul(kernel::VEC_UNROLL as u32),
+                _ => None,
+            };
+            let f = self.fused_function(p, blocks.is_some(), || fused_source(p, &types, blocks.is_some()))?;
             let mut args = Args::default();
             args.pod(&part.dims);
             for v in &part.views {
@@ -82,10 +103,15 @@ impl<R: Runtime> NativeBackend<R> {
                 args.arg(Arg::compute(dt, v));
             }
             // SAFETY: `fused_source` declares (Dims, a View per input, the input pointers, the
-            // output pointer, each parameter in its compute type), as appended here; the
-            // layouts lie inside their storages (validated by the spec) and each part writes its
-            // own `n` elements of `y` from `first` on.
-            unsafe { self.launch_function(f, part.dims.n, &mut args)? };
+            // output pointer, each parameter in its compute type), as appended here; the layouts
+            // lie inside their storages (validated by the spec) and each part writes its own `n`
+            // elements of `y` from `first` on: the vector walk over a block a BLOCK chunks.
+            unsafe {
+                match blocks {
+                    Some(blocks) => self.launch_function_grid(f, [blocks, 1, 1], BLOCK, &mut args)?,
+                    None => self.launch_function(f, part.dims.n, &mut args)?,
+                }
+            }
         }
         Ok(y)
     }

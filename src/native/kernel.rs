@@ -91,7 +91,9 @@ fn split(dims: &[u64], strides: &[Vec<u64>], offsets: &[u64], first: u64, out: &
     }
 }
 
-fn part(dims: &[u64], strides: &[Vec<u64>], offsets: &[u64], first: u64) -> Part {
+/// The launch of the walk `dims` through operands of `strides` from `offsets`, its first element
+/// `first` of the whole walk.
+pub(crate) fn part(dims: &[u64], strides: &[Vec<u64>], offsets: &[u64], first: u64) -> Part {
     let mut d = Dims { rank: dims.len() as u64, n: dims.iter().product(), d: [0; MAX_DIMS] };
     d.d[..dims.len()].copy_from_slice(dims);
     let views = strides

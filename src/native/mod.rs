@@ -110,8 +110,9 @@ type Built<R> = (<R as Runtime>::Module, <R as Runtime>::Function);
 struct Kernels<R: Runtime> {
     functions: HashMap<String, R::Function>,
     modules: HashMap<Family, Result<R::Module>>,
-    /// Fused elementwise programs: each one's module and kernel, or why it failed to build.
-    programs: HashMap<Program, Result<Built<R>>>,
+    /// Fused elementwise programs: each one's module and kernel (the strided walk, the vector
+    /// walk), built at first use, or why it failed to build.
+    programs: HashMap<Program, [Option<Result<Built<R>>>; 2]>,
 }
 
 struct Inner<R: Runtime> {
@@ -280,10 +281,11 @@ impl<R: Runtime> NativeBackend<R> {
         Ok(f)
     }
 
-    /// The kernel of fused program `p`, compiled from `source()` at first use.
-    fn fused_function(&self, p: &Program, source: impl FnOnce() -> String) -> Result<R::Function> {
+    /// The kernel of fused program `p` (its vector walk if `vec`), compiled from `source()` at
+    /// first use.
+    fn fused_function(&self, p: &Program, vec: bool, source: impl FnOnce() -> String) -> Result<R::Function> {
         let mut guard = self.0.kernels.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(built) = guard.programs.get(p) {
+        if let Some(built) = guard.programs.get(p).and_then(|b| b[usize::from(vec)].as_ref()) {
             return built.as_ref().map(|(_, f)| *f).map_err(Clone::clone);
         }
         let rt = &self.0.rt;
@@ -293,7 +295,7 @@ impl<R: Runtime> NativeBackend<R> {
             Ok((module, f))
         });
         let f = built.as_ref().map(|(_, f)| *f).map_err(Clone::clone);
-        guard.programs.insert(p.clone(), built);
+        guard.programs.entry(p.clone()).or_default()[usize::from(vec)] = Some(built);
         f
     }
 
@@ -348,6 +350,22 @@ impl<R: Runtime> NativeBackend<R> {
             return Err(self.error(format!("kernel {name} of {family}: {why}")));
         }
         let f = self.function(family, name)?;
+        // SAFETY: the caller's contract.
+        unsafe { self.launch_function_grid(f, grid, block, args) }
+    }
+
+    /// [`NativeBackend::launch_grid`] of a function in hand, whose grid the caller sized within
+    /// the launch limits.
+    ///
+    /// # Safety
+    /// As [`NativeBackend::launch_grid`].
+    pub(crate) unsafe fn launch_function_grid(
+        &self,
+        f: R::Function,
+        grid: [u32; 3],
+        block: u32,
+        args: &mut Args,
+    ) -> Result<()> {
         let mut ptrs = args.pointers();
         self.0.library_use.launched();
         // SAFETY: the caller's contract; `ptrs` point into `args`, alive for the call.

@@ -164,6 +164,18 @@ async fn cat_matches_reference(dev: &Device) -> Result<()> {
                 .await?;
             }
         }
+        // Rows of whole 16-byte chunks (native: copy2d's `_vec` kernel), then pieces that start
+        // at odd elements of the source or of the destination (the element walk).
+        for odd in [false, true] {
+            same_as_cpu(dev, Tol::EXACT, &format!("cat {dtype} rows of chunks, odd {odd}"), |d| {
+                let a = rand_tensor(d, dtype, &[3, 32], 25, lo, hi)?;
+                let at = usize::from(odd);
+                let b = rand_tensor(d, dtype, &[48 + at], 26, lo, hi)?.narrow(0, at, 48)?.reshape([3, 16])?;
+                let one = rand_tensor(d, dtype, &[3, 1], 27, lo, hi)?;
+                if odd { Tensor::cat(&[&one, &a, &b], 1) } else { Tensor::cat(&[&a, &b, &a], 1) }
+            })
+            .await?;
+        }
     }
     Ok(())
 }

@@ -46,15 +46,27 @@ const UNARY: [UnaryOp; 12] = [
 const BINARY: [BinaryOp; 5] = [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Maximum, BinaryOp::Minimum];
 
 /// Chain `seed` on `dev` in `dtype`: inputs of shapes [4, 33], [33] and [4, 1] (broadcast) and
-/// a transposed view, then 3 to 10 elementwise ops of every kind, each on earlier results.
+/// a transposed view, or for every other four seeds (whose rows are whole 16-byte chunks, as the
+/// native `fused_vec` kernel takes them) [2, 4, 64], [4, 1] and [64] (broadcast) and a view at an
+/// offset; then 3 to 10 elementwise ops of every kind, each on earlier results.
 fn chain(dev: &Device, dtype: DType, other: DType, seed: u64) -> Result<Tensor> {
-    let x = rand_tensor(dev, dtype, &[4, 33], seed, -2.0, 2.0)?;
-    let inputs = [
-        x.clone(),
-        rand_tensor(dev, dtype, &[33], seed + 1, -2.0, 2.0)?.broadcast_as([4, 33])?,
-        rand_tensor(dev, dtype, &[4, 1], seed + 2, -2.0, 2.0)?.broadcast_as([4, 33])?,
-        rand_tensor(dev, dtype, &[33, 4], seed + 3, -2.0, 2.0)?.t()?,
-    ];
+    let rand = |shape: &[usize], k: u64| rand_tensor(dev, dtype, shape, seed + k, -2.0, 2.0);
+    let inputs = if (seed / 4).is_multiple_of(2) {
+        [
+            rand(&[4, 33], 0)?,
+            rand(&[33], 1)?.broadcast_as([4, 33])?,
+            rand(&[4, 1], 2)?.broadcast_as([4, 33])?,
+            rand(&[33, 4], 3)?.t()?,
+        ]
+    } else {
+        [
+            rand(&[2, 4, 64], 0)?,
+            rand(&[4, 1], 1)?.broadcast_as([2, 4, 64])?,
+            rand(&[64], 2)?.broadcast_as([2, 4, 64])?,
+            rand(&[3, 4, 64], 3)?.narrow(0, 1, 2)?,
+        ]
+    };
+    let x = inputs[0].clone();
     let mut pick = Pick(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let mut values = vec![x];
     for _ in 0..3 + pick.next(8) {

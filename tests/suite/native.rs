@@ -115,7 +115,7 @@ fn every_op_and_dtype_of_the_native_families_has_a_hip_entry_point() {
 }
 
 /// The fast variants the native elementwise and copy launches pick (src/native/kernel.rs
-/// `Path`): every elementwise op x dtype and copy_strided and fill have `_vec` (16-byte chunks);
+/// `Path`): every elementwise op x dtype, copy_strided, copy2d and fill have `_vec` (16-byte chunks);
 /// binary ops and copy_strided have `_tiled` (transposed operands).
 fn elementwise_and_copy_kernels_have_their_fast_variants() {
     let names: HashSet<String> = hip_sources().iter().flat_map(|(_, s)| entry_points(s)).collect();
@@ -124,7 +124,7 @@ fn elementwise_and_copy_kernels_have_their_fast_variants() {
     let mut count = 0;
     for op in spec::ops() {
         let tiled = binary.contains(&op.name) || op.name == "copy_strided";
-        let vec = op.family == Family::Elementwise || op.name == "copy_strided" || op.name == "fill";
+        let vec = op.family == Family::Elementwise || ["copy_strided", "copy2d", "fill"].contains(&op.name);
         for &dt in op.dtypes.iter().filter(|_| vec) {
             let base: Vec<String> = match op.name {
                 "cast" => DType::ALL.iter().map(|&to| cast_kernel_name(dt, to)).collect(),
