@@ -59,8 +59,7 @@ pub use ptr::DevicePtr;
 pub use render::elementwise_ops;
 pub use runtime::{DeviceInfo, Runtime};
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The header every HIP source includes.
 pub const HIP_COMMON: &str = include_str!("../../hip/common.h");
@@ -102,17 +101,19 @@ pub fn hip_sources() -> Vec<(Family, &'static str)> {
     HIP_FILES.iter().filter_map(|&(f, _)| hip_source(f).map(|s| (f, s))).collect()
 }
 
-/// Loaded modules (or why a family's failed to build), one per family, and the functions found
-/// in them.
+/// A module built at first use (or why it failed to build), shared so that it builds outside
+/// the kernels' lock.
+type Once<T> = Arc<OnceLock<Result<T>>>;
+
 /// A module built for one kernel, and that kernel.
 type Built<R> = (<R as Runtime>::Module, <R as Runtime>::Function);
 
+/// Loaded modules, one per family, and the functions found in them; the fused elementwise
+/// programs' kernels (the strided walk, the vector walk).
 struct Kernels<R: Runtime> {
     functions: HashMap<String, R::Function>,
-    modules: HashMap<Family, Result<R::Module>>,
-    /// Fused elementwise programs: each one's module and kernel (the strided walk, the vector
-    /// walk), built at first use, or why it failed to build.
-    programs: HashMap<Program, [Option<Result<Built<R>>>; 2]>,
+    modules: HashMap<Family, Once<R::Module>>,
+    programs: HashMap<Program, [Once<Built<R>>; 2]>,
 }
 
 struct Inner<R: Runtime> {
@@ -263,40 +264,44 @@ impl<R: Runtime> NativeBackend<R> {
     }
 
     /// The function `name` of `family`'s module, loading the module at first use.
+    ///
+    /// Modules build outside the kernels' lock (NVRTC takes a minute for the largest family):
+    /// meanwhile other threads launch what is built and build other families; a second thread
+    /// asking for the family being built waits for it. A family that failed to build stays
+    /// failed: no slow recompilation on every op.
     fn function(&self, family: Family, name: &str) -> Result<R::Function> {
-        let mut guard = self.0.kernels.lock().unwrap_or_else(|e| e.into_inner());
-        let k = &mut *guard;
-        if let Some(&f) = k.functions.get(name) {
-            return Ok(f);
-        }
-        let rt = &self.0.rt;
-        // A family that failed to build stays failed: no slow recompilation on every op.
-        let module = match k.modules.entry(family) {
-            Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => e.insert(rt.code_object(family).and_then(|image| rt.load_module(&image))),
+        let once = {
+            let mut k = self.0.kernels.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(&f) = k.functions.get(name) {
+                return Ok(f);
+            }
+            k.modules.entry(family).or_default().clone()
         };
+        let rt = &self.0.rt;
+        let module = once.get_or_init(|| rt.code_object(family).and_then(|image| rt.load_module(&image)));
         let module = module.as_ref().map_err(Clone::clone)?;
         let f = rt.function(module, name).map_err(|e| self.error(format!("kernel {name} of {family}: {e}")))?;
-        k.functions.insert(name.to_string(), f);
+        self.0.kernels.lock().unwrap_or_else(|e| e.into_inner()).functions.insert(name.to_string(), f);
         Ok(f)
     }
 
     /// The kernel of fused program `p` (its vector walk if `vec`), compiled from `source()` at
-    /// first use.
+    /// first use, outside the kernels' lock as the families are.
     fn fused_function(&self, p: &Program, vec: bool, source: impl FnOnce() -> String) -> Result<R::Function> {
-        let mut guard = self.0.kernels.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(built) = guard.programs.get(p).and_then(|b| b[usize::from(vec)].as_ref()) {
-            return built.as_ref().map(|(_, f)| *f).map_err(Clone::clone);
-        }
+        let once = {
+            let mut k = self.0.kernels.lock().unwrap_or_else(|e| e.into_inner());
+            match k.programs.get(p) {
+                Some(walks) => walks[usize::from(vec)].clone(),
+                None => k.programs.entry(p.clone()).or_default()[usize::from(vec)].clone(),
+            }
+        };
         let rt = &self.0.rt;
-        let built = rt.compile("fused.hip", &source()).and_then(|image| {
-            let module = rt.load_module(&image)?;
+        let built = once.get_or_init(|| {
+            let module = rt.load_module(&rt.compile("fused.hip", &source())?)?;
             let f = rt.function(&module, "fused")?;
             Ok((module, f))
         });
-        let f = built.as_ref().map(|(_, f)| *f).map_err(Clone::clone);
-        guard.programs.entry(p.clone()).or_default()[usize::from(vec)] = Some(built);
-        f
+        built.as_ref().map(|(_, f)| *f).map_err(Clone::clone)
     }
 
     pub(crate) fn error(&self, msg: impl Into<String>) -> Error {
