@@ -369,6 +369,10 @@ impl Runtime for Cuda {
         Cache::from_env().get_or_compile(&key, || nvrtc_compile(family, &self.info.arch)).map(Cow::Owned)
     }
 
+    fn compiles(&self, _: Family) -> bool {
+        true
+    }
+
     fn compile(&self, name: &str, source: &str) -> Result<Vec<u8>> {
         let key = Key::new("cuda", name, &self.info.arch, &self.info.versions, NVRTC_OPTIONS, &[source, HIP_COMMON]);
         Cache::from_env().get_or_compile(&key, || nvrtc_compile_source(name, source, &self.info.arch))

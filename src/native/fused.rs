@@ -1,5 +1,5 @@
-//! Fused elementwise programs on the native backend: one module per program (a strided entry and
-//! one over 16-byte chunks), their body the program's steps rendered from the expression table
+//! Fused elementwise programs on the native backend: a kernel per program and walk (strided, or
+//! in 16-byte chunks), its body the program's steps rendered from the expression table
 //! (`render.rs`), compiled by the runtime's compiler at first use (cached on disk by its text)
 //! and found by its program after that.
 

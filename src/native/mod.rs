@@ -56,8 +56,9 @@ pub use alloc::PoolStats;
 pub use elementwise::where_kernel_name;
 use kernel::{Args, Part};
 pub use ptr::DevicePtr;
-pub use render::elementwise_ops;
+pub use render::{elementwise_ops, elementwise_unit_of};
 pub use runtime::{DeviceInfo, Runtime};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -92,8 +93,19 @@ pub fn hip_source(family: Family) -> Option<&'static str> {
     if family != Family::Elementwise {
         return Some(file);
     }
-    static RENDERED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    static RENDERED: OnceLock<String> = OnceLock::new();
     Some(RENDERED.get_or_init(|| file.replace(ELEMENTWISE_OPS, &render::elementwise_ops())))
+}
+
+/// The elementwise family's units (`render::elementwise_units`: an op's kernels, a cast's
+/// from one dtype, a where_cond's of one dtype), each as the whole source a runtime compiler
+/// builds alone: the family's file with that unit in place of `elementwise_ops.h`.
+pub fn elementwise_unit_sources() -> &'static [(String, String)] {
+    static UNITS: OnceLock<Vec<(String, String)>> = OnceLock::new();
+    UNITS.get_or_init(|| {
+        let file = HIP_FILES.iter().find(|(f, _)| *f == Family::Elementwise).map_or("", |(_, s)| *s);
+        render::elementwise_units().into_iter().map(|(name, ops)| (name, file.replace(ELEMENTWISE_OPS, &ops))).collect()
+    })
 }
 
 /// Every family with native kernels and its source, as [`hip_source`] gives it.
@@ -112,7 +124,8 @@ type Built<R> = (<R as Runtime>::Module, <R as Runtime>::Function);
 /// programs' kernels (the strided walk, the vector walk).
 struct Kernels<R: Runtime> {
     functions: HashMap<String, R::Function>,
-    modules: HashMap<Family, Once<R::Module>>,
+    /// Per family, or per unit of a family compiled a unit at a time.
+    modules: HashMap<(Family, Option<&'static str>), Once<R::Module>>,
     programs: HashMap<Program, [Once<Built<R>>; 2]>,
 }
 
@@ -263,22 +276,33 @@ impl<R: Runtime> NativeBackend<R> {
         Ok(out)
     }
 
-    /// The function `name` of `family`'s module, loading the module at first use.
+    /// The function `name` of `family`'s module, loading the module at first use. Where the
+    /// runtime compiles the elementwise family now, the module is `name`'s unit alone (an op's
+    /// kernels: a second where the whole family takes NVRTC a minute).
     ///
-    /// Modules build outside the kernels' lock (NVRTC takes a minute for the largest family):
-    /// meanwhile other threads launch what is built and build other families; a second thread
-    /// asking for the family being built waits for it. A family that failed to build stays
-    /// failed: no slow recompilation on every op.
+    /// Modules build outside the kernels' lock: meanwhile other threads launch what is built and
+    /// build other modules; a second thread asking for the module being built waits for it. A
+    /// module that failed to build stays failed: no slow recompilation on every op.
     fn function(&self, family: Family, name: &str) -> Result<R::Function> {
-        let once = {
+        let rt = &self.0.rt;
+        let units = elementwise_unit_sources();
+        let (unit, once) = {
             let mut k = self.0.kernels.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(&f) = k.functions.get(name) {
                 return Ok(f);
             }
-            k.modules.entry(family).or_default().clone()
+            let unit = (family == Family::Elementwise && rt.compiles(family))
+                .then(|| render::elementwise_unit_of(name, units))
+                .flatten();
+            (unit, k.modules.entry((family, unit)).or_default().clone())
         };
-        let rt = &self.0.rt;
-        let module = once.get_or_init(|| rt.code_object(family).and_then(|image| rt.load_module(&image)));
+        let module = once.get_or_init(|| {
+            let image = match units.iter().find(|(u, _)| Some(u.as_str()) == unit) {
+                Some((u, source)) => rt.compile(&format!("{family}_{u}.hip"), source).map(Cow::Owned),
+                None => rt.code_object(family),
+            };
+            image.and_then(|image| rt.load_module(&image))
+        });
         let module = module.as_ref().map_err(Clone::clone)?;
         let f = rt.function(module, name).map_err(|e| self.error(format!("kernel {name} of {family}: {e}")))?;
         self.0.kernels.lock().unwrap_or_else(|e| e.into_inner()).functions.insert(name.to_string(), f);

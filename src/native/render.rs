@@ -133,17 +133,27 @@ fn line(s: &mut String, mac: &str, name: &str, dtypes: &[DType]) {
 /// table, and the instantiation lines that make its `{op}_{dtype}` kernels, for every op and
 /// dtype of the spec.
 pub fn elementwise_ops() -> String {
-    let mut s = String::from(
-        "// Generated from src/expr/table.rs by src/native/render.rs: do not edit. The suite checks it\n\
-         // is current; `RWO_BLESS=1 cargo test --test suite -- native` rewrites it.\n\n",
-    );
+    let head = "// Generated from src/expr/table.rs by src/native/render.rs: do not edit. The suite checks it\n\
+                // is current; `RWO_BLESS=1 cargo test --test suite -- native` rewrites it.\n\n";
+    elementwise_units().into_iter().fold(head.to_string(), |s, (_, text)| s + &text)
+}
+
+/// The elementwise family's generated part in units a runtime compiler can build alone, each
+/// with its name: an op's functor and instantiation line (named as the op), or one `CAST` or
+/// `WHERE` line (named `cast_{from}`, `where_cond_{dtype}`). Every kernel is in the unit
+/// [`elementwise_unit_of`] names.
+pub fn elementwise_units() -> Vec<(String, String)> {
+    let mut units = vec![];
+    let mut unit = |name: &str, text: String| units.push((name.to_string(), text));
     for &op in UnaryOp::ALL {
+        let mut s = String::new();
         functor(&mut s, &format!("{op}_op"), 1, &compute_types(op.dtypes()), |t| table::unary(op, t));
         line(&mut s, "UNARY", op.name(), op.dtypes());
+        unit(op.name(), s);
     }
     for &op in ScalarOp::ALL {
         // A specialisation per compute type, holding the parameters in it.
-        let _ = writeln!(s, "template <class C>\nstruct {op}_f;");
+        let mut s = format!("template <class C>\nstruct {op}_f;\n");
         for t in compute_types(op.dtypes()) {
             let c = c_type(t);
             let params: String = (0..op.arity()).map(|i| format!(" {c} p{i};")).collect();
@@ -154,20 +164,39 @@ pub fn elementwise_ops() -> String {
             );
         }
         line(&mut s, &format!("SCALAR{}", op.arity()), op.name(), op.dtypes());
+        unit(op.name(), s);
     }
     for &op in BinaryOp::ALL {
+        let mut s = String::new();
         functor(&mut s, &format!("{op}_op"), 2, &compute_types(op.dtypes()), |t| table::binary(op, t));
         line(&mut s, "BINARY", op.name(), op.dtypes());
+        unit(op.name(), s);
     }
     for &op in CmpOp::ALL {
+        let mut s = String::new();
         functor(&mut s, &format!("{op}_op"), 2, &compute_types(op.dtypes()), |t| table::cmp(op, t));
         line(&mut s, "CMP", op.name(), op.dtypes());
+        unit(op.name(), s);
     }
     for &dt in DType::ALL {
+        let mut s = String::new();
         line(&mut s, "WHERE", dt.name(), DType::INT);
+        unit(&format!("where_cond_{dt}"), s);
     }
     for &dt in DType::ALL {
+        let mut s = String::new();
         line(&mut s, "CAST", dt.name(), DType::ALL);
+        unit(&format!("cast_{dt}"), s);
     }
-    s
+    units
+}
+
+/// The name of the unit (of `elementwise_units`, as [`super::elementwise_unit_sources`] holds
+/// them) whose kernels include `kernel` (`{unit}_{dtype}` with a variant's suffix, if any), if
+/// one does.
+pub fn elementwise_unit_of<'a>(kernel: &str, units: &'a [(String, String)]) -> Option<&'a str> {
+    units.iter().map(|(name, _)| name.as_str()).find(|unit| {
+        let rest = kernel.strip_prefix(unit).and_then(|r| r.strip_prefix('_')).unwrap_or_default();
+        DType::ALL.iter().any(|d| rest.strip_prefix(d.name()).is_some_and(|r| r.is_empty() || r.starts_with('_')))
+    })
 }

@@ -199,10 +199,16 @@ pub fn declared_abi() -> Vec<(&'static str, i64)> {
 /// (`gfx90a`, `gfx90a:xnack+`) exactly as the rocm runtime does, without the cache. Needs the
 /// HIP library (any version it loads), no GPU.
 pub fn hiprtc_compile(family: Family, arch: &str) -> Result<Vec<u8>> {
+    let source = hip_source(family).ok_or_else(|| err(format!("{family} has no HIP source")))?;
+    hiprtc_compile_source(&format!("{family}.hip"), source, arch)
+}
+
+/// Compiles `source` (which may include `common.h`), named `file` in messages, with hiprtc for
+/// `arch`, as the families are compiled.
+pub fn hiprtc_compile_source(file: &str, source: &str, arch: &str) -> Result<Vec<u8>> {
     let lib = hip_api::library().map_err(err)?;
     let rtc = lib.rtc.as_ref().map_err(|e| err(e.clone()))?;
-    let source = hip_source(family).ok_or_else(|| err(format!("{family} has no HIP source")))?;
-    rtc.compile(&format!("{family}.hip"), source, &[("common.h", HIP_COMMON)], arch, objects::FLAGS).map_err(err)
+    rtc.compile(file, source, &[("common.h", HIP_COMMON)], arch, objects::FLAGS).map_err(err)
 }
 
 /// The name and architecture of every device the HIP runtime sees, by ordinal.
@@ -215,6 +221,11 @@ pub fn device_names() -> std::result::Result<Vec<String>, String> {
 }
 
 impl Hip {
+    /// The code object build.rs embedded for `family` and the device's target, if any.
+    fn embedded(&self, family: Family) -> Option<&'static (&'static str, &'static str, &'static [u8])> {
+        self.embedded.and_then(|t| objects::OBJECTS.iter().find(|(f, o, _)| *f == family.name() && *o == t))
+    }
+
     /// Device `ordinal`, else the one `RWO_ROCM_DEVICE` names, else the default (the first
     /// usable discrete device, then an integrated one); or why it cannot be used: no HIP
     /// library, an unsupported version, no AMD GPU, no way to get code for it.
@@ -372,9 +383,7 @@ impl Runtime for Hip {
     }
 
     fn code_object(&self, family: Family) -> Result<Cow<'static, [u8]>> {
-        let embedded =
-            self.embedded.and_then(|t| objects::OBJECTS.iter().find(|(f, o, _)| *f == family.name() && *o == t));
-        if let Some((_, _, bytes)) = embedded {
+        if let Some((_, _, bytes)) = self.embedded(family) {
             return Ok(Cow::Borrowed(*bytes));
         }
         let arch = &self.info.arch;
@@ -385,6 +394,10 @@ impl Runtime for Hip {
         let compile =
             || rtc.compile(&format!("{family}.hip"), source, &[("common.h", HIP_COMMON)], arch, objects::FLAGS);
         Cache::from_env().get_or_compile(&key, compile).map(Cow::Owned).map_err(err)
+    }
+
+    fn compiles(&self, family: Family) -> bool {
+        self.embedded(family).is_none()
     }
 
     fn compile(&self, name: &str, source: &str) -> Result<Vec<u8>> {

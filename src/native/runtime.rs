@@ -161,6 +161,10 @@ pub trait Runtime: Send + Sync + Sized + 'static {
     /// ahead of time or now).
     fn code_object(&self, family: Family) -> Result<Cow<'static, [u8]>>;
 
+    /// Whether `family`'s code object is compiled now (none was built ahead of time for this
+    /// device), so that compiling only the part a kernel needs saves time (`NativeBackend::function`).
+    fn compiles(&self, family: Family) -> bool;
+
     /// The code object of `source`, a kernel generated at run time (a fused elementwise
     /// program) named `name`: compiled as the families are (with `hip/common.h`, the same
     /// flags) and cached on disk by its text.

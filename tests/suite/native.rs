@@ -3,7 +3,7 @@
 //! HIP library loads) and NVRTC (feature `cuda`, where NVRTC loads) exactly as the runtimes
 //! compile them; and an absent rocm backend says why, while `Device::auto()` falls through.
 
-use rocm_wgpu_ops::native::{hip_sources, where_kernel_name};
+use rocm_wgpu_ops::native::{hip_source, hip_sources, where_kernel_name};
 use rocm_wgpu_ops::spec::elementwise::cast_kernel_name;
 use rocm_wgpu_ops::spec::{self, Family};
 use rocm_wgpu_ops::{BackendKind, DType, Device, Error};
@@ -15,6 +15,7 @@ crate::tests!(
     reduce_and_sort_define_their_extra_kernels,
     instantiation_lines_parse_as_the_macros_expand,
     the_generated_elementwise_header_is_current,
+    elementwise_units_hold_each_kernel_once,
     #[cfg(feature = "cuda")]
     every_hip_source_compiles_with_nvrtc,
     #[cfg(feature = "rocm")]
@@ -188,6 +189,35 @@ fn the_generated_elementwise_header_is_current() {
     );
 }
 
+/// The elementwise family in units, as the runtimes compile it where nothing was built ahead of
+/// time: every kernel of the family is in exactly one unit, the one `elementwise_unit_of` names.
+fn elementwise_units_hold_each_kernel_once() {
+    let units = rocm_wgpu_ops::native::elementwise_unit_sources();
+    let whole: HashSet<String> =
+        entry_points(hip_source(Family::Elementwise).unwrap_or_default()).into_iter().collect();
+    let mut seen = HashSet::new();
+    for (unit, source) in units {
+        let kernels = entry_points(source);
+        assert!(!kernels.is_empty(), "unit {unit} makes no kernel");
+        for k in kernels {
+            assert_eq!(rocm_wgpu_ops::native::elementwise_unit_of(&k, units), Some(unit.as_str()), "{k}");
+            assert!(seen.insert(k.clone()), "{k} is in two units");
+        }
+    }
+    assert_eq!(seen, whole, "the units' kernels are not the family's");
+    assert!(seen.contains("add_f16_vec") && seen.contains("cast_bf16_u8_vec") && seen.contains("where_cond_f32_u8"));
+}
+
+/// Some elementwise units (an op's, a cast's, a where_cond's) as the runtimes compile them.
+#[cfg(any(feature = "cuda", feature = "rocm"))]
+fn sample_units() -> Vec<&'static (String, String)> {
+    let units = rocm_wgpu_ops::native::elementwise_unit_sources();
+    ["exp", "affine", "add", "lt", "cast_f16", "where_cond_f32"]
+        .iter()
+        .map(|u| units.iter().find(|(n, _)| n == u).unwrap_or_else(|| panic!("no unit {u}")))
+        .collect()
+}
+
 /// NVRTC needs no GPU: where its library loads (`LD_LIBRARY_PATH`), compile every source for
 /// the H100/H200 architecture. Absent NVRTC skips, unless `RWO_REQUIRE` names cuda.
 #[cfg(feature = "cuda")]
@@ -203,6 +233,11 @@ fn every_hip_source_compiles_with_nvrtc() {
     for (family, _) in hip_sources() {
         let image = cuda::nvrtc_compile(family, "sm_90").unwrap_or_else(|e| panic!("{e}"));
         assert!(image.starts_with(b"\x7fELF"), "{family}: NVRTC gave no sm_90 machine code");
+    }
+    for (unit, source) in sample_units() {
+        let image =
+            cuda::nvrtc_compile_source(&format!("{unit}.hip"), source, "sm_90").unwrap_or_else(|e| panic!("{e}"));
+        assert!(image.starts_with(b"\x7fELF"), "unit {unit}: NVRTC gave no sm_90 machine code");
     }
 }
 
@@ -225,9 +260,13 @@ fn rocm_hiprtc_compiles_every_hip_source() {
     }
     let word =
         |b: &[u8], at: usize, n: usize| b.get(at..at + n).map(|w| w.iter().rev().fold(0u32, |a, &x| a << 8 | x as u32));
+    let units = sample_units().into_iter().map(|(u, s)| (u.as_str(), s.as_str()));
+    let families = hip_sources().into_iter().map(|(f, s)| (f.name(), s));
+    let sources: Vec<(&str, &str)> = families.chain(units).collect();
     for &(arch, mach) in HIPRTC_TARGETS {
-        for (family, source) in hip_sources() {
-            let image = rocm::hiprtc_compile(family, arch).unwrap_or_else(|e| panic!("{e}"));
+        for &(family, source) in &sources {
+            let image =
+                rocm::hiprtc_compile_source(&format!("{family}.hip"), source, arch).unwrap_or_else(|e| panic!("{e}"));
             assert!(image.starts_with(b"\x7fELF"), "{family} for {arch}: not an ELF code object");
             assert_eq!(word(&image, 18, 2), Some(0xe0), "{family} for {arch}: not EM_AMDGPU");
             assert_eq!(word(&image, 48, 4).map(|f| f & 0xff), Some(mach), "{family}: not built for {arch}");
