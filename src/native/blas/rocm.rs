@@ -4,7 +4,7 @@
 //!
 //! `librocblas` is found as `RWO_ROCBLAS_LIB` names it, else by the soname built for the HIP
 //! runtime loaded (`gfx::rocblas_sonames`), beside it first, then through the loader and under
-//! `$ROCM_PATH/lib` and `/opt/rocm/lib` ([`hip_api::HipLib::open_library`]). The entry points
+//! `$ROCM_PATH/lib` and `/opt/rocm/lib` (`hip_api::HipLib::open_library`). The entry points
 //! are declared here from `rocblas/rocblas-functions.h` and `rocblas-auxiliary.h` (rocBLAS 2 to
 //! 5: `rocblas_int` is 32 bits, `rocblas_stride` 64); each mirrors the cuBLAS call of
 //! `blas/cuda.rs`.

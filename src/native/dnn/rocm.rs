@@ -6,7 +6,7 @@
 //! `libMIOpen` is found as `RWO_MIOPEN_LIB` names it, else by its soname beside the HIP runtime
 //! loaded, then through the loader and under `$ROCM_PATH/lib` and `/opt/rocm/lib`; its soname is
 //! the same in every ROCm, so one that brings a second HIP runtime along is refused
-//! ([`hip_api::HipLib::open_library`]).
+//! (`hip_api::HipLib::open_library`).
 //!
 //! Invariants kept here: descriptors live only for the call that made them (destroyed on drop);
 //! the handle is used under its mutex with the device bound; alpha and beta are f32 for every
