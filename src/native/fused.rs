@@ -83,10 +83,9 @@ impl<R: Runtime> NativeBackend<R> {
         let size = p.dtype().size_in_bytes();
         for part in kernel::plan(shape, &strided) {
             let dense = (y.ptr.0 + part.first * size as u64, size);
-            // One chunk a thread (`map_vec<1>`): the grid `vec_path` sizes for two, doubled (at
-            // most 2^31 chunks of 2 elements or more: within the launch limit).
-            let blocks = match kernel::vec_path(&part, &addrs, Some(dense)) {
-                Some(Path::Vec { blocks }) => blocks.checked_mul(kernel::VEC_UNROLL as u32),
+            // One chunk a thread (`map_vec<1>`).
+            let blocks = match kernel::vec_path_unrolled(&part, &addrs, Some(dense), 1) {
+                Some(Path::Vec { blocks }) => Some(blocks),
                 _ => None,
             };
             let f = self.fused_function(p, blocks.is_some(), || fused_source(p, &types, blocks.is_some()))?;

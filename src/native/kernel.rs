@@ -273,8 +273,18 @@ impl Path {
 /// the views are written, as by fill). Needs rank 1 to [`VEC_MAX_RANK`]; every view of inner
 /// stride 1, or 0 where read (a broadcast along the inner dim); at rank > 1 an inner dim of
 /// whole chunks; and every chunk aligned to its size: views of inner stride 1 start aligned and
-/// keep outer strides that are multiples of the chunk.
+/// keep outer strides that are multiples of the chunk. Each thread takes [`VEC_UNROLL`] chunks.
 pub(crate) fn vec_path(part: &Part, views: &[(u64, usize)], dense: Option<(u64, usize)>) -> Option<Path> {
+    vec_path_unrolled(part, views, dense, VEC_UNROLL)
+}
+
+/// [`vec_path`] for a kernel whose threads take `unroll` chunks each (`map_vec<U>`).
+pub(crate) fn vec_path_unrolled(
+    part: &Part,
+    views: &[(u64, usize)],
+    dense: Option<(u64, usize)>,
+    unroll: u64,
+) -> Option<Path> {
     let rank = part.dims.rank as usize;
     if rank == 0 || rank as u64 > VEC_MAX_RANK {
         return None;
@@ -299,7 +309,7 @@ pub(crate) fn vec_path(part: &Part, views: &[(u64, usize)], dense: Option<(u64, 
         return None;
     }
     let chunks = part.dims.n / w;
-    let blocks = chunks.div_ceil(u64::from(BLOCK) * VEC_UNROLL).max(1);
+    let blocks = chunks.div_ceil(u64::from(BLOCK) * unroll).max(1);
     // Each block takes its own chunks (no grid-stride loop): a part too large stays strided.
     (blocks <= max_blocks(BLOCK)).then_some(Path::Vec { blocks: blocks as u32 })
 }

@@ -285,19 +285,20 @@ impl<R: Runtime> NativeBackend<R> {
     /// module that failed to build stays failed: no slow recompilation on every op.
     fn function(&self, family: Family, name: &str) -> Result<R::Function> {
         let rt = &self.0.rt;
-        let units = elementwise_unit_sources();
         let (unit, once) = {
             let mut k = self.0.kernels.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(&f) = k.functions.get(name) {
                 return Ok(f);
             }
-            let unit = (family == Family::Elementwise && rt.compiles(family))
-                .then(|| render::elementwise_unit_of(name, units))
-                .flatten();
-            (unit, k.modules.entry((family, unit)).or_default().clone())
+            let units = (family == Family::Elementwise && rt.compiles(family)).then(elementwise_unit_sources);
+            let unit = units.and_then(|units| {
+                let name = render::elementwise_unit_of(name, units)?;
+                units.iter().find(|(u, _)| u == name)
+            });
+            (unit, k.modules.entry((family, unit.map(|(u, _)| u.as_str()))).or_default().clone())
         };
         let module = once.get_or_init(|| {
-            let image = match units.iter().find(|(u, _)| Some(u.as_str()) == unit) {
+            let image = match unit {
                 Some((u, source)) => rt.compile(&format!("{family}_{u}.hip"), source).map(Cow::Owned),
                 None => rt.code_object(family),
             };
