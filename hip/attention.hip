@@ -858,8 +858,9 @@ __device__ __forceinline__ void sdpa_mma(u64 first, const SdpaArgs& a, const T* 
   RWO_SDPA_MMA_ONE(op, T, 128, 0, )          \
   RWO_SDPA_MMA_ONE(op, T, 128, 1, _keep)     \
   RWO_SDPA_MMA_ONE(op, T, 128, 2, _additive)
+#define RWO_SDPA_MMA_EACH(op, ...) RWO_EACH(RWO_SDPA_MMA, op, __VA_ARGS__)
 // (RWO_-named so that the suite's list of entry points every target must hold leaves them out.)
-RWO_SDPA_MMA(scaled_dot_product_attention, f16) RWO_SDPA_MMA(scaled_dot_product_attention, bf16)
+RWO_SDPA_MMA_EACH(scaled_dot_product_attention, f16, bf16)
 #endif
 
 // The decode pass for up to R rows a kv head: op_decode{R}_T[_keep|_additive].

@@ -38,6 +38,7 @@ mod reduce;
 mod render;
 pub mod runtime;
 mod sort;
+mod units;
 mod upsample;
 mod usage;
 
@@ -56,11 +57,12 @@ pub use alloc::PoolStats;
 pub use elementwise::where_kernel_name;
 use kernel::{Args, Part};
 pub use ptr::DevicePtr;
-pub use render::{elementwise_ops, elementwise_unit_of};
+pub use render::elementwise_ops;
 pub use runtime::{DeviceInfo, Runtime};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
+pub use units::{Unit, unit_of, unit_sources};
 
 /// The header every HIP source includes.
 pub const HIP_COMMON: &str = include_str!("../../hip/common.h");
@@ -95,17 +97,6 @@ pub fn hip_source(family: Family) -> Option<&'static str> {
     }
     static RENDERED: OnceLock<String> = OnceLock::new();
     Some(RENDERED.get_or_init(|| file.replace(ELEMENTWISE_OPS, &render::elementwise_ops())))
-}
-
-/// The elementwise family's units (`render::elementwise_units`: an op's kernels, a cast's
-/// from one dtype, a where_cond's of one dtype), each as the whole source a runtime compiler
-/// builds alone: the family's file with that unit in place of `elementwise_ops.h`.
-pub fn elementwise_unit_sources() -> &'static [(String, String)] {
-    static UNITS: OnceLock<Vec<(String, String)>> = OnceLock::new();
-    UNITS.get_or_init(|| {
-        let file = HIP_FILES.iter().find(|(f, _)| *f == Family::Elementwise).map_or("", |(_, s)| *s);
-        render::elementwise_units().into_iter().map(|(name, ops)| (name, file.replace(ELEMENTWISE_OPS, &ops))).collect()
-    })
 }
 
 /// Every family with native kernels and its source, as [`hip_source`] gives it.
@@ -277,8 +268,8 @@ impl<R: Runtime> NativeBackend<R> {
     }
 
     /// The function `name` of `family`'s module, loading the module at first use. Where the
-    /// runtime compiles the elementwise family now, the module is `name`'s unit alone (an op's
-    /// kernels: a second where the whole family takes NVRTC a minute).
+    /// runtime compiles the family now, the module is `name`'s unit alone (`units.rs`: an op's
+    /// kernels for one dtype, seconds where the whole family takes NVRTC a minute or more).
     ///
     /// Modules build outside the kernels' lock: meanwhile other threads launch what is built and
     /// build other modules; a second thread asking for the module being built waits for it. A
@@ -290,11 +281,7 @@ impl<R: Runtime> NativeBackend<R> {
             if let Some(&f) = k.functions.get(name) {
                 return Ok(f);
             }
-            let units = (family == Family::Elementwise && rt.compiles(family)).then(elementwise_unit_sources);
-            let unit = units.and_then(|units| {
-                let name = render::elementwise_unit_of(name, units)?;
-                units.iter().find(|(u, _)| u == name)
-            });
+            let unit = rt.compiles(family).then(|| unit_of(family, name)).flatten();
             (unit, k.modules.entry((family, unit.map(|(u, _)| u.as_str()))).or_default().clone())
         };
         let module = once.get_or_init(|| {

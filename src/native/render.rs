@@ -191,10 +191,10 @@ pub fn elementwise_units() -> Vec<(String, String)> {
     units
 }
 
-/// The name of the unit (of `elementwise_units`, as [`super::elementwise_unit_sources`] holds
-/// them) whose kernels include `kernel` (`{unit}_{dtype}` with a variant's suffix, if any), if
+/// The name of the unit (of `elementwise_units`, as [`super::unit_sources`] holds them) whose
+/// kernels include `kernel` (`{unit}_{dtype}` with a variant's suffix, if any), if
 /// one does.
-pub fn elementwise_unit_of<'a>(kernel: &str, units: &'a [(String, String)]) -> Option<&'a str> {
+pub(super) fn elementwise_unit_of<'a>(kernel: &str, units: &'a [(String, String)]) -> Option<&'a str> {
     units.iter().map(|(name, _)| name.as_str()).find(|unit| {
         let rest = kernel.strip_prefix(unit).and_then(|r| r.strip_prefix('_')).unwrap_or_default();
         DType::ALL.iter().any(|d| rest.strip_prefix(d.name()).is_some_and(|r| r.is_empty() || r.starts_with('_')))

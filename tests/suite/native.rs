@@ -3,7 +3,7 @@
 //! HIP library loads) and NVRTC (feature `cuda`, where NVRTC loads) exactly as the runtimes
 //! compile them; and an absent rocm backend says why, while `Device::auto()` falls through.
 
-use rocm_wgpu_ops::native::{hip_source, hip_sources, where_kernel_name};
+use rocm_wgpu_ops::native::{hip_sources, unit_of, unit_sources, where_kernel_name};
 use rocm_wgpu_ops::spec::elementwise::cast_kernel_name;
 use rocm_wgpu_ops::spec::{self, Family};
 use rocm_wgpu_ops::{BackendKind, DType, Device, Error};
@@ -15,7 +15,7 @@ crate::tests!(
     reduce_and_sort_define_their_extra_kernels,
     instantiation_lines_parse_as_the_macros_expand,
     the_generated_elementwise_header_is_current,
-    elementwise_units_hold_each_kernel_once,
+    units_hold_each_kernel_once,
     #[cfg(feature = "cuda")]
     every_hip_source_compiles_with_nvrtc,
     #[cfg(feature = "rocm")]
@@ -189,37 +189,70 @@ fn the_generated_elementwise_header_is_current() {
     );
 }
 
-/// The elementwise family in units, as the runtimes compile it where nothing was built ahead of
-/// time: every kernel of the family is in exactly one unit, the one `elementwise_unit_of` names.
-fn elementwise_units_hold_each_kernel_once() {
-    let units = rocm_wgpu_ops::native::elementwise_unit_sources();
-    let whole: HashSet<String> =
-        entry_points(hip_source(Family::Elementwise).unwrap_or_default()).into_iter().collect();
-    let mut seen = HashSet::new();
-    for (unit, source) in units {
-        let kernels = entry_points(source);
-        assert!(!kernels.is_empty(), "unit {unit} makes no kernel");
-        for k in kernels {
-            assert_eq!(rocm_wgpu_ops::native::elementwise_unit_of(&k, units), Some(unit.as_str()), "{k}");
-            assert!(seen.insert(k.clone()), "{k} is in two units");
+/// Every family in units, as the runtimes compile it where nothing was built ahead of time:
+/// every kernel the family's instantiation lines make is in exactly one unit, the one `unit_of`
+/// names; kernels of other macros' suffixes go to the unit named below, and kernels defined
+/// directly (in every unit) to the family's first (the GPU suite runs every op through them on
+/// cuda).
+fn units_hold_each_kernel_once() {
+    let unit = |family, k: &str| unit_of(family, k).map(|u| u.0.as_str());
+    for (family, source) in hip_sources() {
+        let whole: HashSet<String> = entry_points(source).into_iter().collect();
+        let mut seen = HashSet::new();
+        for (name, text) in unit_sources(family) {
+            // (A set: two lines of one stem may list a name twice, the macros' suffixes unknown here.)
+            let kernels: HashSet<String> = entry_points(text).into_iter().collect();
+            assert!(!kernels.is_empty(), "{family}: unit {name} makes no kernel");
+            for k in kernels {
+                assert_eq!(unit(family, &k), Some(name.as_str()), "{family}: {k}");
+                assert!(seen.insert(k.clone()), "{family}: {k} is in two units");
+            }
         }
+        assert_eq!(seen, whole, "{family}: the units' kernels are not the family's");
     }
-    assert_eq!(seen, whole, "the units' kernels are not the family's");
-    assert!(seen.contains("add_f16_vec") && seen.contains("cast_bf16_u8_vec") && seen.contains("where_cond_f32_u8"));
+    for (family, kernel, expected) in [
+        (Family::Elementwise, "add_f16_vec", "add"),
+        (Family::Elementwise, "cast_bf16_u8_vec", "cast_bf16"),
+        (Family::Elementwise, "where_cond_f32_u8", "where_cond_f32"),
+        (Family::Attention, "scaled_dot_product_attention_decode4_f16_keep", "scaled_dot_product_attention:f16"),
+        (Family::Attention, "scaled_dot_product_attention_mma128_bf16_additive", "scaled_dot_product_attention:bf16"),
+        (Family::Attention, "scaled_dot_product_attention_combine_f64", "scaled_dot_product_attention:f64"),
+        (Family::Attention, "rope_i_f32", "rope_i:f32"),
+        (Family::Attention, "rope_f32", "rope:f32"),
+        (Family::Quant, "qmatvec_f16_mma4", "qmatvec:f16"),
+        (Family::Quant, "dequantize_bf16_units", "dequantize:bf16"),
+        (Family::Index, "index_select_rows_16", "index_select_rows:16"),
+        (Family::Copy, "copy2d_f32_vec", "copy2d:f32"),
+        (Family::Index, "index_check", "index_select:u8"),
+        (Family::Sort, "argsort_merge_wide", "argsort:u8"),
+    ] {
+        assert_eq!(unit(family, kernel), Some(expected), "{family}: {kernel}");
+    }
+    let units = unit_sources(Family::Attention);
+    let f32 = units.iter().find(|(n, _)| n == "scaled_dot_product_attention:f32").map(|(_, t)| t.as_str());
+    let f32 = f32.unwrap_or_default();
+    assert!(f32.contains("\nSDPA(scaled_dot_product_attention, f32)\n") && !f32.contains("RWO_SDPA_MMA_EACH(scaled"));
+    let f16 = units.iter().find(|(n, _)| n == "scaled_dot_product_attention:f16").map_or("", |(_, t)| t.as_str());
+    assert!(f16.contains("\nRWO_SDPA_MMA_EACH(scaled_dot_product_attention, f16)\n"), "the tensor-core kernels' line");
+    assert!(!f16.contains("ROPE(rope, f16)"), "another stem's line in the unit");
 }
 
-/// Some elementwise units (an op's, a cast's, a where_cond's) as the runtimes compile them.
-#[cfg(any(feature = "cuda", feature = "rocm"))]
+/// Some units (elementwise: an op's, a cast's, a where_cond's; an attention op's, an index
+/// kernel's) as the runtimes compile them.
+#[cfg(feature = "rocm")]
 fn sample_units() -> Vec<&'static (String, String)> {
-    let units = rocm_wgpu_ops::native::elementwise_unit_sources();
-    ["exp", "affine", "add", "lt", "cast_f16", "where_cond_f32"]
-        .iter()
-        .map(|u| units.iter().find(|(n, _)| n == u).unwrap_or_else(|| panic!("no unit {u}")))
+    let elementwise = ["exp", "affine", "add", "lt", "cast_f16", "where_cond_f32"].map(|u| (Family::Elementwise, u));
+    let others = [(Family::Attention, "rope_i:bf16"), (Family::Index, "index_select_rows:4")];
+    elementwise
+        .into_iter()
+        .chain(others)
+        .map(|(f, u)| unit_sources(f).iter().find(|(n, _)| n == u).unwrap_or_else(|| panic!("no unit {u}")))
         .collect()
 }
 
-/// NVRTC needs no GPU: where its library loads (`LD_LIBRARY_PATH`), compile every source for
-/// the H100/H200 architecture. Absent NVRTC skips, unless `RWO_REQUIRE` names cuda.
+/// NVRTC needs no GPU: where its library loads (`LD_LIBRARY_PATH`), compile every unit of every
+/// family (what the cuda runtime compiles) for the H100/H200 architecture, a thread a family.
+/// Absent NVRTC skips, unless `RWO_REQUIRE` names cuda.
 #[cfg(feature = "cuda")]
 fn every_hip_source_compiles_with_nvrtc() {
     use rocm_wgpu_ops::native::cuda;
@@ -230,25 +263,31 @@ fn every_hip_source_compiles_with_nvrtc() {
         );
         crate::harness::skip("NVRTC does not load here");
     }
-    for (family, _) in hip_sources() {
-        let image = cuda::nvrtc_compile(family, "sm_90").unwrap_or_else(|e| panic!("{e}"));
-        assert!(image.starts_with(b"\x7fELF"), "{family}: NVRTC gave no sm_90 machine code");
-    }
-    for (unit, source) in sample_units() {
-        let image =
-            cuda::nvrtc_compile_source(&format!("{unit}.hip"), source, "sm_90").unwrap_or_else(|e| panic!("{e}"));
-        assert!(image.starts_with(b"\x7fELF"), "unit {unit}: NVRTC gave no sm_90 machine code");
-    }
+    std::thread::scope(|s| {
+        for (family, _) in hip_sources() {
+            s.spawn(move || {
+                for (unit, source) in unit_sources(family) {
+                    let image = cuda::nvrtc_compile_source(&format!("{family}_{unit}.hip"), source, "sm_90")
+                        .unwrap_or_else(|e| panic!("{e}"));
+                    assert!(image.starts_with(b"\x7fELF"), "{family} {unit}: NVRTC gave no sm_90 machine code");
+                }
+            });
+        }
+    });
 }
 
-/// The AMD targets CI compiles for: (target id, `EF_AMDGPU_MACH` in the code object's ELF flags).
+/// The AMD targets the hiprtc test compiles for (the first: every source; the others: the sample
+/// units): (target id, `EF_AMDGPU_MACH` in the code object's ELF flags).
 #[cfg(feature = "rocm")]
 const HIPRTC_TARGETS: &[(&str, u32)] = &[("gfx90a", 0x3f), ("gfx1030", 0x36)];
 
 /// hiprtc needs no GPU: where the HIP library loads, compile every source through the rocm
-/// runtime's own path for gfx90a and gfx1030, and check that each code object is AMD GPU code
-/// for that target holding every entry point of its source. Skipped where hiprtc does not
-/// load, unless `RWO_EXPECT_ROCM=no-gpu` (CI: the library is there) says it must.
+/// runtime's own path for gfx90a, and the sample units for gfx90a and gfx1030, and check that
+/// each code object is AMD GPU code for that target holding every entry point of its source.
+/// (The sources hold nothing per AMD target, and CI's hipcc build compiles every one for both
+/// with warnings as errors: the families for gfx1030 through hiprtc too took CI five minutes of
+/// a core.) Skipped where hiprtc does not load, unless `RWO_EXPECT_ROCM=no-gpu` (CI: the library
+/// is there) says it must.
 #[cfg(feature = "rocm")]
 fn rocm_hiprtc_compiles_every_hip_source() {
     use rocm_wgpu_ops::native::rocm;
@@ -260,10 +299,10 @@ fn rocm_hiprtc_compiles_every_hip_source() {
     }
     let word =
         |b: &[u8], at: usize, n: usize| b.get(at..at + n).map(|w| w.iter().rev().fold(0u32, |a, &x| a << 8 | x as u32));
-    let units = sample_units().into_iter().map(|(u, s)| (u.as_str(), s.as_str()));
-    let families = hip_sources().into_iter().map(|(f, s)| (f.name(), s));
-    let sources: Vec<(&str, &str)> = families.chain(units).collect();
-    for &(arch, mach) in HIPRTC_TARGETS {
+    let units: Vec<(&str, &str)> = sample_units().into_iter().map(|(u, s)| (u.as_str(), s.as_str())).collect();
+    let families: Vec<(&str, &str)> = hip_sources().into_iter().map(|(f, s)| (f.name(), s)).collect();
+    for (i, &(arch, mach)) in HIPRTC_TARGETS.iter().enumerate() {
+        let sources = if i == 0 { [&families[..], &units[..]].concat() } else { units.clone() };
         for &(family, source) in &sources {
             let image =
                 rocm::hiprtc_compile_source(&format!("{family}.hip"), source, arch).unwrap_or_else(|e| panic!("{e}"));
