@@ -1,18 +1,20 @@
 //! The families cut into units a runtime compiler builds alone, so that a first kernel waits
-//! for its unit and not for its whole family (NVRTC on this crate's build host: the attention
-//! family 85 s, quant 41 s, elementwise 50 s; one unit a few seconds). Where a family was built
+//! for its unit and not for its whole family (NVRTC 13.5 on this project's 2-core host: a cold
+//! GPT-2 small f16 forward 105 s with whole families, 31 s with units). Where a family was built
 //! ahead of time (rocm's embedded code objects) no unit is compiled.
 //!
 //! A unit is the family's whole file with only some of its instantiation lines: a line
 //! `NAME(stem, a, b, ..)` at the start of a line (an upper-case macro of the file, `RWO_`-named
-//! ones included) makes `stem`'s kernels for each argument. The unit `stem:a` keeps every such
-//! line of `stem` that has `a`, cut to `NAME(stem, a)`, and drops the other lines; everything
-//! else (templates, kernels defined directly) is in every unit. A kernel named `stem_..` belongs
-//! to the unit of the longest such stem and the first `_`-separated word after it that is one of
-//! that stem's arguments (`scaled_dot_product_attention_decode4_f16_keep`: `..:f16`); a kernel
-//! defined directly (`RWO_KERNEL name(` at the start of a line) to the first unit; any other to
-//! none: its family builds whole. The elementwise family's units come from the expression table
-//! instead (`render::elementwise_units`: an op's functor and lines, a cast's, a where's).
+//! ones included) makes `stem`'s kernels for each argument. The unit `stem.a` (a name that is
+//! also a file name, in the kernel cache) keeps every such line of `stem` that has `a`, cut to
+//! `NAME(stem, a)`, and drops the other lines; everything else (templates, kernels defined
+//! directly) is in every unit. A kernel named `stem_..` belongs to the unit of the longest such
+//! stem and the first `_`-separated word after it that is one of that stem's arguments
+//! (`scaled_dot_product_attention_decode4_f16_keep`: `scaled_dot_product_attention.f16`); a
+//! kernel defined directly (`RWO_KERNEL name(` at the start of a line) to the first unit; any
+//! other to none: its family builds whole. The elementwise family's units come from the
+//! expression table instead (`render::elementwise_units`: an op's functor and lines, a cast's, a
+//! where's).
 
 use super::{ELEMENTWISE_OPS, HIP_FILES, hip_source, render};
 use crate::spec::Family;
@@ -73,7 +75,7 @@ impl<'a> Line<'a> {
     }
 }
 
-/// `source` cut into units `stem:arg` (see the module's comment), in the order of first use.
+/// `source` cut into units `stem.arg` (see the module's comment), in the order of first use.
 fn instantiation_units(source: &str) -> Vec<Unit> {
     let lines: Vec<(&str, Option<Line>)> = source.lines().map(|l| (l, Line::parse(l))).collect();
     let mut keys: Vec<(&str, &str)> = vec![];
@@ -94,7 +96,7 @@ fn instantiation_units(source: &str) -> Vec<Unit> {
                     Some(_) => "\n".to_string(),
                 })
                 .collect();
-            (format!("{stem}:{arg}"), text)
+            (format!("{stem}.{arg}"), text)
         })
         .collect()
 }
@@ -103,7 +105,7 @@ fn instantiation_units(source: &str) -> Vec<Unit> {
 /// by its stem and argument, else (a kernel defined directly, `RWO_KERNEL name(` at the start of
 /// a line: in every unit) the first.
 fn instantiation_unit_of<'a>(kernel: &str, units: &'a [Unit]) -> Option<&'a str> {
-    let keys = || units.iter().filter_map(|(n, _)| n.split_once(':').map(|(s, a)| (n.as_str(), s, a)));
+    let keys = || units.iter().filter_map(|(n, _)| n.split_once('.').map(|(s, a)| (n.as_str(), s, a)));
     let stem = keys()
         .map(|(_, s, _)| s)
         .filter(|s| kernel.strip_prefix(s).is_some_and(|r| r.starts_with('_')))

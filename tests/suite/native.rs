@@ -214,25 +214,25 @@ fn units_hold_each_kernel_once() {
         (Family::Elementwise, "add_f16_vec", "add"),
         (Family::Elementwise, "cast_bf16_u8_vec", "cast_bf16"),
         (Family::Elementwise, "where_cond_f32_u8", "where_cond_f32"),
-        (Family::Attention, "scaled_dot_product_attention_decode4_f16_keep", "scaled_dot_product_attention:f16"),
-        (Family::Attention, "scaled_dot_product_attention_mma128_bf16_additive", "scaled_dot_product_attention:bf16"),
-        (Family::Attention, "scaled_dot_product_attention_combine_f64", "scaled_dot_product_attention:f64"),
-        (Family::Attention, "rope_i_f32", "rope_i:f32"),
-        (Family::Attention, "rope_f32", "rope:f32"),
-        (Family::Quant, "qmatvec_f16_mma4", "qmatvec:f16"),
-        (Family::Quant, "dequantize_bf16_units", "dequantize:bf16"),
-        (Family::Index, "index_select_rows_16", "index_select_rows:16"),
-        (Family::Copy, "copy2d_f32_vec", "copy2d:f32"),
-        (Family::Index, "index_check", "index_select:u8"),
-        (Family::Sort, "argsort_merge_wide", "argsort:u8"),
+        (Family::Attention, "scaled_dot_product_attention_decode4_f16_keep", "scaled_dot_product_attention.f16"),
+        (Family::Attention, "scaled_dot_product_attention_mma128_bf16_additive", "scaled_dot_product_attention.bf16"),
+        (Family::Attention, "scaled_dot_product_attention_combine_f64", "scaled_dot_product_attention.f64"),
+        (Family::Attention, "rope_i_f32", "rope_i.f32"),
+        (Family::Attention, "rope_f32", "rope.f32"),
+        (Family::Quant, "qmatvec_f16_mma4", "qmatvec.f16"),
+        (Family::Quant, "dequantize_bf16_units", "dequantize.bf16"),
+        (Family::Index, "index_select_rows_16", "index_select_rows.16"),
+        (Family::Copy, "copy2d_f32_vec", "copy2d.f32"),
+        (Family::Index, "index_check", "index_select.u8"),
+        (Family::Sort, "argsort_merge_wide", "argsort.u8"),
     ] {
         assert_eq!(unit(family, kernel), Some(expected), "{family}: {kernel}");
     }
     let units = unit_sources(Family::Attention);
-    let f32 = units.iter().find(|(n, _)| n == "scaled_dot_product_attention:f32").map(|(_, t)| t.as_str());
+    let f32 = units.iter().find(|(n, _)| n == "scaled_dot_product_attention.f32").map(|(_, t)| t.as_str());
     let f32 = f32.unwrap_or_default();
     assert!(f32.contains("\nSDPA(scaled_dot_product_attention, f32)\n") && !f32.contains("RWO_SDPA_MMA_EACH(scaled"));
-    let f16 = units.iter().find(|(n, _)| n == "scaled_dot_product_attention:f16").map_or("", |(_, t)| t.as_str());
+    let f16 = units.iter().find(|(n, _)| n == "scaled_dot_product_attention.f16").map_or("", |(_, t)| t.as_str());
     assert!(f16.contains("\nRWO_SDPA_MMA_EACH(scaled_dot_product_attention, f16)\n"), "the tensor-core kernels' line");
     assert!(!f16.contains("ROPE(rope, f16)"), "another stem's line in the unit");
 }
@@ -242,7 +242,7 @@ fn units_hold_each_kernel_once() {
 #[cfg(feature = "rocm")]
 fn sample_units() -> Vec<&'static (String, String)> {
     let elementwise = ["exp", "affine", "add", "lt", "cast_f16", "where_cond_f32"].map(|u| (Family::Elementwise, u));
-    let others = [(Family::Attention, "rope_i:bf16"), (Family::Index, "index_select_rows:4")];
+    let others = [(Family::Attention, "rope_i.bf16"), (Family::Index, "index_select_rows.4")];
     elementwise
         .into_iter()
         .chain(others)
