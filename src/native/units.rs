@@ -16,7 +16,7 @@
 //! expression table instead (`render::elementwise_units`: an op's functor and lines, a cast's, a
 //! where's).
 
-use super::{ELEMENTWISE_OPS, HIP_FILES, hip_source, render};
+use super::{ELEMENTWISE_OPS, HIP_FILES, render};
 use crate::spec::Family;
 use std::sync::OnceLock;
 
@@ -24,25 +24,18 @@ use std::sync::OnceLock;
 pub type Unit = (String, String);
 
 /// `family`'s units, as the runtimes compile them where nothing was built ahead of time (none
-/// for a family without native kernels).
+/// for a family without native kernels); each family's made at its first use.
 pub fn unit_sources(family: Family) -> &'static [Unit] {
-    static UNITS: OnceLock<Vec<(Family, Vec<Unit>)>> = OnceLock::new();
-    let all = UNITS.get_or_init(|| {
-        HIP_FILES
-            .iter()
-            .map(|&(f, file)| {
-                let units = match f {
-                    Family::Elementwise => render::elementwise_units()
-                        .into_iter()
-                        .map(|(name, ops)| (name, file.replace(ELEMENTWISE_OPS, &ops)))
-                        .collect(),
-                    _ => instantiation_units(hip_source(f).unwrap_or(file)),
-                };
-                (f, units)
-            })
-            .collect()
-    });
-    all.iter().find(|(f, _)| *f == family).map_or(&[], |(_, u)| u.as_slice())
+    static UNITS: [OnceLock<Vec<Unit>>; HIP_FILES.len()] = [const { OnceLock::new() }; HIP_FILES.len()];
+    let Some(i) = HIP_FILES.iter().position(|(f, _)| *f == family) else { return &[] };
+    let file = HIP_FILES[i].1;
+    UNITS[i].get_or_init(|| match family {
+        Family::Elementwise => render::elementwise_units()
+            .into_iter()
+            .map(|(name, ops)| (name, file.replace(ELEMENTWISE_OPS, &ops)))
+            .collect(),
+        _ => instantiation_units(file),
+    })
 }
 
 /// The unit of `family` that holds `kernel`, if one does (else the family builds whole).
@@ -114,9 +107,11 @@ fn instantiation_unit_of<'a>(kernel: &str, units: &'a [Unit]) -> Option<&'a str>
         let rest = &kernel[stem.len() + 1..];
         rest.split('_').find_map(|word| keys().find(|&(_, s, a)| s == stem && a == word).map(|(n, ..)| n))
     });
-    let first = units.first()?;
-    let direct = first.1.lines().any(|l| {
-        l.strip_prefix("RWO_KERNEL ").and_then(|l| l.strip_prefix(kernel)).is_some_and(|r| r.starts_with('('))
-    });
-    instantiated.or(direct.then_some(first.0.as_str()))
+    instantiated.or_else(|| {
+        let (first, text) = units.first()?;
+        let defines = |l: &str| {
+            l.strip_prefix("RWO_KERNEL ").and_then(|l| l.strip_prefix(kernel)).is_some_and(|r| r.starts_with('('))
+        };
+        text.lines().any(defines).then_some(first.as_str())
+    })
 }
