@@ -25,21 +25,8 @@ pub fn fused_source(p: &Program, params: &[DType], vec: bool) -> String {
     for (i, dt) in p.inputs.iter().enumerate() {
         let _ = write!(sig, ", const {dt}* x{i}");
     }
-    let _ = write!(sig, ", {out}* y");
-    for (k, &dt) in params.iter().enumerate() {
-        let _ = write!(sig, ", {} p{k}", c_type(Ty::of(dt)));
-    }
-    // The program as a function of the inputs' stored values.
-    let raw: Vec<String> = p.inputs.iter().enumerate().map(|(i, dt)| format!("{dt} r{i}")).collect();
-    let mut f = format!("[&]({}) {{\n", raw.join(", "));
-    for (i, dt) in p.inputs.iter().enumerate() {
-        let _ = writeln!(f, "    {} a{i} = num<{dt}>::load(r{i});", c_type(Ty::of(*dt)));
-    }
-    let (lines, result) = p.render(&Hip);
-    for l in lines {
-        let _ = writeln!(f, "    {l}");
-    }
-    let _ = write!(f, "    return num<{out}>::store({result});\n  }}");
+    let _ = write!(sig, ", {out}* y{}", param_list(params));
+    let f = lambda(p);
     let walk = if vec {
         let srcs: String = p.inputs.iter().enumerate().map(|(i, dt)| format!(", Src<{dt}>{{x{i}, v{i}}}")).collect();
         format!("map_vec<1>(d, y, {f}{srcs});")
@@ -50,9 +37,31 @@ pub fn fused_source(p: &Program, params: &[DType], vec: bool) -> String {
     format!("#include \"common.h\"\n\nRWO_KERNEL fused({sig}) {{\n  {walk}\n}}\n")
 }
 
+/// `p` as a C++ lambda of its inputs' stored values (`r0`, `r1`, ..) returning its result's, its
+/// parameters named `p0`, `p1`, ...
+pub(super) fn lambda(p: &Program) -> String {
+    let out = p.dtype();
+    let raw: Vec<String> = p.inputs.iter().enumerate().map(|(i, dt)| format!("{dt} r{i}")).collect();
+    let mut f = format!("[&]({}) {{\n", raw.join(", "));
+    for (i, dt) in p.inputs.iter().enumerate() {
+        let _ = writeln!(f, "    {} a{i} = num<{dt}>::load(r{i});", c_type(Ty::of(*dt)));
+    }
+    let (lines, result) = p.render(&Hip);
+    for l in lines {
+        let _ = writeln!(f, "    {l}");
+    }
+    let _ = write!(f, "    return num<{out}>::store({result});\n  }}");
+    f
+}
+
+/// The kernel parameters of `params` (each in its compute type), each after a comma.
+pub(super) fn param_list(params: &[DType]) -> String {
+    params.iter().enumerate().map(|(k, &dt)| format!(", {} p{k}", c_type(Ty::of(dt)))).collect()
+}
+
 /// The dtype each parameter of `p` is passed in (its step's operand dtype, whose compute type
 /// the kernel takes it in); `count` of them.
-fn param_dtypes(p: &Program, count: usize) -> Vec<DType> {
+pub(super) fn param_dtypes(p: &Program, count: usize) -> Vec<DType> {
     let mut v = vec![DType::F32; count];
     for s in &p.steps {
         if let Op::Scalar(op, first) = s.op {

@@ -7,10 +7,11 @@ use super::blas::{self, LIMIT, MatrixView, Reach};
 use super::ptr::DevicePtr;
 use super::usage::Path;
 use super::{NativeBackend, NativeStorage, Runtime};
-use crate::backend::{MatmulOps, Memory};
+use crate::backend::{MatmulOps, Memory, matmul_then_fused};
 use crate::cpu::CpuBackend;
+use crate::expr::program::Program;
 use crate::spec::matmul::MatmulGeometry;
-use crate::{Layout, Result};
+use crate::{Layout, Result, Scalar};
 
 impl<R: Runtime> NativeBackend<R> {
     /// Where the GEMM reads an operand: its first element in place, or a contiguous copy (kept
@@ -47,6 +48,10 @@ impl<R: Runtime> MatmulOps for NativeBackend<R> {
             let (a, b) = (self.to_host(lhs)?, self.to_host(rhs)?);
             return self.upload(&CpuBackend.matmul(&a, ll, &b, rl, g)?);
         };
+        if let Some(plan) = self.matvec_plan(lhs.dtype, ll, rl, g) {
+            let product = Program { inputs: vec![lhs.dtype], steps: vec![] };
+            return self.run_matvec(&plan, (lhs, rhs), g, &product, &[], &[]);
+        }
         self.0.library_use.count(Path::GemmLibrary);
         let (m, n, k) = (g.m, g.n, g.k);
         let y = self.storage(lhs.dtype, g.batch.elem_count() * m * n)?;
@@ -75,5 +80,26 @@ impl<R: Runtime> MatmulOps for NativeBackend<R> {
             unsafe { lib.gemm(gemm)? };
         }
         Ok(y)
+    }
+
+    /// The matrix-vector kernels take an epilogue (where the BLAS would take the product:
+    /// without one, matmul runs on the cpu).
+    fn epilogues(&self) -> bool {
+        !super::matvec::off() && self.0.rt.blas().is_ok()
+    }
+
+    fn matmul_then(
+        &self,
+        (lhs, ll): (&Self::Storage, &Layout),
+        (rhs, rl): (&Self::Storage, &Layout),
+        g: &MatmulGeometry,
+        p: &Program,
+        inputs: &[(&Self::Storage, &Layout)],
+        params: &[Scalar],
+    ) -> Result<Self::Storage> {
+        match self.matvec_plan(lhs.dtype, ll, rl, g) {
+            Some(plan) if self.0.rt.blas().is_ok() => self.run_matvec(&plan, (lhs, rhs), g, p, inputs, params),
+            _ => matmul_then_fused(self, (lhs, ll), (rhs, rl), g, p, inputs, params),
+        }
     }
 }

@@ -27,6 +27,7 @@ mod hip_api;
 mod index;
 pub(crate) mod kernel;
 mod matmul;
+mod matvec;
 #[cfg(any(feature = "cuda", feature = "rocm"))]
 pub(crate) mod nccl;
 mod nn;
@@ -56,6 +57,7 @@ use alloc::Allocator;
 pub use alloc::PoolStats;
 pub use elementwise::where_kernel_name;
 use kernel::{Args, Part};
+pub use matvec::matvec_samples;
 pub use ptr::DevicePtr;
 pub use render::elementwise_ops;
 pub use runtime::{DeviceInfo, Runtime};
@@ -112,12 +114,14 @@ type Once<T> = Arc<OnceLock<Result<T>>>;
 type Built<R> = (<R as Runtime>::Module, <R as Runtime>::Function);
 
 /// Loaded modules, one per family, and the functions found in them; the fused elementwise
-/// programs' kernels (the strided walk, the vector walk).
+/// programs' kernels (the strided walk, the vector walk); the matrix-vector kernels per
+/// epilogue program.
 struct Kernels<R: Runtime> {
     functions: HashMap<String, R::Function>,
     /// Per family, or per unit of a family compiled a unit at a time.
     modules: HashMap<(Family, Option<&'static str>), Once<R::Module>>,
     programs: HashMap<Program, [Once<Built<R>>; 2]>,
+    matvecs: HashMap<Program, HashMap<matvec::Kernel, Once<Built<R>>>>,
 }
 
 struct Inner<R: Runtime> {
@@ -129,6 +133,9 @@ struct Inner<R: Runtime> {
     library_use: usage::LibraryUse,
     /// `library_use`'s launches when the capture under way started.
     capture_start: std::sync::atomic::AtomicU64,
+    /// The matrix-vector kernels' counters (`matvec::COUNTERS` u32, zero between launches),
+    /// made at first use.
+    matvec_counters: OnceLock<Result<DevicePtr>>,
     /// Last: dropped after the modules and the cached blocks that need it.
     rt: R,
 }
@@ -137,6 +144,11 @@ impl<R: Runtime> Drop for Inner<R> {
     fn drop(&mut self) {
         // Nothing can report an error from here; the device reclaims memory at exit anyway.
         let _ = self.alloc.trim(&self.rt);
+        if let Some(Ok(counters)) = self.matvec_counters.get() {
+            // SAFETY: from `rt.alloc`, freed once; the stream's work that used it is done or
+            // abandoned with the backend.
+            let _ = unsafe { self.rt.free(*counters) };
+        }
     }
 }
 
@@ -204,13 +216,19 @@ impl<R: Runtime> BackendStorage for NativeStorage<R> {
 impl<R: Runtime> NativeBackend<R> {
     /// The backend on a runtime's device.
     pub fn new(rt: R) -> Self {
-        let kernels = Kernels { functions: HashMap::new(), modules: HashMap::new(), programs: HashMap::new() };
+        let kernels = Kernels {
+            functions: HashMap::new(),
+            modules: HashMap::new(),
+            programs: HashMap::new(),
+            matvecs: HashMap::new(),
+        };
         NativeBackend(Arc::new(Inner {
             kernels: Mutex::new(kernels),
             alloc: Allocator::default(),
             dnn_cache: Default::default(),
             library_use: Default::default(),
             capture_start: Default::default(),
+            matvec_counters: OnceLock::new(),
             rt,
         }))
     }
@@ -307,10 +325,33 @@ impl<R: Runtime> NativeBackend<R> {
                 None => k.programs.entry(p.clone()).or_default()[usize::from(vec)].clone(),
             }
         };
+        self.generated(&once, "fused", source)
+    }
+
+    /// The matrix-vector kernel `kernel` with epilogue `p`, as [`Self::fused_function`].
+    fn matvec_function(
+        &self,
+        kernel: matvec::Kernel,
+        p: &Program,
+        source: impl FnOnce() -> String,
+    ) -> Result<R::Function> {
+        let once = {
+            let mut k = self.0.kernels.lock().unwrap_or_else(|e| e.into_inner());
+            let per = match k.matvecs.get_mut(p) {
+                Some(per) => per,
+                None => k.matvecs.entry(p.clone()).or_default(),
+            };
+            per.entry(kernel).or_default().clone()
+        };
+        self.generated(&once, "matvec", source)
+    }
+
+    /// Kernel `name` of the generated `source()`, compiled into `once` at its first use.
+    fn generated(&self, once: &Once<Built<R>>, name: &str, source: impl FnOnce() -> String) -> Result<R::Function> {
         let rt = &self.0.rt;
         let built = once.get_or_init(|| {
-            let module = rt.load_module(&rt.compile("fused.hip", &source())?)?;
-            let f = rt.function(&module, "fused")?;
+            let module = rt.load_module(&rt.compile(&format!("{name}.hip"), &source())?)?;
+            let f = rt.function(&module, name)?;
             Ok((module, f))
         });
         built.as_ref().map(|(_, f)| *f).map_err(Clone::clone)

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// (shown by `info()`, so a run can tell which path it measured).
 #[derive(Default)]
 pub(crate) struct LibraryUse {
-    counts: [AtomicU64; 7],
+    counts: [AtomicU64; 8],
     /// Kernels launched (ours, and each vendor library call).
     launches: AtomicU64,
 }
@@ -15,6 +15,7 @@ pub(crate) struct LibraryUse {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Path {
     GemmLibrary,
+    GemmKernels,
     MatmulOnCpu,
     ConvLibrary,
     ConvKernels,
@@ -24,8 +25,9 @@ pub(crate) enum Path {
 }
 
 impl LibraryUse {
-    const NAMES: [&str; 7] = [
+    const NAMES: [&str; 8] = [
         "matmul BLAS",
+        "matmul kernels",
         "matmul cpu",
         "conv DNN",
         "conv kernels",

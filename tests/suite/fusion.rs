@@ -11,6 +11,7 @@ use rocm_wgpu_ops::{BackendKind, DType, Device, Error, Result, Tensor};
 suite!(
     random_chains_fuse_to_the_same_bits,
     random_epilogues_fuse_to_the_same_bits,
+    a_layers_epilogue_runs_in_its_products_kernel,
     a_deferred_result_reads_its_inputs_as_they_were,
     a_deferred_result_carries_its_inputs_failures
 );
@@ -199,6 +200,39 @@ async fn random_epilogues_fuse_to_the_same_bits(dev: &Device) -> Result<()> {
         let matvec = |rows| kernels.iter().any(|(k, _)| matches!(k, Some(GemmKernel::MatVec(v)) if v.rows == rows));
         let split = kernels.iter().any(|(k, p)| matches!(k, Some(GemmKernel::Tiled(_))) && *p > 1);
         assert!(matvec(false) && matvec(true) && split, "the kernels taken: {kernels:?}");
+    }
+    Ok(())
+}
+
+/// A layer's bias add, GELU and residual add over a one-row product, computed where the product
+/// is stored (natively the matrix-vector kernel: the examples' kernels a token show it; a launch
+/// count here would see other tests' kernels on the shared device), have the bits of the ops
+/// one at a time and the cpu reference's values, in every float dtype the kernels take.
+async fn a_layers_epilogue_runs_in_its_products_kernel(dev: &Device) -> Result<()> {
+    let (fused, alone) = (dev.with_fusion(true), dev.with_fusion(false));
+    for dtype in float_dtypes(dev).into_iter().filter(|&d| d != DType::F64) {
+        // K long enough for the native columns walk to split it over blocks (2048).
+        for (k, transposed) in [(64, false), (64, true), (2048, false)] {
+            let operands = |d: &Device| -> Result<[Tensor; 4]> {
+                let w = match transposed {
+                    false => rand_tensor(d, dtype, &[k, 40], 32, -1.0, 1.0)?,
+                    true => rand_tensor(d, dtype, &[40, k], 32, -1.0, 1.0)?.t()?,
+                };
+                Ok([
+                    rand_tensor(d, dtype, &[1, k], 31, -1.0, 1.0)?,
+                    w,
+                    rand_tensor(d, dtype, &[40], 33, -1.0, 1.0)?.broadcast_as([1, 40])?,
+                    rand_tensor(d, dtype, &[1, 40], 34, -2.0, 2.0)?,
+                ])
+            };
+            let layer = |[x, w, b, r]: &[Tensor; 4]| x.matmul(w)?.add(b)?.gelu()?.add(r);
+            let what = format!("a layer's epilogue in {dtype}, K {k}, weight transposed {transposed}");
+            let got = layer(&operands(&fused)?)?;
+            let want = layer(&operands(&alone)?)?;
+            let (g, w) = (got.to_cpu_storage_async().await?, want.to_cpu_storage_async().await?);
+            assert_eq!(g.as_bytes(), w.as_bytes(), "{what}: fused and one at a time differ on {}", dev.kind());
+            assert_close(&got, &layer(&operands(&cpu())?)?, Tol::of(dtype).times(8.0 + k as f64 / 4.0), &what).await?;
+        }
     }
     Ok(())
 }

@@ -18,6 +18,7 @@ suite!(
     matmul_f16_takes_cooperative_matrices,
     matmul_library_shapes_match_reference,
     matmul_small_shapes_match_reference,
+    matmul_few_rows_match_reference,
     #[cfg(not(target_family = "wasm"))] // threads: a browser's module has one
     matmul_from_threads_at_once_matches_reference,
     matmul_repeats_bit_for_bit,
@@ -399,6 +400,34 @@ async fn matmul_small_shapes_match_reference(dev: &Device) -> Result<()> {
                         check(dev, tol(dtype, k), &what, |d| operands(d, dtype, &ls, false, &[k, n], false)).await?;
                     }
                 }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One to four rows of x against weights whose rows are whole 16-byte words (what the native
+/// matrix-vector kernels take: N contiguous, or a transposed weight of K contiguous), with x
+/// transposed or offset by a row, the weight offset by a row of whole words, K long (several
+/// passes of every slice and lane) and N past one block; in every float dtype.
+async fn matmul_few_rows_match_reference(dev: &Device) -> Result<()> {
+    let shapes = [(1, 8, 8), (2, 40, 264), (3, 1000, 24), (4, 72, 520), (1, 4104, 16), (1, 24, 2056)];
+    for &dtype in DType::FLOAT {
+        for (m, k, n) in shapes {
+            for (xt, wt) in [(false, false), (true, false), (false, true)] {
+                let what = format!("matmul {dtype} ({m},{k})x({k},{n}) x^T {xt} w^T {wt}, offset");
+                check(dev, tol(dtype, k), &what, |d| {
+                    let x = match xt {
+                        true => rand_tensor(d, dtype, &[k, m], 21, -1.0, 1.0)?.t()?,
+                        false => rand_tensor(d, dtype, &[m + 1, k], 21, -1.0, 1.0)?.narrow(0, 1, m)?,
+                    };
+                    let w = match wt {
+                        true => rand_tensor(d, dtype, &[n + 1, k], 22, -1.0, 1.0)?.narrow(0, 1, n)?.t()?,
+                        false => rand_tensor(d, dtype, &[k + 1, n], 22, -1.0, 1.0)?.narrow(0, 1, k)?,
+                    };
+                    Ok((x, w))
+                })
+                .await?;
             }
         }
     }

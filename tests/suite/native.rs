@@ -238,20 +238,23 @@ fn units_hold_each_kernel_once() {
 }
 
 /// Some units (elementwise: an op's, a cast's, a where_cond's; an attention op's, an index
-/// kernel's) as the runtimes compile them.
+/// kernel's) and generated matrix-vector kernels, as the runtimes compile them.
 #[cfg(feature = "rocm")]
 fn sample_units() -> Vec<&'static (String, String)> {
     let elementwise = ["exp", "affine", "add", "lt", "cast_f16", "where_cond_f32"].map(|u| (Family::Elementwise, u));
     let others = [(Family::Attention, "rope_i.bf16"), (Family::Index, "index_select_rows.4")];
+    let generated: &'static [(String, String)] = Box::leak(rocm_wgpu_ops::native::matvec_samples().into_boxed_slice());
     elementwise
         .into_iter()
         .chain(others)
         .map(|(f, u)| unit_sources(f).iter().find(|(n, _)| n == u).unwrap_or_else(|| panic!("no unit {u}")))
+        .chain(generated)
         .collect()
 }
 
 /// NVRTC needs no GPU: where its library loads (`LD_LIBRARY_PATH`), compile every unit of every
-/// family (what the cuda runtime compiles) for the H100/H200 architecture, a thread a family.
+/// family (what the cuda runtime compiles) and the sample matrix-vector kernels for the
+/// H100/H200 architecture, a thread a family.
 /// Absent NVRTC skips, unless `RWO_REQUIRE` names cuda.
 #[cfg(feature = "cuda")]
 fn every_hip_source_compiles_with_nvrtc() {
@@ -264,6 +267,13 @@ fn every_hip_source_compiles_with_nvrtc() {
         crate::harness::skip("NVRTC does not load here");
     }
     std::thread::scope(|s| {
+        s.spawn(|| {
+            for (name, source) in rocm_wgpu_ops::native::matvec_samples() {
+                let image = cuda::nvrtc_compile_source(&format!("{name}.hip"), &source, "sm_90")
+                    .unwrap_or_else(|e| panic!("{e}"));
+                assert!(image.starts_with(b"\x7fELF"), "{name}: NVRTC gave no sm_90 machine code");
+            }
+        });
         for (family, _) in hip_sources() {
             s.spawn(move || {
                 for (unit, source) in unit_sources(family) {
