@@ -2,17 +2,19 @@
 // for a few rows R of x (1 to 4), W read once as 16-byte words, f32 sums, each result rounded
 // once to T and handed to the kernel's epilogue `put(value, i, pre)` (i = r N + n), which stores
 // it or runs an elementwise program over it first; `pre = fetch(i)`, the program's other
-// operands at i, is loaded when the kernel starts (its latency hidden by the products'). Not a family: the host generates each kernel's
-// entry (its epilogue) after this text, and NVRTC or hiprtc compiles the two at first use.
+// operands at i, is loaded when the kernel starts (its latency hidden by the products'). Not a
+// family: the host generates each kernel's entry (its epilogue) after this text, and NVRTC or
+// hiprtc compiles the two at first use.
 //
 // Two layouts of W, the host picks by its strides:
 // - columns (`matvec_cols`): W [K, N] with N contiguous. A block's threads are CG column words
 //   (V = 16 / sizeof(T) columns each; 8 words, 128 bytes of a row, where N has them) times
 //   S = blockDim.x / CG slices of K; a thread sums rows k = s, s + S, ... of its word (of its
 //   block's chunk of K: few column words split K over blocks), U rows' loads in flight at once
-//   (up to 24: a block's share of the weight is in flight at once, as a pipelined GEMM's). The slices of a warp meet by shuffles (lanes
-//   CG apart), the warps' sums in shared memory, the chunks' sums in `parts` (added by the
-//   chunk that finishes last, a counter a column run): each in a fixed order.
+//   (up to 24: a block's share of the weight is in flight at once, as a pipelined GEMM's). The
+//   slices of a warp meet by shuffles (lanes CG apart), the warps' sums in shared memory, the
+//   chunks' sums in `parts` (added by the chunk that finishes last, a counter a column run):
+//   each in a fixed order.
 // - rows (`matvec_rows`): W [N, K] with K contiguous (a transposed weight, tied embeddings). A
 //   warp takes MV_ROWS columns n, its lanes 16-byte words of K, meeting by shuffles.
 // x is read through its strides, element by element: by the columns walk into shared memory a
@@ -68,10 +70,10 @@ __device__ __forceinline__ void matvec_cols(const MvArgs& a, const T* x, const T
   const u64 n0 = ((u64)blockIdx.x * cg + c) * V;
   const u64 k1 = min(a.k, (u64)(blockIdx.y + 1) * a.kc);
   // The result this thread puts (if any), and its epilogue's operands, loaded first.
-  const u32 e = threadIdx.x, cc = e / (R * V), r = e / V % R, v = e % V;
-  const u64 n = ((u64)blockIdx.x * cg + cc) * V + v;
+  const u32 e = threadIdx.x, cc = e / (R * V), orow = e / V % R, ov = e % V;
+  const u64 n = ((u64)blockIdx.x * cg + cc) * V + ov;
   const bool mine = e < cg * R * V && n < a.n;
-  const u32 out = mine ? (u32)(r * a.n + n) : 0u;
+  const u32 out = mine ? (u32)(orow * a.n + n) : 0u;
   const auto pre = fetch(out);
   float acc[R][V];
 #pragma unroll
@@ -128,7 +130,7 @@ __device__ __forceinline__ void matvec_cols(const MvArgs& a, const T* x, const T
   __syncthreads();
   float sum = 0.0f;
   if (mine) {
-    for (u32 i = 0; i < warps; ++i) sum += part[((i * cg + cc) * R + r) * V + v];
+    for (u32 i = 0; i < warps; ++i) sum += part[((i * cg + cc) * R + orow) * V + ov];
   }
   if (gridDim.y == 1) {
     if (mine) put(num<T>::store(sum), out, pre);
@@ -136,7 +138,7 @@ __device__ __forceinline__ void matvec_cols(const MvArgs& a, const T* x, const T
   }
   // K in gridDim.y chunks: each block's sums to `parts`; the last block of a column run to
   // finish adds them in chunk order and puts them (and leaves its counter at 0 again).
-  if (mine) parts[((u64)blockIdx.y * R + r) * a.n + n] = sum;
+  if (mine) parts[((u64)blockIdx.y * R + orow) * a.n + n] = sum;
   mv_fence();
   __syncthreads();
   if (threadIdx.x == 0) last = atomicAdd(&counts[blockIdx.x], 1u) == gridDim.y - 1;
@@ -146,7 +148,7 @@ __device__ __forceinline__ void matvec_cols(const MvArgs& a, const T* x, const T
   if (mine) {
     const volatile float* p = parts;
     float t = 0.0f;
-    for (u32 j = 0; j < gridDim.y; ++j) t += p[((u64)j * R + r) * a.n + n];
+    for (u32 j = 0; j < gridDim.y; ++j) t += p[((u64)j * R + orow) * a.n + n];
     put(num<T>::store(t), out, pre);
   }
   if (threadIdx.x == 0) counts[blockIdx.x] = 0u;

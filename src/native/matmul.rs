@@ -98,8 +98,8 @@ impl<R: Runtime> MatmulOps for NativeBackend<R> {
         params: &[Scalar],
     ) -> Result<Self::Storage> {
         match self.matvec_plan(lhs.dtype, ll, rl, g) {
-            Some(plan) if self.0.rt.blas().is_ok() => self.run_matvec(&plan, (lhs, rhs), g, p, inputs, params),
-            _ => matmul_then_fused(self, (lhs, ll), (rhs, rl), g, p, inputs, params),
+            Some(plan) => self.run_matvec(&plan, (lhs, rhs), g, p, inputs, params),
+            None => matmul_then_fused(self, (lhs, ll), (rhs, rl), g, p, inputs, params),
         }
     }
 }

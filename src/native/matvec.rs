@@ -143,12 +143,12 @@ pub(crate) fn plan(
             let slices = u64::from(BLOCK) / cg;
             let most = UNROLLS.into_iter().filter(|&x| x * slices <= STEP_ROWS).max().unwrap_or(UNROLLS[0]);
             let per = u(k).div_ceil(slices);
-            let chunks = match per <= most || blocks as usize > COUNTERS {
+            let want = match per <= most || blocks as usize > COUNTERS {
                 true => 1,
                 false => target.div_ceil(blocks).min(per.div_ceil(most)),
             };
             args.cg = cg;
-            args.kc = u(k).div_ceil(chunks).div_ceil(slices) * slices;
+            args.kc = u(k).div_ceil(want).div_ceil(slices) * slices;
             let rows = (args.kc / slices).min(most);
             let chunks = u(k).div_ceil(args.kc);
             // A grid of more than two blocks a multiprocessor streams: eight rows a step keep
@@ -252,10 +252,12 @@ pub fn matvec_samples() -> Vec<super::Unit> {
 }
 
 impl<R: Runtime> NativeBackend<R> {
-    /// The plan of a product on the matrix-vector kernels here, or `None`.
+    /// The plan of a product on the matrix-vector kernels here, or `None`: the BLAS takes it
+    /// (or, where the runtime has none, the cpu, as every product there).
     pub(crate) fn matvec_plan(&self, dtype: DType, ll: &Layout, rl: &Layout, g: &MatmulGeometry) -> Option<Plan> {
         let i = self.0.rt.info();
-        (!off()).then(|| plan(dtype, ll, rl, g, i.multiprocessors, i.warp_size)).flatten()
+        let here = !off() && self.0.rt.blas().is_ok();
+        here.then(|| plan(dtype, ll, rl, g, i.multiprocessors, i.warp_size)).flatten()
     }
 
     /// The counters of the columns walk split along K, zeroed once (each launch leaves them

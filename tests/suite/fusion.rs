@@ -11,7 +11,7 @@ use rocm_wgpu_ops::{BackendKind, DType, Device, Error, Result, Tensor};
 suite!(
     random_chains_fuse_to_the_same_bits,
     random_epilogues_fuse_to_the_same_bits,
-    a_layers_epilogue_runs_in_its_products_kernel,
+    a_layers_epilogue_fuses_to_the_same_bits,
     a_deferred_result_reads_its_inputs_as_they_were,
     a_deferred_result_carries_its_inputs_failures
 );
@@ -208,7 +208,7 @@ async fn random_epilogues_fuse_to_the_same_bits(dev: &Device) -> Result<()> {
 /// is stored (natively the matrix-vector kernel: the examples' kernels a token show it; a launch
 /// count here would see other tests' kernels on the shared device), have the bits of the ops
 /// one at a time and the cpu reference's values, in every float dtype the kernels take.
-async fn a_layers_epilogue_runs_in_its_products_kernel(dev: &Device) -> Result<()> {
+async fn a_layers_epilogue_fuses_to_the_same_bits(dev: &Device) -> Result<()> {
     let (fused, alone) = (dev.with_fusion(true), dev.with_fusion(false));
     for dtype in float_dtypes(dev).into_iter().filter(|&d| d != DType::F64) {
         // K long enough for the native columns walk to split it over blocks (2048).

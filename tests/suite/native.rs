@@ -240,15 +240,14 @@ fn units_hold_each_kernel_once() {
 /// Some units (elementwise: an op's, a cast's, a where_cond's; an attention op's, an index
 /// kernel's) and generated matrix-vector kernels, as the runtimes compile them.
 #[cfg(feature = "rocm")]
-fn sample_units() -> Vec<&'static (String, String)> {
+fn sample_units() -> Vec<(String, String)> {
     let elementwise = ["exp", "affine", "add", "lt", "cast_f16", "where_cond_f32"].map(|u| (Family::Elementwise, u));
     let others = [(Family::Attention, "rope_i.bf16"), (Family::Index, "index_select_rows.4")];
-    let generated: &'static [(String, String)] = Box::leak(rocm_wgpu_ops::native::matvec_samples().into_boxed_slice());
     elementwise
         .into_iter()
         .chain(others)
-        .map(|(f, u)| unit_sources(f).iter().find(|(n, _)| n == u).unwrap_or_else(|| panic!("no unit {u}")))
-        .chain(generated)
+        .map(|(f, u)| unit_sources(f).iter().find(|(n, _)| n == u).unwrap_or_else(|| panic!("no unit {u}")).clone())
+        .chain(rocm_wgpu_ops::native::matvec_samples())
         .collect()
 }
 
@@ -309,7 +308,8 @@ fn rocm_hiprtc_compiles_every_hip_source() {
     }
     let word =
         |b: &[u8], at: usize, n: usize| b.get(at..at + n).map(|w| w.iter().rev().fold(0u32, |a, &x| a << 8 | x as u32));
-    let units: Vec<(&str, &str)> = sample_units().into_iter().map(|(u, s)| (u.as_str(), s.as_str())).collect();
+    let samples = sample_units();
+    let units: Vec<(&str, &str)> = samples.iter().map(|(u, s)| (u.as_str(), s.as_str())).collect();
     let families: Vec<(&str, &str)> = hip_sources().into_iter().map(|(f, s)| (f.name(), s)).collect();
     for (i, &(arch, mach)) in HIPRTC_TARGETS.iter().enumerate() {
         let sources = if i == 0 { [&families[..], &units[..]].concat() } else { units.clone() };
