@@ -37,6 +37,8 @@ struct MvArgs {
 // plans within them (src/native/matvec.rs).
 #define MV_MAX_CG 8
 #define MV_STEP_ROWS 1024
+// x's values a thread stages a step, per row of x (MV_STEP_ROWS over a block of 256 threads).
+#define MV_XS_PER 4
 
 template <class T, int R>
 __device__ __forceinline__ void mv_x(const MvArgs& a, const T* x, u64 k, float* xv) {
@@ -94,9 +96,20 @@ __device__ __forceinline__ void matvec_cols(const MvArgs& a, const T* x, const T
       const u64 ku = k + s + u * (u64)slices;
       wv[u] = ku < k1 && n0 < a.n ? col[ku * ld] : make_uint4(0u, 0u, 0u, 0u);
     }
-    for (u32 j = threadIdx.x; j < step * R; j += blockDim.x) {
-      const u64 kk = k + j % step;
-      xs[j] = kk < k1 ? num<T>::load(x[a.x_off + (u64)(j / step) * a.x_row + kk * a.x_k]) : 0.0f;
+    // x's values: every load issued before the first store (a loop storing each as it lands
+    // waits on the cache once a value), in 32-bit index arithmetic (a step is at most
+    // MV_STEP_ROWS rows).
+    const u32 st = (u32)step;
+    T xr[MV_XS_PER * R];
+#pragma unroll
+    for (int q = 0; q < MV_XS_PER * R; ++q) {
+      const u32 j = threadIdx.x + (u32)q * blockDim.x, jr = j / st, kk = j - jr * st;
+      xr[q] = j < st * R && k + kk < k1 ? x[a.x_off + (u64)jr * a.x_row + (k + kk) * a.x_k] : T{};
+    }
+#pragma unroll
+    for (int q = 0; q < MV_XS_PER * R; ++q) {
+      const u32 j = threadIdx.x + (u32)q * blockDim.x;
+      if (j < st * R) xs[j] = k + (j % st) < k1 ? num<T>::load(xr[q]) : 0.0f;
     }
     __syncthreads();
 #pragma unroll
