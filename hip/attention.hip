@@ -239,26 +239,30 @@ __device__ __forceinline__ void sdpa(u64 first, const SdpaArgs& a, const T* q, c
 }
 
 // The decode pass: the group x Lq <= DEC_ROWS query rows of one (batch, kv head) in one block,
-// against one key range (the split rule as sdpa's), every output column; q, k and v rows whole
-// aligned 16-byte vectors (src/native/attention.rs checks: DEC_VE values a vector), D up to
-// DEC_DMAX values and a v row up to DEC_VWORDS vectors (other shapes take the tiled pass). As
-// WGSL's decode pass (ARCHITECTURE.md): q's rows staged once in shared memory (rows past the
-// group's zero); per tile of DEC_THREADS keys (1) thread t reads its key's row, DEC_KB vectors in
-// flight, and forms every row's score; (2) the rows' maxima through shared memory (DEC_RED partial
-// maxima a row, then a thread a row keeps its running max and the tile's rescale factor); (3) the
-// threads take up to DEC_PN triples (key group, row, vector of a v row) each and add p x v over
-// their key group's keys (every kh_n-th key of the tile, DEC_VB vectors in flight a triple),
-// keeping their sum of p. The key groups' sums meet in shared memory at the end. No warp
-// operation.
+// against one short key range, every output column; q, k and v rows whole aligned 16-byte
+// vectors (src/native/attention.rs checks: 16 / sizeof(T) values a vector), D up to DEC_DMAX
+// values and a v row up to DEC_VWORDS vectors (other shapes take the other passes). A decode
+// step is a few rows against a few hundred keys: its time is memory latency, so the keys are cut
+// into as many ranges as fill the GPU (up to DEC_SPLITS, DEC_BK keys a tile) and each tile waits
+// on memory once: (1) every thread issues its loads of k (DEC_TPK threads a key, neighbouring
+// vectors of its row) and of v (thread (key group, vector of a v row)) together, the next tile's
+// k as soon as this one's scores are formed and its v once this one's are used; (2) a key's
+// threads form its scores against q (staged once in shared memory) and add them by shuffles
+// within DEC_TPK lanes; (3) the rows' tile max, weights and sums by shuffles within 32 lanes a
+// row (a warp of 32 or 64 lanes: every mask below 32); (4) p x v into each thread's accumulators,
+// rescaled by exp(old max - new max). The key groups meet in shared memory at the end. With
+// ranges, each block writes its rows' unnormalised accumulators, max and sum to `part` ([row,
+// range, Dv + 2] in the compute type, as sdpa's) and counts itself on its (batch, kv head)'s
+// counter; the last one weighs the ranges by exp(max - the rows' max) into y, in range order
+// (the same bits whichever block is last), and leaves the counter at 0.
 #define DEC_ROWS 8
 #define DEC_THREADS 128
-#define DEC_RED 16
-#define DEC_KB 16
-#define DEC_VB 8
-#define DEC_PN 2
-#define DEC_KHMAX 32
+#define DEC_BK 32
+#define DEC_TPK 4
+#define DEC_KB 8
 #define DEC_DMAX 256
-#define DEC_VWORDS (DEC_PN * DEC_THREADS / DEC_ROWS)
+#define DEC_VWORDS 32
+#define DEC_SPLITS 32
 
 #define DEC_KERNEL extern "C" __global__ void __launch_bounds__(DEC_THREADS)
 
@@ -270,187 +274,255 @@ __device__ __forceinline__ void dec_unpack(const uint4& w, typename num<T>::C* v
   for (u32 i = 0; i < 16 / sizeof(T); ++i) v[i] = num<T>::load(e[i]);
 }
 
-// R: the rows a block forms scores for (the group's rows rounded up to 1, 2, 4 or DEC_ROWS); one
-// row meets q in shared memory 16 times a vector of k, not 128.
+// Orders a block's writes of its range's results before its count, and the count before the
+// last block's reads (as the matrix-vector kernels' `mv_fence`).
+__device__ __forceinline__ void dec_fence() {
+#if defined(__CUDACC_RTC__)
+  asm volatile("fence.acq_rel.gpu;" ::: "memory");
+#else
+  __threadfence();
+#endif
+}
+
+// R: the rows a block forms scores for (the group's rows rounded up to 1, 2, 4 or DEC_ROWS).
 template <class T, int MASK, int R>
 __device__ __forceinline__ void sdpa_decode(u64 first, const SdpaArgs& a, const T* q, const T* k, const T* v,
-                                            const void* mask, T* y, void* part) {
+                                            const void* mask, T* y, void* part, u32* counts) {
   typedef typename num<T>::C C;
-  constexpr u32 VE = 16 / sizeof(T), DW = DEC_DMAX / VE, BK = DEC_THREADS, PER = BK / DEC_RED;
-  static_assert(DEC_ROWS * DEC_RED == DEC_THREADS && DEC_PN * DEC_THREADS * VE <= DEC_ROWS * DEC_DMAX, "decode");
-  // q's rows; at the end the key groups' sums.
-  __shared__ C qs[DEC_ROWS * DEC_DMAX];
-  __shared__ C ps[DEC_ROWS * BK];
-  __shared__ C red[DEC_ROWS * DEC_RED];
-  __shared__ C row_m[DEC_ROWS], row_a[DEC_ROWS];
-  __shared__ C sums[DEC_KHMAX * DEC_ROWS];
+  constexpr u32 VE = 16 / sizeof(T), DW = DEC_DMAX / VE, VN = DEC_BK * DEC_VWORDS / DEC_THREADS;
+  constexpr u32 KSTEP = DEC_TPK * DEC_KB, WARPS = DEC_THREADS / 32, QN = (R * DW + DEC_THREADS - 1) / DEC_THREADS;
+  static_assert(DEC_BK * DEC_TPK == DEC_THREADS && DEC_BK == 32, "a tile's keys: a thread group each, 32 lanes");
+  __shared__ C qs[R * DEC_DMAX];
+  __shared__ C ps[R * DEC_BK];
+  __shared__ C red[DEC_THREADS * R * VE];
+  __shared__ C row_m[R], row_l[R], row_a[R];
+  __shared__ bool last;
   const u64 g = first + blockIdx.x;
   if (g >= a.blocks) return;
-  const u32 t = threadIdx.x;
+  const u32 t = threadIdx.x, lane = t % 32;
   const u64 split = g % a.splits, bh = g / a.splits;
   const u64 hkv = a.hq / a.group, hk = bh % hkv, b = bh / hkv;
   const u32 rows = (u32)(a.group * a.lq), dw = (u32)(a.d / VE), vw = (u32)(a.dv / VE);
+  // k: key `key` of the tile, vectors sub, sub + DEC_TPK, ...; v: key group kg (keys kg, kg +
+  // kg_n, ...) and vector w of their rows.
+  const u32 key = t / DEC_TPK, sub = t % DEC_TPK, kg_n = DEC_THREADS / vw, kg = t / vw, w = t % vw;
   const C scale = (C)a.scale, neg = neg_inf((C)0);
   const uint4* kb = reinterpret_cast<const uint4*>(k + a.k.offset + b * a.k.sb + hk * a.k.sh);
   const uint4* vb = reinterpret_cast<const uint4*>(v + a.v.offset + b * a.v.sb + hk * a.v.sh);
   const u64 krow = a.k.sl / VE, vrow = a.v.sl / VE;
   const u64 kbegin = split * a.split_len;
   const u64 kend = a.splits > 1 && kbegin + a.split_len < a.lk ? kbegin + a.split_len : a.lk;
-  // Row r is query row r % Lq of head hk group + r / Lq.
-  for (u32 x = t; x < DEC_ROWS * DW; x += DEC_THREADS) {
-    const u32 r = x / DW, i = x % DW;
-    uint4 w = make_uint4(0, 0, 0, 0);
-    if (r < rows && i < dw) w = reinterpret_cast<const uint4*>(q + a.q.at(b, hk * a.group + r / a.lq, r % a.lq, 0))[i];
-    dec_unpack<T>(w, qs + r * DEC_DMAX + i * VE);
-  }
-  if (t < DEC_ROWS) row_m[t] = neg;
-  const u32 triples = rows * vw;
-  const u32 kh_n = max(1u, min(DEC_PN * DEC_THREADS / triples, (u32)DEC_KHMAX));
-  C acc[DEC_PN][VE], l[DEC_PN];
+  uint4 kw[DEC_KB], vv[VN];
+  const auto fetch_k = [&](u64 j0, u32 i0) {
+    const u64 j = j0 + key;
 #pragma unroll
-  for (u32 n = 0; n < DEC_PN; ++n) {
-    l[n] = (C)0;
+    for (u32 i = 0; i < DEC_KB; ++i) {
+      const u32 x = i0 + sub + DEC_TPK * i;
+      kw[i] = j < kend && x < dw ? kb[j * krow + x] : make_uint4(0, 0, 0, 0);
+    }
+  };
+  const auto fetch_v = [&](u64 j0) {
 #pragma unroll
-    for (u32 e = 0; e < VE; ++e) acc[n][e] = (C)0;
+    for (u32 n = 0; n < VN; ++n) {
+      const u32 u = kg + kg_n * n;
+      vv[n] = kg < kg_n && u < DEC_BK && j0 + u < kend ? vb[(j0 + u) * vrow + w] : make_uint4(0, 0, 0, 0);
+    }
+  };
+  fetch_k(kbegin, 0);
+  fetch_v(kbegin);
+  // Row r is query row r % Lq of head hk group + r / Lq (rows past the group's: zeros); every
+  // load before the first store.
+  uint4 qw[QN];
+#pragma unroll
+  for (u32 n = 0; n < QN; ++n) {
+    const u32 x = t + n * DEC_THREADS, r = x / DW, i = x % DW;
+    qw[n] = x < R * DW && r < rows && i < dw
+                ? reinterpret_cast<const uint4*>(q + a.q.at(b, hk * a.group + r / a.lq, r % a.lq, 0))[i]
+                : make_uint4(0, 0, 0, 0);
   }
-  for (u64 j0 = kbegin; j0 < kend; j0 += BK) {
-    // qs staged; the previous tile's readers of ps and the row statistics are done.
+#pragma unroll
+  for (u32 n = 0; n < QN; ++n) {
+    const u32 x = t + n * DEC_THREADS;
+    if (x < R * DW) dec_unpack<T>(qw[n], qs + (x / DW) * DEC_DMAX + (x % DW) * VE);
+  }
+  if (t < R) {
+    row_m[t] = neg;
+    row_l[t] = (C)0;
+  }
+  C acc[R][VE];
+#pragma unroll
+  for (u32 r = 0; r < R; ++r) {
+#pragma unroll
+    for (u32 e = 0; e < VE; ++e) acc[r][e] = (C)0;
+  }
+  for (u64 j0 = kbegin; j0 < kend; j0 += DEC_BK) {
+    // qs staged, and the previous tile's readers of ps and the row statistics done.
     __syncthreads();
-    const u64 j = j0 + t;
+    const u64 j = j0 + key;
     C s[R];
 #pragma unroll
     for (u32 r = 0; r < R; ++r) s[r] = (C)0;
-    if (j < kend) {
-      const uint4* kr = kb + j * krow;
-      for (u32 i0 = 0; i0 < dw; i0 += DEC_KB) {
-        uint4 kw[DEC_KB];
+    for (u32 i0 = 0; i0 < dw; i0 += KSTEP) {
+      if (i0 > 0) fetch_k(j0, i0);
 #pragma unroll
-        for (u32 i = 0; i < DEC_KB; ++i) kw[i] = i0 + i < dw ? kr[i0 + i] : make_uint4(0, 0, 0, 0);
+      for (u32 i = 0; i < DEC_KB; ++i) {
+        const u32 x = i0 + sub + DEC_TPK * i;
+        if (x >= dw) break;
+        C kx[VE];
+        dec_unpack<T>(kw[i], kx);
 #pragma unroll
-        for (u32 i = 0; i < DEC_KB; ++i) {
-          if (i0 + i >= dw) break;
-          C kx[VE];
-          dec_unpack<T>(kw[i], kx);
+        for (u32 r = 0; r < R; ++r) {
 #pragma unroll
-          for (u32 r = 0; r < R; ++r) {
-#pragma unroll
-            for (u32 e = 0; e < VE; ++e) s[r] += qs[r * DEC_DMAX + (i0 + i) * VE + e] * kx[e];
-          }
+          for (u32 e = 0; e < VE; ++e) s[r] += qs[r * DEC_DMAX + x * VE + e] * kx[e];
         }
       }
     }
-    // Key t's scores (-inf past the range, the causal limit or the mask), into ps.
+    if (j0 + DEC_BK < kend) fetch_k(j0 + DEC_BK, 0);
 #pragma unroll
     for (u32 r = 0; r < R; ++r) {
-      if (r >= rows) continue;
-      C x = neg;
-      if (j < kend && j < att_seen(a, r % a.lq))
-        x = masked<T, MASK>(scale * s[r], mask, a.m.at(b, hk * a.group + r / a.lq, r % a.lq, j));
-      s[r] = x;
-      ps[r * BK + t] = x;
+#pragma unroll
+      for (u32 o = 1; o < DEC_TPK; o *= 2) s[r] += shfl_xor(s[r], o);
+    }
+    // Key `key`'s scores (-inf past the range or the rows, the causal limit or the mask).
+    if (sub == 0) {
+#pragma unroll
+      for (u32 r = 0; r < R; ++r) {
+        C x = neg;
+        if (r < rows && j < kend && j < att_seen(a, r % a.lq))
+          x = masked<T, MASK>(scale * s[r], mask, a.m.at(b, hk * a.group + r / a.lq, r % a.lq, j));
+        ps[r * DEC_BK + key] = x;
+      }
     }
     __syncthreads();
-    {
-      const u32 r = t / DEC_RED, x0 = (t % DEC_RED) * PER;
-      C mx = neg;
-      if (r < rows)
-        for (u32 x = 0; x < PER; ++x) mx = ps[r * BK + x0 + x] > mx ? ps[r * BK + x0 + x] : mx;
-      red[t] = mx;
-    }
-    __syncthreads();
-    // Each row's new max and the factor its earlier sums take: 0 when it had no key yet; while it
-    // has none (a key scored -inf weighs 0), 1.
-    if (t < DEC_ROWS) {
-      const C old = row_m[t];
-      C m = old;
-      for (u32 x = 0; x < DEC_RED; ++x) m = red[t * DEC_RED + x] > m ? red[t * DEC_RED + x] : m;
-      row_a[t] = m > neg ? (old == neg ? (C)0 : att_exp(old - m)) : (C)1;
-      row_m[t] = m;
+    // A row's 32 scores in 32 lanes: the new max, the weights exp(s - max) in place of the scores,
+    // the rescale factor of the earlier sums (0 before a first key, 1 while the row has none).
+    for (u32 r = t / 32; r < R; r += WARPS) {
+      const C x = ps[r * DEC_BK + lane], old = row_m[r];
+      C m = x;
+#pragma unroll
+      for (u32 o = 16; o > 0; o /= 2) {
+        const C other = shfl_xor(m, o);
+        m = other > m ? other : m;
+      }
+      m = m > old ? m : old;
+      const C p = m > neg && x != neg ? att_exp(x - m) : (C)0;
+      C l = p;
+#pragma unroll
+      for (u32 o = 16; o > 0; o /= 2) l += shfl_xor(l, o);
+      ps[r * DEC_BK + lane] = p;
+      if (lane == 0) {
+        const C al = m > neg ? (old == neg ? (C)0 : att_exp(old - m)) : (C)1;
+        row_a[r] = al;
+        row_l[r] = row_l[r] * al + l;
+        row_m[r] = m;
+      }
     }
     __syncthreads();
 #pragma unroll
     for (u32 r = 0; r < R; ++r) {
-      if (r >= rows) continue;
-      const C m = row_m[r];
-      ps[r * BK + t] = m > neg && s[r] != neg ? att_exp(s[r] - m) : (C)0;
+      const C al = row_a[r];
+#pragma unroll
+      for (u32 e = 0; e < VE; ++e) acc[r][e] *= al;
     }
-    __syncthreads();
-    // Each triple's keys kh, kh + kh_n, ... of the tile, DEC_VB at a time for all its triples.
 #pragma unroll
-    for (u32 n = 0; n < DEC_PN; ++n) {
-      const u32 x = t + n * DEC_THREADS;
-      const C al = row_a[min((x % triples) / vw, (u32)DEC_ROWS - 1)];
-      l[n] *= al;
+    for (u32 n = 0; n < VN; ++n) {
+      const u32 u = kg + kg_n * n;
+      if (kg < kg_n && u < DEC_BK && j0 + u < kend) {
+        C vx[VE];
+        dec_unpack<T>(vv[n], vx);
 #pragma unroll
-      for (u32 e = 0; e < VE; ++e) acc[n][e] *= al;
-    }
-    for (u32 u0 = 0; u0 < BK; u0 += DEC_VB * kh_n) {
-      uint4 vv[DEC_PN][DEC_VB];
+        for (u32 r = 0; r < R; ++r) {
+          const C p = ps[r * DEC_BK + u];
 #pragma unroll
-      for (u32 n = 0; n < DEC_PN; ++n) {
-        const u32 x = t + n * DEC_THREADS, kh = x / triples;
-#pragma unroll
-        for (u32 e = 0; e < DEC_VB; ++e) {
-          const u32 u = u0 + kh + e * kh_n;
-          vv[n][e] = kh < kh_n && u < BK && j0 + u < kend ? vb[(j0 + u) * vrow + x % vw] : make_uint4(0, 0, 0, 0);
-        }
-      }
-#pragma unroll
-      for (u32 n = 0; n < DEC_PN; ++n) {
-        const u32 x = t + n * DEC_THREADS, kh = x / triples, r = (x % triples) / vw;
-#pragma unroll
-        for (u32 e = 0; e < DEC_VB; ++e) {
-          const u32 u = u0 + kh + e * kh_n;
-          if (kh < kh_n && u < BK && j0 + u < kend) {
-            const C p = ps[r * BK + u];
-            C vx[VE];
-            dec_unpack<T>(vv[n][e], vx);
-#pragma unroll
-            for (u32 c = 0; c < VE; ++c) acc[n][c] += p * vx[c];
-            l[n] += p;
-          }
+          for (u32 e = 0; e < VE; ++e) acc[r][e] += p * vx[e];
         }
       }
     }
+    if (j0 + DEC_BK < kend) fetch_v(j0 + DEC_BK);
   }
-  // The key groups' accumulators (in qs) and sums (in sums), added by key group 0's threads.
+  // The key groups' accumulators meet in `red`.
   __syncthreads();
+  if (kg < kg_n) {
 #pragma unroll
-  for (u32 n = 0; n < DEC_PN; ++n) {
-    const u32 x = t + n * DEC_THREADS, kh = x / triples;
-    if (kh >= kh_n) continue;
+    for (u32 r = 0; r < R; ++r) {
 #pragma unroll
-    for (u32 e = 0; e < VE; ++e) qs[x * VE + e] = acc[n][e];
-    if (x % vw == 0) sums[kh * DEC_ROWS + (x % triples) / vw] = l[n];
+      for (u32 e = 0; e < VE; ++e) red[((kg * R + r) * vw + w) * VE + e] = acc[r][e];
+    }
   }
   __syncthreads();
-#pragma unroll
-  for (u32 n = 0; n < DEC_PN; ++n) {
-    const u32 x = t + n * DEC_THREADS;
-    if (x >= triples) continue;
-    const u32 r = x / vw, w = x % vw;
-    C o[VE], sum = (C)0;
+  const auto row_of = [&](u32 r) { return (b * a.hq + hk * a.group + r / a.lq) * a.lq + r % a.lq; };
+  C* pt = reinterpret_cast<C*>(part);
+  for (u32 x = t; x < rows * vw; x += DEC_THREADS) {
+    const u32 r = x / vw, ww = x % vw;
+    C o[VE];
 #pragma unroll
     for (u32 e = 0; e < VE; ++e) o[e] = (C)0;
-    for (u32 kh = 0; kh < kh_n; ++kh) {
+    for (u32 kh = 0; kh < kg_n; ++kh) {
 #pragma unroll
-      for (u32 e = 0; e < VE; ++e) o[e] += qs[(kh * triples + x) * VE + e];
-      sum += sums[kh * DEC_ROWS + r];
+      for (u32 e = 0; e < VE; ++e) o[e] += red[((kh * R + r) * vw + ww) * VE + e];
     }
-    const u64 row = (b * a.hq + hk * a.group + r / a.lq) * a.lq + r % a.lq;
+    const u64 row = row_of(r);
     if (a.splits > 1) {
-      C* p = reinterpret_cast<C*>(part) + (row * a.splits + split) * (a.dv + 2);
+      C* p = pt + (row * a.splits + split) * (a.dv + 2);
 #pragma unroll
-      for (u32 e = 0; e < VE; ++e) p[w * VE + e] = o[e];
-      if (w == 0) {
+      for (u32 e = 0; e < VE; ++e) p[ww * VE + e] = o[e];
+      if (ww == 0) {
         p[a.dv] = row_m[r];
-        p[a.dv + 1] = sum;
+        p[a.dv + 1] = row_l[r];
       }
     } else {
+      const C l = row_l[r];
 #pragma unroll
-      for (u32 e = 0; e < VE; ++e) y[row * a.dv + w * VE + e] = num<T>::store(sum == (C)0 ? neg - neg : o[e] / sum);
+      for (u32 e = 0; e < VE; ++e) y[row * a.dv + ww * VE + e] = num<T>::store(l == (C)0 ? neg - neg : o[e] / l);
     }
   }
+  if (a.splits == 1) return;
+  dec_fence();
+  __syncthreads();
+  if (t == 0) last = atomicAdd(&counts[bh], 1u) == a.splits - 1;
+  __syncthreads();
+  if (!last) return;
+  dec_fence();
+  // The last block: each row's ranges weighed by exp(max - the rows' max) (ps), their sums' total
+  // (row_l), then the values.
+  const volatile C* vp = pt;
+  const u64 stride = a.dv + 2;
+  for (u32 r = t / 32; r < R; r += WARPS) {
+    const u64 base = r < rows ? row_of(r) * a.splits * stride : 0;
+    const bool here = r < rows && lane < a.splits;
+    const C ms = here ? vp[base + lane * stride + a.dv] : neg, ls = here ? vp[base + lane * stride + a.dv + 1] : (C)0;
+    C m = ms;
+#pragma unroll
+    for (u32 o = 16; o > 0; o /= 2) {
+      const C other = shfl_xor(m, o);
+      m = other > m ? other : m;
+    }
+    const C wt = ms == neg ? (C)0 : att_exp(ms - m);
+    C l = wt * ls;
+#pragma unroll
+    for (u32 o = 16; o > 0; o /= 2) l += shfl_xor(l, o);
+    ps[r * DEC_BK + lane] = wt;
+    if (lane == 0) row_l[r] = l;
+  }
+  __syncthreads();
+  for (u32 x = t; x < rows * vw; x += DEC_THREADS) {
+    const u32 r = x / vw, ww = x % vw;
+    const u64 row = row_of(r);
+    const volatile C* p = vp + row * a.splits * stride + ww * VE;
+    C o[VE];
+#pragma unroll
+    for (u32 e = 0; e < VE; ++e) o[e] = (C)0;
+#pragma unroll 4
+    for (u32 s = 0; s < (u32)a.splits; ++s) {
+      const C wt = ps[r * DEC_BK + s];
+#pragma unroll
+      for (u32 e = 0; e < VE; ++e) o[e] += wt * p[s * stride + e];
+    }
+    const C l = row_l[r];
+#pragma unroll
+    for (u32 e = 0; e < VE; ++e) y[row * a.dv + ww * VE + e] = num<T>::store(l == (C)0 ? neg - neg : o[e] / l);
+  }
+  if (t == 0) counts[bh] = 0u;
 }
 
 // y[row, col] from the splits' partial results in `part` (see above): rows x dv elements.
@@ -866,16 +938,16 @@ RWO_SDPA_MMA_EACH(scaled_dot_product_attention, f16, bf16)
 // The decode pass for up to R rows a kv head: op_decode{R}_T[_keep|_additive].
 #define RWO_SDPA_DECODE(op, T, R)                                                                          \
   DEC_KERNEL op##_decode##R##_##T(u64 first, SdpaArgs a, const T* q, const T* k, const T* v, const void* m, \
-                                  T* y, void* part) {                                                      \
-    sdpa_decode<T, 0, R>(first, a, q, k, v, m, y, part);                                                   \
+                                  T* y, void* part, u32* counts) {                                         \
+    sdpa_decode<T, 0, R>(first, a, q, k, v, m, y, part, counts);                                           \
   }                                                                                                        \
   DEC_KERNEL op##_decode##R##_##T##_keep(u64 first, SdpaArgs a, const T* q, const T* k, const T* v,         \
-                                         const void* m, T* y, void* part) {                                \
-    sdpa_decode<T, 1, R>(first, a, q, k, v, m, y, part);                                                   \
+                                         const void* m, T* y, void* part, u32* counts) {                   \
+    sdpa_decode<T, 1, R>(first, a, q, k, v, m, y, part, counts);                                           \
   }                                                                                                        \
   DEC_KERNEL op##_decode##R##_##T##_additive(u64 first, SdpaArgs a, const T* q, const T* k, const T* v,     \
-                                             const void* m, T* y, void* part) {                            \
-    sdpa_decode<T, 2, R>(first, a, q, k, v, m, y, part);                                                   \
+                                             const void* m, T* y, void* part, u32* counts) {               \
+    sdpa_decode<T, 2, R>(first, a, q, k, v, m, y, part, counts);                                           \
   }
 
 #define RWO_SDPA(op, T)                                                                                      \

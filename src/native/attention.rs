@@ -2,11 +2,11 @@
 //! flash-style pass for attention (a block per batch, kv head, tile of [`BQ`] query rows of the
 //! heads sharing it and chunk of [`DC`] output columns; the scores only in shared memory), or,
 //! for up to [`DEC_ROWS`] rows a kv head (decoding) whose rows are whole 16-byte vectors, the
-//! decode pass (all of them and every column in one block, a key a thread; a kernel per row
-//! count 1, 2, 4 or 8, the rows rounded up); one thread per
-//! element for rope. On NVIDIA sm_80 and later the halves with D
-//! and Dv up to 128 take both passes' place on tensor cores (`sdpa_mma`: [`MMA_BQ`] rows a block,
-//! every column). Operands are read in place through their strides.
+//! decode pass (all of them and every column in one block, a short key range each, the ranges
+//! combined by the block that finishes last; a kernel per row count 1, 2, 4 or 8, the rows
+//! rounded up); one thread per element for rope. On NVIDIA sm_80 and later the halves with D
+//! and Dv up to 128 take the flash-style pass's place on tensor cores (`sdpa_mma`: [`MMA_BQ`]
+//! rows a block, every column). Operands are read in place through their strides.
 
 use super::dnn::{AttnBuffers, AttnDesc, Tensor4};
 use super::kernel::{Args, grid, launches};
@@ -29,11 +29,24 @@ const BLOCKS_PER_MP: u64 = 8;
 
 /// The decode pass of `hip/attention.hip`: the most query rows a kv head it takes
 /// (`DEC_ROWS`), threads per block (`DEC_THREADS`), the longest q and k rows in values
-/// (`DEC_DMAX`) and v rows in 16-byte vectors (`DEC_VWORDS`).
+/// (`DEC_DMAX`), v rows in 16-byte vectors (`DEC_VWORDS`), keys a tile (`DEC_BK`) and the most
+/// key ranges a kv head (`DEC_SPLITS`).
 const DEC_ROWS: u64 = 8;
 const DEC_THREADS: u32 = 128;
 const DEC_DMAX: usize = 256;
 const DEC_VWORDS: usize = 32;
+const DEC_BK: u64 = 32;
+const DEC_SPLITS: u64 = 32;
+
+/// Blocks per multiprocessor the decode pass's key ranges aim at (H200, q [1,32,1,128] over kv
+/// [1,8,4096,128] f16: 2 24.6 us, 4 and 8 34.6).
+const DEC_BLOCKS_PER_MP: u64 = 2;
+
+/// Keys past which a decode step takes the tensor-core pass where it has one (its copies overlap
+/// its work, where the decode pass waits on memory once a tile). H200, f16, us, decode pass /
+/// tensor-core pass: GPT-2's step over 256 keys 8.5 / 12.3; 4 rows a kv head over 4096 keys 24.6
+/// / 18.2 (1 and 2 rows: 40.1 / 43.4, 26.1 / 27.9). Between the two, not measured.
+const DEC_MMA_KEYS: usize = 1024;
 
 /// The tensor-core pass of `hip/attention.hip` (`sdpa_mma`, NVIDIA sm_80 on, f16 and bf16): query
 /// rows per block (`MMA_BQ`), threads per block (`MMA_THREADS`), and the widths it is built for
@@ -111,6 +124,18 @@ fn vector_rows<R: Runtime>(s: &NativeStorage<R>, l: &Layout, ve: usize) -> bool 
     st.last() == Some(&1) && start.is_multiple_of(16) && st[..st.len() - 1].iter().all(|x| x.is_multiple_of(ve))
 }
 
+/// The decode pass's key ranges for `groups` (batch, kv head) pairs: as many as give every
+/// multiprocessor [`DEC_BLOCKS_PER_MP`] blocks, up to [`DEC_SPLITS`], each whole tiles of
+/// [`DEC_BK`] keys; one where the groups are more than the counters that combine ranges.
+fn decode_splits(groups: u64, lk: u64, mps: u64) -> (u64, u64) {
+    let want = (mps * DEC_BLOCKS_PER_MP).div_ceil(groups.max(1)).min(lk.div_ceil(DEC_BK)).min(DEC_SPLITS);
+    if want <= 1 || groups > super::COUNTERS as u64 {
+        return (1, lk);
+    }
+    let len = lk.div_ceil(want).div_ceil(DEC_BK) * DEC_BK;
+    (lk.div_ceil(len), len)
+}
+
 fn view4(l: &Layout) -> View4 {
     let s = l.strides();
     View4 { offset: l.offset() as u64, strides: [0, 1, 2, 3].map(|i| s[i] as u64) }
@@ -161,28 +186,33 @@ impl<R: Runtime> AttentionOps for NativeBackend<R> {
         let u = |v: usize| v as u64;
         // The query rows of the heads sharing a kv head go through one block's tiles together; the
         // decode pass takes up to DEC_ROWS of them in one block where their rows are whole
-        // 16-byte vectors.
+        // 16-byte vectors (over up to DEC_MMA_KEYS keys where the tensor-core pass exists).
         let group_rows = u(p.hq / p.hkv * p.lq);
         let ve = 16 / dtype.size_in_bytes();
+        let width = p.d.max(p.dv);
+        let mma_width = MMA_WIDTHS
+            .into_iter()
+            .find(|&w| width <= w)
+            .filter(|_| matches!(dtype, DType::F16 | DType::BF16) && self.tensor_cores());
         let decode = group_rows <= DEC_ROWS
+            && (mma_width.is_none() || p.lk <= DEC_MMA_KEYS)
             && p.d.is_multiple_of(ve)
             && p.dv.is_multiple_of(ve)
             && p.d <= DEC_DMAX
             && p.dv <= DEC_VWORDS * ve
             && [q, k, v].into_iter().all(|(s, l)| vector_rows(s, l, ve));
-        let width = p.d.max(p.dv);
-        let mma = MMA_WIDTHS
-            .into_iter()
-            .find(|&w| width <= w)
-            .filter(|_| matches!(dtype, DType::F16 | DType::BF16) && self.tensor_cores());
-        let (tiles, chunks, threads) = match (mma, decode) {
-            (Some(_), _) => (group_rows.div_ceil(MMA_BQ), 1, MMA_THREADS),
-            (None, true) => (1, 1, DEC_THREADS),
-            (None, false) => (group_rows.div_ceil(BQ), u(p.dv).div_ceil(DC), THREADS),
+        let mma = mma_width.filter(|_| !decode);
+        let (tiles, chunks, threads) = match (decode, mma) {
+            (true, _) => (1, 1, DEC_THREADS),
+            (false, Some(_)) => (group_rows.div_ceil(MMA_BQ), 1, MMA_THREADS),
+            (false, None) => (group_rows.div_ceil(BQ), u(p.dv).div_ceil(DC), THREADS),
         };
         let row_blocks = u(p.b * p.hkv) * tiles * chunks;
-        let (splits, split_len) =
-            key_splits(row_blocks, u(p.lk), u64::from(self.0.rt.info().multiprocessors) * BLOCKS_PER_MP);
+        let mps = u64::from(self.0.rt.info().multiprocessors);
+        let (splits, split_len) = match decode {
+            true => decode_splits(row_blocks, u(p.lk), mps),
+            false => key_splits(row_blocks, u(p.lk), mps * BLOCKS_PER_MP),
+        };
         let rows = u(p.b * p.hq * p.lq);
         let (splits, split_len) = if rows * u(p.dv) > u64::from(u32::MAX) { (1, u(p.lk)) } else { (splits, split_len) };
         let blocks = row_blocks * splits;
@@ -200,26 +230,33 @@ impl<R: Runtime> AttentionOps for NativeBackend<R> {
             MaskKind::Additive => "_additive",
         };
         let op = AttentionOp::ScaledDotProductAttention.name();
-        let name = match (mma, decode) {
-            (Some(w), _) => format!("{}{suffix}", kernel_name(&format!("{op}_mma{w}"), dtype)),
-            (None, true) => {
+        let name = match (decode, mma) {
+            (true, _) => {
                 let r = group_rows.next_power_of_two();
                 format!("{}{suffix}", kernel_name(&format!("{op}_decode{r}"), dtype))
             }
-            (None, false) => format!("{}{suffix}", kernel_name(op, dtype)),
+            (false, Some(w)) => format!("{}{suffix}", kernel_name(&format!("{op}_mma{w}"), dtype)),
+            (false, None) => format!("{}{suffix}", kernel_name(op, dtype)),
         };
         let m = mask.map_or(q.0.ptr, |m| m.0.ptr);
+        // The decode pass combines its ranges itself, through a counter a (batch, kv head).
+        let counts = if decode && splits > 1 { Some(self.counters()?) } else { None };
         for (first, _, n) in launches(blocks, 1, threads) {
             let mut a = Args::default();
             a.u64(first).pod(&args).ptr(q.0.ptr).ptr(k.0.ptr).ptr(v.0.ptr).ptr(m).ptr(y.ptr).ptr(part.ptr);
-            // SAFETY: {op}[_decode{r}|_mma{w}]_{T}{suffix}(first, SdpaArgs, q, k, v, mask, y, part) in order
-            // (the tensor-core pass exists on CUDA sm_80 on, which `tensor_cores` checked); the spec
-            // checked every view against its storage (the mask's laid out as [B, Hq, Lq, Lk]); `y`
-            // holds the whole output and `part` (with splits) rows x splits x (Dv + 2) values of the
-            // compute type; blocks past `blocks` return at once.
+            if decode {
+                a.ptr(counts.unwrap_or(part.ptr));
+            }
+            // SAFETY: {op}[_decode{r}|_mma{w}]_{T}{suffix}(first, SdpaArgs, q, k, v, mask, y, part
+            // [, counts]) in order (the tensor-core pass exists on CUDA sm_80 on, which
+            // `tensor_cores` checked); the spec checked every view against its storage (the
+            // mask's laid out as [B, Hq, Lq, Lk]); `y` holds the whole output and `part` (with
+            // splits) rows x splits x (Dv + 2) values of the compute type; the decode pass's
+            // counters (with splits) one a (batch, kv head), fewer than COUNTERS
+            // (`decode_splits`), and zero; blocks past `blocks` return at once.
             unsafe { self.launch_grid(Family::Attention, &name, [n, 1, 1], threads, &mut a)? };
         }
-        if splits > 1 {
+        if splits > 1 && !decode {
             let name = kernel_name(&format!("{op}_combine"), dtype);
             let (g, b) = grid(rows * dv, self.0.rt.info().multiprocessors);
             let mut a = Args::default();

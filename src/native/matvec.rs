@@ -29,9 +29,6 @@ const UNROLLS: [u64; 3] = [8, 16, 24];
 const STEP_ROWS: u64 = 1024;
 /// Column words a block of the columns walk takes at most (`MV_MAX_CG`).
 const MAX_CG: u64 = 8;
-/// Column runs whose chunks of K meet through a counter each: the most a product split along K
-/// may have (the backend's `matvec_counters`).
-pub(crate) const COUNTERS: usize = 4096;
 
 /// How the weight lies: `[K, N]` with N contiguous (`matvec_cols`) or `[N, K]` with K
 /// contiguous, a transposed weight (`matvec_rows`).
@@ -143,7 +140,7 @@ pub(crate) fn plan(
             let slices = u64::from(BLOCK) / cg;
             let most = UNROLLS.into_iter().filter(|&x| x * slices <= STEP_ROWS).max().unwrap_or(UNROLLS[0]);
             let per = u(k).div_ceil(slices);
-            let want = match per <= most || blocks as usize > COUNTERS {
+            let want = match per <= most || blocks as usize > super::COUNTERS {
                 true => 1,
                 false => target.div_ceil(blocks).min(per.div_ceil(most)),
             };
@@ -260,21 +257,6 @@ impl<R: Runtime> NativeBackend<R> {
         here.then(|| plan(dtype, ll, rl, g, i.multiprocessors, i.warp_size)).flatten()
     }
 
-    /// The counters of the columns walk split along K, zeroed once (each launch leaves them
-    /// at zero). Made at first use, and zeroed then and there (outside the stream: also during
-    /// a capture, whose graph runs later).
-    fn matvec_counters(&self) -> Result<DevicePtr> {
-        let rt = &self.0.rt;
-        let made = self.0.matvec_counters.get_or_init(|| {
-            let zeros = [0u8; COUNTERS * 4];
-            let p = rt.alloc(zeros.len())?;
-            // SAFETY: `p` holds these bytes; no work uses it before the copy is done.
-            unsafe { rt.htod_now(&zeros, p)? };
-            Ok(p)
-        });
-        made.clone()
-    }
-
     /// Runs `plan` on `x` and `w`, then program `p` over the product (its input 0) and `inputs`
     /// (its inputs 1 on, each in the product's shape `g.out`) with `params`, into a new storage.
     pub(crate) fn run_matvec(
@@ -297,7 +279,7 @@ impl<R: Runtime> NativeBackend<R> {
         // K in chunks: their sums, and the counters the last chunk of each column run finds.
         let (parts, counts) = match plan.grid[1] {
             1 => (None, DevicePtr(0)),
-            chunks => (Some(self.storage(DType::F32, chunks as usize * g.m * g.n)?), self.matvec_counters()?),
+            chunks => (Some(self.storage(DType::F32, chunks as usize * g.m * g.n)?), self.counters()?),
         };
         let mut args = Args::default();
         args.pod(&plan.args).ptr(x.ptr).ptr(w.ptr).ptr(y.ptr);

@@ -86,6 +86,10 @@ const HIP_FILES: &[(Family, &str)] = &[
     (Family::Quant, include_str!("../../hip/quant.hip")),
 ];
 
+/// Counters through which the last block of a group finds itself (a product split along K, the
+/// key ranges of a decode step): the most groups one launch may count on.
+pub(crate) const COUNTERS: usize = 4096;
+
 /// Where `hip/elementwise.hip` includes its generated functors and instantiation lines.
 const ELEMENTWISE_OPS: &str = "#include \"elementwise_ops.h\"";
 
@@ -133,9 +137,8 @@ struct Inner<R: Runtime> {
     library_use: usage::LibraryUse,
     /// `library_use`'s launches when the capture under way started.
     capture_start: std::sync::atomic::AtomicU64,
-    /// The matrix-vector kernels' counters (`matvec::COUNTERS` u32, zero between launches),
-    /// made at first use.
-    matvec_counters: OnceLock<Result<DevicePtr>>,
+    /// The kernels' counters ([`COUNTERS`] u32, zero between launches), made at first use.
+    counters: OnceLock<Result<DevicePtr>>,
     /// Last: dropped after the modules and the cached blocks that need it.
     rt: R,
 }
@@ -144,7 +147,7 @@ impl<R: Runtime> Drop for Inner<R> {
     fn drop(&mut self) {
         // Nothing can report an error from here; the device reclaims memory at exit anyway.
         let _ = self.alloc.trim(&self.rt);
-        if let Some(Ok(counters)) = self.matvec_counters.get() {
+        if let Some(Ok(counters)) = self.counters.get() {
             // SAFETY: from `rt.alloc`, freed once; the stream's work that used it is done or
             // abandoned with the backend.
             let _ = unsafe { self.rt.free(*counters) };
@@ -228,9 +231,24 @@ impl<R: Runtime> NativeBackend<R> {
             dnn_cache: Default::default(),
             library_use: Default::default(),
             capture_start: Default::default(),
-            matvec_counters: OnceLock::new(),
+            counters: OnceLock::new(),
             rt,
         }))
+    }
+
+    /// The kernels' counters (see [`COUNTERS`]), zeroed once: each launch leaves them at zero.
+    /// Made at first use, and zeroed then and there (outside the stream: also during a capture,
+    /// whose graph runs later).
+    pub(crate) fn counters(&self) -> Result<DevicePtr> {
+        let rt = &self.0.rt;
+        let made = self.0.counters.get_or_init(|| {
+            let zeros = [0u8; COUNTERS * 4];
+            let p = rt.alloc(zeros.len())?;
+            // SAFETY: `p` holds these bytes; no work uses it before the copy is done.
+            unsafe { rt.htod_now(&zeros, p)? };
+            Ok(p)
+        });
+        made.clone()
     }
 
     /// The vendor runtime underneath.
