@@ -102,8 +102,11 @@ impl<R: Runtime> NativeBackend<R> {
     /// What `Device::info` says of the attention kernels.
     pub(super) fn attention_pass(&self) -> &'static str {
         match self.tensor_cores() {
-            true => "f16/bf16 with D, Dv <= 128 on tensor cores (RWO_NATIVE_MMA=0 turns them off)",
-            false => "SIMT tiles",
+            true => {
+                "f16/bf16 with D, Dv <= 128 on tensor cores (RWO_NATIVE_MMA=0 turns them off); decode steps over up \
+                 to 1024 keys in the decode pass"
+            }
+            false => "SIMT tiles; decode steps in the decode pass",
         }
     }
 }
