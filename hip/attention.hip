@@ -274,16 +274,6 @@ __device__ __forceinline__ void dec_unpack(const uint4& w, typename num<T>::C* v
   for (u32 i = 0; i < 16 / sizeof(T); ++i) v[i] = num<T>::load(e[i]);
 }
 
-// Orders a block's writes of its range's results before its count, and the count before the
-// last block's reads (as the matrix-vector kernels' `mv_fence`).
-__device__ __forceinline__ void dec_fence() {
-#if defined(__CUDACC_RTC__)
-  asm volatile("fence.acq_rel.gpu;" ::: "memory");
-#else
-  __threadfence();
-#endif
-}
-
 // R: the rows a block forms scores for (the group's rows rounded up to 1, 2, 4 or DEC_ROWS).
 template <class T, int MASK, int R>
 __device__ __forceinline__ void sdpa_decode(u64 first, const SdpaArgs& a, const T* q, const T* k, const T* v,
@@ -477,12 +467,12 @@ __device__ __forceinline__ void sdpa_decode(u64 first, const SdpaArgs& a, const 
     }
   }
   if (a.splits == 1) return;
-  dec_fence();
+  count_fence();
   __syncthreads();
   if (t == 0) last = atomicAdd(&counts[bh], 1u) == a.splits - 1;
   __syncthreads();
   if (!last) return;
-  dec_fence();
+  count_fence();
   // The last block: each row's ranges weighed by exp(max - the rows' max) (ps), their sums' total
   // (row_l), then the values.
   const volatile C* vp = pt;

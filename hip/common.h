@@ -550,6 +550,18 @@ __device__ __forceinline__ T shfl_xor(T v, int mask) {
 }
 #endif
 
+// Where the last block of a group finds itself on a counter (a product split along K, a decode
+// step's key ranges): orders a block's writes of its results before its count, and the count
+// before the last block's reads (an acquire-release fence at device scope; NVIDIA's
+// __threadfence is sequentially consistent, and slower).
+__device__ __forceinline__ void count_fence() {
+#if defined(__CUDACC_RTC__)
+  asm volatile("fence.acq_rel.gpu;" ::: "memory");
+#else
+  __threadfence();
+#endif
+}
+
 // Atomics, only those HIP and CUDA both have: 32-bit compare-and-swap, adds of f32, f64
 // (CUDA sm_60+), u32 and u64 (as unsigned long long; an i64 add is the same bits in two's
 // complement, so it wraps as the crate's integers do). No 8- or 16-bit atomics exist on both:

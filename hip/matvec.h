@@ -46,17 +46,6 @@ __device__ __forceinline__ void mv_x(const MvArgs& a, const T* x, u64 k, float* 
   for (int r = 0; r < R; ++r) xv[r] = num<T>::load(x[a.x_off + (u64)r * a.x_row + k * a.x_k]);
 }
 
-// Orders a block's writes of its sums before its count, and the count before the last block's
-// reads (an acquire-release fence at device scope; NVIDIA's __threadfence is sequentially
-// consistent, and slower).
-__device__ __forceinline__ void mv_fence() {
-#if defined(__CUDACC_RTC__)
-  asm volatile("fence.acq_rel.gpu;" ::: "memory");
-#else
-  __threadfence();
-#endif
-}
-
 template <class T, int R, int U, class Fetch, class Put>
 __device__ __forceinline__ void matvec_cols(const MvArgs& a, const T* x, const T* w, float* parts, u32* counts,
                                             Fetch fetch, Put put) {
@@ -152,12 +141,12 @@ __device__ __forceinline__ void matvec_cols(const MvArgs& a, const T* x, const T
   // K in gridDim.y chunks: each block's sums to `parts`; the last block of a column run to
   // finish adds them in chunk order and puts them (and leaves its counter at 0 again).
   if (mine) parts[((u64)blockIdx.y * R + orow) * a.n + n] = sum;
-  mv_fence();
+  count_fence();
   __syncthreads();
   if (threadIdx.x == 0) last = atomicAdd(&counts[blockIdx.x], 1u) == gridDim.y - 1;
   __syncthreads();
   if (!last) return;
-  mv_fence();
+  count_fence();
   if (mine) {
     const volatile float* p = parts;
     float t = 0.0f;

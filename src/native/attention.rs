@@ -8,6 +8,7 @@
 //! and Dv up to 128 take the flash-style pass's place on tensor cores (`sdpa_mma`: [`MMA_BQ`]
 //! rows a block, every column). Operands are read in place through their strides.
 
+use super::DevicePtr;
 use super::dnn::{AttnBuffers, AttnDesc, Tensor4};
 use super::kernel::{Args, grid, launches};
 use super::usage::Path;
@@ -100,13 +101,13 @@ impl<R: Runtime> NativeBackend<R> {
     }
 
     /// What `Device::info` says of the attention kernels.
-    pub(super) fn attention_pass(&self) -> &'static str {
+    pub(super) fn attention_pass(&self) -> String {
         match self.tensor_cores() {
-            true => {
-                "f16/bf16 with D, Dv <= 128 on tensor cores (RWO_NATIVE_MMA=0 turns them off); decode steps over up \
-                 to 1024 keys in the decode pass"
-            }
-            false => "SIMT tiles; decode steps in the decode pass",
+            true => format!(
+                "f16/bf16 with D, Dv <= 128 on tensor cores (RWO_NATIVE_MMA=0 turns them off); decode steps over \
+                 up to {DEC_MMA_KEYS} keys in the decode pass"
+            ),
+            false => "SIMT tiles; decode steps in the decode pass".into(),
         }
     }
 }
@@ -243,12 +244,12 @@ impl<R: Runtime> AttentionOps for NativeBackend<R> {
         };
         let m = mask.map_or(q.0.ptr, |m| m.0.ptr);
         // The decode pass combines its ranges itself, through a counter a (batch, kv head).
-        let counts = if decode && splits > 1 { Some(self.counters()?) } else { None };
+        let counts = if decode && splits > 1 { self.counters()? } else { DevicePtr(0) };
         for (first, _, n) in launches(blocks, 1, threads) {
             let mut a = Args::default();
             a.u64(first).pod(&args).ptr(q.0.ptr).ptr(k.0.ptr).ptr(v.0.ptr).ptr(m).ptr(y.ptr).ptr(part.ptr);
             if decode {
-                a.ptr(counts.unwrap_or(part.ptr));
+                a.ptr(counts);
             }
             // SAFETY: {op}[_decode{r}|_mma{w}]_{T}{suffix}(first, SdpaArgs, q, k, v, mask, y, part
             // [, counts]) in order (the tensor-core pass exists on CUDA sm_80 on, which

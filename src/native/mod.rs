@@ -581,7 +581,7 @@ impl<R: Runtime> Memory for NativeBackend<R> {
             ("versions", i.versions.clone()),
             ("libraries", self.libraries()),
             ("collectives", collectives(R::KIND)),
-            ("attention", self.attention_pass().into()),
+            ("attention", self.attention_pass()),
             ("quantized matrix-vector", self.qmatvec_pass().into()),
             ("calls so far", self.0.library_use.describe()),
             ("pool", format!("{} MiB live, {} MiB cached", mem.live >> 20, mem.cached >> 20)),
