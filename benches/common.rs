@@ -5,6 +5,8 @@
 #[path = "../src/app/bench.rs"]
 #[allow(dead_code, reason = "criterion times the cases itself, without `measure`")]
 mod bench;
+#[path = "../src/app/cpu_time.rs"]
+mod cpu_time;
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use rocm_wgpu_ops::spec::Family;
@@ -62,7 +64,7 @@ pub fn run(family: Family) {
         for dev in &devices {
             group.bench_function(BenchmarkId::new("record add f32 [16]", dev.kind().name()), |b| {
                 b.iter_custom(|iters| {
-                    bench::record_cost(dev, iters as u32).map_or(Duration::ZERO, |t| t * iters as u32)
+                    bench::record_cost(dev, iters as u32).map_or(Duration::ZERO, |t| t.wall * iters as u32)
                 })
             });
         }

@@ -407,7 +407,7 @@ fn decode(cfg: &Config, w: &Model, dev: &Device, dtype: DType, r: Option<&Decode
         };
         let mut plan = if replay { Some(dev.capture(&[&id, &at], &step)?) } else { None };
         dev.synchronize()?;
-        let (start, launched, cpu0) = (std::time::Instant::now(), dev.launches(), common::thread_cpu());
+        let (start, launched, cpu0) = (std::time::Instant::now(), dev.launches(), common::cpu_time::thread_cpu());
         let mut tokens = vec![];
         for _ in 0..n {
             let out = match plan.as_mut() {
@@ -417,7 +417,8 @@ fn decode(cfg: &Config, w: &Model, dev: &Device, dtype: DType, r: Option<&Decode
             [id, at] = <[Tensor; 2]>::try_from(out).map_err(|_| "a step gives a token and a position")?;
             tokens.push(id.clone());
         }
-        let recording = Recording { wall: start.elapsed(), cpu: common::thread_cpu().zip(cpu0).map(|(b, a)| b - a) };
+        let recording =
+            Recording { wall: start.elapsed(), cpu: common::cpu_time::thread_cpu().zip(cpu0).map(|(b, a)| b - a) };
         let tokens = Tensor::cat(&tokens, 0)?.to_vec::<u32>()?;
         Ok((tokens, start.elapsed().as_secs_f64(), dev.launches() - launched, recording))
     };

@@ -1,16 +1,20 @@
 //! Shapes, strided layouts and the views built on them (no view ever copies data).
 
 use crate::{Error, Result};
+use smallvec::SmallVec;
 use std::fmt;
+
+/// Dims or strides, inline up to rank 5: a layout made while recording an op allocates nothing.
+type Dims = SmallVec<[usize; 5]>;
 
 /// The dims of a tensor.
 #[derive(Clone, PartialEq, Eq, Hash, Default)]
-pub struct Shape(Vec<usize>);
+pub struct Shape(Dims);
 
 impl Shape {
     /// A shape of these dims.
     pub fn new(dims: impl Into<Vec<usize>>) -> Self {
-        Shape(dims.into())
+        Shape(Dims::from_vec(dims.into()))
     }
 
     /// The size of each dim.
@@ -31,7 +35,11 @@ impl Shape {
 
     /// Row-major strides of a contiguous tensor of this shape (saturating, as `elem_count`).
     pub fn contiguous_strides(&self) -> Vec<usize> {
-        let mut strides = vec![0; self.rank()];
+        self.strides_inline().to_vec()
+    }
+
+    fn strides_inline(&self) -> Dims {
+        let mut strides = Dims::from_elem(0, self.rank());
         let mut acc = 1usize;
         for (s, &d) in strides.iter_mut().zip(&self.0).rev() {
             *s = acc;
@@ -55,7 +63,7 @@ impl Shape {
     /// The shape two operands broadcast to (numpy rules: align right, 1 stretches).
     pub fn broadcast(op: &'static str, lhs: &Shape, rhs: &Shape) -> Result<Shape> {
         let rank = lhs.rank().max(rhs.rank());
-        let mut dims = vec![0; rank];
+        let mut dims = Dims::from_elem(0, rank);
         for (i, d) in dims.iter_mut().enumerate() {
             let l = lhs.dim_from_right(rank - i);
             let r = rhs.dim_from_right(rank - i);
@@ -88,31 +96,31 @@ impl fmt::Display for Shape {
 
 impl From<Vec<usize>> for Shape {
     fn from(v: Vec<usize>) -> Self {
-        Shape(v)
+        Shape(Dims::from_vec(v))
     }
 }
 
 impl From<&[usize]> for Shape {
     fn from(v: &[usize]) -> Self {
-        Shape(v.to_vec())
+        Shape(Dims::from_slice(v))
     }
 }
 
 impl<const N: usize> From<[usize; N]> for Shape {
     fn from(v: [usize; N]) -> Self {
-        Shape(v.to_vec())
+        Shape(Dims::from_slice(&v))
     }
 }
 
 impl From<()> for Shape {
     fn from(_: ()) -> Self {
-        Shape(vec![])
+        Shape(Dims::new())
     }
 }
 
 impl From<usize> for Shape {
     fn from(d: usize) -> Self {
-        Shape(vec![d])
+        Shape(smallvec::smallvec![d])
     }
 }
 
@@ -156,7 +164,7 @@ impl Dim for D {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Layout {
     shape: Shape,
-    strides: Vec<usize>,
+    strides: Dims,
     offset: usize,
 }
 
@@ -164,7 +172,7 @@ impl Layout {
     /// A contiguous row-major layout starting at `offset`.
     pub fn contiguous_with_offset(shape: impl Into<Shape>, offset: usize) -> Self {
         let shape = shape.into();
-        let strides = shape.contiguous_strides();
+        let strides = shape.strides_inline();
         Layout { shape, strides, offset }
     }
 
@@ -175,7 +183,7 @@ impl Layout {
 
     /// Any layout; the caller guarantees it stays inside its storage.
     pub fn new(shape: impl Into<Shape>, strides: Vec<usize>, offset: usize) -> Self {
-        Layout { shape: shape.into(), strides, offset }
+        Layout { shape: shape.into(), strides: Dims::from_vec(strides), offset }
     }
 
     /// The shape viewed.
@@ -260,7 +268,7 @@ impl Layout {
                 return Err(Error::DuplicateDim { op: "permute", dim: p });
             }
         }
-        let dims = perm.iter().map(|&p| self.dims()[p]).collect::<Vec<_>>();
+        let dims = perm.iter().map(|&p| self.dims()[p]).collect();
         let strides = perm.iter().map(|&p| self.strides[p]).collect();
         Ok(Layout { shape: Shape(dims), strides, offset: self.offset })
     }
@@ -290,7 +298,7 @@ impl Layout {
             return Err(err());
         }
         let extra = shape.rank() - self.rank();
-        let mut strides = vec![0; shape.rank()];
+        let mut strides = Dims::from_elem(0, shape.rank());
         for (i, (&d, &s)) in self.dims().iter().zip(&self.strides).enumerate() {
             let target = shape.dims()[extra + i];
             strides[extra + i] = if d == target {
@@ -372,8 +380,8 @@ impl Layout {
             StridedBlocks::Single { start: self.offset, len: block_len }
         } else {
             let outer = Layout {
-                shape: Shape(self.dims()[..self.rank() - inner_dims].to_vec()),
-                strides: self.strides[..self.rank() - inner_dims].to_vec(),
+                shape: Shape::from(&self.dims()[..self.rank() - inner_dims]),
+                strides: Dims::from_slice(&self.strides[..self.rank() - inner_dims]),
                 offset: self.offset,
             };
             StridedBlocks::Multi { starts: StridedIndex::owned(outer), len: block_len }
@@ -476,7 +484,12 @@ impl<'a> StridedIndex<'a> {
 
     fn owned(l: Layout) -> StridedIndex<'static> {
         let next = (l.elem_count() > 0).then_some(l.offset);
-        StridedIndex { multi: vec![0; l.rank()], dims: l.shape.0.into(), strides: l.strides.into(), next }
+        StridedIndex {
+            multi: vec![0; l.rank()],
+            dims: l.shape.0.to_vec().into(),
+            strides: l.strides.to_vec().into(),
+            next,
+        }
     }
 }
 
@@ -506,8 +519,8 @@ impl Iterator for StridedIndex<'_> {
 /// of 0), or `None` when a dim of `new` would cross two runs of chaining strides (PyTorch's
 /// `computeStride`): walking the old dims from the last, each run of dims whose strides chain
 /// must be covered exactly by a run of new dims.
-fn view_strides(old: &[usize], old_strides: &[usize], new: &[usize]) -> Option<Vec<usize>> {
-    let mut strides = vec![0; new.len()];
+fn view_strides(old: &[usize], old_strides: &[usize], new: &[usize]) -> Option<Dims> {
+    let mut strides = Dims::from_elem(0, new.len());
     let mut view_d = new.len();
     let Some(mut base) = old_strides.last().copied() else {
         // A scalar: every new dim has size 1.

@@ -248,20 +248,8 @@ pub fn time_on<T>(devs: &[Device], runs: usize, mut forward: impl FnMut() -> Res
     Ok((times[times.len() / 2], out))
 }
 
-/// CPU time the calling thread has had (`CLOCK_THREAD_CPUTIME_ID`): against the wall clock,
-/// whether a loop of recording worked or waited.
-#[cfg(unix)]
-pub fn thread_cpu() -> Option<Duration> {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `t` is a valid timespec for the call to write.
-    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0;
-    ok.then(|| Duration::new(t.tv_sec as u64, t.tv_nsec as u32))
-}
-
-#[cfg(not(unix))]
-pub fn thread_cpu() -> Option<Duration> {
-    None
-}
+#[path = "../../src/app/cpu_time.rs"]
+pub mod cpu_time;
 
 /// The line `benches/models_ref.py` reads: model, backend, dtype, ms per forward, shapes.
 pub fn model_line(model: &str, dev: &Device, dtype: DType, t: Duration, config: &str) {

@@ -582,20 +582,30 @@ pub fn measure(dev: &Device, op: &Op, budget: Duration) -> Result<Duration> {
     Ok(times[times.len() / 2])
 }
 
-/// CPU time to record one small op (validation, pool, pipeline lookup, bind group, dispatch),
-/// without waiting for the device: the mean over `n` back-to-back `add`s of 16 elements.
-pub fn record_cost(dev: &Device, n: u32) -> Result<Duration> {
+/// What recording one small op costs: the mean over `n` back-to-back `add`s of 16 elements.
+pub struct RecordCost {
+    /// On the wall clock, without waiting for the device at the end: bounded below by the CPU
+    /// work and by anything the recording waits for (a queue of batches the GPU has not taken).
+    pub wall: Duration,
+    /// On the recording thread's CPU clock (validation, pool, pipeline lookup, bind group,
+    /// dispatch); `None` where the platform has no such clock.
+    pub cpu: Option<Duration>,
+}
+
+/// [`RecordCost`] of `n` adds of 16 f32.
+pub fn record_cost(dev: &Device, n: u32) -> Result<RecordCost> {
     let a = rand(&[16], DType::F32, dev)?;
     let b = rand(&[16], DType::F32, dev)?;
     for _ in 0..100 {
         a.add(&b)?;
     }
     dev.synchronize()?;
-    let t = Instant::now();
+    let (t, cpu0) = (Instant::now(), super::cpu_time::thread_cpu());
     for _ in 0..n {
         a.add(&b)?;
     }
-    let per_op = t.elapsed() / n;
+    let wall = t.elapsed() / n;
+    let cpu = super::cpu_time::thread_cpu().zip(cpu0).map(|(b, a)| (b - a) / n);
     dev.synchronize()?;
-    Ok(per_op)
+    Ok(RecordCost { wall, cpu })
 }

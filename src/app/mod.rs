@@ -7,5 +7,6 @@
 
 pub mod bench;
 pub mod chart;
+pub mod cpu_time;
 #[allow(dead_code, reason = "the main job uses part of the self-check; the suite the rest")]
 pub mod selfcheck;

@@ -56,13 +56,13 @@ use crate::{BackendKind, CpuStorage, DType, Error, Layout, Result};
 use alloc::Allocator;
 pub use alloc::PoolStats;
 pub use elementwise::where_kernel_name;
+use foldhash::{HashMap, HashMapExt};
 use kernel::{Args, Part};
 pub use matvec::matvec_samples;
 pub use ptr::DevicePtr;
 pub use render::elementwise_ops;
 pub use runtime::{DeviceInfo, Runtime};
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 pub use units::{Unit, unit_of, unit_sources};
 

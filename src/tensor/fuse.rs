@@ -208,7 +208,7 @@ impl Tensor {
         params: &[Scalar],
     ) -> Result<Option<Tensor>> {
         let dev = &args[0].device;
-        let dtypes: Vec<DType> = args.iter().map(|t| t.dtype()).chain([out.dtype]).collect();
+        let dtypes: smallvec::SmallVec<[DType; 4]> = args.iter().map(|t| t.dtype()).chain([out.dtype]).collect();
         if !dev.fusion() || !dispatch!(dev, |b| b.fuses(&dtypes)) {
             return Ok(None);
         }

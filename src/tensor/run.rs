@@ -7,15 +7,17 @@ use crate::backend::{BackendStorage, Memory};
 use crate::device::{BackendOf, Storage, dispatch};
 use crate::spec::{Family, Out};
 use crate::{Result, Shape};
+use smallvec::SmallVec;
 use std::sync::{Arc, RwLockReadGuard};
 
 /// An op in flight: its output shape checked, the distinct storages of its inputs read-locked
 /// once each (a storage shared by two operands is locked once). Its output inherits the status
 /// of every input ([`super::status`]) in [`Run::finish`], the one way an op makes a tensor.
+/// (Operands inline up to four: recording a small op allocates nothing for them.)
 pub(crate) struct Run<'a> {
     op: &'static str,
-    owners: Vec<&'a Tensor>,
-    guards: Vec<RwLockReadGuard<'a, Storage>>,
+    owners: SmallVec<[&'a Tensor; 4]>,
+    guards: SmallVec<[RwLockReadGuard<'a, Storage>; 4]>,
     shape: Shape,
 }
 
@@ -74,7 +76,7 @@ impl Tensor {
     ) -> Result<Run<'a>> {
         admit(&self.device, family, op, out)?;
         self.check_operands(op, std::iter::once(self).chain(others.iter().copied()))?;
-        let mut r = Run { op, owners: vec![], guards: vec![], shape: out.shape.clone() };
+        let mut r = Run { op, owners: SmallVec::new(), guards: SmallVec::new(), shape: out.shape.clone() };
         for t in std::iter::once(self).chain(others.iter().copied()) {
             if !r.owners.iter().any(|o| o.shares_storage(t)) {
                 r.owners.push(t);

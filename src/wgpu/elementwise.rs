@@ -12,6 +12,7 @@ use crate::expr::{Expr, Ty, table};
 use crate::spec::Family;
 use crate::spec::elementwise::{BinaryOp, CmpOp, ElementwiseOp, ScalarOp, UnaryOp};
 use crate::{DType, Layout, Result, Scalar};
+use smallvec::SmallVec;
 
 /// The spec of an elementwise kernel (`mapn` of `shaders/elementwise.wgsl`): inputs (named
 /// `x`, or `a`/`b`, or `c`/`a`/`b`) with their reprs and index maps, output `y`, the generated
@@ -191,16 +192,17 @@ impl WgpuBackend {
         for (slot, (_, l)) in index.iter_mut().zip(inputs) {
             *slot = Index::of(l);
         }
-        let reprs: Vec<Repr> = map
-            .input_dtypes()
-            .iter()
-            .take(inputs.len())
-            .map(|&d| Repr::of(d, caps, map.name()))
-            .collect::<Result<_>>()?;
-        let out_repr = Repr::of(map.output(out), caps, map.name())?;
-        let layouts: Vec<&Layout> = inputs.iter().map(|i| i.1).collect();
-        let mut buffers: Vec<&wgpu::Buffer> = inputs.iter().map(|i| i.0.buffer()).collect();
+        // (Inline: a map has at most three inputs, so recording it allocates nothing here; pushed
+        // one by one, which costs a third of what collecting into them did.)
+        let (mut reprs, mut layouts) = (SmallVec::<[Repr; 3]>::new(), SmallVec::<[&Layout; 3]>::new());
+        let mut buffers = SmallVec::<[&wgpu::Buffer; 4]>::new();
+        for (&d, &(x, l)) in map.input_dtypes().iter().zip(inputs) {
+            reprs.push(Repr::of(d, caps, map.name())?);
+            layouts.push(l);
+            buffers.push(x.buffer());
+        }
         buffers.push(y.buffer());
+        let out_repr = Repr::of(map.output(out), caps, map.name())?;
         // An input stored transposed to the output: through workgroup tiles.
         // (The tiled kernels take one or two inputs and no scalars.)
         let tiles = scalars.is_empty() && inputs.len() <= 2 && out_repr.per_word() == 1;
@@ -211,6 +213,7 @@ impl WgpuBackend {
             let meta = spec.meta(n as u32, &layouts, &rc);
             let tiles = (rc[0].div_ceil(32) as u64) * (rc[1].div_ceil(32) as u64);
             self.run_pipeline(&spec, &pipeline, &buffers, &meta, tiles * 256)?;
+            drop(buffers);
             return Ok(y);
         }
         // (Not on a browser's software fallback adapter: Chromium's SwiftShader lost the device
@@ -234,6 +237,7 @@ impl WgpuBackend {
         })?;
         let meta = spec.meta(n as u32, &layouts, &params::encode(reprs[0].compute(), scalars));
         self.run_pipeline(&spec, &pipeline, &buffers, &meta, threads)?;
+        drop(buffers);
         Ok(y)
     }
 
@@ -324,16 +328,15 @@ pub(crate) struct MapKey {
 /// `[rows, cols]` and which inputs are column-major matrices of that one shape, when any is
 /// (and none is larger than a u32 walk); `None` otherwise.
 fn column_majors(layouts: &[&Layout]) -> Option<([u32; 2], [bool; 3])> {
-    let shapes: Vec<Option<[u32; 2]>> = layouts.iter().map(|l| column_major(l)).collect();
+    let mut shapes = [None; 3];
+    for (s, l) in shapes.iter_mut().zip(layouts) {
+        *s = column_major(l);
+    }
     let rc = shapes.iter().flatten().next().copied()?;
     if shapes.iter().flatten().any(|s| *s != rc) || layouts.iter().any(|l| l.elem_count() >= u32::MAX as usize) {
         return None;
     }
-    let mut flags = [false; 3];
-    for (f, s) in flags.iter_mut().zip(&shapes) {
-        *f = s.is_some();
-    }
-    Some((rc, flags))
+    Some((rc, shapes.map(|s| s.is_some())))
 }
 
 impl ElementwiseOps for WgpuBackend {

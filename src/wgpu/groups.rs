@@ -4,8 +4,8 @@
 
 use super::batch::META_WINDOW;
 use super::context::Gpu;
-use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use foldhash::HashMap;
+use std::hash::{BuildHasher, Hash, Hasher};
 
 /// Entries kept before the cache starts again from empty (a bound on what it holds, for a
 /// program that keeps making buffers of new sizes).
@@ -63,7 +63,7 @@ impl BindGroups {
         arena: &wgpu::Buffer,
         buffers: &[&wgpu::Buffer],
     ) -> wgpu::BindGroup {
-        let mut h = std::hash::DefaultHasher::new();
+        let mut h = foldhash::fast::FixedState::default().build_hasher();
         pipeline.layout.hash(&mut h);
         arena.hash(&mut h);
         buffers.iter().for_each(|b| b.hash(&mut h));

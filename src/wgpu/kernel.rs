@@ -61,6 +61,9 @@ impl Index {
 /// `l` as (dims, strides) with size-1 dims dropped and adjacent dims merged where the strides
 /// allow; a contiguous layout becomes empty lists.
 pub fn simplify(l: &Layout) -> (Words, Words) {
+    if l.is_contiguous() {
+        return (Words::new(), Words::new());
+    }
     let (dims, strides) = crate::layout::coalesce_one(l.dims(), l.strides());
     if dims.len() == 1 && strides[0] == 1 {
         return (Words::new(), Words::new());

@@ -39,12 +39,12 @@ use alloc::{Pool, PooledBuffer};
 use batch::{Mapping, Recorder};
 pub(crate) use context::Pick;
 use context::{BoundsChecks, Gpu};
+use foldhash::HashMap;
 #[doc(hidden)]
 pub use gemm::hooks as gemm_hooks;
 use kernel::Spec;
 pub use random::Mul;
 pub use repr::Caps;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 pub use tune::Tune;
 
@@ -124,6 +124,9 @@ pub(crate) struct Context {
     bounds_checks: BoundsChecks,
     /// Overrides of the tuning tables (`RWO_WGPU_TUNE`).
     tune: Tune,
+    /// Whether the adapter is a browser's software fallback, found once (the name test cost a
+    /// hundred instructions an op where every elementwise op asked).
+    browser_fallback: bool,
     /// Pipelines kept on disk between processes, where the adapter can.
     #[cfg(not(target_family = "wasm"))]
     disk: Option<pipeline_cache::DiskPipelineCache>,
@@ -224,6 +227,7 @@ impl WgpuBackend {
         let retired = gpu.retired.clone();
         #[cfg(not(target_family = "wasm"))]
         let disk = pipeline_cache::DiskPipelineCache::open(&gpu);
+        let browser_fallback = context::is_browser_fallback(&gpu.info);
         Ok(WgpuBackend(Arc::new(Context {
             #[cfg(not(target_family = "wasm"))]
             disk,
@@ -239,6 +243,7 @@ impl WgpuBackend {
             launches: Default::default(),
             bounds_checks: BoundsChecks::from_env(),
             tune,
+            browser_fallback,
         })))
     }
 
@@ -285,7 +290,7 @@ impl WgpuBackend {
 
     /// Whether the adapter is a browser's software fallback ([`context::is_browser_fallback`]).
     pub(crate) fn browser_fallback(&self) -> bool {
-        context::is_browser_fallback(&self.0.gpu.info)
+        self.0.browser_fallback
     }
 
     /// The tuning overrides this device was opened with.

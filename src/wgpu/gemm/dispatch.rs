@@ -14,7 +14,7 @@ use crate::wgpu::kernel::{Index, Spec};
 use crate::wgpu::repr::Repr;
 use crate::wgpu::{Pipeline, WgpuBackend, WgpuStorage};
 use crate::{BackendKind, DType, Error, Layout, Result};
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// A program a GEMM computes over its product where it stores C (see [`Epilogue`]), and the
