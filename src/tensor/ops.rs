@@ -407,8 +407,10 @@ impl Tensor {
             mode,
             b.get(flag.storage())?
         ))?;
-        // What this tensor holds now depends on the ids, the source and the op's own check.
-        self.status().absorb(flags);
+        // What this tensor holds now depends on the ids, the source and the op's own check (its
+        // storages let go first: the absorb may wait to read the flags).
+        drop((i, s, d));
+        self.status().absorb(flags, &self.device);
         Ok(())
     }
 
@@ -425,7 +427,7 @@ impl Tensor {
                 // Nothing to add, but the ids are checked as in one buffer: by the same op on a
                 // one-element stand-in of this shape, whose flags the copy takes.
                 let checked = self.stand_in(self.dtype)?.index_add(ids, src, dim)?;
-                out.status().absorb([checked.status().flags()]);
+                out.status().absorb([checked.status().flags()], &self.device);
                 return Ok(out);
             }
             let spread = index::spread_ids(&ids.layout, src.shape(), dim);
@@ -618,12 +620,12 @@ impl Tensor {
         }
         if self.in_parts() {
             let block = self.narrow(dim, start, src.dims()[dim])?;
-            self.status().absorb([src.status().flags()]);
+            self.status().absorb([src.status().flags()], &self.device);
             return block.write_parts(&src, |w, s| w.write_block(s, dim, 0));
         }
         let calls = spec::copy::block_copies(self.layout(), src.layout(), dim, start)?;
         // The data written here now depends on whatever `src`'s depends on.
-        self.status().absorb([src.status().flags()]);
+        self.status().absorb([src.status().flags()], &self.device);
         let s = src.read()?;
         let mut d = self.write()?;
         dispatch!(self.device, |b| {

@@ -306,7 +306,7 @@ impl Tensor {
             let own = spread(row(&local, i)?)?.add(&row(&lo, i)?)?.eq(&spread(ids.clone())?)?;
             merged = own.where_cond(p, &merged)?;
         }
-        merged.status().absorb([checked.status().flags()]);
+        merged.status().absorb([checked.status().flags()], &self.device);
         Ok(merged)
     }
 
@@ -321,7 +321,7 @@ impl Tensor {
         // The windows' own flags are not this tensor's: the ids checked against the whole dim,
         // and what the ids and the source depend on, flagged here.
         let checked = self.stand_in(DType::U8)?.gather(ids, dim)?;
-        self.status().absorb([checked.status().flags(), ids.status().flags(), src.status().flags()]);
+        self.status().absorb([checked.status().flags(), ids.status().flags(), src.status().flags()], &self.device);
         for d in (0..self.rank()).filter(|&d| d != dim) {
             let Some(ranges) = self.ranges(d, self.dims()[d])? else { continue };
             for (a, b) in ranges.into_iter().filter(|&(a, _)| a < ids.dims()[d]) {

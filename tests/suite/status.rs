@@ -16,6 +16,7 @@ suite!(
     #[cfg(not(target_family = "wasm"))]
     later_threads_never_see_an_earlier_threads_failure,
     long_chains_of_flagged_ops_keep_their_failure,
+    long_chains_of_flagged_writes_in_place_keep_their_failure,
 );
 
 /// `x` = 0..12 as `[3, 4]`.
@@ -176,6 +177,37 @@ async fn long_chains_of_flagged_ops_keep_their_failure(dev: &Device) -> Result<(
     match async { chain(dev, 100, Some(10))?.to_vec_async::<f32>().await }.await {
         Err(e) => assert_eq!(e, bad_at_10),
         Ok(v) => panic!("a bad id early in a long chain was lost: {v:?}"),
+    }
+    Ok(())
+}
+
+/// `steps` writes in place of a row of ones by `scatter_set` into row 0 of zeros, then a row of
+/// twos into row 1 (so the result shows both kinds of write landed), the write at `bad_at` with
+/// id 9 instead.
+fn chain_in_place(dev: &Device, steps: usize, bad_at: Option<usize>) -> Result<Tensor> {
+    let ids = |row: u32| Tensor::from_vec(vec![row; 2], [1, 2], dev);
+    let (good, bad) = (ids(0)?, ids(9)?);
+    let (one, two) = (
+        Tensor::ones([1, 2], rocm_wgpu_ops::DType::F32, dev)?,
+        Tensor::full(2f32, [1, 2], rocm_wgpu_ops::DType::F32, dev)?,
+    );
+    let x = Tensor::zeros([3, 2], rocm_wgpu_ops::DType::F32, dev)?;
+    for i in 0..steps {
+        x.scatter_set(if Some(i) == bad_at { &bad } else { &good }, &one, 0)?;
+    }
+    x.scatter_set(&ids(1)?, &two, 0)?;
+    Ok(x)
+}
+
+async fn long_chains_of_flagged_writes_in_place_keep_their_failure(dev: &Device) -> Result<()> {
+    // Longer than the unread flags a status holds before reading them (its writes read in the
+    // middle of the chain, the failure kept from then on).
+    let clean = chain_in_place(dev, 100, None)?;
+    assert_eq!(clean.to_vec_async::<f32>().await?, vec![1., 1., 2., 2., 0., 0.]);
+    let bad_at_10 = Error::IndexOutOfRange { op: "scatter", index: 9, size: 3 };
+    match async { chain_in_place(dev, 100, Some(10))?.to_vec_async::<f32>().await }.await {
+        Err(e) => assert_eq!(e, bad_at_10),
+        Ok(v) => panic!("a bad id early in a long chain of writes in place was lost: {v:?}"),
     }
     Ok(())
 }
