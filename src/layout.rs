@@ -38,6 +38,7 @@ impl Shape {
         self.strides_inline().to_vec()
     }
 
+    /// [`Shape::contiguous_strides`], held inline (what layouts take).
     fn strides_inline(&self) -> Dims {
         let mut strides = Dims::from_elem(0, self.rank());
         let mut acc = 1usize;
