@@ -169,16 +169,25 @@ fn chain(dev: &Device, steps: usize, bad_at: Option<usize>) -> Result<Tensor> {
     Ok(x)
 }
 
-async fn long_chains_of_flagged_ops_keep_their_failure(dev: &Device) -> Result<()> {
-    // Longer than the unread flags a status holds before reading them.
-    let clean = chain(dev, 100, None)?;
-    assert_eq!(clean.to_vec_async::<f32>().await?, vec![100., 100., 0., 0., 0., 0.]);
-    let bad_at_10 = Error::IndexOutOfRange { op: "index_add", index: 9, size: 3 };
-    match async { chain(dev, 100, Some(10))?.to_vec_async::<f32>().await }.await {
-        Err(e) => assert_eq!(e, bad_at_10),
-        Ok(v) => panic!("a bad id early in a long chain was lost: {v:?}"),
+/// A chain of `make`'s 100 flagged steps, longer than the unread flags a status holds before
+/// reading them: clean, it reads back as `clean`; with a bad id at step 10, as `failure`.
+async fn a_long_chain_keeps_its_failure(
+    dev: &Device,
+    make: fn(&Device, usize, Option<usize>) -> Result<Tensor>,
+    clean: &[f32],
+    failure: Error,
+) -> Result<()> {
+    assert_eq!(make(dev, 100, None)?.to_vec_async::<f32>().await?, clean);
+    match async { make(dev, 100, Some(10))?.to_vec_async::<f32>().await }.await {
+        Err(e) => assert_eq!(e, failure),
+        Ok(v) => panic!("a bad id early in a long chain was lost ({failure}): {v:?}"),
     }
     Ok(())
+}
+
+async fn long_chains_of_flagged_ops_keep_their_failure(dev: &Device) -> Result<()> {
+    let failure = Error::IndexOutOfRange { op: "index_add", index: 9, size: 3 };
+    a_long_chain_keeps_its_failure(dev, chain, &[100., 100., 0., 0., 0., 0.], failure).await
 }
 
 /// `steps` writes in place of a row of ones by `scatter_set` into row 0 of zeros, then a row of
@@ -200,14 +209,7 @@ fn chain_in_place(dev: &Device, steps: usize, bad_at: Option<usize>) -> Result<T
 }
 
 async fn long_chains_of_flagged_writes_in_place_keep_their_failure(dev: &Device) -> Result<()> {
-    // Longer than the unread flags a status holds before reading them (its writes read in the
-    // middle of the chain, the failure kept from then on).
-    let clean = chain_in_place(dev, 100, None)?;
-    assert_eq!(clean.to_vec_async::<f32>().await?, vec![1., 1., 2., 2., 0., 0.]);
-    let bad_at_10 = Error::IndexOutOfRange { op: "scatter", index: 9, size: 3 };
-    match async { chain_in_place(dev, 100, Some(10))?.to_vec_async::<f32>().await }.await {
-        Err(e) => assert_eq!(e, bad_at_10),
-        Ok(v) => panic!("a bad id early in a long chain of writes in place was lost: {v:?}"),
-    }
-    Ok(())
+    // The written tensor's flags read in the middle of the chain, the failure kept from then on.
+    let failure = Error::IndexOutOfRange { op: "scatter", index: 9, size: 3 };
+    a_long_chain_keeps_its_failure(dev, chain_in_place, &[1., 1., 2., 2., 0., 0.], failure).await
 }
