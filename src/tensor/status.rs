@@ -143,11 +143,7 @@ impl Status {
             flags = flags.unsettled();
         }
         let s = Status(Mutex::new(flags));
-        // A browser cannot wait here: there the flags wait for the output's readback.
-        if s.lock().len() > MAX_UNREAD && cfg!(not(target_family = "wasm")) {
-            // A failure stays in the status and is returned by the output's readbacks.
-            let _ = crate::block::block_on(s.resolve(dev));
-        }
+        s.bound(dev);
         s
     }
 
@@ -164,13 +160,17 @@ impl Status {
     /// every flag, each op copying the growing list and no flag buffer coming back to its pool
     /// (callgrind, lavapipe: 60,200 instructions a `scatter_set` over 1000 writes).
     pub(crate) fn absorb(&self, sets: impl IntoIterator<Item = Flags>, dev: &Device) {
-        let over = {
+        {
             let mut held = self.lock();
             *held = Flags::union(std::iter::once(held.clone()).chain(sets)).unsettled();
-            held.len() > MAX_UNREAD
-        };
-        // A browser cannot wait here: there the flags wait for the tensor's readback.
-        if over && cfg!(not(target_family = "wasm")) {
+        }
+        self.bound(dev);
+    }
+
+    /// Reads the flags now (one wait) if more than [`MAX_UNREAD`] are held. A browser cannot
+    /// wait inside an op: there they wait for the tensor's readback.
+    fn bound(&self, dev: &Device) {
+        if self.lock().len() > MAX_UNREAD && cfg!(not(target_family = "wasm")) {
             // A failure stays in the status and is returned by the tensor's readbacks.
             let _ = crate::block::block_on(self.resolve(dev));
         }

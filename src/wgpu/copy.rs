@@ -53,9 +53,9 @@ fn in_words(p: &Copy2d, size: usize) -> Option<Copy2d> {
 /// A contiguous copy of `sl` to `dst_offset` of a `dst_len`-element buffer, for elements of `size`
 /// bytes other than 4, as a copy of 32-bit words (so of whole vectors of them: u8, f16 and bf16
 /// otherwise move a word an invocation, at a third of a copy's bandwidth on the H200): the
-/// words' layout, the first word written and the buffer's words. Both ends must start on a word,
-/// and the copy end on one or at the buffer's end (a storage's padding, see `vec_write_ok`).
-fn in_words_contiguous(size: usize, sl: &Layout, dst_offset: usize, dst_len: usize) -> Option<(Layout, usize, usize)> {
+/// words' layout and the first word written. Both ends must start on a word, and the copy end
+/// on one or at the buffer's end (a storage's padding), as `vec_write_ok` takes the words.
+fn in_words_contiguous(size: usize, sl: &Layout, dst_offset: usize, dst_len: usize) -> Option<(Layout, usize)> {
     if size == 4 || !sl.is_contiguous() {
         return None;
     }
@@ -63,10 +63,9 @@ fn in_words_contiguous(size: usize, sl: &Layout, dst_offset: usize, dst_len: usi
     let words = |elems: usize| (elems * size).div_ceil(4);
     let starts = (sl.offset() * size).is_multiple_of(4) && (dst_offset * size).is_multiple_of(4);
     let ends = (n * size).is_multiple_of(4) || dst_offset + n == dst_len;
-    (starts && ends && n > 0).then(|| {
-        let wl = Layout::contiguous_with_offset([words(n)], sl.offset() * size / 4);
-        (wl, dst_offset * size / 4, words(dst_len))
-    })
+    let w_offset = dst_offset * size / 4;
+    let fits = starts && ends && n > 0 && vec_write_ok(Repr::U32, w_offset, words(n), words(dst_len));
+    fits.then(|| (Layout::contiguous_with_offset([words(n)], sl.offset() * size / 4), w_offset))
 }
 
 pub(crate) fn copy2d_spec(caps: Caps, dtype: DType) -> Result<Spec> {
@@ -103,12 +102,10 @@ impl CopyOps for WgpuBackend {
         let n = sl.elem_count();
         // Copies only move bytes: f64 needs no SHADER_F64 (see `support.rs`).
         let dt = bits_of(src.dtype, self.caps());
-        if let Some((wl, w_offset, w_len)) = in_words_contiguous(dt.size_in_bytes(), sl, dst_offset, dst.len) {
+        if let Some((wl, w_offset)) = in_words_contiguous(dt.size_in_bytes(), sl, dst_offset, dst.len) {
             let spec = strided_v4_spec(self.caps(), DType::U32, Index::of(&wl), vec_ok(Repr::U32, &wl))?;
-            if vec_write_ok(Repr::U32, w_offset, wl.elem_count(), w_len) {
-                let meta = spec.meta(wl.elem_count() as u32, &[&wl], &[w_offset as u32]);
-                return self.run(&spec, &[src.buffer(), dst.buffer()], &meta, lane_threads(wl.elem_count()));
-            }
+            let meta = spec.meta(wl.elem_count() as u32, &[&wl], &[w_offset as u32]);
+            return self.run(&spec, &[src.buffer(), dst.buffer()], &meta, lane_threads(wl.elem_count()));
         }
         let r = Repr::of(dt, self.caps(), CopyOp::CopyStrided.name())?;
         if dst_offset == 0 {
