@@ -338,39 +338,50 @@ fn qmv_q8_0(row: u32, lane: u32, kn: u32, sk: u32) {
 }
 
 // q4_K (144 bytes: d dmin scales[12] qs[128]): value 64c + 32h + l (l < 32) is nibble h of
-// qs[32c + l], under sub-block 2c + h's 6-bit scale and min. Unit j (8 a block): qs[16j ..][16],
-// c = j / 2, l from 16 (j % 2); its low nibbles are run 0, its high nibbles run 1.
+// qs[32c + l], under sub-block 2c + h's 6-bit scale and min. Unit: column w (< 8) of a block, the
+// words w + 8c of qs (c = 0 .. 3): values 64c + 4w .. 64c + 4w + 4 in their low nibbles, 32 more
+// in their high ones. So the 8 lanes of a block read 32 neighbouring values of x at each step
+// (units of 16 neighbouring bytes put each lane 32 bytes from the next: 16 cache lines a load of
+// x); each lane decodes all 8 sub-blocks' scales and mins, four to a word.
 fn qmv_q4_k(row: u32, lane: u32, kn: u32, sk: u32) {
     for (var u = lane; u < kn / 32u; u += QL) {
-        let j = u % 8u;
-        let c = j / 2u;
+        let w = u % 8u;
         let o = row + (u / 8u) * 144u;
-        let sm = scales_k4(o, c);
-        let p = o + 16u + 16u * j;
+        let h0 = word_at(o);
+        let h1 = word_at(o + 4u);
+        let h2 = word_at(o + 8u);
+        let h3 = word_at(o + 12u);
+        let dd = f16_to_f32(h0 & 0xffffu);
+        let dm = f16_to_f32(h0 >> 16u);
+        // ggml's get_scale_min_k4, a byte per sub-block: sub-blocks 0 .. 3 in sl and ml, 4 .. 7
+        // in sh and mh.
+        let sl = dd * bytes_f32(h1, 63u, 0.0);
+        let ml = dm * bytes_f32(h2, 63u, 0.0);
+        let sh = dd * bytes_f32((h3 & 0x0f0f0f0fu) | ((h1 >> 2u) & 0x30303030u), 255u, 0.0);
+        let mh = dm * bytes_f32(((h3 >> 4u) & 0x0f0f0f0fu) | ((h2 >> 2u) & 0x30303030u), 255u, 0.0);
+        let p = o + 16u + 4u * w;
         let v0 = word_at(p);
-        let v1 = word_at(p + 4u);
-        let v2 = word_at(p + 8u);
-        let v3 = word_at(p + 12u);
-        let k = 256u * (u / 8u) + 64u * c + 16u * (j % 2u);
+        let v1 = word_at(p + 32u);
+        let v2 = word_at(p + 64u);
+        let v3 = word_at(p + 96u);
+        let k = 256u * (u / 8u) + 4u * w;
         for (var i = 0u; i < MQ; i++) {
-            let a0 = x4(i, k, sk);
-            let a1 = x4(i, k + 4u, sk);
-            let a2 = x4(i, k + 8u, sk);
-            let a3 = x4(i, k + 12u, sk);
-            let b0 = x4(i, k + 32u, sk);
-            let b1 = x4(i, k + 36u, sk);
-            let b2 = x4(i, k + 40u, sk);
-            let b3 = x4(i, k + 44u, sk);
-            let lo = dot4(bytes_f32(v3, 15u, 0.0), a3, dot4(bytes_f32(v2, 15u, 0.0), a2,
-                dot4(bytes_f32(v1, 15u, 0.0), a1, dot4(bytes_f32(v0, 15u, 0.0), a0, 0.0))));
-            let hi = dot4(bytes_f32(v3 >> 4u, 15u, 0.0), b3, dot4(bytes_f32(v2 >> 4u, 15u, 0.0), b2,
-                dot4(bytes_f32(v1 >> 4u, 15u, 0.0), b1, dot4(bytes_f32(v0 >> 4u, 15u, 0.0), b0, 0.0))));
-            acc[i] = fma(sm.x, lo, acc[i]);
-            acc[i] = fma(-sm.y, sum4(a3, sum4(a2, sum4(a1, sum4(a0, 0.0)))), acc[i]);
-            acc[i] = fma(sm.z, hi, acc[i]);
-            acc[i] = fma(-sm.w, sum4(b3, sum4(b2, sum4(b1, sum4(b0, 0.0)))), acc[i]);
+            var s = acc[i];
+            s = k4_run(s, v0, x4(i, k, sk), x4(i, k + 32u, sk), vec4<f32>(sl.xy, ml.xy));
+            s = k4_run(s, v1, x4(i, k + 64u, sk), x4(i, k + 96u, sk), vec4<f32>(sl.zw, ml.zw));
+            s = k4_run(s, v2, x4(i, k + 128u, sk), x4(i, k + 160u, sk), vec4<f32>(sh.xy, mh.xy));
+            acc[i] = k4_run(s, v3, x4(i, k + 192u, sk), x4(i, k + 224u, sk), vec4<f32>(sh.zw, mh.zw));
         }
     }
+}
+
+// s plus one q4_K word's products: its low nibbles times a under the scale and min (sm.x, sm.z),
+// its high nibbles times b under (sm.y, sm.w).
+fn k4_run(s: f32, v: u32, a: vec4<f32>, b: vec4<f32>, sm: vec4<f32>) -> f32 {
+    var r = fma(sm.x, dot4(bytes_f32(v, 15u, 0.0), a, 0.0), s);
+    r = fma(-sm.z, sum4(a, 0.0), r);
+    r = fma(sm.y, dot4(bytes_f32(v >> 4u, 15u, 0.0), b, 0.0), r);
+    return fma(-sm.w, sum4(b, 0.0), r);
 }
 
 // q6_K (210 bytes: ql[128] qh[64] scales[16] d): value 128n + 32g + l is nibble g / 2 of
