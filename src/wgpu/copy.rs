@@ -108,10 +108,9 @@ impl CopyOps for WgpuBackend {
             return self.run(&spec, &[src.buffer(), dst.buffer()], &meta, lane_threads(wl.elem_count()));
         }
         let r = Repr::of(dt, self.caps(), CopyOp::CopyStrided.name())?;
-        if dst_offset == 0 {
+        if dst_offset == 0 && r.per_word() == 1 {
             // A transposed source: the identity map through workgroup tiles.
-            let spec = super::elementwise::cast_spec(self.caps(), dt, dt, Index::of(sl))?;
-            if let Some(done) = self.launch_tiled(&spec, &[(src, sl)], dst, &[]) {
+            if let Some(done) = self.copy_transposed(src, sl, dst, dt) {
                 return done;
             }
         }

@@ -148,32 +148,29 @@ pub(crate) fn tiled(spec: Spec, tiled: &[bool]) -> Option<Spec> {
 }
 
 impl WgpuBackend {
-    /// Runs a map whose inputs include column-major matrices through the tiled kernel, if the
-    /// spec has a tiled form; `None` when it does not apply.
-    pub(crate) fn launch_tiled(
+    /// Copies a column-major matrix `src` of `dtype` (as its bits, one element a word) to the
+    /// start of `dst` through workgroup tiles: the tiled form of the cast of `dtype` to itself,
+    /// found by its key as the maps are. `None` where `src` is not column-major.
+    pub(crate) fn copy_transposed(
         &self,
-        spec: &Spec,
-        inputs: &[(&WgpuStorage, &Layout)],
-        y: &WgpuStorage,
-        extra: &[u32],
+        src: &WgpuStorage,
+        sl: &Layout,
+        dst: &WgpuStorage,
+        dtype: DType,
     ) -> Option<Result<()>> {
-        let shapes: Vec<Option<[u32; 2]>> = inputs.iter().map(|(_, l)| column_major(l)).collect();
-        let rc = shapes.iter().flatten().next().copied()?;
-        if shapes.iter().flatten().any(|s| *s != rc) || inputs.iter().any(|(_, l)| l.elem_count() >= u32::MAX as usize)
-        {
-            return None;
-        }
-        let flags: Vec<bool> = shapes.iter().map(Option::is_some).collect();
-        let spec = tiled(spec.clone(), &flags)?;
-        let layouts: Vec<&Layout> = inputs.iter().map(|i| i.1).collect();
-        let mut extra = extra.to_vec();
-        extra.splice(0..0, rc);
-        let n = inputs[0].1.elem_count() as u32;
-        let meta = spec.meta(n, &layouts, &extra);
-        let mut buffers: Vec<&wgpu::Buffer> = inputs.iter().map(|i| i.0.buffer()).collect();
-        buffers.push(y.buffer());
-        let tiles = (rc[0].div_ceil(32) as u64) * (rc[1].div_ceil(32) as u64);
-        Some(self.run(&spec, &buffers, &meta, tiles * 256))
+        let (rc, flags) = column_majors(&[sl])?;
+        let key = MapKey {
+            map: Map::Cast(dtype, dtype),
+            index: [Index::of(sl), Index::None, Index::None],
+            form: Form::Tiled(flags),
+        };
+        let run = || {
+            let (spec, pipeline) = self.map_pipeline(key, |base| tiled(base, &flags[..1]))?;
+            let meta = spec.meta(sl.elem_count() as u32, &[sl], &rc);
+            let tiles = (rc[0].div_ceil(32) as u64) * (rc[1].div_ceil(32) as u64);
+            self.run_pipeline(&spec, &pipeline, &[src.buffer(), dst.buffer()], &meta, tiles * 256)
+        };
+        Some(run())
     }
 
     /// Runs `map` over inputs of one shape into a new `out` tensor: its kernel found by what it

@@ -18,7 +18,7 @@
 use super::kernel::{Index, Spec};
 use super::repr::{Access, Caps, Compute, Repr};
 use super::support::bits_of;
-use super::{WgpuBackend, WgpuStorage};
+use super::{Kernel, KernelKey, WgpuBackend, WgpuStorage};
 use crate::backend::{CopyOps, IndexOps};
 use crate::spec::Family;
 use crate::spec::index::{IndexOp, Rows, ScatterMode, along, rows_of, spread_ids};
@@ -195,6 +195,29 @@ fn update_code(r: Repr, mode: ScatterMode, serial: bool) -> (Repr, String) {
     (yr, format!("fn update(i: u32, v: {}) {{\n    {body}\n}}", c.wgsl()))
 }
 
+/// What decides an index kernel that the ops find by key (their specs are not built per op).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum IndexKey {
+    /// index_select's rows of one tensor: the ids' dtype, x's and the ids' index maps, whole
+    /// 16-byte vectors.
+    Rows(DType, Index, Index, bool),
+    /// The same from a tensor in parts: the ids' dtype and index map, the parts, vectors.
+    RowsParts(DType, Index, usize, bool),
+    /// [`put_spec`]'s arguments.
+    Put(IndexOp, DType, DType, ScatterMode, [Index; 3]),
+}
+
+impl IndexKey {
+    fn spec(self, caps: Caps) -> Result<Spec> {
+        match self {
+            IndexKey::Rows(idt, x, ids, true) => rows_v4_spec(caps, idt, x, ids),
+            IndexKey::Rows(idt, x, ids, false) => rows_spec(caps, idt, x, ids),
+            IndexKey::RowsParts(idt, ids, parts, vec) => rows_parts_spec(caps, idt, ids, parts, vec),
+            IndexKey::Put(op, dtype, idt, mode, idx) => put_spec(caps, op, dtype, idt, mode, idx),
+        }
+    }
+}
+
 /// scatter, scatter_add or index_add (as `op`) of src into y, bound with `idx` for ids, src, y.
 pub(crate) fn put_spec(
     caps: Caps,
@@ -275,12 +298,11 @@ impl WgpuBackend {
             && rows.lead.offset().is_multiple_of(4)
             && rows.lead.strides().iter().all(|s| s % 4 == 0)
             && x.starts().iter().all(|w| w % 4 == 0);
-        let (xi, ii) = (Index::of(&rows.lead), Index::of(il));
-        let spec = match (&x, vec) {
-            (RowSource::One(_), true) => rows_v4_spec(self.caps(), ids.dtype, xi, ii)?,
-            (RowSource::One(_), false) => rows_spec(self.caps(), ids.dtype, xi, ii)?,
-            (RowSource::Parts(p, _), _) => rows_parts_spec(self.caps(), ids.dtype, ii, p.len(), vec)?,
-        };
+        let ii = Index::of(il);
+        let (spec, pipeline) = self.index_kernel(match &x {
+            RowSource::One(_) => IndexKey::Rows(ids.dtype, Index::of(&rows.lead), ii, vec),
+            RowSource::Parts(p, _) => IndexKey::RowsParts(ids.dtype, ii, p.len(), vec),
+        })?;
         let units = if vec { rows.row / 4 } else { rows.row };
         let wg = spec.workgroup as usize;
         let n = il.dims()[0];
@@ -307,8 +329,13 @@ impl WgpuBackend {
             }
         };
         buffers.extend([ids.buffer(), y.buffer(), flag.buffer()]);
-        self.run(&spec, &buffers, &meta, (groups * wg) as u64)?;
+        self.run_pipeline(&spec, &pipeline, &buffers, &meta, (groups * wg) as u64)?;
         Ok(y)
+    }
+
+    /// The kernel of `key`: its spec built at first use, then found by the key.
+    fn index_kernel(&self, key: IndexKey) -> Result<Kernel> {
+        self.keyed(KernelKey::Index(key), || key.spec(self.caps()))
     }
 
     /// A contiguous copy of `dst` updated by [`Self::put_into`].
@@ -364,17 +391,19 @@ impl WgpuBackend {
                 Layout::new(cols.clone(), sl.strides().to_vec(), sl.offset()),
                 Layout::new(cols.clone(), yl.strides().to_vec(), yl.offset()),
             ];
-            let spec = put_spec(caps, op, dt, ids.dtype, mode, [&l[0], &l[1], &l[2]].map(Index::of))?;
+            let key = IndexKey::Put(op, dt, ids.dtype, mode, [&l[0], &l[1], &l[2]].map(Index::of));
+            let (spec, pipeline) = self.index_kernel(key)?;
             let extra = [&head[..], &[m as u32, il.strides()[dim] as u32, sl.strides()[dim] as u32]].concat();
             let meta = spec.meta(cols.elem_count() as u32, &[&l[0], &l[1], &l[2]], &extra);
             let threads = if m == 0 { 0 } else { cols.elem_count() };
-            self.run(&spec, &buffers, &meta, threads as u64)
+            self.run_pipeline(&spec, &pipeline, &buffers, &meta, threads as u64)
         } else {
             let yb = along(sl.shape(), yl.strides(), yl.offset(), dim);
-            let spec = put_spec(caps, op, dt, ids.dtype, mode, [Index::of(il), Index::of(sl), Index::of(&yb)])?;
             let n = sl.elem_count();
+            let key = IndexKey::Put(op, dt, ids.dtype, mode, [Index::of(il), Index::of(sl), Index::of(&yb)]);
+            let (spec, pipeline) = self.index_kernel(key)?;
             let meta = spec.meta(n as u32, &[il, sl, &yb], &head);
-            self.run(&spec, &buffers, &meta, n as u64)
+            self.run_pipeline(&spec, &pipeline, &buffers, &meta, n as u64)
         }
     }
 }

@@ -93,6 +93,13 @@ pub(crate) enum KernelKey {
     Lines(DType, nn::Variant),
     /// An attention kernel of a dtype.
     Attention(DType, attention::Variant),
+    /// A reduction's kernel: the op, the input's dtype, the walk and the pass.
+    Reduce(crate::spec::reduce::ReduceOp, DType, reduce::Kernel, reduce::Stage),
+    /// An index kernel (index_select's rows, the scatters).
+    Index(index::IndexKey),
+    /// A quantized matrix-vector kernel: the block type, x's dtype, the rows of x it is built
+    /// for, x read as vectors.
+    Qmatvec(crate::spec::quant::GgmlType, DType, usize, bool),
 }
 
 /// Pipelines held in memory before the cache starts again from empty (with the kernels found by
@@ -468,6 +475,9 @@ impl WgpuBackend {
         meta: &[u32],
         threads: u64,
     ) -> Result<()> {
+        if threads == 0 {
+            return Ok(());
+        }
         let groups = threads.div_ceil(spec.workgroup as u64);
         let max = self.0.gpu.limits.max_compute_workgroups_per_dimension as u64;
         let grid = if groups <= max { (groups as u32, 1) } else { (max as u32, groups.div_ceil(max) as u32) };

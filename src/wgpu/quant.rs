@@ -7,7 +7,7 @@
 
 use super::kernel::{Index, Spec};
 use super::repr::{Access, Caps, Repr};
-use super::{WgpuBackend, WgpuStorage};
+use super::{KernelKey, WgpuBackend, WgpuStorage};
 use crate::backend::{Operand, QuantOps};
 use crate::spec::quant::{GgmlType, QMATVEC_MAX_ROWS, QMATVEC_RUN, QuantOp, qmatvec_row_offsets, qmatvec_rows_class};
 use crate::spec::{Family, kernel_name};
@@ -111,7 +111,8 @@ impl QuantOps for WgpuBackend {
         // x's rows as vectors of four: along K contiguous, each starting on four elements.
         let sk = xl.strides()[xl.rank() - 1];
         let vec = sk == 1 && starts.iter().all(|s| s.is_multiple_of(4));
-        let spec = qmatvec_spec(self.caps(), ty, x.dtype, mq, vec)?;
+        let key = KernelKey::Qmatvec(ty, x.dtype, mq, vec);
+        let (spec, pipeline) = self.keyed(key, || qmatvec_spec(self.caps(), ty, x.dtype, mq, vec))?;
         // Every index fits u32: the storages (x's, the blocks') were checked against it.
         let (bs, bb) = (ty.block_size(), ty.block_bytes());
         let mut extra = vec![ty.id(), offset as u32, k as u32, n as u32, bs as u32, bb as u32, rows as u32];
@@ -119,7 +120,7 @@ impl QuantOps for WgpuBackend {
         extra.extend((0..mq).map(|i| starts[i.min(rows - 1)] as u32));
         let meta = spec.meta((rows * n) as u32, &[], &extra);
         let groups = n.div_ceil((QMATVEC_WG / QMATVEC_LANES) as usize) as u64;
-        self.run(&spec, &[q.buffer(), x.buffer(), y.buffer()], &meta, groups * QMATVEC_WG as u64)?;
+        self.run_pipeline(&spec, &pipeline, &[q.buffer(), x.buffer(), y.buffer()], &meta, groups * QMATVEC_WG as u64)?;
         Ok(y)
     }
 }

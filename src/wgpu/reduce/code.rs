@@ -11,8 +11,8 @@ use crate::{BackendKind, DType, Error, Result};
 pub(super) const WG: u64 = 256;
 
 /// Which kernel walks a reduction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Kernel {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Kernel {
     Rows,
     /// Rows reading 16-byte words: contiguous rows of whole words.
     RowsWide,
@@ -55,8 +55,8 @@ impl Kernel {
 }
 
 /// Which pass of a reduction a kernel runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Stage {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Stage {
     /// The input to the output, in one pass.
     Whole,
     /// The input to one partial per chunk.

@@ -16,14 +16,14 @@
 
 mod code;
 
-use super::kernel::Spec;
 use super::repr::Repr;
-use super::{WgpuBackend, WgpuStorage};
+use super::{Kernel as Compiled, KernelKey, WgpuBackend, WgpuStorage};
 use crate::backend::ReduceOps;
 use crate::spec::reduce::ReduceOp;
 use crate::{BackendKind, DType, Error, Layout, Result};
 pub use code::shader_variants;
-use code::{Kernel, Stage, WG, partial_dtype, per_word16, reduce_spec};
+pub(crate) use code::{Kernel, Stage};
+use code::{WG, partial_dtype, per_word16, reduce_spec};
 
 /// Invocations a reduction should keep busy before its extent is not cut into chunks. On an
 /// H200, [4096,16384] f32 over dim 0: 2^17 -> 96 us (sum) / 96 us (max), 2^18 -> 78 / 80,
@@ -176,10 +176,16 @@ fn too_large(what: String, n: u64, dtype: DType) -> Error {
 }
 
 impl WgpuBackend {
-    /// Records `pass` over `view`; `bufs` follow the bindings of `spec`.
-    fn reduce_pass(&self, spec: &Spec, view: &View, pass: &Pass, bufs: &[&wgpu::Buffer]) -> Result<()> {
+    /// The kernel of `op` over `dtype` for `kernel` and `stage`: its spec built at first use,
+    /// then found by what decides it.
+    fn reduce_kernel(&self, op: ReduceOp, dtype: DType, kernel: Kernel, stage: Stage) -> Result<Compiled> {
+        self.keyed(KernelKey::Reduce(op, dtype, kernel, stage), || reduce_spec(self.caps(), op, dtype, kernel, stage))
+    }
+
+    /// Records `pass` over `view` with `kernel`; `bufs` follow the bindings of its spec.
+    fn reduce_pass(&self, (spec, pipeline): Compiled, view: &View, pass: &Pass, bufs: &[&wgpu::Buffer]) -> Result<()> {
         let meta = spec.meta(pass.invocations as u32, &[], &view.extra(pass.chunks, pass.chunk, pass.width));
-        self.run(spec, bufs, &meta, pass.invocations)
+        self.run_pipeline(&spec, &pipeline, bufs, &meta, pass.invocations)
     }
 }
 
@@ -205,18 +211,18 @@ impl ReduceOps for WgpuBackend {
         let xb = x.buffer();
         let input: &[&wgpu::Buffer] = if pass.kernel.wide() { &[xb, xb] } else { &[xb] };
         if pass.chunks == 1 {
-            let spec = reduce_spec(caps, op, x.dtype, pass.kernel, Stage::Whole)?;
-            return self.reduce_pass(&spec, &view, &pass, &[input, &[y.buffer()]].concat()).map(|()| y);
+            let kernel = self.reduce_kernel(op, x.dtype, pass.kernel, Stage::Whole)?;
+            return self.reduce_pass(kernel, &view, &pass, &[input, &[y.buffer()]].concat()).map(|()| y);
         }
         // Partials laid out so that the second pass reads them as the first read its input:
         // rows write [outputs, chunks] (a row per output), cols write [chunks, outputs].
-        let spec = reduce_spec(caps, op, x.dtype, pass.kernel, Stage::First)?;
+        let kernel = self.reduce_kernel(op, x.dtype, pass.kernel, Stage::First)?;
         let n = (outputs * pass.chunks) as usize;
         let parts = self.storage(partial_dtype(repr.compute()), n)?;
         let ids = if op.is_arg() { Some(self.storage(DType::U32, n)?) } else { None };
         let ids = ids.as_ref().map(|s| s.buffer());
         let bufs: Vec<&wgpu::Buffer> = input.iter().copied().chain([parts.buffer()]).chain(ids).collect();
-        self.reduce_pass(&spec, &view, &pass, &bufs)?;
+        self.reduce_pass(kernel, &view, &pass, &bufs)?;
         let (kept, red) = match pass.kernel {
             Kernel::Rows | Kernel::RowsWide => ((outputs, pass.chunks), (pass.chunks, 1)),
             Kernel::Cols | Kernel::ColsWide => ((outputs, 1), (pass.chunks, outputs)),
@@ -227,9 +233,9 @@ impl ReduceOps for WgpuBackend {
         // this short pass off the latency of a long loop per output.
         let width = rows_width(pass.chunks);
         let pass2 = Pass { kernel: Kernel::Rows, chunks: 1, chunk: pass.chunks, width, invocations: outputs * width };
-        let spec = reduce_spec(caps, op, x.dtype, Kernel::Rows, Stage::Second)?;
+        let kernel = self.reduce_kernel(op, x.dtype, Kernel::Rows, Stage::Second)?;
         let bufs: Vec<&wgpu::Buffer> = [parts.buffer()].into_iter().chain(ids).chain([y.buffer()]).collect();
-        self.reduce_pass(&spec, &second, &pass2, &bufs)?;
+        self.reduce_pass(kernel, &second, &pass2, &bufs)?;
         Ok(y)
     }
 }
