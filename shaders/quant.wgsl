@@ -160,15 +160,25 @@ fn scale_min_words(h1: u32, h2: u32, h3: u32, sb: u32, dd: f32, dm: f32) -> vec2
     return vec2<f32>(dd * f32(sc), dm * f32(mn));
 }
 
+// The header of the q4_K block at byte o: d, dmin, and scales[12] as three little-endian words.
+struct K4Head {
+    d: f32,
+    dmin: f32,
+    s1: u32,
+    s2: u32,
+    s3: u32,
+}
+
+fn k4_head(o: u32) -> K4Head {
+    let h0 = word_at(o);
+    return K4Head(f16_to_f32(h0 & 0xffffu), f16_to_f32(h0 >> 16u), word_at(o + 4u), word_at(o + 8u), word_at(o + 12u));
+}
+
 // The (d sc, dmin m) of sub-blocks 2c (x, y) and 2c + 1 (z, w) of the q4_K block at byte o.
 fn scales_k4(o: u32, c: u32) -> vec4<f32> {
-    let h0 = word_at(o);
-    let dd = f16_to_f32(h0 & 0xffffu);
-    let dm = f16_to_f32(h0 >> 16u);
-    let h1 = word_at(o + 4u);
-    let h2 = word_at(o + 8u);
-    let h3 = word_at(o + 12u);
-    return vec4<f32>(scale_min_words(h1, h2, h3, 2u * c, dd, dm), scale_min_words(h1, h2, h3, 2u * c + 1u, dd, dm));
+    let h = k4_head(o);
+    return vec4<f32>(scale_min_words(h.s1, h.s2, h.s3, 2u * c, h.d, h.dmin),
+                     scale_min_words(h.s1, h.s2, h.s3, 2u * c + 1u, h.d, h.dmin));
 }
 
 // Element i of the blocks of type t (ggml's id) from byte `base`.
@@ -347,18 +357,13 @@ fn qmv_q4_k(row: u32, lane: u32, kn: u32, sk: u32) {
     for (var u = lane; u < kn / 32u; u += QL) {
         let w = u % 8u;
         let o = row + (u / 8u) * 144u;
-        let h0 = word_at(o);
-        let h1 = word_at(o + 4u);
-        let h2 = word_at(o + 8u);
-        let h3 = word_at(o + 12u);
-        let dd = f16_to_f32(h0 & 0xffffu);
-        let dm = f16_to_f32(h0 >> 16u);
-        // ggml's get_scale_min_k4, a byte per sub-block: sub-blocks 0 .. 3 in sl and ml, 4 .. 7
-        // in sh and mh.
-        let sl = dd * bytes_f32(h1, 63u, 0.0);
-        let ml = dm * bytes_f32(h2, 63u, 0.0);
-        let sh = dd * bytes_f32((h3 & 0x0f0f0f0fu) | ((h1 >> 2u) & 0x30303030u), 255u, 0.0);
-        let mh = dm * bytes_f32(((h3 >> 4u) & 0x0f0f0f0fu) | ((h2 >> 2u) & 0x30303030u), 255u, 0.0);
+        let h = k4_head(o);
+        // ggml's get_scale_min_k4 (`scale_min_words`) of all eight sub-blocks, a byte each:
+        // sub-blocks 0 .. 3 in sl and ml, 4 .. 7 in sh and mh.
+        let sl = h.d * bytes_f32(h.s1, 63u, 0.0);
+        let ml = h.dmin * bytes_f32(h.s2, 63u, 0.0);
+        let sh = h.d * bytes_f32((h.s3 & 0x0f0f0f0fu) | ((h.s1 >> 2u) & 0x30303030u), 255u, 0.0);
+        let mh = h.dmin * bytes_f32(((h.s3 >> 4u) & 0x0f0f0f0fu) | ((h.s2 >> 2u) & 0x30303030u), 255u, 0.0);
         let p = o + 16u + 4u * w;
         let v0 = word_at(p);
         let v1 = word_at(p + 32u);

@@ -158,19 +158,26 @@ impl WgpuBackend {
         dst: &WgpuStorage,
         dtype: DType,
     ) -> Option<Result<()>> {
-        let (rc, flags) = column_majors(&[sl])?;
-        let key = MapKey {
-            map: Map::Cast(dtype, dtype),
-            index: [Index::of(sl), Index::None, Index::None],
-            form: Form::Tiled(flags),
-        };
-        let run = || {
-            let (spec, pipeline) = self.map_pipeline(key, |base| tiled(base, &flags[..1]))?;
-            let meta = spec.meta(sl.elem_count() as u32, &[sl], &rc);
-            let tiles = (rc[0].div_ceil(32) as u64) * (rc[1].div_ceil(32) as u64);
-            self.run_pipeline(&spec, &pipeline, &[src.buffer(), dst.buffer()], &meta, tiles * 256)
-        };
-        Some(run())
+        let tiles = column_majors(&[sl])?;
+        let index = [Index::of(sl), Index::None, Index::None];
+        Some(self.run_tiled(Map::Cast(dtype, dtype), index, &[sl], &[src.buffer(), dst.buffer()], tiles))
+    }
+
+    /// Runs the tiled form of `map` over inputs laid out as `layouts` (`[rows, cols]` and which
+    /// are column-major: `column_majors`); `buffers` are the inputs', then the output's.
+    fn run_tiled(
+        &self,
+        map: Map,
+        index: [Index; 3],
+        layouts: &[&Layout],
+        buffers: &[&wgpu::Buffer],
+        (rc, flags): ([u32; 2], [bool; 3]),
+    ) -> Result<()> {
+        let key = MapKey { map, index, form: Form::Tiled(flags) };
+        let (spec, pipeline) = self.map_pipeline(key, |base| tiled(base, &flags[..layouts.len()]))?;
+        let meta = spec.meta(layouts[0].elem_count() as u32, layouts, &rc);
+        let tiles = (rc[0].div_ceil(32) as u64) * (rc[1].div_ceil(32) as u64);
+        self.run_pipeline(&spec, &pipeline, buffers, &meta, tiles * 256)
     }
 
     /// Runs `map` over inputs of one shape into a new `out` tensor: its kernel found by what it
@@ -204,12 +211,8 @@ impl WgpuBackend {
         // (The tiled kernels take one or two inputs and no scalars.)
         let tiles = scalars.is_empty() && inputs.len() <= 2 && out_repr.per_word() == 1;
         let transposed = if tiles { column_majors(&layouts) } else { None };
-        if let Some((rc, flags)) = transposed {
-            let key = MapKey { map, index, form: Form::Tiled(flags) };
-            let (spec, pipeline) = self.map_pipeline(key, |base| tiled(base, &flags[..inputs.len()]))?;
-            let meta = spec.meta(n as u32, &layouts, &rc);
-            let tiles = (rc[0].div_ceil(32) as u64) * (rc[1].div_ceil(32) as u64);
-            self.run_pipeline(&spec, &pipeline, &buffers, &meta, tiles * 256)?;
+        if let Some(tiles) = transposed {
+            self.run_tiled(map, index, &layouts, &buffers, tiles)?;
             drop(buffers);
             return Ok(y);
         }
