@@ -108,9 +108,9 @@ __device__ __forceinline__ float dequant(u32 t, const u8* q, u64 i) {
 
 // qmatvec: x [rows, K] (through its strides) times the N rows of blocks transposed, for few rows.
 // A warp per QMV_ROWS weight rows (QMV_ROWS QMV_THREADS / warpSize rows a block). A row is cut
-// into units of 32 values (8 in the fallback) inside one block; lane i takes the units i,
-// i + warpSize, ... of each of its rows (neighbouring lanes read neighbouring bytes). A unit is
-// decoded once (`Unit<TY, A>` below) into its small integers q as f32 and, per run (RUNS
+// into units of 32 values (16 for q8_0, 8 in the fallback) inside one block; lane i takes the
+// units i, i + warpSize, ... of each of its rows (neighbouring lanes read neighbouring bytes). A
+// unit is decoded once (`Unit<TY, A>` below) into its small integers q as f32 and, per run (RUNS
 // stretches of VALUES / RUNS consecutive values of the row), a scale d and, for the types with
 // mins, a min m: the run's weights are d q - m, ggml's values. Each of the MQ rows of x adds
 // d sum(q x) - m sum(x) per run to each weight row's f32 accumulator (the sums by fused
@@ -209,18 +209,22 @@ struct Unit<2, A> {  // q4_0: d qs[16]; value l: nibble l / 16 of qs[l % 16], mi
   }
 };
 
+// q8_0: d qs[32] (i8). Unit j: half a block, qs[16j ..][16], so two neighbouring lanes read a
+// block. H200, f16, us: `qmatvec` [1,4096] x [14336,4096]^T 23.9-24.0 with whole blocks, 22.3-22.6
+// with halves, 29.8 with quarters (q6_K's branch of the same kernel 24.6 -> 25.4); `dequantize`
+// to f16 [4096,4096] 25.2 -> 15.2.
 template <u32 A>
-struct Unit<8, A> {  // q8_0: d qs[32] (i8)
-  static constexpr u32 VALUES = 32, RUNS = 1, PER_BLOCK = 1;
+struct Unit<8, A> {
+  static constexpr u32 VALUES = 16, RUNS = 1, PER_BLOCK = 2;
   static constexpr bool MIN = false;
-  static __device__ __forceinline__ void decode(const u8* b, u32, float* q, float* d, float*, u32* at) {
-    u32 w[8];
-    words<A, 8>(b + 2, w);
+  static __device__ __forceinline__ void decode(const u8* b, u32 j, float* q, float* d, float*, u32* at) {
+    u32 w[4];
+    words<A, 4>(b + 2 + 16 * j, w);
 #pragma unroll
-    for (u32 i = 0; i < 8; ++i) w[i] ^= 0x80808080u;  // i8 v as the byte v + 128
-    bytes_f32<8>(w, 128.0f, q);
+    for (u32 i = 0; i < 4; ++i) w[i] ^= 0x80808080u;  // i8 v as the byte v + 128
+    bytes_f32<4>(w, 128.0f, q);
     d[0] = half_at(b);
-    at[0] = 0;
+    at[0] = 16 * j;
   }
 };
 
@@ -337,8 +341,8 @@ __device__ __forceinline__ void store_run(T* y, const float* v) {
   for (u32 i = 0; i < N / 4; ++i) reinterpret_cast<uint4*>(y)[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
 }
 
-// dequantize's `_units` form: thread u decodes unit u of the blocks (`Unit<TY, A>`: 32 values from
-// whole words) and stores each run's values, d q - m (ggml's steps in its order: q4_K's
+// dequantize's `_units` form: thread u decodes unit u of the blocks (`Unit<TY, A>`: 16 or 32
+// values from whole words) and stores each run's values, d q - m (ggml's steps in its order: q4_K's
 // d sc q - dmin m as (d sc) q - (dmin m), q6_K's d sc q as (d sc) q), as 16-byte vectors.
 template <class T, u32 TY, u32 A>
 __device__ __forceinline__ void dequant_units(u64 units, u64 bb, const u8* q, T* y) {
@@ -365,8 +369,8 @@ __device__ __forceinline__ void dequant_units(u64 units, u64 bb, const u8* q, T*
   });
 }
 
-// One thread per value (`dequantize_T`), or per unit of 32 (`_units`: q4_0, q8_0 and q6_K blocks
-// on even addresses, q4_K's on 16 bytes; `dequantize` in src/native/quant.rs chooses).
+// One thread per value (`dequantize_T`), or per unit (`_units`: q4_0, q8_0 and q6_K blocks on
+// even addresses, q4_K's on 16 bytes; `dequantize` in src/native/quant.rs chooses).
 template <class T>
 __device__ __forceinline__ void dequantize_units(u64 units, u32 t, u64 bb, const u8* q, T* y) {
   if (t == 2)
@@ -512,9 +516,11 @@ QMATVEC(qmatvec, f32, f16, bf16)
 // mma.sync m16n8k16 (f32 accumulation), 16 weight rows as A, x's rows as the 8 columns of B
 // (the columns past x's rows repeat its last row and are not written). A block of W warps (4 or
 // 8: `qmatvec_f16_mma4`, `_mma8`) takes QMMA_ROWS weight rows; warp w takes their super-blocks
-// w, w + W, ... (split along K), loading the next one's bytes into registers before it computes
-// this one, and the warps' sums meet in shared memory. `_xs`: x's rows are first staged in
-// shared memory (where rows x K <= QMMA_XS), read from there at each super-block.
+// w, w + W, ... (split along K), loading the next two's bytes into registers before it computes
+// this one (H200, [1,4096] x [14336,4096]^T: 17.4 us with one ahead, 16.9 with two; the weights'
+// loads through ld.global.nc.L1::no_allocate: 20.0), and the warps' sums meet in shared memory.
+// `_xs`: x's rows are first staged in shared memory (where rows x K <= QMMA_XS), read from there
+// at each super-block.
 // Lane (g, t) = (lane / 4, lane % 4) holds rows g and g + 8 of A: it reads their headers and
 // their quants qs[32t ..][32] (sub-block 2t in the low nibbles, 2t + 1 in the high ones), and the
 // 64 values of x's row g those multiply (a k step's 16 positions may hold any values, the same in
@@ -573,8 +579,9 @@ __device__ __forceinline__ void qmatvec_mma(const QmvArgs& a, const u8* q, const
   const u8* rows[2] = {q + min(n0 + g, a.n - 1) * rb, q + min(n0 + g + 8, a.n - 1) * rb};
   const f16* xg = x + a.row[g] + 64 * t;
   float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  Q4kLane cur, nxt;
+  Q4kLane cur, nxt, nx2;
   if (w < nb) q4k_lane(cur, rows, w, t);
+  if (w + W < nb) q4k_lane(nxt, rows, w + W, t);
   // XS: x's rows in shared memory, 64 values (8 vectors) a chunk, a vector of padding after each
   // (so the 4 lanes of a group, 4 chunks apart, read different banks).
   const u32 chunks = (u32)(a.k / 64), xrow = (u32)min((u64)g, a.rows - 1) * chunks;
@@ -586,7 +593,7 @@ __device__ __forceinline__ void qmatvec_mma(const QmvArgs& a, const u8* q, const
     __syncthreads();
   }
   for (u64 blk = w; blk < nb; blk += W) {
-    if (blk + W < nb) q4k_lane(nxt, rows, blk + W, t);
+    if (blk + 2 * W < nb) q4k_lane(nx2, rows, blk + 2 * W, t);
     // x: values 64t .. 64t + 64 of the super-block in row g, as pairs.
     u32 xw[32];
     const uint4* xp = XS ? xs + (xrow + 4 * (u32)blk + t) * 9 : reinterpret_cast<const uint4*>(xg + blk * 256);
@@ -634,6 +641,7 @@ __device__ __forceinline__ void qmatvec_mma(const QmvArgs& a, const u8* q, const
 #pragma unroll
     for (u32 j = 0; j < 4; ++j) acc[j] = fmaf(-dmin[j / 2], cm[j], fmaf(d[j / 2], c[j], acc[j]));
     cur = nxt;
+    nxt = nx2;
   }
 #pragma unroll
   for (u32 j = 0; j < 4; ++j) part[w][g + 8 * (j / 2)][2 * t + j % 2] = acc[j];

@@ -1,7 +1,7 @@
 //! Quantized blocks on the native backend (`hip/quant.hip`). `dequantize`: a thread per unit of
-//! 32 values (q4_0, q8_0, q4_K, q6_K from whole words) or per value (the fields read byte by
-//! byte); launches of whole blocks, each within the kernels' 32-bit index.
-//! `qmatvec`: a warp per two weight rows, the blocks decoded in registers once (units of 32
+//! 32 values (16 for q8_0; q4_0, q8_0, q4_K, q6_K from whole words) or per value (the fields
+//! read byte by byte); launches of whole blocks, each within the kernels' 32-bit index.
+//! `qmatvec`: a warp per two weight rows, the blocks decoded in registers once (units of 16 or 32
 //! values from whole words) and used for every row of x, the sums added by warp shuffles; on
 //! tensor cores for q4_K times f16 x (`qmatvec_f16_mma4`, `_mma8`: 16 weight rows a block, split
 //! along K over its 4 or 8 warps; `_xs`: x's rows staged in shared memory first).
@@ -23,8 +23,14 @@ const QMV_ROWS: u64 = 2;
 const QMMA_ROWS: u64 = 16;
 /// The most values of x (rows times K) the `_xs` kernels stage in shared memory (`QMMA_XS`).
 const QMMA_XS: usize = 16384;
-/// Values a thread of `dequantize_T_units` decodes (`Unit::VALUES` in `hip/quant.hip`).
-const UNIT: usize = 32;
+/// Values a thread of `dequantize_T_units` decodes (`Unit::VALUES` in `hip/quant.hip`): half a
+/// block of q8_0, 32 of the other types.
+fn unit_values(ty: GgmlType) -> usize {
+    match ty {
+        GgmlType::Q8_0 => 16,
+        _ => 32,
+    }
+}
 
 /// `struct QmvArgs` of `hip/quant.hip`.
 #[repr(C)]
@@ -71,8 +77,8 @@ impl<R: Runtime> QuantOps for NativeBackend<R> {
     ) -> Result<NativeStorage<R>> {
         let y = self.storage(dtype, n)?;
         let name = kernel_name(QuantOp::Dequantize.name(), dtype);
-        // A thread per unit of 32 values, read as words and stored as 16-byte vectors, where the
-        // type has a unit decoder at its blocks' alignment (as `qmatvec` decodes them); else a
+        // A thread per unit of 16 or 32 values, read as words and stored as 16-byte vectors, where
+        // the type has a unit decoder at its blocks' alignment (as `qmatvec` decodes them); else a
         // thread per value.
         let align = block_align(q, offset, ty);
         let units = y.ptr.0.is_multiple_of(16)
@@ -89,7 +95,7 @@ impl<R: Runtime> QuantOps for NativeBackend<R> {
             let bytes = offset + first / ty.block_size() * ty.block_bytes();
             let mut args = Args::default();
             if units {
-                let units = (count / UNIT) as u64;
+                let units = (count / unit_values(ty)) as u64;
                 args.u64(units).pod(&ty.id()).u64(ty.block_bytes() as u64).ptr(q.at(bytes)).ptr(y.at(first));
                 // SAFETY: dequantize_T_units(units, t, bb, q, y) in order; it reads the
                 // `count / block_size` blocks of type t (bb bytes each) at `q`, inside the u8

@@ -1,7 +1,7 @@
 //! Quantized blocks on wgpu (`shaders/quant.wgsl`): the blocks bound as u32 words (a u8 storage
 //! is its bytes packed four to a word), every field read at its byte address. `dequantize`: an
 //! invocation per word of quants (q4_0, q8_0, q4_K), else one output word per invocation.
-//! `qmatvec`: 32 invocations per weight row, the blocks decoded in registers once (units of 8 to
+//! `qmatvec`: 32 invocations per weight row, the blocks decoded in registers once (units of 16 to
 //! 32 values from whole words) and used for every row of x, the lanes' sums added in workgroup
 //! memory, one write per output.
 
