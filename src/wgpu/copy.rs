@@ -4,7 +4,7 @@
 use super::kernel::{Index, Spec, lane_threads, vec_ok};
 use super::repr::{Access, Caps, Compute, Repr, params};
 use super::support::bits_of;
-use super::{WgpuBackend, WgpuStorage};
+use super::{Kernel, KernelKey, WgpuBackend, WgpuStorage};
 use crate::backend::CopyOps;
 use crate::spec::Family;
 use crate::spec::copy::{Copy2d, CopyOp};
@@ -68,6 +68,35 @@ fn in_words_contiguous(size: usize, sl: &Layout, dst_offset: usize, dst_len: usi
     fits.then(|| (Layout::contiguous_with_offset([words(n)], sl.offset() * size / 4), w_offset))
 }
 
+/// A copy or fill kernel by the arguments of its spec's builder (the device's caps aside).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum CopyKey {
+    /// [`strided_spec`]: the dtype, x's index, whole words.
+    Strided(DType, Index, bool),
+    /// [`strided_v4_spec`]: the dtype, x's index, x read as vectors.
+    StridedV4(DType, Index, bool),
+    /// [`copy2d_spec`].
+    Copy2d(DType),
+    /// [`fill_spec`]: the dtype, y's index.
+    Fill(DType, Index),
+    /// [`fill_v4_spec`].
+    FillV4(DType),
+}
+
+impl WgpuBackend {
+    /// The kernel `key` names, built at its first use.
+    fn copy_kernel(&self, key: CopyKey) -> Result<Kernel> {
+        let caps = self.caps();
+        self.keyed(KernelKey::Copy(key), || match key {
+            CopyKey::Strided(dt, x, aligned) => strided_spec(caps, dt, x, aligned),
+            CopyKey::StridedV4(dt, x, x_vec) => strided_v4_spec(caps, dt, x, x_vec),
+            CopyKey::Copy2d(dt) => copy2d_spec(caps, dt),
+            CopyKey::Fill(dt, y) => fill_spec(caps, dt, y),
+            CopyKey::FillV4(dt) => fill_v4_spec(caps, dt),
+        })
+    }
+}
+
 pub(crate) fn copy2d_spec(caps: Caps, dtype: DType) -> Result<Spec> {
     let r = Repr::of(dtype, caps, CopyOp::Copy2d.name())?;
     Ok(Spec::new(Family::Copy, "copy2d", caps).bind("x", r, Access::Read, Index::None).bind(
@@ -103,9 +132,11 @@ impl CopyOps for WgpuBackend {
         // Copies only move bytes: f64 needs no SHADER_F64 (see `support.rs`).
         let dt = bits_of(src.dtype, self.caps());
         if let Some((wl, w_offset)) = in_words_contiguous(dt.size_in_bytes(), sl, dst_offset, dst.len) {
-            let spec = strided_v4_spec(self.caps(), DType::U32, Index::of(&wl), vec_ok(Repr::U32, &wl))?;
+            let key = CopyKey::StridedV4(DType::U32, Index::of(&wl), vec_ok(Repr::U32, &wl));
+            let (spec, pipeline) = self.copy_kernel(key)?;
             let meta = spec.meta(wl.elem_count() as u32, &[&wl], &[w_offset as u32]);
-            return self.run(&spec, &[src.buffer(), dst.buffer()], &meta, lane_threads(wl.elem_count()));
+            let threads = lane_threads(wl.elem_count());
+            return self.run_pipeline(&spec, &pipeline, &[src.buffer(), dst.buffer()], &meta, threads);
         }
         let r = Repr::of(dt, self.caps(), CopyOp::CopyStrided.name())?;
         if dst_offset == 0 && r.per_word() == 1 {
@@ -115,17 +146,17 @@ impl CopyOps for WgpuBackend {
             }
         }
         if vec_write_ok(r, dst_offset, n, dst.len) {
-            let spec = strided_v4_spec(self.caps(), dt, Index::of(sl), vec_ok(r, sl))?;
+            let (spec, pipeline) = self.copy_kernel(CopyKey::StridedV4(dt, Index::of(sl), vec_ok(r, sl)))?;
             let meta = spec.meta(n as u32, &[sl], &[dst_offset as u32]);
-            return self.run(&spec, &[src.buffer(), dst.buffer()], &meta, lane_threads(n));
+            return self.run_pipeline(&spec, &pipeline, &[src.buffer(), dst.buffer()], &meta, lane_threads(n));
         }
         let epw = r.per_word() as usize;
         let aligned = dst_offset.is_multiple_of(epw) && (n.is_multiple_of(epw) || dst_offset + n == dst.len);
-        let spec = strided_spec(self.caps(), dt, Index::of(sl), aligned)?;
+        let (spec, pipeline) = self.copy_kernel(CopyKey::Strided(dt, Index::of(sl), aligned))?;
         let extra = if aligned { dst_offset / epw } else { dst_offset };
         let meta = spec.meta(n as u32, &[sl], &[extra as u32]);
         let threads = if aligned { n.div_ceil(epw) } else { n };
-        self.run(&spec, &[src.buffer(), dst.buffer()], &meta, threads as u64)
+        self.run_pipeline(&spec, &pipeline, &[src.buffer(), dst.buffer()], &meta, threads as u64)
     }
 
     fn copy2d(&self, src: &WgpuStorage, dst: &mut WgpuStorage, p: &Copy2d) -> Result<()> {
@@ -136,11 +167,11 @@ impl CopyOps for WgpuBackend {
             Some(w) => (DType::U32, w),
             None => (dt, *p),
         };
-        let spec = copy2d_spec(self.caps(), dt)?;
+        let (spec, pipeline) = self.copy_kernel(CopyKey::Copy2d(dt))?;
         let n = p.rows * p.cols;
         let extra = [p.cols, p.src_stride, p.dst_stride, p.src_offset, p.dst_offset].map(|v| v as u32);
         let meta = spec.meta(n as u32, &[], &extra);
-        self.run(&spec, &[src.buffer(), dst.buffer()], &meta, n as u64)
+        self.run_pipeline(&spec, &pipeline, &[src.buffer(), dst.buffer()], &meta, n as u64)
     }
 
     fn fill(&self, dst: &mut WgpuStorage, l: &Layout, value: Scalar) -> Result<()> {
@@ -150,17 +181,16 @@ impl CopyOps for WgpuBackend {
         let r = Repr::of(dt, self.caps(), CopyOp::Fill.name())?;
         let n = l.elem_count();
         if l.is_contiguous() && vec_write_ok(r, l.offset(), n, dst.len) {
-            let spec = fill_v4_spec(self.caps(), dt)?;
+            let (spec, pipeline) = self.copy_kernel(CopyKey::FillV4(dt))?;
             let mut extra = params::encode(r.compute(), &[value]);
             extra.push(l.offset() as u32);
             let meta = spec.meta(n as u32, &[], &extra);
-            return self.run(&spec, &[dst.buffer()], &meta, lane_threads(n));
+            return self.run_pipeline(&spec, &pipeline, &[dst.buffer()], &meta, lane_threads(n));
         }
-        let spec = fill_spec(self.caps(), dt, Index::of(l))?;
+        let (spec, pipeline) = self.copy_kernel(CopyKey::Fill(dt, Index::of(l)))?;
         let compute = spec.bindings[0].repr.compute();
-        let n = l.elem_count();
         let meta = spec.meta(n as u32, &[l], &params::encode(compute, &[value]));
-        self.run(&spec, &[dst.buffer()], &meta, n as u64)
+        self.run_pipeline(&spec, &pipeline, &[dst.buffer()], &meta, n as u64)
     }
 
     fn arange(&self, dtype: DType, start: Scalar, step: Scalar, len: usize) -> Result<WgpuStorage> {

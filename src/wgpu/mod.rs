@@ -93,6 +93,14 @@ pub(crate) enum KernelKey {
     Lines(DType, nn::Variant),
     /// An attention kernel of a dtype.
     Attention(DType, attention::Variant),
+    /// A rotary embedding (`rope` or `rope_i`) of a dtype.
+    Rope(DType, crate::spec::attention::AttentionOp),
+    /// A copy or fill kernel.
+    Copy(copy::CopyKey),
+    /// A pool kernel: the op, the dtype, the window, four outputs an invocation.
+    Pool(crate::spec::pool::PoolOp, DType, [usize; 2], bool),
+    /// The nearest-neighbour upsampling kernel of a dtype, four outputs an invocation or one word.
+    Upsample(DType, bool),
     /// A reduction's kernel: the op, the input's dtype, the walk and the pass.
     Reduce(crate::spec::reduce::ReduceOp, DType, reduce::Kernel, reduce::Stage),
     /// An index kernel (index_select's rows, the scatters).

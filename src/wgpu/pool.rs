@@ -5,7 +5,7 @@
 
 use super::kernel::{Index, Spec};
 use super::repr::{Access, Caps, Compute, Repr};
-use super::{WgpuBackend, WgpuStorage};
+use super::{KernelKey, WgpuBackend, WgpuStorage};
 use crate::backend::PoolOps;
 use crate::spec::Family;
 use crate::spec::pool::{Pool2dParams, PoolOp};
@@ -55,7 +55,9 @@ impl PoolOps for WgpuBackend {
         }
         let r = Repr::of(x.dtype, self.caps(), op.name())?;
         let v4 = r.vectorizes() && ow.is_multiple_of(4);
-        let spec = pool_spec(self.caps(), op, x.dtype, p.kernel, v4)?;
+        let caps = self.caps();
+        let key = KernelKey::Pool(op, x.dtype, p.kernel, v4);
+        let (spec, pipeline) = self.keyed(key, || pool_spec(caps, op, x.dtype, p.kernel, v4))?;
         let geometry = [p.stride, p.padding, p.dilation].concat();
         let extra: Vec<u32> = [d[1], oh, ow, d[2], d[3], l.offset(), s[0], s[1], s[2], s[3]]
             .into_iter()
@@ -65,7 +67,7 @@ impl PoolOps for WgpuBackend {
             .collect();
         let meta = spec.meta(n as u32, &[], &extra);
         let per = if v4 { 4 } else { r.per_word() as usize };
-        self.run(&spec, &[x.buffer(), y.buffer()], &meta, n.div_ceil(per) as u64)?;
+        self.run_pipeline(&spec, &pipeline, &[x.buffer(), y.buffer()], &meta, n.div_ceil(per) as u64)?;
         Ok(y)
     }
 }

@@ -5,7 +5,7 @@
 use super::kernel::{Index, Spec};
 use super::repr::{Access, Caps, Repr};
 use super::support::bits_of;
-use super::{WgpuBackend, WgpuStorage};
+use super::{KernelKey, WgpuBackend, WgpuStorage};
 use crate::backend::UpsampleOps;
 use crate::spec::Family;
 use crate::spec::upsample::UpsampleOp;
@@ -47,7 +47,8 @@ impl WgpuBackend {
         let dtype = bits_of(x.dtype, self.caps());
         let r = Repr::of(dtype, self.caps(), UpsampleOp::UpsampleNearest2d.name())?;
         let v4 = r.vectorizes() && size[1].is_multiple_of(4);
-        let spec = upsample_spec(self.caps(), dtype, v4)?;
+        let caps = self.caps();
+        let (spec, pipeline) = self.keyed(KernelKey::Upsample(dtype, v4), || upsample_spec(caps, dtype, v4))?;
         let extra = [
             d[1],
             size[0],
@@ -66,7 +67,7 @@ impl WgpuBackend {
         ];
         let meta = spec.meta(n as u32, &[], &extra.map(|v| v as u32));
         let per = if v4 { 4 } else { r.per_word() as usize };
-        self.run(&spec, &[x.buffer(), y.buffer()], &meta, n.div_ceil(per) as u64)?;
+        self.run_pipeline(&spec, &pipeline, &[x.buffer(), y.buffer()], &meta, n.div_ceil(per) as u64)?;
         Ok(y)
     }
 }

@@ -351,13 +351,15 @@ impl AttentionOps for WgpuBackend {
         if n == 0 {
             return Ok(y);
         }
-        let spec = rope_spec(self.caps(), x.0.dtype, op)?;
+        let caps = self.caps();
+        let (spec, pipeline) = self.keyed(KernelKey::Rope(x.0.dtype, op), || rope_spec(caps, x.0.dtype, op))?;
         let d = x.1.dims();
         let mut extra = vec![0, 0, 0, d[1] as u32, d[2] as u32, d[3] as u32];
         extra.extend(view(x.1).chain(view(cos.1)).chain(view(sin.1)));
         let meta = spec.meta(n as u32, &[], &extra);
         let per = spec.bindings[3].repr.per_word() as usize;
-        self.run(&spec, &[x.0.buffer(), cos.0.buffer(), sin.0.buffer(), y.buffer()], &meta, n.div_ceil(per) as u64)?;
+        let bufs = [x.0.buffer(), cos.0.buffer(), sin.0.buffer(), y.buffer()];
+        self.run_pipeline(&spec, &pipeline, &bufs, &meta, n.div_ceil(per) as u64)?;
         Ok(y)
     }
 }
