@@ -83,17 +83,22 @@ pub(crate) enum CopyKey {
     FillV4(DType),
 }
 
-impl WgpuBackend {
-    /// The kernel `key` names, built at its first use.
-    fn copy_kernel(&self, key: CopyKey) -> Result<Kernel> {
-        let caps = self.caps();
-        self.keyed(KernelKey::Copy(key), || match key {
+impl CopyKey {
+    fn spec(self, caps: Caps) -> Result<Spec> {
+        match self {
             CopyKey::Strided(dt, x, aligned) => strided_spec(caps, dt, x, aligned),
             CopyKey::StridedV4(dt, x, x_vec) => strided_v4_spec(caps, dt, x, x_vec),
             CopyKey::Copy2d(dt) => copy2d_spec(caps, dt),
             CopyKey::Fill(dt, y) => fill_spec(caps, dt, y),
             CopyKey::FillV4(dt) => fill_v4_spec(caps, dt),
-        })
+        }
+    }
+}
+
+impl WgpuBackend {
+    /// The kernel of `key`: its spec built at first use, then found by the key.
+    fn copy_kernel(&self, key: CopyKey) -> Result<Kernel> {
+        self.keyed(KernelKey::Copy(key), || key.spec(self.caps()))
     }
 }
 

@@ -55,9 +55,8 @@ impl PoolOps for WgpuBackend {
         }
         let r = Repr::of(x.dtype, self.caps(), op.name())?;
         let v4 = r.vectorizes() && ow.is_multiple_of(4);
-        let caps = self.caps();
         let key = KernelKey::Pool(op, x.dtype, p.kernel, v4);
-        let (spec, pipeline) = self.keyed(key, || pool_spec(caps, op, x.dtype, p.kernel, v4))?;
+        let (spec, pipeline) = self.keyed(key, || pool_spec(self.caps(), op, x.dtype, p.kernel, v4))?;
         let geometry = [p.stride, p.padding, p.dilation].concat();
         let extra: Vec<u32> = [d[1], oh, ow, d[2], d[3], l.offset(), s[0], s[1], s[2], s[3]]
             .into_iter()

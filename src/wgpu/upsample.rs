@@ -47,8 +47,8 @@ impl WgpuBackend {
         let dtype = bits_of(x.dtype, self.caps());
         let r = Repr::of(dtype, self.caps(), UpsampleOp::UpsampleNearest2d.name())?;
         let v4 = r.vectorizes() && size[1].is_multiple_of(4);
-        let caps = self.caps();
-        let (spec, pipeline) = self.keyed(KernelKey::Upsample(dtype, v4), || upsample_spec(caps, dtype, v4))?;
+        let key = KernelKey::Upsample(dtype, v4);
+        let (spec, pipeline) = self.keyed(key, || upsample_spec(self.caps(), dtype, v4))?;
         let extra = [
             d[1],
             size[0],

@@ -351,8 +351,8 @@ impl AttentionOps for WgpuBackend {
         if n == 0 {
             return Ok(y);
         }
-        let caps = self.caps();
-        let (spec, pipeline) = self.keyed(KernelKey::Rope(x.0.dtype, op), || rope_spec(caps, x.0.dtype, op))?;
+        let key = KernelKey::Rope(x.0.dtype, op);
+        let (spec, pipeline) = self.keyed(key, || rope_spec(self.caps(), x.0.dtype, op))?;
         let d = x.1.dims();
         let mut extra = vec![0, 0, 0, d[1] as u32, d[2] as u32, d[3] as u32];
         extra.extend(view(x.1).chain(view(cos.1)).chain(view(sin.1)));
