@@ -545,19 +545,27 @@ fn sdpa_combine(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
 // The cooperative-matrix pass (ARCHITECTURE.md, the attention family): f16, a workgroup of four
 // subgroups of 32 takes BQ = 64 query rows of one (batch, kv head) as sdpa does (16 a subgroup)
 // and every output column (D and Dv padded to DP), against its key range in tiles of BK keys.
-// Its entry, every fragment unrolled, is generated (src/wgpu/attention/coop.rs): two passes over
-// the keys, the first keeping each row's max (coop_stats), the second adding P V with
-// P = exp(s - max) and summing P (coop_weights); q, k and v are read as 16-byte words (bound as raw
-// words; every row whole aligned words), the next tile's fetched into registers while this one
-// is computed (coop_fetch, coop_put). Lane t of a subgroup holds the scores of its row t / 2,
-// keys 16 (t % 2) .. + 16 of a tile, from ss (the subgroup's 16 rows of BK, row-major), and
-// writes their weights to ps; at the end ss parks two output fragments at a time (rows of 16).
-// Rows in workgroup memory are padded (KS, PS: 16 bytes past DP and BK halves; SS: 4 floats past
-// BK) so that a fragment's rows start in different banks. Metadata as sdpa's (one column chunk).
+// Its entry, every fragment unrolled, is generated (src/wgpu/attention/coop.rs): one pass over
+// the keys. Lane t of a subgroup holds the scores of its row t / 2, keys
+// 16 (t % 2) .. + 16 of a tile, from ss (row-major, a row a query row), and writes their weights
+// P = exp(s - m) as f16 to ps, where m is the row's reference max: the first max it met, raised
+// only when a tile's max passes it by more than TAU (so P <= e^TAU, well inside f16). Raising it
+// scales the row's sum and accumulators by exp(old - new); cooperative matrices have no element
+// access, so such a tile (rare: the max of a row settles within its first keys) sends every
+// accumulator through ss and back, its rows scaled by their lanes. q, k and v are read as 16-byte
+// words (bound as raw words; every row whole aligned words), the next tile's fetched into
+// registers while this one is computed (coop_fetch, coop_put). At the end ss parks two output
+// fragments at a time (rows of 16). Rows in workgroup memory are padded (KS, PS: 16
+// bytes past DP and BK halves; SS: 4 floats past BK) so that a fragment's rows start in
+// different banks. Metadata as sdpa's (one column chunk).
 // @kernel sdpa_coop
 var<workgroup> kv: array<f16, 2u * BK * KS>;
-var<workgroup> ss: array<f32, 64u * SS>;
-var<workgroup> ps: array<f16, 64u * PS>;
+var<workgroup> ss: array<f32, BQ * SS>;
+var<workgroup> ps: array<f16, BQ * PS>;
+// Whether a row of the tile raised its reference max (its accumulators need scaling).
+var<workgroup> c_flag: atomic<u32>;
+
+const TAU: f32 = 8.0;
 
 var<private> c_b: u32;
 var<private> c_hk: u32;
@@ -566,13 +574,14 @@ var<private> c_split: u32;
 var<private> c_kbegin: u32;
 var<private> c_kend: u32;
 // This lane's row: whether it is one of the group's, its head, its query row, the keys it sees,
-// its running max and sum.
+// its reference max, its share of the sum, the factor its accumulators take.
 var<private> r_live: bool;
 var<private> r_h: u32;
 var<private> r_i: u32;
 var<private> r_seen: u32;
 var<private> r_m: CT;
 var<private> r_l: CT;
+var<private> r_a: CT;
 
 // The workgroup's rows and keys (query tiles in reverse: a causal pass's longest first), and
 // this lane's row.
@@ -596,6 +605,7 @@ fn coop_setup(g: u32, sg: u32, lane: u32) {
     r_i = vi % lq;
     r_m = neg_inf();
     r_l = CT(0);
+    r_a = CT(1);
     c_kend = lk;
     r_seen = lk;
     if (causal) {
@@ -680,13 +690,18 @@ fn coop_put(is_k: bool, lid: u32) {
     }
 }
 
-// This lane's 16 scores of the tile at j0 from ss: scaled, masked, -inf past its keys.
-fn coop_scores(j0: u32, sg: u32, lane: u32) -> array<CT, 16> {
+// The tile's step for this lane's row: its 16 scores of the tile at j0 from ss
+// (scaled, masked, -inf past its keys), the row's tile max (with the other lane's), the
+// reference max raised where that passes it by more than TAU (the sum scaled here, the
+// accumulators after: r_a, c_flag), the weights exp(s - m) as f16 into ps, the lane's share of
+// the sum.
+fn coop_weights(j0: u32, sg: u32, lane: u32) {
     let neg = neg_inf();
     let scale = param(0u);
     let c0 = (lane % 2u) * 16u;
     let at_s = (sg * 16u + lane / 2u) * SS + c0;
     var s = array<CT, 16>();
+    var mx = neg;
     for (var u = 0u; u < 16u; u++) {
         let j = j0 + c0 + u;
         var x = neg;
@@ -694,28 +709,21 @@ fn coop_scores(j0: u32, sg: u32, lane: u32) -> array<CT, 16> {
             x = mask_score(scale * CT(ss[at_s + u]), at(MA + 25u, c_b, r_h, r_i, j), neg);
         }
         s[u] = x;
-    }
-    return s;
-}
-
-// The first pass's step: the row's running max over the tile at j0 (its sum is the second
-// pass's: the weights it forms anyway, added by lane, `coop_sum`).
-fn coop_stats(j0: u32, sg: u32, lane: u32) {
-    let s = coop_scores(j0, sg, lane);
-    var mx = r_m;
-    for (var u = 0u; u < 16u; u++) {
-        mx = select(mx, s[u], s[u] > mx);
+        mx = select(mx, x, x > mx);
     }
     let other = subgroupShuffleXor(mx, 1u);
-    r_m = select(mx, other, other > mx);
-}
-
-// The second pass's step: the tile's weights exp(s - max) of the row, as f16, into ps; the lane's
-// share of the row's sum.
-fn coop_weights(j0: u32, sg: u32, lane: u32) {
-    let neg = neg_inf();
-    let s = coop_scores(j0, sg, lane);
-    let at_p = (sg * 16u + lane / 2u) * PS + (lane % 2u) * 16u;
+    mx = select(mx, other, other > mx);
+    let m = r_m;
+    r_a = CT(1);
+    if (mx > m + TAU) {
+        if (m != neg) {
+            r_a = c_exp(m - mx);
+            r_l *= r_a;
+            atomicOr(&c_flag, 1u);
+        }
+        r_m = mx;
+    }
+    let at_p = (sg * 16u + lane / 2u) * PS + c0;
     for (var u = 0u; u < 16u; u++) {
         var p = CT(0);
         if (s[u] != neg) {
@@ -726,14 +734,31 @@ fn coop_weights(j0: u32, sg: u32, lane: u32) {
     }
 }
 
+// Two accumulators parked in ss (rows of 16): this lane's eight columns of each scaled by its
+// row's factor.
+fn coop_rescale(sg: u32, lane: u32) {
+    let src = sg * 16u * SS + (lane / 2u) * 16u + (lane % 2u) * 8u;
+    for (var t = 0u; t < 8u; t++) {
+        ss[src + t] *= r_a;
+        ss[src + 256u + t] *= r_a;
+    }
+}
+
+// The rescaling flag cleared (before the first tile, and after a tile's rescaling).
+fn coop_rescaled(lid: u32) {
+    if (lid == 0u) {
+        atomicStore(&c_flag, 0u);
+    }
+}
+
 // The row's sum: the two lanes' shares.
 fn coop_sum() {
     r_l += subgroupShuffleXor(r_l, 1u);
 }
 
 // Output columns 16 n .. 16 n + 16 of the row, parked in ss at `slot` (16 x 16, row-major): the
-// lane's eight of them normalised into y, or (split) unnormalised into part with the row's max
-// and sum.
+// lane's eight of them normalised into y, or (split) unnormalised into part with the row's
+// reference max and sum.
 fn coop_out(n: u32, slot: u32, sg: u32, lane: u32) {
     if (!r_live) {
         return;
@@ -745,6 +770,7 @@ fn coop_out(n: u32, slot: u32, sg: u32, lane: u32) {
     let src = sg * 16u * SS + slot * 256u + (lane / 2u) * 16u + c0;
     let row = (c_b * hq + r_h) * lq + r_i;
     let p = (row * md[MA + 30u] + c_split) * (dv + 2u);
+    let l = r_l;
     for (var t = 0u; t < 8u; t++) {
         let col = 16u * n + c0 + t;
         if (col < dv) {
@@ -752,14 +778,14 @@ fn coop_out(n: u32, slot: u32, sg: u32, lane: u32) {
             if (SPLIT) {
                 part_put(p + col, o);
             } else {
-                out_set(row * dv + col, select(o / r_l, nan_c(), r_l == CT(0)));
+                out_set(row * dv + col, select(o / l, nan_c(), l == CT(0)));
                 out_flush(row * dv + col);
             }
         }
     }
     if (SPLIT && n == 0u && lane % 2u == 0u) {
         part_put(p + dv, r_m);
-        part_put(p + dv + 1u, r_l);
+        part_put(p + dv + 1u, l);
     }
 }
 

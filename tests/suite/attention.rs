@@ -13,6 +13,7 @@ suite!(
     sdpa_long_rows_match_reference,
     sdpa_long_prefill_matches_reference,
     sdpa_split_keys_match_reference,
+    sdpa_rising_scores_match_reference,
     sdpa_hand_computed,
     rope_matches_reference,
     rope_hand_computed,
@@ -201,6 +202,30 @@ async fn sdpa_long_prefill_matches_reference(dev: &Device) -> Result<()> {
                     )
                 };
                 q.scaled_dot_product_attention(&k, &v, None, causal, None)
+            })
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Scores that rise along the keys (k's row j scaled by min(j, 127) / 8, scale 1: a row's max
+/// climbs by ~10 a tile of 32 keys over its first 128 keys, to ~50), so that WGSL's
+/// cooperative-matrix pass raises its rows' reference max and rescales their accumulators (140
+/// and 20 rows a kv head, causal and not, Lq < Lk), and the split pass (600 keys) combines ranges
+/// whose reference maxima differ.
+async fn sdpa_rising_scores_match_reference(dev: &Device) -> Result<()> {
+    let (b, hq, hkv, d) = (1, 2, 1, 16);
+    for &dt in SDPA.dtypes() {
+        for (lq, lk, causal) in [(70, 200, true), (70, 200, false), (10, 90, true), (10, 600, false)] {
+            let what = format!("sdpa {dt} rising scores Lq {lq} Lk {lk} causal {causal}");
+            same_as_cpu(dev, tol(dt), &what, |x| {
+                let ramp: Vec<f32> = (0..lk).map(|j| j.min(127) as f32 / 8.0).collect();
+                let ramp = Tensor::from_vec(ramp, vec![1, 1, lk, 1], x)?.to_dtype(dt)?;
+                let q = rand_tensor(x, dt, &[b, hq, lq, d], 90, -1.0, 1.0)?;
+                let k = rand_tensor(x, dt, &[b, hkv, lk, d], 91, -1.0, 1.0)?.mul(&ramp)?;
+                let v = rand_tensor(x, dt, &[b, hkv, lk, d], 92, -1.0, 1.0)?;
+                q.scaled_dot_product_attention(&k, &v, None, causal, Some(1.0))
             })
             .await?;
         }

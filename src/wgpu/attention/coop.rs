@@ -6,7 +6,7 @@
 use crate::spec::attention::Sdpa;
 use std::fmt::Write;
 
-/// Query rows a workgroup (16 a subgroup, four subgroups of 32) and keys a tile.
+/// Query rows a workgroup (16 a subgroup, four subgroups of 32), keys a tile, invocations.
 pub(super) const BQ: u32 = 64;
 pub(super) const BK: u32 = 32;
 pub(super) const WG: u32 = 128;
@@ -31,9 +31,10 @@ const PAD_F: u32 = 4;
 const _: () = assert!(BQ <= 2 * BK && 2 * 256 <= 16 * (BK + PAD_F));
 
 /// Bytes of workgroup memory the kernel of width `dp` declares: the k and v tiles (q's rows
-/// staged there first), the subgroups' scores in f32 and their weights in f16.
+/// staged there first), the subgroups' scores in f32 and their weights in f16, and the flag of a
+/// tile's rescaling.
 pub(super) fn bytes(dp: u32) -> u32 {
-    2 * BK * (dp + PAD_H) * 2 + BQ * (BK + PAD_F) * 4 + BQ * (BK + PAD_H) * 2
+    2 * BK * (dp + PAD_H) * 2 + BQ * (BK + PAD_F) * 4 + BQ * (BK + PAD_H) * 2 + 4
 }
 
 /// `const` lines of the kernel of width `dp`: name and WGSL value.
@@ -50,8 +51,67 @@ pub(super) fn constants(dp: u32) -> [(&'static str, String); 7] {
     ]
 }
 
-/// The entry of the kernel of width `dp`: q's fragments loaded once, then the statistics pass
-/// and the weighted-sum pass over the keys, then the output two fragments at a time.
+/// Two accumulators at a time through the subgroup's rows of ss (`{a}` and `{b}` their names):
+/// the lines storing them there (rows of 16).
+fn park(s: &mut String, indent: &str, a: &str, b: &str) {
+    let _ = writeln!(s, "{indent}let {a}_at = sg * 16u * SS;\n{indent}coopStoreT({a}, &ss[{a}_at], 16u);");
+    let _ = writeln!(s, "{indent}let {b}_at = {a}_at + 256u;\n{indent}coopStoreT({b}, &ss[{b}_at], 16u);");
+}
+
+/// The products of a tile's scores `Q K^T` (k's tile at 0 of kv) into the subgroup's rows of ss.
+fn scores(f: u32) -> String {
+    let mut s = String::new();
+    for n in 0..BK / 16 {
+        let _ = writeln!(s, "        var s{n} = coop_mat16x16<f32, C>();");
+    }
+    for kk in 0..f {
+        for n in 0..BK / 16 {
+            let _ = writeln!(s, "        let ki{n}_{kk} = {}u * KS + {}u;", 16 * n, 16 * kk);
+            let _ = writeln!(s, "        let kb{n}_{kk} = coopLoad<coop_mat16x16<f16, B>>(&kv[ki{n}_{kk}], KS);");
+            let _ = writeln!(s, "        s{n} = coopMultiplyAdd(q{kk}, kb{n}_{kk}, s{n});");
+        }
+    }
+    for n in 0..BK / 16 {
+        let _ = writeln!(s, "        let si{n} = sg * 16u * SS + {}u;", 16 * n);
+        let _ = writeln!(s, "        coopStoreT(s{n}, &ss[si{n}], SS);");
+    }
+    s
+}
+
+/// A tile that raised some row's reference max past TAU: every accumulator through ss and back,
+/// two at a time, its rows scaled by their lanes.
+fn rescale(f: u32) -> String {
+    let mut s = String::from("        if (workgroupUniformLoad(&c_flag) != 0u) {\n");
+    for n in (0..f).step_by(2) {
+        let (a, b) = (format!("o{n}"), format!("o{}", n + 1));
+        s += "            workgroupBarrier();\n";
+        park(&mut s, "            ", &a, &b);
+        s += "            workgroupBarrier();\n            coop_rescale(sg, lane);\n            workgroupBarrier();\n";
+        for x in [&a, &b] {
+            let _ = writeln!(s, "            {x} = coopLoadT<coop_mat16x16<f32, C>>(&ss[{x}_at], 16u);");
+        }
+    }
+    s + "            coop_rescaled(lid);\n        }\n"
+}
+
+/// `P V` added to the accumulators (v's tile at BK rows of kv).
+fn products(f: u32) -> String {
+    let mut s = String::new();
+    for ks in 0..BK / 16 {
+        let _ = writeln!(s, "        let pi{ks} = sg * 16u * PS + {}u;", 16 * ks);
+        let _ = writeln!(s, "        let pa{ks} = coopLoadT<coop_mat16x16<f16, A>>(&ps[pi{ks}], PS);");
+        for n in 0..f {
+            let _ = writeln!(s, "        let vi{ks}_{n} = BK * KS + {}u * KS + {}u;", 16 * ks, 16 * n);
+            let _ = writeln!(s, "        let vb{ks}_{n} = coopLoadT<coop_mat16x16<f16, B>>(&kv[vi{ks}_{n}], KS);");
+            let _ = writeln!(s, "        o{n} = coopMultiplyAdd(pa{ks}, vb{ks}_{n}, o{n});");
+        }
+    }
+    s
+}
+
+/// The entry of the kernel of width `dp`: q's fragments loaded once, one pass over the keys (each
+/// tile staged, the next one fetched into registers while this one is computed), then the
+/// output two fragments at a time.
 pub(super) fn entry(dp: u32) -> String {
     let f = dp / 16;
     let mut s = String::from(
@@ -68,6 +128,7 @@ fn sdpa_coop(
         return;
     }
     coop_setup(g, sg, lane);
+    coop_rescaled(lid);
     coop_stage_q(lid);
     workgroupBarrier();
 ",
@@ -77,43 +138,10 @@ fn sdpa_coop(
         let _ = writeln!(s, "    let qi{kk} = sg * 16u * KS + {}u;", 16 * kk);
         let _ = writeln!(s, "    let q{kk} = coopLoadT<coop_mat16x16<f16, A>>(&kv[qi{kk}], KS);");
     }
-    // The scores of the tile in kv (k at 0) into the subgroup's rows of ss.
-    let mut scores = String::new();
-    for n in 0..BK / 16 {
-        let _ = writeln!(scores, "        var s{n} = coop_mat16x16<f32, C>();");
-    }
-    for kk in 0..f {
-        for n in 0..BK / 16 {
-            let _ = writeln!(scores, "        let ki{n}_{kk} = {}u * KS + {}u;", 16 * n, 16 * kk);
-            let _ = writeln!(scores, "        let kb{n}_{kk} = coopLoad<coop_mat16x16<f16, B>>(&kv[ki{n}_{kk}], KS);");
-            let _ = writeln!(scores, "        s{n} = coopMultiplyAdd(q{kk}, kb{n}_{kk}, s{n});");
-        }
-    }
-    for n in 0..BK / 16 {
-        let _ = writeln!(scores, "        let si{n} = sg * 16u * SS + {}u;", 16 * n);
-        let _ = writeln!(scores, "        coopStoreT(s{n}, &ss[si{n}], SS);");
-    }
-    // Each pass: the first tile fetched before the loop, the next one after this one is staged.
-    let _ = write!(
-        s,
-        "    if (c_kbegin < c_kend) {{
-        coop_fetch(true, c_kbegin, lid);
-    }}
-    for (var j0 = c_kbegin; j0 < c_kend; j0 += BK) {{
-        workgroupBarrier();
-        coop_put(true, lid);
-        workgroupBarrier();
-        if (j0 + BK < c_kend) {{
-            coop_fetch(true, j0 + BK, lid);
-        }}
-{scores}        workgroupBarrier();
-        coop_stats(j0, sg, lane);
-    }}
-"
-    );
     for n in 0..f {
         let _ = writeln!(s, "    var o{n} = coop_mat16x16<f32, C>();");
     }
+    let (sc, rs, pr) = (scores(f), rescale(f), products(f));
     let _ = write!(
         s,
         "    if (c_kbegin < c_kend) {{
@@ -129,34 +157,19 @@ fn sdpa_coop(
             coop_fetch(true, j0 + BK, lid);
             coop_fetch(false, j0 + BK, lid);
         }}
-{scores}        workgroupBarrier();
+{sc}        workgroupBarrier();
         coop_weights(j0, sg, lane);
-        workgroupBarrier();
+{rs}{pr}    }}
+    coop_sum();
 "
     );
-    for ks in 0..BK / 16 {
-        let _ = writeln!(s, "        let pi{ks} = sg * 16u * PS + {}u;", 16 * ks);
-        let _ = writeln!(s, "        let pa{ks} = coopLoadT<coop_mat16x16<f16, A>>(&ps[pi{ks}], PS);");
-        for n in 0..f {
-            let _ = writeln!(s, "        let vi{ks}_{n} = BK * KS + {}u * KS + {}u;", 16 * ks, 16 * n);
-            let _ = writeln!(s, "        let vb{ks}_{n} = coopLoadT<coop_mat16x16<f16, B>>(&kv[vi{ks}_{n}], KS);");
-            let _ = writeln!(s, "        o{n} = coopMultiplyAdd(pa{ks}, vb{ks}_{n}, o{n});");
-        }
-    }
-    s += "    }\n    coop_sum();\n";
     for n in (0..f).step_by(2) {
-        let m = n + 1;
-        let _ = write!(
+        s += "    workgroupBarrier();\n";
+        park(&mut s, "    ", &format!("o{n}"), &format!("o{}", n + 1));
+        let _ = writeln!(
             s,
-            "    workgroupBarrier();
-    let oi{n} = sg * 16u * SS;
-    coopStoreT(o{n}, &ss[oi{n}], 16u);
-    let oi{m} = oi{n} + 256u;
-    coopStoreT(o{m}, &ss[oi{m}], 16u);
-    workgroupBarrier();
-    coop_out({n}u, 0u, sg, lane);
-    coop_out({m}u, 1u, sg, lane);
-"
+            "    workgroupBarrier();\n    coop_out({n}u, 0u, sg, lane);\n    coop_out({}u, 1u, sg, lane);",
+            n + 1
         );
     }
     s + "}\n"
