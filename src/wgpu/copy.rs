@@ -81,6 +81,8 @@ pub(crate) enum CopyKey {
     Fill(DType, Index),
     /// [`fill_v4_spec`].
     FillV4(DType),
+    /// [`arange_spec`].
+    Arange(DType),
 }
 
 impl CopyKey {
@@ -91,6 +93,7 @@ impl CopyKey {
             CopyKey::Copy2d(dt) => copy2d_spec(caps, dt),
             CopyKey::Fill(dt, y) => fill_spec(caps, dt, y),
             CopyKey::FillV4(dt) => fill_v4_spec(caps, dt),
+            CopyKey::Arange(dt) => arange_spec(caps, dt),
         }
     }
 }
@@ -141,7 +144,7 @@ impl CopyOps for WgpuBackend {
             let (spec, pipeline) = self.copy_kernel(key)?;
             let meta = spec.meta(wl.elem_count() as u32, &[&wl], &[w_offset as u32]);
             let threads = lane_threads(wl.elem_count());
-            return self.run_pipeline(&spec, &pipeline, &[src.buffer(), dst.buffer()], &meta, threads);
+            return self.run(&spec, &pipeline, &[src.buffer(), dst.buffer()], &meta, threads);
         }
         let r = Repr::of(dt, self.caps(), CopyOp::CopyStrided.name())?;
         if dst_offset == 0 && r.per_word() == 1 {
@@ -153,7 +156,7 @@ impl CopyOps for WgpuBackend {
         if vec_write_ok(r, dst_offset, n, dst.len) {
             let (spec, pipeline) = self.copy_kernel(CopyKey::StridedV4(dt, Index::of(sl), vec_ok(r, sl)))?;
             let meta = spec.meta(n as u32, &[sl], &[dst_offset as u32]);
-            return self.run_pipeline(&spec, &pipeline, &[src.buffer(), dst.buffer()], &meta, lane_threads(n));
+            return self.run(&spec, &pipeline, &[src.buffer(), dst.buffer()], &meta, lane_threads(n));
         }
         let epw = r.per_word() as usize;
         let aligned = dst_offset.is_multiple_of(epw) && (n.is_multiple_of(epw) || dst_offset + n == dst.len);
@@ -161,7 +164,7 @@ impl CopyOps for WgpuBackend {
         let extra = if aligned { dst_offset / epw } else { dst_offset };
         let meta = spec.meta(n as u32, &[sl], &[extra as u32]);
         let threads = if aligned { n.div_ceil(epw) } else { n };
-        self.run_pipeline(&spec, &pipeline, &[src.buffer(), dst.buffer()], &meta, threads as u64)
+        self.run(&spec, &pipeline, &[src.buffer(), dst.buffer()], &meta, threads as u64)
     }
 
     fn copy2d(&self, src: &WgpuStorage, dst: &mut WgpuStorage, p: &Copy2d) -> Result<()> {
@@ -176,7 +179,7 @@ impl CopyOps for WgpuBackend {
         let n = p.rows * p.cols;
         let extra = [p.cols, p.src_stride, p.dst_stride, p.src_offset, p.dst_offset].map(|v| v as u32);
         let meta = spec.meta(n as u32, &[], &extra);
-        self.run_pipeline(&spec, &pipeline, &[src.buffer(), dst.buffer()], &meta, n as u64)
+        self.run(&spec, &pipeline, &[src.buffer(), dst.buffer()], &meta, n as u64)
     }
 
     fn fill(&self, dst: &mut WgpuStorage, l: &Layout, value: Scalar) -> Result<()> {
@@ -190,20 +193,20 @@ impl CopyOps for WgpuBackend {
             let mut extra = params::encode(r.compute(), &[value]);
             extra.push(l.offset() as u32);
             let meta = spec.meta(n as u32, &[], &extra);
-            return self.run_pipeline(&spec, &pipeline, &[dst.buffer()], &meta, lane_threads(n));
+            return self.run(&spec, &pipeline, &[dst.buffer()], &meta, lane_threads(n));
         }
         let (spec, pipeline) = self.copy_kernel(CopyKey::Fill(dt, Index::of(l)))?;
         let compute = spec.bindings[0].repr.compute();
         let meta = spec.meta(n as u32, &[l], &params::encode(compute, &[value]));
-        self.run_pipeline(&spec, &pipeline, &[dst.buffer()], &meta, n as u64)
+        self.run(&spec, &pipeline, &[dst.buffer()], &meta, n as u64)
     }
 
     fn arange(&self, dtype: DType, start: Scalar, step: Scalar, len: usize) -> Result<WgpuStorage> {
-        let spec = arange_spec(self.caps(), dtype)?;
+        let (spec, pipeline) = self.copy_kernel(CopyKey::Arange(dtype))?;
         let r = spec.bindings[0].repr;
         let y = self.storage(dtype, len)?;
         let meta = spec.meta(len as u32, &[], &params::encode(r.compute(), &[start, step]));
-        self.run(&spec, &[y.buffer()], &meta, (len as u64).div_ceil(r.per_word() as u64))?;
+        self.run(&spec, &pipeline, &[y.buffer()], &meta, (len as u64).div_ceil(r.per_word() as u64))?;
         Ok(y)
     }
 }

@@ -177,7 +177,7 @@ impl WgpuBackend {
         let (spec, pipeline) = self.map_pipeline(key, |base| tiled(base, &flags[..layouts.len()]))?;
         let meta = spec.meta(layouts[0].elem_count() as u32, layouts, &rc);
         let tiles = (rc[0].div_ceil(32) as u64) * (rc[1].div_ceil(32) as u64);
-        self.run_pipeline(&spec, &pipeline, buffers, &meta, tiles * 256)
+        self.run(&spec, &pipeline, buffers, &meta, tiles * 256)
     }
 
     /// Runs `map` over inputs of one shape into a new `out` tensor: its kernel found by what it
@@ -236,7 +236,7 @@ impl WgpuBackend {
             _ => Some(base),
         })?;
         let meta = spec.meta(n as u32, &layouts, &params::encode(reprs[0].compute(), scalars));
-        self.run_pipeline(&spec, &pipeline, &buffers, &meta, threads)?;
+        self.run(&spec, &pipeline, &buffers, &meta, threads)?;
         drop(buffers);
         Ok(y)
     }

@@ -109,7 +109,7 @@ impl WgpuBackend {
         let meta = spec.meta(n as u32, &layouts, &extra);
         let mut buffers: Vec<&wgpu::Buffer> = inputs.iter().map(|(s, _)| s.buffer()).collect();
         buffers.push(y.buffer());
-        self.run_pipeline(&spec, &pipeline, &buffers, &meta, threads)?;
+        self.run(&spec, &pipeline, &buffers, &meta, threads)?;
         Ok(y)
     }
 }

@@ -205,6 +205,10 @@ pub(crate) enum IndexKey {
     RowsParts(DType, Index, usize, bool),
     /// [`put_spec`]'s arguments.
     Put(IndexOp, DType, DType, ScatterMode, [Index; 3]),
+    /// [`pick_spec`]'s arguments.
+    Pick(IndexOp, DType, DType, Index, Index),
+    /// [`check_spec`]'s arguments.
+    Check(IndexOp, DType, Index),
 }
 
 impl IndexKey {
@@ -214,6 +218,8 @@ impl IndexKey {
             IndexKey::Rows(idt, x, ids, false) => rows_spec(caps, idt, x, ids),
             IndexKey::RowsParts(idt, ids, parts, vec) => rows_parts_spec(caps, idt, ids, parts, vec),
             IndexKey::Put(op, dtype, idt, mode, idx) => put_spec(caps, op, dtype, idt, mode, idx),
+            IndexKey::Pick(op, dtype, idt, x, ids) => pick_spec(caps, op, dtype, idt, x, ids),
+            IndexKey::Check(op, idt, ids) => check_spec(caps, op, idt, ids),
         }
     }
 }
@@ -242,10 +248,10 @@ pub(crate) fn put_spec(
 impl WgpuBackend {
     /// Flags the bad ids among `ids` (`il`) in `flag`, for an op whose main pass visits none.
     fn check_ids(&self, op: IndexOp, ids: &WgpuStorage, il: &Layout, size: usize, flag: &WgpuStorage) -> Result<()> {
-        let spec = check_spec(self.caps(), op, ids.dtype, Index::of(il))?;
+        let (spec, pipeline) = self.index_kernel(IndexKey::Check(op, ids.dtype, Index::of(il)))?;
         let n = il.elem_count();
         let meta = spec.meta(n as u32, &[il], &[op.flag_code(), size as u32, (size as u64 >> 32) as u32]);
-        self.run(&spec, &[ids.buffer(), flag.buffer()], &meta, n as u64)
+        self.run(&spec, &pipeline, &[ids.buffer(), flag.buffer()], &meta, n as u64)
     }
 
     /// `out[p] = x[p with p[dim] = ids[p]]` over the positions of `out`, with `il` the ids'
@@ -267,12 +273,12 @@ impl WgpuBackend {
         let xb = along(out, xl.strides(), xl.offset(), dim);
         // A pick only moves bytes: f64 needs no SHADER_F64 (see `support.rs`).
         let dt = bits_of(x.dtype, self.caps());
-        let spec = pick_spec(self.caps(), op, dt, ids.dtype, Index::of(&xb), Index::of(il))?;
+        let (spec, pipeline) = self.index_kernel(IndexKey::Pick(op, dt, ids.dtype, Index::of(&xb), Index::of(il)))?;
         let extra = [op.flag_code(), xl.dims()[dim] as u32, xl.strides()[dim] as u32];
         let meta = spec.meta(n as u32, &[&xb, il], &extra);
         let epw = spec.bindings[2].repr.per_word() as usize;
         let buffers = [x.buffer(), ids.buffer(), y.buffer(), flag.buffer()];
-        self.run(&spec, &buffers, &meta, n.div_ceil(epw) as u64)?;
+        self.run(&spec, &pipeline, &buffers, &meta, n.div_ceil(epw) as u64)?;
         Ok(y)
     }
 
@@ -329,7 +335,7 @@ impl WgpuBackend {
             }
         };
         buffers.extend([ids.buffer(), y.buffer(), flag.buffer()]);
-        self.run_pipeline(&spec, &pipeline, &buffers, &meta, (groups * wg) as u64)?;
+        self.run(&spec, &pipeline, &buffers, &meta, (groups * wg) as u64)?;
         Ok(y)
     }
 
@@ -396,14 +402,14 @@ impl WgpuBackend {
             let extra = [&head[..], &[m as u32, il.strides()[dim] as u32, sl.strides()[dim] as u32]].concat();
             let meta = spec.meta(cols.elem_count() as u32, &[&l[0], &l[1], &l[2]], &extra);
             let threads = if m == 0 { 0 } else { cols.elem_count() };
-            self.run_pipeline(&spec, &pipeline, &buffers, &meta, threads as u64)
+            self.run(&spec, &pipeline, &buffers, &meta, threads as u64)
         } else {
             let yb = along(sl.shape(), yl.strides(), yl.offset(), dim);
             let n = sl.elem_count();
             let key = IndexKey::Put(op, dt, ids.dtype, mode, [Index::of(il), Index::of(sl), Index::of(&yb)]);
             let (spec, pipeline) = self.index_kernel(key)?;
             let meta = spec.meta(n as u32, &[il, sl, &yb], &head);
-            self.run_pipeline(&spec, &pipeline, &buffers, &meta, n as u64)
+            self.run(&spec, &pipeline, &buffers, &meta, n as u64)
         }
     }
 }

@@ -108,6 +108,17 @@ pub(crate) enum KernelKey {
     /// A quantized matrix-vector kernel: the block type, x's dtype, the rows of x it is built
     /// for, x read as vectors.
     Qmatvec(crate::spec::quant::GgmlType, DType, usize, bool),
+    /// A dequantize kernel: the output's dtype, the block type it decodes by words of quants
+    /// (`None`: every type, value by value).
+    Dequantize(DType, Option<crate::spec::quant::GgmlType>),
+    /// An nn kernel of one output word an invocation (batch_norm, local_response_norm, a cell).
+    Point(nn::PointKey),
+    /// A random kernel: the op, the dtype, the product form, x's index (dropout's).
+    Random(crate::spec::random::RandomOp, DType, random::Mul, kernel::Index),
+    /// An argsort kernel.
+    Sort(sort::SortKey),
+    /// A GEMM-family kernel: the stage and what decides its source.
+    Gemm(gemm::Stage, gemm::Variant),
 }
 
 /// Pipelines held in memory before the cache starts again from empty (with the kernels found by
@@ -128,7 +139,6 @@ pub(crate) struct Context {
     rec: Mutex<Recorder>,
     pipelines: Mutex<HashMap<Spec, Arc<Pipeline>>>,
     /// The GEMM kernels' pipelines by what decides their source (`gemm::Pipelines`).
-    gemms: gemm::Pipelines,
     /// Kernels found by what they are rather than by their generated text (which costs more
     /// CPU to build and hash than the rest of recording an op), with their specs.
     kernels: Mutex<HashMap<KernelKey, Kernel>>,
@@ -253,7 +263,6 @@ impl WgpuBackend {
             flag_pool: Pool::new(U::STORAGE | U::COPY_SRC | U::COPY_DST, retired),
             rec: Mutex::new(Recorder::new(tune.submit_thread == Some(false), tune.submit_delay)),
             pipelines: Mutex::default(),
-            gemms: Mutex::default(),
             kernels: Mutex::default(),
             launches: Default::default(),
             bounds_checks: BoundsChecks::from_env(),
@@ -321,8 +330,8 @@ impl WgpuBackend {
     /// Where compiled pipelines are kept between processes, or why nowhere.
     fn pipeline_cache(&self) -> String {
         let held = self.0.pipelines.lock().unwrap_or_else(|e| e.into_inner()).len();
-        let gemm = self.0.gemms.lock().unwrap_or_else(|e| e.into_inner()).len();
-        let in_memory = format!("{held} pipelines held, {gemm} GEMM");
+        let keys = self.0.kernels.lock().unwrap_or_else(|e| e.into_inner()).len();
+        let in_memory = format!("{held} pipelines held, {keys} kernel keys");
         #[cfg(not(target_family = "wasm"))]
         if let Some(d) = &self.0.disk {
             return format!("{in_memory}; on disk: {}", d.describe());
@@ -466,16 +475,9 @@ impl WgpuBackend {
         Ok((spec, pipeline))
     }
 
-    pub(crate) fn run(&self, spec: &Spec, buffers: &[&wgpu::Buffer], meta: &[u32], threads: u64) -> Result<()> {
-        if threads == 0 {
-            return Ok(());
-        }
-        let pipeline = self.pipeline(spec)?;
-        self.run_pipeline(spec, &pipeline, buffers, meta, threads)
-    }
-
-    /// [`WgpuBackend::run`] with the pipeline of `spec` in hand.
-    pub(crate) fn run_pipeline(
+    /// Records a dispatch of `pipeline` (built from `spec`) over `threads` invocations, its
+    /// bindings `buffers` and metadata `meta`.
+    pub(crate) fn run(
         &self,
         spec: &Spec,
         pipeline: &Pipeline,

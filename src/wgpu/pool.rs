@@ -66,7 +66,7 @@ impl PoolOps for WgpuBackend {
             .collect();
         let meta = spec.meta(n as u32, &[], &extra);
         let per = if v4 { 4 } else { r.per_word() as usize };
-        self.run_pipeline(&spec, &pipeline, &[x.buffer(), y.buffer()], &meta, n.div_ceil(per) as u64)?;
+        self.run(&spec, &pipeline, &[x.buffer(), y.buffer()], &meta, n.div_ceil(per) as u64)?;
         Ok(y)
     }
 }

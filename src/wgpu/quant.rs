@@ -85,14 +85,16 @@ impl QuantOps for WgpuBackend {
             return Ok(y);
         }
         let units = UNIT_TYPES.iter().find(|(t, _)| *t == ty).map(|&(_, per_word)| per_word);
-        let spec = dequantize_spec(self.caps(), dtype, units.map(|_| ty))?;
+        let unit_ty = units.map(|_| ty);
+        let key = KernelKey::Dequantize(dtype, unit_ty);
+        let (spec, pipeline) = self.keyed(key, || dequantize_spec(self.caps(), dtype, unit_ty))?;
         // The storage checks n against u32; the blocks' bytes fit the same binding.
         let meta = spec.meta(n as u32, &[], &[ty.id(), offset as u32]);
         let per = match units {
             Some(per_word) => per_word,
             None => Repr::of(dtype, self.caps(), QuantOp::Dequantize.name())?.per_word() as usize,
         };
-        self.run(&spec, &[q.buffer(), y.buffer()], &meta, n.div_ceil(per) as u64)?;
+        self.run(&spec, &pipeline, &[q.buffer(), y.buffer()], &meta, n.div_ceil(per) as u64)?;
         Ok(y)
     }
 
@@ -120,7 +122,7 @@ impl QuantOps for WgpuBackend {
         extra.extend((0..mq).map(|i| starts[i.min(rows - 1)] as u32));
         let meta = spec.meta((rows * n) as u32, &[], &extra);
         let groups = n.div_ceil((QMATVEC_WG / QMATVEC_LANES) as usize) as u64;
-        self.run_pipeline(&spec, &pipeline, &[q.buffer(), x.buffer(), y.buffer()], &meta, groups * QMATVEC_WG as u64)?;
+        self.run(&spec, &pipeline, &[q.buffer(), x.buffer(), y.buffer()], &meta, groups * QMATVEC_WG as u64)?;
         Ok(y)
     }
 }

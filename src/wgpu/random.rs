@@ -5,7 +5,7 @@
 
 use super::kernel::{Index, Spec, family_source, section};
 use super::repr::{Access, Caps, Compute, Repr, params};
-use super::{WgpuBackend, WgpuStorage};
+use super::{Kernel, KernelKey, WgpuBackend, WgpuStorage};
 use crate::backend::RandomOps;
 use crate::spec::random::{Distribution, RandomOp};
 use crate::spec::{Family, kernel_name};
@@ -66,6 +66,12 @@ impl WgpuBackend {
         }
     }
 
+    /// The random kernel of `op` in `dtype` (x read through `xi`: dropout's), found by key.
+    fn random_kernel(&self, op: RandomOp, dtype: DType, xi: Index) -> Result<Kernel> {
+        let mul = self.random_mul();
+        self.keyed(KernelKey::Random(op, dtype, mul, xi), || random_spec(self.caps(), op, dtype, mul, xi))
+    }
+
     /// The tuning of the random kernels, in words (for `info()`).
     pub(super) fn random_tuning(&self) -> String {
         let mul = match self.random_mul() {
@@ -78,7 +84,7 @@ impl WgpuBackend {
 
 impl RandomOps for WgpuBackend {
     fn random(&self, dtype: DType, len: usize, dist: Distribution, seed: u64, offset: u64) -> Result<WgpuStorage> {
-        let spec = random_spec(self.caps(), dist.op(), dtype, self.random_mul(), Index::None)?;
+        let (spec, pipeline) = self.random_kernel(dist.op(), dtype, Index::None)?;
         let y = self.storage(dtype, len)?;
         let (a, b) = match dist {
             Distribution::Uniform { low, high } => (low, high),
@@ -88,19 +94,20 @@ impl RandomOps for WgpuBackend {
         extra.extend([offset as u32, (offset >> 32) as u32, seed as u32, (seed >> 32) as u32]);
         let meta = spec.meta(len as u32, &[], &extra);
         let groups = (len as u64).div_ceil(4);
-        self.run(&spec, &[y.buffer()], &meta, groups.div_ceil(GROUPS_PER_INVOCATION))?;
+        self.run(&spec, &pipeline, &[y.buffer()], &meta, groups.div_ceil(GROUPS_PER_INVOCATION))?;
         Ok(y)
     }
 
     fn dropout(&self, x: &WgpuStorage, l: &Layout, p: f64, scale: f64, seed: u64, offset: u64) -> Result<WgpuStorage> {
-        let spec = random_spec(self.caps(), RandomOp::Dropout, x.dtype, self.random_mul(), Index::of(l))?;
+        let (spec, pipeline) = self.random_kernel(RandomOp::Dropout, x.dtype, Index::of(l))?;
         let len = l.elem_count();
         let y = self.storage(x.dtype, len)?;
         let mut extra = params::encode(spec.bindings[0].repr.compute(), &[Scalar::F64(p), Scalar::F64(scale)]);
         extra.extend([offset as u32, (offset >> 32) as u32, seed as u32, (seed >> 32) as u32]);
         let meta = spec.meta(len as u32, &[l], &extra);
         let groups = (len as u64).div_ceil(4);
-        self.run(&spec, &[x.buffer(), y.buffer()], &meta, groups.div_ceil(GROUPS_PER_INVOCATION))?;
+        let bufs = [x.buffer(), y.buffer()];
+        self.run(&spec, &pipeline, &bufs, &meta, groups.div_ceil(GROUPS_PER_INVOCATION))?;
         Ok(y)
     }
 }

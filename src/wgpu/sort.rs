@@ -4,7 +4,7 @@
 
 use super::kernel::{Index, Spec};
 use super::repr::{Access, Caps, Repr};
-use super::{WgpuBackend, WgpuStorage};
+use super::{Kernel, KernelKey, WgpuBackend, WgpuStorage};
 use crate::backend::SortOps;
 use crate::spec::Family;
 use crate::spec::sort::SortOp;
@@ -149,8 +149,8 @@ fn input(dtype: DType) -> (Repr, &'static str) {
 
 /// Block length and pairs per invocation of a device's sort kernels (the workgroup is
 /// `block / e` invocations).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Geometry {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Geometry {
     block: u32,
     e: u32,
 }
@@ -221,8 +221,8 @@ fn f64_key(v: vec2<u32>) -> vec2<u32> {
 ";
 
 /// Where a kernel puts its sorted pairs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Out {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Out {
     /// The indices, into the result `y`.
     Indices,
     /// Keys and indices, into `ko` and `io`, for a later merge.
@@ -267,6 +267,14 @@ fn merge_spec(caps: Caps, dtype: DType, g: Geometry, out: Out) -> Spec {
     with_out(spec, dtype, out)
 }
 
+/// An argsort kernel: a block sort (the dtype, x's index) or a merge (the dtype), with the
+/// device's geometry and where it puts its pairs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum SortKey {
+    Block(DType, Index, Geometry, Out),
+    Merge(DType, Geometry, Out),
+}
+
 /// Scratch keys and indices for `len` pairs.
 struct Pairs {
     keys: WgpuStorage,
@@ -277,6 +285,16 @@ impl WgpuBackend {
     fn pairs(&self, dtype: DType, len: usize) -> Result<Pairs> {
         let words = if wide(dtype) { 2 } else { 1 };
         Ok(Pairs { keys: self.storage(DType::U32, len * words)?, ids: self.storage(DType::U32, len)? })
+    }
+
+    /// The argsort kernel of `key`, found by key.
+    fn sort_kernel(&self, key: SortKey) -> Result<Kernel> {
+        self.keyed(KernelKey::Sort(key), || {
+            Ok(match key {
+                SortKey::Block(dt, x, g, out) => block_spec(self.caps(), dt, x, g, out),
+                SortKey::Merge(dt, g, out) => merge_spec(self.caps(), dt, g, out),
+            })
+        })
     }
 
     /// The block and pairs per invocation for `dtype`'s keys on this device.
@@ -306,7 +324,7 @@ impl SortOps for WgpuBackend {
         if total == 0 {
             return Ok(y);
         }
-        let (caps, dtype) = (self.caps(), x.dtype);
+        let dtype = x.dtype;
         let rows = (total / n) as u32;
         let g = self.sort_geometry(dtype);
         let (n, block, wg) = (n as u32, g.block, (g.block / g.e) as u64);
@@ -316,28 +334,31 @@ impl SortOps for WgpuBackend {
         let groups = (rows as u64 * runs as u64).div_ceil((block / s) as u64);
         let extra = [n, rows, s, runs, if descending { u32::MAX } else { 0 }];
         if runs == 1 {
-            let spec = block_spec(caps, dtype, Index::of(l), g, Out::Indices);
+            let (spec, pipeline) = self.sort_kernel(SortKey::Block(dtype, Index::of(l), g, Out::Indices))?;
             let meta = spec.meta(total as u32, &[l], &extra);
-            return self.run(&spec, &[x.buffer(), y.buffer()], &meta, groups * wg).map(|()| y);
+            return self.run(&spec, &pipeline, &[x.buffer(), y.buffer()], &meta, groups * wg).map(|()| y);
         }
         // A second buffer only when there are merges before the last.
         let spare = if block as u64 * 2 < n as u64 { total } else { 0 };
         let (mut from, mut to) = (self.pairs(dtype, total)?, self.pairs(dtype, spare)?);
-        let spec = block_spec(caps, dtype, Index::of(l), g, Out::Pairs);
+        let (spec, pipeline) = self.sort_kernel(SortKey::Block(dtype, Index::of(l), g, Out::Pairs))?;
         let meta = spec.meta(total as u32, &[l], &extra);
-        self.run(&spec, &[x.buffer(), from.keys.buffer(), from.ids.buffer()], &meta, groups * wg)?;
+        let bufs = [x.buffer(), from.keys.buffer(), from.ids.buffer()];
+        self.run(&spec, &pipeline, &bufs, &meta, groups * wg)?;
         let tiles = n.div_ceil(block);
         let groups = rows as u64 * tiles as u64 * wg;
         let mut run = block;
         while run < n {
             let last = run as u64 * 2 >= n as u64;
-            let spec = merge_spec(caps, dtype, g, if last { Out::Indices } else { Out::Pairs });
+            let out = if last { Out::Indices } else { Out::Pairs };
+            let (spec, pipeline) = self.sort_kernel(SortKey::Merge(dtype, g, out))?;
             let meta = spec.meta(total as u32, &[], &[n, rows, run, tiles]);
             let src = [from.keys.buffer(), from.ids.buffer()];
             if last {
-                self.run(&spec, &[src[0], src[1], y.buffer()], &meta, groups)?;
+                self.run(&spec, &pipeline, &[src[0], src[1], y.buffer()], &meta, groups)?;
             } else {
-                self.run(&spec, &[src[0], src[1], to.keys.buffer(), to.ids.buffer()], &meta, groups)?;
+                let bufs = [src[0], src[1], to.keys.buffer(), to.ids.buffer()];
+                self.run(&spec, &pipeline, &bufs, &meta, groups)?;
                 std::mem::swap(&mut from, &mut to);
             }
             run = run.saturating_mul(2);

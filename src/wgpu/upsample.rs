@@ -67,7 +67,7 @@ impl WgpuBackend {
         ];
         let meta = spec.meta(n as u32, &[], &extra.map(|v| v as u32));
         let per = if v4 { 4 } else { r.per_word() as usize };
-        self.run_pipeline(&spec, &pipeline, &[x.buffer(), y.buffer()], &meta, n.div_ceil(per) as u64)?;
+        self.run(&spec, &pipeline, &[x.buffer(), y.buffer()], &meta, n.div_ceil(per) as u64)?;
         Ok(y)
     }
 }

@@ -328,13 +328,13 @@ impl AttentionOps for WgpuBackend {
             .flatten()
             .map(|s| s.buffer())
             .collect();
-        self.run_pipeline(&spec, &pipeline, &bufs, &meta, groups as u64 * spec.workgroup as u64)?;
+        self.run(&spec, &pipeline, &bufs, &meta, groups as u64 * spec.workgroup as u64)?;
         if let Some(part) = part {
             let var = Variant { mask: MaskKind::None, update: false, stage: Stage::Combine, pass: COMBINE };
             let (spec, pipeline) = self.keyed(KernelKey::Attention(dtype, var), || sdpa_spec(caps, dtype, var))?;
             let meta = spec.meta(y.len as u32, &[], &[0, 0, 0, p.dv as u32, splits as u32]);
             let per = r.per_word() as u64;
-            self.run_pipeline(&spec, &pipeline, &[part.buffer(), y.buffer()], &meta, (y.len as u64).div_ceil(per))?;
+            self.run(&spec, &pipeline, &[part.buffer(), y.buffer()], &meta, (y.len as u64).div_ceil(per))?;
         }
         Ok(y)
     }
@@ -359,7 +359,7 @@ impl AttentionOps for WgpuBackend {
         let meta = spec.meta(n as u32, &[], &extra);
         let per = spec.bindings[3].repr.per_word() as usize;
         let bufs = [x.0.buffer(), cos.0.buffer(), sin.0.buffer(), y.buffer()];
-        self.run_pipeline(&spec, &pipeline, &bufs, &meta, n.div_ceil(per) as u64)?;
+        self.run(&spec, &pipeline, &bufs, &meta, n.div_ceil(per) as u64)?;
         Ok(y)
     }
 }

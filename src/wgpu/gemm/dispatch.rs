@@ -10,12 +10,10 @@ use super::tiles::{CoopTiles, Kernel, Load, MATVEC_MAX_M, tile_elem_size};
 use crate::expr::program::Program;
 use crate::spec::Family;
 use crate::spec::matmul::MatmulOp;
-use crate::wgpu::kernel::{Index, Spec};
+use crate::wgpu::kernel::Index;
 use crate::wgpu::repr::Repr;
-use crate::wgpu::{Pipeline, WgpuBackend, WgpuStorage};
+use crate::wgpu::{KernelKey, WgpuBackend, WgpuStorage};
 use crate::{BackendKind, DType, Error, Layout, Result};
-use foldhash::HashMap;
-use std::sync::{Arc, Mutex};
 
 /// A program a GEMM computes over its product where it stores C (see [`Epilogue`]), and the
 /// program's inputs after the product, each in C's shape.
@@ -36,13 +34,6 @@ impl EpilogueArgs<'_> {
         Epilogue { program: self.program.clone(), index: self.inputs.iter().map(|(_, l)| Index::of(l)).collect() }
     }
 }
-
-/// A GEMM kernel's spec (for its metadata and workgroup size) and its pipeline.
-type GemmPipeline = (Arc<Spec>, Arc<Pipeline>);
-
-/// The GEMM kernels by what decides their source, with their pipelines: generating a GEMM's
-/// WGSL (and hashing it to find its pipeline) costs more CPU than recording an op.
-pub(crate) type Pipelines = Mutex<HashMap<(Stage, Variant), GemmPipeline>>;
 
 impl WgpuBackend {
     /// Records `g` (A in `a`; B in `b`, read through `gather` where given: the WGSL of a gathered
@@ -140,33 +131,28 @@ impl WgpuBackend {
         if split.0 == 1 {
             let meta = spec.meta(0, &layouts, &g.meta(tiles, split));
             let buffers = [&[a.buffer(), b.buffer(), c.buffer()][..], &inputs].concat();
-            self.run_pipeline(&spec, &pipeline, &buffers, &meta, threads)?;
+            self.run(&spec, &pipeline, &buffers, &meta, threads)?;
             return Ok(c);
         }
         let meta = spec.meta(0, &[], &g.meta(tiles, split));
         let p = self.storage(DType::F32, split.0 * total)?;
-        self.run_pipeline(&spec, &pipeline, &[a.buffer(), b.buffer(), p.buffer()], &meta, threads)?;
+        self.run(&spec, &pipeline, &[a.buffer(), b.buffer(), p.buffer()], &meta, threads)?;
         // The sum's source depends on C alone.
         let epilogue = epilogue.map(EpilogueArgs::key);
         let sum = Variant { dtype, a: Load::Gather, b: Load::Gather, c_vec, gather: None, split: false, epilogue };
         let (spec, pipeline) = self.gemm_pipeline(Stage::Sum, sum)?;
         let meta = spec.meta(0, &layouts, &sum_meta(total, split.0));
         let buffers = [&[p.buffer(), c.buffer()][..], &inputs].concat();
-        self.run_pipeline(&spec, &pipeline, &buffers, &meta, total.div_ceil(4) as u64)?;
+        self.run(&spec, &pipeline, &buffers, &meta, total.div_ceil(4) as u64)?;
         Ok(c)
     }
 
     /// The GEMM-family kernel `stage` for problems of `shape`, and its pipeline: generated and
-    /// built at first use, then found by `(stage, shape)` alone.
-    fn gemm_pipeline(&self, stage: Stage, shape: Variant) -> Result<GemmPipeline> {
-        let key = (stage, shape);
-        if let Some(hit) = self.0.gemms.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-            return Ok(hit.clone());
-        }
-        let spec = Arc::new(spec(self.caps(), stage, &key.1)?);
-        let pipeline = self.pipeline(&spec)?;
-        self.0.gemms.lock().unwrap_or_else(|e| e.into_inner()).insert(key, (spec.clone(), pipeline.clone()));
-        Ok((spec, pipeline))
+    /// built at first use, then found by `(stage, shape)` alone (generating a GEMM's WGSL and
+    /// hashing it costs more CPU than recording an op).
+    fn gemm_pipeline(&self, stage: Stage, shape: Variant) -> Result<crate::wgpu::Kernel> {
+        let build = || spec(self.caps(), stage, &shape);
+        self.keyed(KernelKey::Gemm(stage, shape.clone()), build)
     }
 
     /// Whether f16 GEMMs run on cooperative matrices here.

@@ -25,6 +25,7 @@ mod tiled;
 mod tiles;
 pub(crate) mod variants;
 
-pub(crate) use dispatch::{EpilogueArgs, Pipelines};
+pub(crate) use codegen::{Stage, Variant};
+pub(crate) use dispatch::EpilogueArgs;
 pub(crate) use problem::{Gemm, Operand, too_large};
 pub(crate) use table::{CONV, TABLE};

@@ -22,7 +22,8 @@ use crate::spec::nn::NnOp;
 use crate::{Layout, Result, Scalar};
 pub(crate) use code::Variant;
 pub use code::shader_variants;
-use code::{COLS_LINES, LINES_WG, LONG_UNITS, MAX_LANES, SHORT_UNITS, Store, batch_norm_spec, lines_spec};
+use code::{COLS_LINES, LINES_WG, LONG_UNITS, MAX_LANES, SHORT_UNITS, Store, lines_spec};
+pub(crate) use pointwise::PointKey;
 
 /// The lines of `l` along `dim`: kept dims (size 1 dropped, neighbours merged, in order) as
 /// (size, stride), the line length and stride, and the output stride of a line's elements.
@@ -200,7 +201,7 @@ impl WgpuBackend {
         let meta = spec.meta(l.elem_count() as u32, &[], &extra);
         let bufs: Vec<&wgpu::Buffer> =
             [Some(x), w.map(|p| p.0), b.map(|p| p.0), Some(&y)].into_iter().flatten().map(|s| s.buffer()).collect();
-        self.run_pipeline(&spec, &pipeline, &bufs, &meta, plan.groups * plan.wg as u64)?;
+        self.run(&spec, &pipeline, &bufs, &meta, plan.groups * plan.wg as u64)?;
         Ok(y)
     }
 }
@@ -240,7 +241,8 @@ impl NnOps for WgpuBackend {
         if n == 0 {
             return Ok(y);
         }
-        let spec = batch_norm_spec(self.caps(), x.dtype, Index::of(l), w.is_some(), b.is_some())?;
+        let key = pointwise::PointKey::BatchNorm(x.dtype, Index::of(l), w.is_some(), b.is_some());
+        let (spec, pipeline) = self.point_kernel(key)?;
         let r = spec.bindings[0].repr;
         let inner: usize = l.dims()[2..].iter().product();
         let mut extra = params::encode(r.compute(), &[Scalar::from(eps)]);
@@ -255,7 +257,7 @@ impl NnOps for WgpuBackend {
             .flatten()
             .map(|s| s.buffer())
             .collect();
-        self.run(&spec, &bufs, &meta, n.div_ceil(r.per_word() as usize) as u64)?;
+        self.run(&spec, &pipeline, &bufs, &meta, n.div_ceil(r.per_word() as usize) as u64)?;
         Ok(y)
     }
 

@@ -3,11 +3,37 @@
 
 use super::super::kernel::{Index, Spec};
 use super::super::repr::{Access, Caps, Compute, Repr, params};
-use super::super::{WgpuBackend, WgpuStorage};
+use super::super::{Kernel, KernelKey, WgpuBackend, WgpuStorage};
 use crate::backend::{Operand, Param};
 use crate::spec::Family;
 use crate::spec::nn::{NnOp, gates};
 use crate::{DType, Layout, Result, Scalar};
+
+/// The nn kernels of one output word an invocation: batch_norm's (the dtype, x's index, whether
+/// it has a weight and a bias), local_response_norm's, a recurrent cell's (with a bias).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum PointKey {
+    BatchNorm(DType, Index, bool, bool),
+    Lrn(DType, Index),
+    Cell(DType, NnOp, bool),
+}
+
+impl PointKey {
+    fn spec(self, caps: Caps) -> Result<Spec> {
+        match self {
+            PointKey::BatchNorm(dt, xi, w, b) => super::code::batch_norm_spec(caps, dt, xi, w, b),
+            PointKey::Lrn(dt, xi) => lrn_spec(caps, dt, xi),
+            PointKey::Cell(dt, op, bias) => cell_spec(caps, dt, op, bias),
+        }
+    }
+}
+
+impl WgpuBackend {
+    /// The nn kernel of `key`, found by key.
+    pub(super) fn point_kernel(&self, key: PointKey) -> Result<Kernel> {
+        self.keyed(KernelKey::Point(key), || key.spec(self.caps()))
+    }
+}
 
 /// The compute type's scalar functions: exp, tanh and pow, each keeping a NaN argument (WGSL
 /// leaves builtins of NaN to the implementation; SwiftShader's exp(NaN) is inf or 0), and the
@@ -78,13 +104,14 @@ impl WgpuBackend {
             return Ok(y);
         }
         let (d, st) = (l.dims(), l.strides());
-        let spec = lrn_spec(self.caps(), x.dtype, Index::of(l))?;
+        let (spec, pipeline) = self.point_kernel(PointKey::Lrn(x.dtype, Index::of(l)))?;
         let r = spec.bindings[0].repr;
         let mut extra = params::encode(r.compute(), &[alpha, beta, k].map(Scalar::from));
         let inner: usize = d[2..].iter().product();
         extra.extend([d[1], inner, st[1], size].map(|v| v as u32));
         let meta = spec.meta(n as u32, &[l], &extra);
-        self.run(&spec, &[x.buffer(), y.buffer()], &meta, n.div_ceil(r.per_word() as usize) as u64)?;
+        let bufs = [x.buffer(), y.buffer()];
+        self.run(&spec, &pipeline, &bufs, &meta, n.div_ceil(r.per_word() as usize) as u64)?;
         Ok(y)
     }
 
@@ -102,7 +129,7 @@ impl WgpuBackend {
         if n == 0 {
             return Ok(y);
         }
-        let spec = cell_spec(self.caps(), gx.0.dtype, op, bias.is_some())?;
+        let (spec, pipeline) = self.point_kernel(PointKey::Cell(gx.0.dtype, op, bias.is_some()))?;
         let mut extra = vec![state.1.dims()[1] as u32, bh as u32];
         extra.extend(matrix(gx.1).into_iter().chain(matrix(gh.1)).chain(matrix(state.1)));
         extra.extend(bias.map_or([0, 0], |(_, l)| [l.offset() as u32, l.strides()[0] as u32]));
@@ -113,7 +140,7 @@ impl WgpuBackend {
             .map(|s| s.buffer())
             .collect();
         let per = spec.bindings[0].repr.per_word() as usize;
-        self.run(&spec, &bufs, &meta, n.div_ceil(per) as u64)?;
+        self.run(&spec, &pipeline, &bufs, &meta, n.div_ceil(per) as u64)?;
         Ok(y)
     }
 }

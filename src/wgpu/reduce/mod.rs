@@ -185,7 +185,7 @@ impl WgpuBackend {
     /// Records `pass` over `view` with `kernel`; `bufs` follow the bindings of its spec.
     fn reduce_pass(&self, (spec, pipeline): Compiled, view: &View, pass: &Pass, bufs: &[&wgpu::Buffer]) -> Result<()> {
         let meta = spec.meta(pass.invocations as u32, &[], &view.extra(pass.chunks, pass.chunk, pass.width));
-        self.run_pipeline(&spec, &pipeline, bufs, &meta, pass.invocations)
+        self.run(&spec, &pipeline, bufs, &meta, pass.invocations)
     }
 }
 
