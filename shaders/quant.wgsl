@@ -296,6 +296,9 @@ fn dequantize_units(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_
 // a group's QL of them and writes y[i, n] (an atomic update of its word: a packed word may hold
 // two outputs of different workgroups). The loops index no arrays but MQ's (a driver may keep a
 // loop, and an array indexed in a kept loop goes to memory): each word is read where it is used.
+// q4_0's and q4_K's rows are not even a loop: `q4_0_rows` and `q4_k_rows`, generated, call the
+// row's function once per row with i a literal (NVIDIA kept the 8-row loop of both, and their
+// `acc` and `xrow` in local memory: `examples/kernel_stats.rs`).
 //
 // The block type is the kernel constant T (ggml's id): a kernel holds one type's decoder. Metadata
 // at EXTRA + 2: K, N, the block's values and bytes, the rows, x's stride along K, then the offset
@@ -326,15 +329,17 @@ fn qmv_q4_0(row: u32, lane: u32, kn: u32, sk: u32) {
         let d = f16_to_f32(word_at(o) & 0xffffu);
         let v0 = word_at(o + 2u + 8u * h);
         let v1 = word_at(o + 6u + 8u * h);
-        let k = 32u * (u / 2u) + 8u * h;
-        for (var i = 0u; i < MQ; i++) {
-            var s = dot4(bytes_f32(v0, 15u, 8.0), x4(i, k, sk), 0.0);
-            s = dot4(bytes_f32(v1, 15u, 8.0), x4(i, k + 4u, sk), s);
-            s = dot4(bytes_f32(v0 >> 4u, 15u, 8.0), x4(i, k + 16u, sk), s);
-            s = dot4(bytes_f32(v1 >> 4u, 15u, 8.0), x4(i, k + 20u, sk), s);
-            acc[i] = fma(d, s, acc[i]);
-        }
+        q4_0_rows(32u * (u / 2u) + 8u * h, sk, v0, v1, d);
     }
+}
+
+// Row i of x's products with a q4_0 unit (called by `q4_0_rows` for each row, i a literal).
+fn q4_0_row(i: u32, k: u32, sk: u32, v0: u32, v1: u32, d: f32) {
+    var s = dot4(bytes_f32(v0, 15u, 8.0), x4(i, k, sk), 0.0);
+    s = dot4(bytes_f32(v1, 15u, 8.0), x4(i, k + 4u, sk), s);
+    s = dot4(bytes_f32(v0 >> 4u, 15u, 8.0), x4(i, k + 16u, sk), s);
+    s = dot4(bytes_f32(v1 >> 4u, 15u, 8.0), x4(i, k + 20u, sk), s);
+    acc[i] = fma(d, s, acc[i]);
 }
 
 // q8_0 (34 bytes: d qs[32], i8). Unit: half a block, four words (16 values): H200, as q4_0,
@@ -378,19 +383,18 @@ fn qmv_q4_k(row: u32, lane: u32, kn: u32, sk: u32) {
         let sh = h.d * bytes_f32((h.s3 & 0x0f0f0f0fu) | ((h.s1 >> 2u) & 0x30303030u), 255u, 0.0);
         let mh = h.dmin * bytes_f32(((h.s3 >> 4u) & 0x0f0f0f0fu) | ((h.s2 >> 2u) & 0x30303030u), 255u, 0.0);
         let p = o + 16u + 4u * w;
-        let v0 = word_at(p);
-        let v1 = word_at(p + 32u);
-        let v2 = word_at(p + 64u);
-        let v3 = word_at(p + 96u);
-        let k = 256u * (u / 8u) + 4u * w;
-        for (var i = 0u; i < MQ; i++) {
-            var s = acc[i];
-            s = k4_run(s, v0, x4(i, k, sk), x4(i, k + 32u, sk), vec4<f32>(sl.xy, ml.xy));
-            s = k4_run(s, v1, x4(i, k + 64u, sk), x4(i, k + 96u, sk), vec4<f32>(sl.zw, ml.zw));
-            s = k4_run(s, v2, x4(i, k + 128u, sk), x4(i, k + 160u, sk), vec4<f32>(sh.xy, mh.xy));
-            acc[i] = k4_run(s, v3, x4(i, k + 192u, sk), x4(i, k + 224u, sk), vec4<f32>(sh.zw, mh.zw));
-        }
+        let v = vec4<u32>(word_at(p), word_at(p + 32u), word_at(p + 64u), word_at(p + 96u));
+        q4_k_rows(256u * (u / 8u) + 4u * w, sk, v, sl, ml, sh, mh);
     }
+}
+
+// Row i of x's products with a q4_K unit: its words v, the scales and mins of its sub-blocks.
+fn q4_k_row(i: u32, k: u32, sk: u32, v: vec4<u32>, sl: vec4<f32>, ml: vec4<f32>, sh: vec4<f32>, mh: vec4<f32>) {
+    var s = acc[i];
+    s = k4_run(s, v.x, x4(i, k, sk), x4(i, k + 32u, sk), vec4<f32>(sl.xy, ml.xy));
+    s = k4_run(s, v.y, x4(i, k + 64u, sk), x4(i, k + 96u, sk), vec4<f32>(sl.zw, ml.zw));
+    s = k4_run(s, v.z, x4(i, k + 128u, sk), x4(i, k + 160u, sk), vec4<f32>(sh.xy, mh.xy));
+    acc[i] = k4_run(s, v.w, x4(i, k + 192u, sk), x4(i, k + 224u, sk), vec4<f32>(sh.zw, mh.zw));
 }
 
 // s plus one q4_K word's products: its low nibbles times a under the scale and min (sm.x, sm.z),

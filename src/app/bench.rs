@@ -412,7 +412,10 @@ fn quant_cases(scale: usize) -> Vec<Case> {
             [GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K]
                 .map(|ty| qmatvec_case(ty, 14336, 4096, 1, scale)),
         )
-        .chain([(4096, 14336, 1), (14336, 4096, 4)].map(|(n, k, m)| qmatvec_case(GgmlType::Q4_K, n, k, m, scale)))
+        .chain(
+            [(4096, 14336, 1), (14336, 4096, 4), (14336, 4096, 8)]
+                .map(|(n, k, m)| qmatvec_case(GgmlType::Q4_K, n, k, m, scale)),
+        )
         .chain(std::iter::once(copy_like_q4_k(scale)))
         .chain(prefill_cases(scale))
         .chain(std::iter::once(gguf_load_case(scale)))

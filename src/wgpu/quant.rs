@@ -65,9 +65,21 @@ fn qmatvec_spec(caps: Caps, ty: GgmlType, dtype: DType, mq: usize, vec: bool) ->
     } else {
         "let b = xrow[i] + k * sk;\n    return vec4<f32>(x_load(b), x_load(b + sk), x_load(b + 2u * sk), x_load(b + 3u * sk));"
     };
-    Ok(spec.code(format!(
-        "// Values k .. k + 4 of x's row i.\nfn x4(i: u32, k: u32, sk: u32) -> vec4<f32> {{\n    {x4}\n}}"
-    )))
+    // The row loops of q4_0 and q4_K, unrolled (see the kernel's comment).
+    let rows = |f: &str, params: &str, args: &str| {
+        let calls: String = (0..mq).map(|i| format!("\n    {f}_row({i}u, {args});")).collect();
+        format!("fn {f}_rows({params}) {{{calls}\n}}")
+    };
+    Ok(spec
+        .code(format!(
+            "// Values k .. k + 4 of x's row i.\nfn x4(i: u32, k: u32, sk: u32) -> vec4<f32> {{\n    {x4}\n}}"
+        ))
+        .code(rows("q4_0", "k: u32, sk: u32, v0: u32, v1: u32, d: f32", "k, sk, v0, v1, d"))
+        .code(rows(
+            "q4_k",
+            "k: u32, sk: u32, v: vec4<u32>, sl: vec4<f32>, ml: vec4<f32>, sh: vec4<f32>, mh: vec4<f32>",
+            "k, sk, v, sl, ml, sh, mh",
+        )))
 }
 
 /// The kernel name of a `qmatvec` variant: `qmatvec_f32_q4_0`, `qmatvec_f32_q4_0_m2`, ...,
