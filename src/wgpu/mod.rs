@@ -138,7 +138,6 @@ pub(crate) struct Context {
     flag_pool: Arc<Pool>,
     rec: Mutex<Recorder>,
     pipelines: Mutex<HashMap<Spec, Arc<Pipeline>>>,
-    /// The GEMM kernels' pipelines by what decides their source (`gemm::Pipelines`).
     /// Kernels found by what they are rather than by their generated text (which costs more
     /// CPU to build and hash than the rest of recording an op), with their specs.
     kernels: Mutex<HashMap<KernelKey, Kernel>>,
