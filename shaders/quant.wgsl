@@ -136,6 +136,34 @@ fn word_at(a: u32) -> u32 {
     return (q[w] >> s) | (q[w + 1u] << (32u - s));
 }
 
+// The words of bytes p .. p + 16 / p .. p + 8 (p even) and the f16 bits at byte o (even), from
+// aligned words only, shifted by p's 2 bytes: the same instructions for every lane, where
+// `word_at` branches on the alignment, which alternates between neighbouring blocks of 34 or 18
+// bytes, so that every warp took both ways.
+fn words4_even(p: u32) -> vec4<u32> {
+    let a = p >> 2u;
+    let w = vec4<u32>(q[a], q[a + 1u], q[a + 2u], q[a + 3u]);
+    var e = 0u;
+    if ((p & 2u) != 0u) {
+        e = q[a + 4u];
+    }
+    return select((w >> vec4<u32>(16u)) | (vec4<u32>(w.yzw, e) << vec4<u32>(16u)), w, (p & 2u) == 0u);
+}
+
+fn words2_even(p: u32) -> vec2<u32> {
+    let a = p >> 2u;
+    let w = vec2<u32>(q[a], q[a + 1u]);
+    var e = 0u;
+    if ((p & 2u) != 0u) {
+        e = q[a + 2u];
+    }
+    return select((w >> vec2<u32>(16u)) | (vec2<u32>(w.y, e) << vec2<u32>(16u)), w, (p & 2u) == 0u);
+}
+
+fn half_even(o: u32) -> u32 {
+    return (q[o >> 2u] >> ((o & 2u) * 8u)) & 0xffffu;
+}
+
 // v (below 2^23) minus `bias` as f32, exactly: 2^23 + v is the f32 whose mantissa is v.
 fn int_f32(v: u32, bias: f32) -> f32 {
     return bitcast<f32>(0x4b000000u | v) - (8388608.0 + bias);
@@ -288,7 +316,8 @@ fn dequantize_units(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_
 // inside one block, a few words of its quants each; lane l takes the units l, l + QL, ..., so that
 // neighbours read neighbouring bytes and, at each step, nearby values of x (`x4`: four at once,
 // one vector where the host found x's rows aligned). q4_0, q8_0, q4_K and q6_K units are decoded
-// from whole 32-bit words (`word_at`: any byte address) into small integers as f32 (`int_f32`: no
+// from whole 32-bit words (`word_at`: any byte address; blocks on even bytes through
+// `words4_even` / `words2_even`, branch-free) into small integers as f32 (`int_f32`: no
 // conversion instruction) under a scale d and, for q4_K, a min m per run of values: each of the
 // MQ rows of x adds d sum(q x) - m sum(x) per run to its f32 accumulator (the sums by fma), as
 // the native kernel does. Other types decode runs of RUN values with the functions above. The
@@ -322,14 +351,17 @@ fn sum4(x: vec4<f32>, s: f32) -> f32 {
 // Unit: half a block, the words 2h and 2h + 1 (values 8h .. 8h + 8 and 16 more). Half blocks
 // rather than a word a unit: H200, [1,4096] x [14336,4096]^T f16, 44-47 -> 35.5-36 us (the
 // block's scale and the unit's index math once for 16 values, not 8).
-fn qmv_q4_0(row: u32, lane: u32, kn: u32, sk: u32) {
+fn qmv_q4_0(row: u32, lane: u32, kn: u32, sk: u32, even: bool) {
     for (var u = lane; u < kn / 16u; u += QL) {
         let h = u % 2u;
         let o = row + (u / 2u) * 18u;
-        let d = f16_to_f32(word_at(o) & 0xffffu);
-        let v0 = word_at(o + 2u + 8u * h);
-        let v1 = word_at(o + 6u + 8u * h);
-        q4_0_rows(32u * (u / 2u) + 8u * h, sk, v0, v1, d);
+        let k = 32u * (u / 2u) + 8u * h;
+        if (even) {
+            let v = words2_even(o + 2u + 8u * h);
+            q4_0_rows(k, sk, v.x, v.y, f16_to_f32(half_even(o)));
+        } else {
+            q4_0_rows(k, sk, word_at(o + 2u + 8u * h), word_at(o + 6u + 8u * h), f16_to_f32(word_at(o) & 0xffffu));
+        }
     }
 }
 
@@ -344,24 +376,32 @@ fn q4_0_row(i: u32, k: u32, sk: u32, v0: u32, v1: u32, d: f32) {
 
 // q8_0 (34 bytes: d qs[32], i8). Unit: half a block, four words (16 values): H200, as q4_0,
 // 48.4-48.8 -> 39.8 us against two words a unit (a whole block a unit: 47-49).
-fn qmv_q8_0(row: u32, lane: u32, kn: u32, sk: u32) {
+fn qmv_q8_0(row: u32, lane: u32, kn: u32, sk: u32, even: bool) {
     for (var u = lane; u < kn / 16u; u += QL) {
         let o = row + (u / 2u) * 34u;
-        let d = f16_to_f32(word_at(o) & 0xffffu);
         let p = o + 2u + 16u * (u % 2u);
-        let k = 16u * u;
-        // i8 v as the byte v + 128.
-        let q0 = bytes_f32(word_at(p) ^ 0x80808080u, 255u, 128.0);
-        let q1 = bytes_f32(word_at(p + 4u) ^ 0x80808080u, 255u, 128.0);
-        let q2 = bytes_f32(word_at(p + 8u) ^ 0x80808080u, 255u, 128.0);
-        let q3 = bytes_f32(word_at(p + 12u) ^ 0x80808080u, 255u, 128.0);
-        for (var i = 0u; i < MQ; i++) {
-            var s = dot4(q0, x4(i, k, sk), 0.0);
-            s = dot4(q1, x4(i, k + 4u, sk), s);
-            s = dot4(q2, x4(i, k + 8u, sk), s);
-            s = dot4(q3, x4(i, k + 12u, sk), s);
-            acc[i] = fma(d, s, acc[i]);
+        if (even) {
+            q8_0_unit(16u * u, sk, half_even(o), words4_even(p));
+        } else {
+            q8_0_unit(16u * u, sk, word_at(o) & 0xffffu, vec4<u32>(word_at(p), word_at(p + 4u), word_at(p + 8u), word_at(p + 12u)));
         }
+    }
+}
+
+// Every row of x's products with a q8_0 unit from value k of the row: its block's f16 scale d
+// and the unit's 16 quants, four words.
+fn q8_0_unit(k: u32, sk: u32, d: u32, w: vec4<u32>) {
+    // i8 v as the byte v + 128.
+    let q0 = bytes_f32(w.x ^ 0x80808080u, 255u, 128.0);
+    let q1 = bytes_f32(w.y ^ 0x80808080u, 255u, 128.0);
+    let q2 = bytes_f32(w.z ^ 0x80808080u, 255u, 128.0);
+    let q3 = bytes_f32(w.w ^ 0x80808080u, 255u, 128.0);
+    for (var i = 0u; i < MQ; i++) {
+        var s = dot4(q0, x4(i, k, sk), 0.0);
+        s = dot4(q1, x4(i, k + 4u, sk), s);
+        s = dot4(q2, x4(i, k + 8u, sk), s);
+        s = dot4(q3, x4(i, k + 12u, sk), s);
+        acc[i] = fma(f16_to_f32(d), s, acc[i]);
     }
 }
 
@@ -406,10 +446,18 @@ fn k4_run(s: f32, v: u32, a: vec4<f32>, b: vec4<f32>, sm: vec4<f32>) -> f32 {
     return fma(-sm.w, sum4(b, 0.0), r);
 }
 
+// Two words of a q6_K unit's low bits from byte p (xy) and two of its high bits from hb (zw).
+fn q6_k_words(even: bool, p: u32, hb: u32) -> vec4<u32> {
+    if (even) {
+        return vec4<u32>(words2_even(p), words2_even(hb));
+    }
+    return vec4<u32>(word_at(p), word_at(p + 4u), word_at(hb), word_at(hb + 4u));
+}
+
 // q6_K (210 bytes: ql[128] qh[64] scales[16] d): value 128n + 32g + l is nibble g / 2 of
 // ql[64n + 32 (g % 2) + l] with 2 high bits at 2g of qh[32n + l], minus 32, under the i8 scale
 // 8n + 2g + l / 16. Unit j (8 a block): n = j / 4, l from 8 (j % 4), run g for g = 0 .. 3.
-fn qmv_q6_k(row: u32, lane: u32, kn: u32, sk: u32) {
+fn qmv_q6_k(row: u32, lane: u32, kn: u32, sk: u32, even: bool) {
     for (var u = lane; u < kn / 32u; u += QL) {
         let j = u % 8u;
         let n = j / 4u;
@@ -421,8 +469,9 @@ fn qmv_q6_k(row: u32, lane: u32, kn: u32, sk: u32) {
             let sc = dd * f32(i8_of(byte_at(o + 192u + 8u * n + 2u * g + l / 16u)));
             let p = o + 64u * n + 32u * (g % 2u) + l;
             let hb = o + 128u + 32u * n + l;
-            let q0 = bytes_f32(((word_at(p) >> (4u * (g / 2u))) & 0x0f0f0f0fu) | (((word_at(hb) >> (2u * g)) & 0x03030303u) << 4u), 63u, 32.0);
-            let q1 = bytes_f32(((word_at(p + 4u) >> (4u * (g / 2u))) & 0x0f0f0f0fu) | (((word_at(hb + 4u) >> (2u * g)) & 0x03030303u) << 4u), 63u, 32.0);
+            let w = q6_k_words(even, p, hb);
+            let q0 = bytes_f32(((w.x >> (4u * (g / 2u))) & 0x0f0f0f0fu) | (((w.z >> (2u * g)) & 0x03030303u) << 4u), 63u, 32.0);
+            let q1 = bytes_f32(((w.y >> (4u * (g / 2u))) & 0x0f0f0f0fu) | (((w.w >> (2u * g)) & 0x03030303u) << 4u), 63u, 32.0);
             for (var i = 0u; i < MQ; i++) {
                 acc[i] = fma(sc, dot4(q1, x4(i, k0 + 32u * g + 4u, sk), dot4(q0, x4(i, k0 + 32u * g, sk), 0.0)), acc[i]);
             }
@@ -474,15 +523,17 @@ fn qmatvec(
     // Groups past N (the last workgroup's) read row N - 1 again and write nothing.
     let row = md[EXTRA + 1u] + min(first + lid / QL, nn - 1u) * (kn / bs) * bb;
     let lane = lid % QL;
+    // The blocks on even bytes (and so every row's: q4_0's, q8_0's and q6_K's are).
+    let even = (md[EXTRA + 1u] & 1u) == 0u;
     for (var i = 0u; i < MQ; i++) {
         xrow[i] = md[EXTRA + 8u + i];
         acc[i] = 0.0;
     }
     switch T {
-        case 2u: { qmv_q4_0(row, lane, kn, sk); }
-        case 8u: { qmv_q8_0(row, lane, kn, sk); }
+        case 2u: { qmv_q4_0(row, lane, kn, sk, even); }
+        case 8u: { qmv_q8_0(row, lane, kn, sk, even); }
         case 12u: { qmv_q4_k(row, lane, kn, sk); }
-        case 14u: { qmv_q6_k(row, lane, kn, sk); }
+        case 14u: { qmv_q6_k(row, lane, kn, sk, even); }
         default: { qmv_runs(T, row, lane, kn, sk, bs, bb); }
     }
     for (var i = 0u; i < MQ; i++) {
