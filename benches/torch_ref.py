@@ -145,6 +145,7 @@ def matmul_cases():
         (1, big, wide, big, "f32", False),
         (s(64), 512, 64, 512, "f32", False),
         (1, 1, 4096, s(16384), "f32", False),
+        (s(32), 64, 576, 3136, "f16", False),
     ]
     # The GPT-2-small example's GEMMs (128 tokens); a rhs named [.., n, k]^T is a transposed view.
     t, vocab = s(128), s(50257)
@@ -176,9 +177,13 @@ def matmul_cases():
 
 def conv_cases():
     torch.backends.cudnn.allow_tf32 = False
-    n, c, h, w, f = s(32), 64, 56, 56, 64
     F = torch.nn.functional
-    for op, dt in [("conv2d", "f32"), ("conv2d", "f16"), ("conv_transpose2d", "f32")]:
+    issue = [(op, dt, s(32), 64, 56, 64) for op, dt in [("conv2d", "f32"), ("conv2d", "f16"), ("conv_transpose2d", "f32")]]
+    # The U-Net example's levels (examples/unet.rs: 32 channels at 256 x 256, batch 8, then
+    # channels doubled and sides halved).
+    unet = [("conv2d", dt, s(8), 32 << l, 256 >> l, 32 << l) for l in range(4) for dt in ["f32", "f16"]]
+    for op, dt, n, c, h, f in issue + unet:
+        w = h
         dtype, size = (torch.float32, 4) if dt == "f32" else (torch.float16, 2)
         x, k = rand(n, c, h, w, dtype=dtype), rand(f, c, 3, 3, dtype=dtype)
         name = f"{op} {dt} [{n},{c},{h},{w}] {f}x3x3 pad 1"

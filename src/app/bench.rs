@@ -232,6 +232,9 @@ fn matmul_cases(scale: usize) -> Vec<Case> {
         (1, big, wide, big, DType::F32, false),
         (s(64), 512, 64, 512, DType::F32, false),
         (1, 1, 4096, s(16384), DType::F32, false),
+        // The GEMM of `conv_cases`' conv2d f16 (per image: 64 filters x 576 taps times 576 x
+        // 3136 windows), here on a stored B: what the convolution's gather costs beside it.
+        (s(32), 64, 576, 3136, DType::F16, false),
     ];
     let (t, vocab) = (s(128), s(50257));
     for dtype in [DType::F16, DType::F32] {
@@ -272,14 +275,21 @@ fn matmul_cases(scale: usize) -> Vec<Case> {
 }
 
 /// conv2d in f32 and f16 and conv_transpose2d in f32 on [32, 64, 56, 56] with 64 filters of
-/// 3x3, padding 1 (the output the input's size).
+/// 3x3, padding 1 (the output the input's size); conv2d in f32 and f16 at each level of the
+/// U-Net example (`examples/unet.rs`: [8, 32, 256, 256] with 32 filters, then channels doubled
+/// and sides halved: few filters on a wide image, down to many on a small one).
 fn conv_cases(scale: usize) -> Vec<Case> {
     use rocm_wgpu_ops::spec::conv::ConvParams;
-    let (n, c, h, w, f) = ((32 / scale).max(1), 64, 56, 56, 64);
-    let flops = 2 * (n * f * h * w * c * 9) as u64;
-    [("conv2d", DType::F32), ("conv2d", DType::F16), ("conv_transpose2d", DType::F32)]
+    let s = |n: usize| (n / scale).max(1);
+    let issue = [("conv2d", DType::F32), ("conv2d", DType::F16), ("conv_transpose2d", DType::F32)]
+        .map(|(op, dt)| (op, dt, s(32), 64, 56, 64));
+    let unet = (0..4).flat_map(|l| [DType::F32, DType::F16].map(|dt| ("conv2d", dt, s(8), 32 << l, 256 >> l, 32 << l)));
+    issue
         .into_iter()
-        .map(|(op, dtype)| {
+        .chain(unet)
+        .map(|(op, dtype, n, c, h, f)| {
+            let w = h;
+            let flops = 2 * (n * f * h * w * c * 9) as u64;
             let name = format!("{op} {dtype} [{n},{c},{h},{w}] {f}x3x3 pad 1");
             let bytes = ((2 * n * c * h * w + f * c * 9) * dtype.size_in_bytes()) as u64;
             Case::new(Family::Conv, name, bytes, move |d| {

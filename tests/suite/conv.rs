@@ -404,8 +404,10 @@ async fn conv_library_shapes_match_reference(dev: &Device) -> Result<()> {
     let tol = |dtype, terms: usize| Tol::of(dtype).times(1.0 + terms as f64 / 4.0);
     let mixed = ConvParams { padding: [1, 2], stride: [2, 1], dilation: [1, 2], output_padding: [0, 0], groups: 4 };
     for &dtype in DType::FLOAT {
-        let cases2: [(&[usize], &[usize], ConvParams<2>, bool); 4] = [
+        let cases2: [(&[usize], &[usize], ConvParams<2>, bool); 5] = [
             (&[2, 16, 12, 12], &[32, 16, 3, 3], p2(1, 1, 1, 1, 0), false),
+            // 48 filters: between the wgpu table's narrow and wide tiles.
+            (&[2, 16, 9, 9], &[48, 16, 3, 3], p2(1, 1, 1, 1, 0), false),
             (&[2, 16, 13, 11], &[32, 4, 3, 3], mixed, false),
             (&[2, 16, 7, 7], &[16, 8, 3, 3], p2(1, 2, 1, 1, 1), true),
             (&[2, 16, 7, 6], &[16, 2, 3, 3], mixed, true),

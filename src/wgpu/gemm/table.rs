@@ -7,6 +7,7 @@ use super::tiles::{CoopTiles, Kernel, MATVEC_MAX_M, MatVec, MvTiles, Tiles, tile
 use crate::DType;
 
 /// The kernel choices of the GEMM family by shape, and where each figure came from.
+#[derive(Clone, Copy)]
 pub(crate) struct Table {
     /// f32 problems of at least `big_from` tiles of `big`.
     pub big: Tiles,
@@ -35,6 +36,19 @@ pub(crate) struct Table {
     pub matvec_up_to: Option<usize>,
     /// Split-K for problems of too few workgroups (`None`: never split).
     pub split: Option<Split>,
+    /// Tiles by the rows of C (M), in increasing `rows`: a problem takes the first band of at
+    /// least its rows, where one is (empty: the tiles above by tile count alone).
+    pub bands: &'static [Band],
+}
+
+/// Problems of at most `rows` rows of C take the tiles `tiled` (every float type but f64) or,
+/// for f16 on cooperative matrices, `coop`: a convolution's filters are its rows, few on a wide
+/// image and many on a small one, where one tile size leaves tiles half empty or too few.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Band {
+    pub rows: usize,
+    pub tiled: Tiles,
+    pub coop: CoopTiles,
 }
 
 /// Split-K: a tiled GEMM of fewer than `tiled` workgroups (a cooperative one: `coop`) and K of
@@ -138,6 +152,7 @@ pub(crate) const TABLE: Table = Table {
     matvec_rows: MvTiles { ks: 16, lanes: 4, unroll: 4 },
     matvec_up_to: Some(MATVEC_MAX_M),
     split: Some(Split { tiled: 384, coop: 192, from_k: 256, min_k: 64, most: 16 }),
+    bands: &[],
 };
 
 /// The kernel choices of the convolutions (`shaders/conv.wgsl`): one tile size (their GEMMs have short K and many
@@ -151,19 +166,51 @@ pub(crate) const TABLE: Table = Table {
 /// 353, 64x32 378, 64x64x16/4x8 336, 64x64x32 451); conv_transpose2d pad 0 320-324 against
 /// 372-385; f16 tiled pad 0 312-320; f16 cooperative 64x64x32/2x2 f0 150.3-151.4, f1 152.3, pad
 /// 16 156.1, 64x128x32/2x2 f0 154.4, 64x64x64 183.0, the old 64x64x16/2x2 f2 165.8.
+///
+/// Bands of rows (H200, 2026-12-03, one sweep each, us; `bands`): conv2d [8,32,256,256] 32x3x3 pad 1
+/// (the U-Net example's first level: 32 filters, so 32 rows of C) f32 64x64x16/4x4 763,
+/// 64x128x16/4x8 742, 32x128x16/4x8 643, 32x64x16/4x4 465 (torch 354); f16 cooperative
+/// 64x64x32/2x2 f0 389, 64x128x32/2x2 337, 32x64x32/2x2 351, 32x128x32/1x4 311, 32x128x32/2x2
+/// 308, 32x256x32/2x4 493 (torch 130). The 64-filter case above, re-swept there: f16
+/// 64x64x32/2x2 f0 147.3 (f1 149.7, 64x128x32/2x2 156.0, 64x128x32/1x4 162.1, 64x64x64 185.9,
+/// f2 189.4), f32 64x64x16/4x4 306 (8x4 318.5, 64x128x16 340-342); its GEMM on a stored B
+/// (`[32,64,576] x [32,576,3136]`) 93.6-97.2 with 64-row tiles: the gather is a third of it.
+/// The U-Net's other levels, f16 / f32 (torch 66.0, 45.6, 34.0 / 239, 233, 331):
+/// [8,64,128,128] 64 filters: 64x64x32/2x2 196.6 (f1 199.8), 64x128x32/2x2 178.0, 128x128x32/4x4
+/// 210.7, 128x64x32/2x2 241.4 / 64x64x16/4x4 399.6, 64x128x16/4x8 379.4, 32x64 459.9, 128x128x16/8x8
+/// 734.4; [8,128,64,64] 128 filters: 64x64 190.2, 64x128 175.3, 128x64/2x2 128.5, 128x64/4x2 148.0,
+/// 128x128/2x2 125.2, 128x128/4x4 106.8 / 64x64 383.1, 128x64x16/8x4 362.2, 128x128x16/8x8 362.7;
+/// [8,256,32,32] 256 filters: 64x64 217.8, 64x128 172.4, 128x64/2x2 126.2, 128x128/2x2 121.2,
+/// 128x128/4x4 155.2 (two tiles a multiprocessor) / 64x64 466.0, 128x128x16/8x8 354.2. So 64
+/// filters keep the 64x64 tiles (the 64-filter case above is the issue's), more take 128x128
+/// (in bf16 too, unmeasured).
 pub(crate) const CONV: Table = Table {
     big: CONV_TILES,
     big16: CONV_TILES,
     small: CONV_TILES,
     big_from: 0,
     small_from: 0,
-    coop: CoopTiles { bm: 64, bn: 64, bk: 32, wm: 2, wn: 2, pad: 8, pipe: 0 },
+    coop: CONV_COOP,
     // Their B is gathered (no matrix-vector kernel gathers), and they are not split yet.
     matvec_up_to: None,
     split: None,
+    bands: &[
+        Band {
+            rows: 32,
+            tiled: Tiles { bm: 32, bn: 64, bk: 16, tm: 4, tn: 4, pad: 0 },
+            coop: CoopTiles { bm: 32, bn: 128, bk: 32, wm: 2, wn: 2, pad: 8, pipe: 0 },
+        },
+        Band { rows: 64, tiled: CONV_TILES, coop: CONV_COOP },
+        Band {
+            rows: usize::MAX,
+            tiled: TABLE.big,
+            coop: CoopTiles { bm: 128, bn: 128, bk: 32, wm: 2, wn: 2, pad: 8, pipe: 0 },
+        },
+    ],
     ..TABLE
 };
 const CONV_TILES: Tiles = Tiles { bm: 64, bn: 64, bk: 16, tm: 4, tn: 4, pad: 0 };
+const CONV_COOP: CoopTiles = CoopTiles { bm: 64, bn: 64, bk: 32, wm: 2, wn: 2, pad: 8, pipe: 0 };
 
 /// What an adapter gives the GEMM kernels.
 #[derive(Clone, Copy, Debug)]
@@ -256,9 +303,16 @@ impl Table {
             return Plan { kernel: Kernel::MatVec(v), split: (1, t.k), gemm: t };
         }
         let tiles = g.batches() * g.m.div_ceil(128) * g.n.div_ceil(128);
+        let table = match self.bands.iter().find(|b| g.m <= b.rows) {
+            Some(b) if dtype != DType::F64 => {
+                let t = b.tiled;
+                Table { big: t, big16: t, small: t, tiny: t, coop: b.coop, coop_small: b.coop, ..*self }
+            }
+            _ => *self,
+        };
         let kernel = match forced.0 {
             Some(k @ (Kernel::Tiled(_) | Kernel::Coop(_))) => k,
-            _ => self.pick(dtype, tiles, room.bytes, room.invocations, room.coop),
+            _ => table.pick(dtype, tiles, room.bytes, room.invocations, room.coop),
         };
         // f64 sums in f64: no f32 parts.
         let parts = match (self.split, kernel) {
@@ -342,8 +396,28 @@ mod tests {
         let mv = Kernel::MatVec(MatVec { m: 1, rows: false, tiles: split });
         let plan = TABLE.plan(square(1, 64, 300), DType::F32, ROOM, (Some(mv), Some(4)));
         assert_eq!((plan.kernel, plan.split), (mv, (1, 64)));
-        // The convolutions take the tiled kernels whatever the shape.
-        assert_eq!(CONV.plan(square(1, 64, 300), DType::F32, ROOM, (Some(mv), None)).kernel, Kernel::Tiled(CONV.big));
+        // The convolutions take the tiled kernels whatever the shape, by their band of rows.
+        let [narrow, mid, wide] = CONV.bands else { panic!("the convolutions' three bands of rows") };
+        assert!(CONV.bands.iter().all(|b| b.tiled.is_valid() && b.coop.is_valid()));
+        assert_eq!(
+            CONV.plan(square(1, 64, 300), DType::F32, ROOM, (Some(mv), None)).kernel,
+            Kernel::Tiled(narrow.tiled)
+        );
+        assert_eq!(CONV.plan(square(64, 64, 300), DType::F32, ROOM, (Some(mv), None)).kernel, Kernel::Tiled(CONV.big));
+        for (m, dtype, want) in [
+            (32, DType::F32, Kernel::Tiled(narrow.tiled)),
+            (33, DType::F32, Kernel::Tiled(mid.tiled)),
+            (3, DType::BF16, Kernel::Tiled(narrow.tiled)),
+            (32, DType::F64, Kernel::Tiled(CONV.f64)),
+            (32, DType::F16, Kernel::Coop(narrow.coop)),
+            (64, DType::F16, Kernel::Coop(mid.coop)),
+            (65, DType::F16, Kernel::Coop(wide.coop)),
+            (256, DType::F32, Kernel::Tiled(wide.tiled)),
+        ] {
+            let room = Room { coop: true, ..ROOM };
+            assert_eq!(CONV.plan(square(m, 288, 65536), dtype, room, (None, None)).kernel, want, "{m} rows of {dtype}");
+        }
+        assert!(TABLE.bands.is_empty());
     }
 
     #[test]

@@ -134,22 +134,30 @@ pub(crate) fn conv(
         let mut kernels = if dt == DType::F64 {
             vec![Kernel::Tiled(TABLE.f64)]
         } else {
-            vec![
-                Kernel::Tiled(CONV.big),
-                Kernel::Tiled(TABLE.big),
-                Kernel::Tiled(TABLE.big16),
-                Kernel::Tiled(TABLE.f64),
-            ]
+            let bands = CONV.bands.iter().map(|b| Kernel::Tiled(b.tiled));
+            [CONV.big, TABLE.big, TABLE.big16, TABLE.f64].map(Kernel::Tiled).into_iter().chain(bands).collect()
         };
         if dt == DType::F16 && caps.f16 {
-            kernels.extend([Kernel::Coop(CONV.coop), Kernel::Coop(TABLE.coop)]);
+            kernels.extend(
+                [CONV.coop, TABLE.coop]
+                    .map(Kernel::Coop)
+                    .into_iter()
+                    .chain(CONV.bands.iter().map(|b| Kernel::Coop(b.coop))),
+            );
+        }
+        // Each once (the bands repeat the tables' tiles), in order.
+        let mut unique: Vec<Kernel> = vec![];
+        for k in kernels {
+            if !unique.contains(&k) {
+                unique.push(k);
+            }
         }
         let base = kernel_name(op, dt);
         let mut first = true;
         // The weight along K with whole runs of C, and strided with ragged ones (f64: strided).
         let loads: &[(Load, bool)] =
             if dt == DType::F64 { &[(Load::Gather, false)] } else { &[(Load::KVec, true), (Load::Gather, false)] };
-        for k in kernels {
+        for k in unique {
             for &(a, c_vec) in loads {
                 if !first && first_only {
                     break;
