@@ -426,7 +426,7 @@ fn quant_cases(scale: usize) -> Vec<Case> {
             [(4096, 14336, 1), (14336, 4096, 4), (14336, 4096, 8)]
                 .map(|(n, k, m)| qmatvec_case(GgmlType::Q4_K, n, k, m, scale)),
         )
-        .chain(std::iter::once(copy_like_q4_k(scale)))
+        .chain([GgmlType::Q4_K, GgmlType::Q8_0].map(|ty| copy_like(ty, scale)))
         .chain(prefill_cases(scale))
         .chain(std::iter::once(gguf_load_case(scale)))
         .collect()
@@ -522,7 +522,7 @@ fn weight(ty: GgmlType, n: usize, k: usize, d: &Device) -> Result<QTensor> {
 /// The matrix-vector kernel (`qmatvec`, `m` rows of x) at a Llama MLP's decode shapes: `m x k` f16
 /// times an `[n, k]` weight of `ty` transposed (`[14336, 4096]`: gate and up, `[4096, 14336]`:
 /// down; rows divided by `scale`); bytes are the blocks, the figure to hold against a copy of as
-/// many ([`copy_like_q4_k`]).
+/// many ([`copy_like`]).
 fn qmatvec_case(ty: GgmlType, n: usize, k: usize, m: usize, scale: usize) -> Case {
     let n = (n / scale).max(1);
     let bytes = (n * k / ty.block_size() * ty.block_bytes()) as u64;
@@ -534,11 +534,12 @@ fn qmatvec_case(ty: GgmlType, n: usize, k: usize, m: usize, scale: usize) -> Cas
     .with_flops(2 * (m * n * k) as u64)
 }
 
-/// A device copy of as many bytes as the q4_K weight of [`qmatvec_case`] (its GB/s of bytes read
-/// and written, as a copy's bandwidth is counted): the bandwidth those are held against.
-fn copy_like_q4_k(scale: usize) -> Case {
-    let bytes = (14336 / scale).max(1) * 4096 / 256 * GgmlType::Q4_K.block_bytes();
-    Case::new(Family::Copy, format!("copy u8 [{bytes}] (q4_K qmatvec's bytes)"), 2 * bytes as u64, move |d| {
+/// A device copy of as many bytes as the `ty` weight of [`qmatvec_case`] at `[14336, 4096]` (its
+/// GB/s of bytes read and written, as a copy's bandwidth is counted): the bandwidth those are
+/// held against (q8_0's 62 MB, read and written, pass the L2 cache that holds some of q4_K's 33).
+fn copy_like(ty: GgmlType, scale: usize) -> Case {
+    let bytes = (14336 / scale).max(1) * 4096 / ty.block_size() * ty.block_bytes();
+    Case::new(Family::Copy, format!("copy u8 [{bytes}] ({ty} qmatvec's bytes)"), 2 * bytes as u64, move |d| {
         let a = Tensor::from_vec(vec![7u8; bytes], [bytes], d)?;
         Ok(Box::new(move || a.copy()))
     })
