@@ -5,12 +5,11 @@
 //! 1x1 convolution of stride 1 without padding is a plain GEMM on the image as it lies.
 
 use super::gemm::slots as md;
-use super::gemm::{CONV, Gemm, Operand, too_large, variants};
-use super::kernel::{Spec, family_source, section};
+use super::gemm::{CONV, ConvGather, Gemm, Operand, too_large, variants};
+use super::kernel::Spec;
 use super::repr::{Caps, Repr};
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::{ConvOps, CopyOps};
-use crate::spec::Family;
 use crate::spec::conv::{Conv2, ConvOp};
 use crate::{Layout, Result};
 
@@ -93,25 +92,6 @@ impl Conv2 {
     }
 }
 
-/// The WGSL of the image's gather for a convolution (`transposed`: its transpose) with
-/// `kernel` taps, `stride` and `dilation`: constants, so that the tap and stride divisions of
-/// every gathered element compile to multiplies (or vanish at stride 1).
-fn gather_code(transposed: bool, kernel: [usize; 2], stride: [usize; 2], dilation: [usize; 2]) -> String {
-    let consts = [
-        ("CONV_KW", kernel[1]),
-        ("CONV_TAPS", kernel[0] * kernel[1]),
-        ("CONV_SH", stride[0]),
-        ("CONV_SW", stride[1]),
-        ("CONV_DH", dilation[0]),
-        ("CONV_DW", dilation[1]),
-    ];
-    let mut s = format!("const CONV_T: bool = {transposed};\n");
-    for (name, v) in consts {
-        s += &format!("const {name}: i32 = {v};\n");
-    }
-    s + section(family_source(Family::Conv), "gather")
-}
-
 impl ConvOps for WgpuBackend {
     fn conv(
         &self,
@@ -141,8 +121,12 @@ impl ConvOps for WgpuBackend {
             (&copied, 0)
         };
         let gemm = c.problem(w_offset, xl);
-        let gather =
-            (!gemm.gather.is_empty()).then(|| (Family::Conv, gather_code(transposed, c.kernel, c.stride, c.dilation)));
+        let gather = (!gemm.gather.is_empty()).then_some(ConvGather {
+            transposed,
+            kernel: c.kernel,
+            stride: c.stride,
+            dilation: c.dilation,
+        });
         self.run_gemm(&CONV, gemm, gather, (w, x), None)
     }
 }
@@ -152,7 +136,7 @@ impl ConvOps for WgpuBackend {
 pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
     let mut v = vec![];
     for &op in ConvOp::ALL {
-        let gather = (Family::Conv, gather_code(op.is_transposed(), [3, 3], [2, 2], [1, 1]));
+        let gather = ConvGather { transposed: op.is_transposed(), kernel: [3, 3], stride: [2, 2], dilation: [1, 1] };
         v.extend(variants::conv(caps, op.name(), op.dtypes(), op.spatial_dims() == 1, gather));
     }
     v

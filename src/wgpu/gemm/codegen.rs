@@ -21,12 +21,44 @@ pub(crate) struct Variant {
     pub b: Load,
     /// Whether C's runs of four are whole and aligned (N a multiple of 4).
     pub c_vec: bool,
-    /// WGSL of a gathered B (`b_setup_gather`, `b_ktile`, `b_get`) and the family it is from.
-    pub gather: Option<(Family, String)>,
+    /// A convolution's B, gathered from its image (`shaders/conv.wgsl`).
+    pub gather: Option<ConvGather>,
     /// Split-K: the kernel writes each part's f32 products to its own slice, not C.
     pub split: bool,
     /// The program computed where C is stored (never in split-K's parts: in their sum).
     pub epilogue: Option<Epilogue>,
+}
+
+/// The image gather of a convolution (`transposed`: its transpose) with `kernel` taps, `stride`
+/// and `dilation`: a kernel's key holds these, and its WGSL ([`ConvGather::code`]) is generated
+/// only when the kernel is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct ConvGather {
+    pub transposed: bool,
+    pub kernel: [usize; 2],
+    pub stride: [usize; 2],
+    pub dilation: [usize; 2],
+}
+
+impl ConvGather {
+    /// The gather's WGSL: its window, stride and dilation as constants, so that the tap and
+    /// stride divisions of every gathered element compile to multiplies (or vanish at stride 1).
+    pub fn code(&self) -> String {
+        let ConvGather { transposed, kernel, stride, dilation } = *self;
+        let consts = [
+            ("CONV_KW", kernel[1]),
+            ("CONV_TAPS", kernel[0] * kernel[1]),
+            ("CONV_SH", stride[0]),
+            ("CONV_SW", stride[1]),
+            ("CONV_DH", dilation[0]),
+            ("CONV_DW", dilation[1]),
+        ];
+        let mut s = format!("const CONV_T: bool = {transposed};\n");
+        for (name, v) in consts {
+            let _ = writeln!(s, "const {name}: i32 = {v};");
+        }
+        s + section(family_source(Family::Conv), "gather")
+    }
 }
 
 /// An elementwise program a kernel computes where it stores C: the product, rounded to its

@@ -1,14 +1,13 @@
 //! Recording a GEMM: the plan its table makes for it, the kernel's pipeline (generated and built
 //! once per kernel and variant, then found by that key), the dispatch, and split-K's sum.
 
-use super::codegen::{EPILOGUE_INPUTS, Epilogue, Stage, Variant};
+use super::codegen::{ConvGather, EPILOGUE_INPUTS, Epilogue, Stage, Variant};
 use super::hooks;
 use super::problem::{Gemm, sum_meta};
 use super::source::spec;
 use super::table::{Plan, Room, Table};
 use super::tiles::{CoopTiles, Kernel, Load, MATVEC_MAX_M, tile_elem_size};
 use crate::expr::program::Program;
-use crate::spec::Family;
 use crate::spec::matmul::MatmulOp;
 use crate::wgpu::kernel::Index;
 use crate::wgpu::repr::Repr;
@@ -36,15 +35,14 @@ impl EpilogueArgs<'_> {
 }
 
 impl WgpuBackend {
-    /// Records `g` (A in `a`; B in `b`, read through `gather` where given: the WGSL of a gathered
-    /// B and the family it is from) into a new contiguous `(batch.., m, n)` storage, on the
+    /// Records `g` (A in `a`; B in `b`, read through a convolution's `gather` where given) into a new contiguous `(batch.., m, n)` storage, on the
     /// kernel and parts of K that `table` plans for it here; with `epilogue`, its program's
     /// values instead of the product's (the caller checked it [`EpilogueArgs::fits`]).
     pub(crate) fn run_gemm(
         &self,
         table: &Table,
         g: Gemm,
-        gather: Option<(Family, String)>,
+        gather: Option<ConvGather>,
         (a, b): (&WgpuStorage, &WgpuStorage),
         epilogue: Option<&EpilogueArgs>,
     ) -> Result<WgpuStorage> {
@@ -68,7 +66,7 @@ impl WgpuBackend {
         k: &Kernel,
         split: (usize, usize),
         g: &Gemm,
-        gather: Option<(Family, String)>,
+        gather: Option<ConvGather>,
         (a, b): (&WgpuStorage, &WgpuStorage),
         epilogue: Option<&EpilogueArgs>,
     ) -> Result<WgpuStorage> {

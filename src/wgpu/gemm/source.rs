@@ -51,7 +51,7 @@ fn with_epilogue(spec: Spec, caps: Caps, shape: &Variant) -> Result<Spec> {
 fn gemm_spec(caps: Caps, k: &Kernel, shape: &Variant) -> Result<Spec> {
     let op = MatmulOp::Matmul;
     let r = Repr::of(shape.dtype, caps, op.name())?;
-    let family = shape.gather.as_ref().map_or(Family::Matmul, |g| g.0);
+    let family = if shape.gather.is_some() { Family::Conv } else { Family::Matmul };
     let src = family_source(Family::Matmul);
     let input = |name| if r == Repr::F64 { (name, r, Access::Read) } else { (name, r, Access::Wide) };
     // Split-K's parts hold f32 products (f64 is never split).
@@ -86,8 +86,8 @@ fn gemm_spec(caps: Caps, k: &Kernel, shape: &Variant) -> Result<Spec> {
         // The GEMM body lives in matmul.wgsl; the spec's own file adds the gather.
         spec = spec.code(header(src)).code(section(src, entry));
     }
-    if let Some((_, code)) = &shape.gather {
-        spec = spec.code(code);
+    if let Some(g) = &shape.gather {
+        spec = spec.code(g.code());
     }
     match k {
         Kernel::Tiled(t) => tiled::specialise(spec, t, shape, src),

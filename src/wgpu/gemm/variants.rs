@@ -2,14 +2,14 @@
 //! shader validation test (`wgpu::shader_variants`): matmul's, and the convolutions' for the
 //! gather each conv op supplies.
 
-use super::codegen::{Epilogue, Stage, Variant};
+use super::codegen::{ConvGather, Epilogue, Stage, Variant};
 use super::source::spec;
 use super::table::{CONV, TABLE};
 use super::tiles::{CoopTiles, Kernel, Load, MATVEC_MAX_M, MatVec};
 use crate::expr::program::{Op, Program, Step, Value};
 use crate::spec::elementwise::{BinaryOp, UnaryOp};
+use crate::spec::kernel_name;
 use crate::spec::matmul::MatmulOp;
-use crate::spec::{Family, kernel_name};
 use crate::wgpu::kernel::Index;
 use crate::wgpu::kernel::Spec;
 use crate::wgpu::repr::Caps;
@@ -127,7 +127,7 @@ pub(crate) fn conv(
     op: &str,
     dtypes: &[DType],
     first_only: bool,
-    gather: (Family, String),
+    gather: ConvGather,
 ) -> Vec<(String, Result<Spec>)> {
     let mut v = vec![];
     for dt in caps.dtypes().into_iter().filter(|d| dtypes.contains(d)) {
@@ -169,7 +169,7 @@ pub(crate) fn conv(
                     a,
                     b: Load::Gather,
                     c_vec,
-                    gather: Some(gather.clone()),
+                    gather: Some(gather),
                     split: false,
                     epilogue: None,
                 };
