@@ -415,17 +415,27 @@ fn qmv_q4_k(row: u32, lane: u32, kn: u32, sk: u32) {
     for (var u = lane; u < kn / 32u; u += QL) {
         let w = u % 8u;
         let o = row + (u / 8u) * 144u;
-        let h = k4_head(o);
-        // ggml's get_scale_min_k4 (`scale_min_words`) of all eight sub-blocks, a byte each:
-        // sub-blocks 0 .. 3 in sl and ml, 4 .. 7 in sh and mh.
-        let sl = h.d * bytes_f32(h.s1, 63u, 0.0);
-        let ml = h.dmin * bytes_f32(h.s2, 63u, 0.0);
-        let sh = h.d * bytes_f32((h.s3 & 0x0f0f0f0fu) | ((h.s1 >> 2u) & 0x30303030u), 255u, 0.0);
-        let mh = h.dmin * bytes_f32(((h.s3 >> 4u) & 0x0f0f0f0fu) | ((h.s2 >> 2u) & 0x30303030u), 255u, 0.0);
+        let s = k4_scales(k4_head(o), w);
         let p = o + 16u + 4u * w;
         let v = vec4<u32>(word_at(p), word_at(p + 32u), word_at(p + 64u), word_at(p + 96u));
-        q4_k_rows(256u * (u / 8u) + 4u * w, sk, v, sl, ml, sh, mh);
+        q4_k_rows(256u * (u / 8u) + 4u * w, sk, v, s.sl, s.ml, s.sh, s.mh);
     }
+}
+
+// The (d sc) and (dmin m) of a q4_K block's eight sub-blocks (ggml's get_scale_min_k4): sub-blocks
+// 0 .. 3 in sl and ml, 4 .. 7 in sh and mh. `k4_scales(h, w)` (sections `k4_bytes`, `k4_shuffle`
+// at the end) forms them from the header h for the lane of column w.
+struct K4Scales {
+    sl: vec4<f32>,
+    ml: vec4<f32>,
+    sh: vec4<f32>,
+    mh: vec4<f32>,
+}
+
+fn k4_bytes(h: K4Head) -> K4Scales {
+    return K4Scales(h.d * bytes_f32(h.s1, 63u, 0.0), h.dmin * bytes_f32(h.s2, 63u, 0.0),
+                    h.d * bytes_f32((h.s3 & 0x0f0f0f0fu) | ((h.s1 >> 2u) & 0x30303030u), 255u, 0.0),
+                    h.dmin * bytes_f32(((h.s3 >> 4u) & 0x0f0f0f0fu) | ((h.s2 >> 2u) & 0x30303030u), 255u, 0.0));
 }
 
 // Row i of x's products with a q4_K unit: its words v, the scales and mins of its sub-blocks.
@@ -514,6 +524,7 @@ fn qmatvec(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let first = (wid.x + wid.y * nwg.x) * (WG / QL);
+    k4_lanes();
     let kn = md[EXTRA + 2u];
     let nn = md[EXTRA + 3u];
     let bs = md[EXTRA + 4u];
@@ -551,4 +562,38 @@ fn qmatvec(
             y_store(i * nn + first + g, sum);
         }
     }
+}
+
+// How `qmatvec`'s q4_K lanes form their blocks' scales (`k4_scales`, one of these sections
+// a kernel): each lane all eight by bytes, or, where the subgroups hold a block's 8 neighbouring
+// lanes, its own sub-block w's (d sc, dmin m) and the others' from their lanes (`k4_lane`, its
+// subgroup lane, counted while every invocation runs). H200, `[1,4096] x [14336,4096]^T` f16:
+// 46.5-48.9 -> 44.6-45.8 us.
+// @section k4_bytes
+fn k4_lanes() {}
+
+fn k4_scales(h: K4Head, w: u32) -> K4Scales {
+    return k4_bytes(h);
+}
+
+// @section k4_shuffle
+var<private> k4_lane: u32;
+
+fn k4_lanes() {
+    k4_lane = subgroupExclusiveAdd(1u);
+}
+
+fn k4_scales(h: K4Head, w: u32) -> K4Scales {
+    let m = scale_min_words(h.s1, h.s2, h.s3, w, h.d, h.dmin);
+    let b = k4_lane - w;
+    let a0 = subgroupShuffle(m, b);
+    let a1 = subgroupShuffle(m, b + 1u);
+    let a2 = subgroupShuffle(m, b + 2u);
+    let a3 = subgroupShuffle(m, b + 3u);
+    let a4 = subgroupShuffle(m, b + 4u);
+    let a5 = subgroupShuffle(m, b + 5u);
+    let a6 = subgroupShuffle(m, b + 6u);
+    let a7 = subgroupShuffle(m, b + 7u);
+    return K4Scales(vec4<f32>(a0.x, a1.x, a2.x, a3.x), vec4<f32>(a0.y, a1.y, a2.y, a3.y), vec4<f32>(a4.x, a5.x, a6.x, a7.x),
+                    vec4<f32>(a4.y, a5.y, a6.y, a7.y));
 }

@@ -423,7 +423,7 @@ fn quant_cases(scale: usize) -> Vec<Case> {
                 .map(|ty| qmatvec_case(ty, 14336, 4096, 1, scale)),
         )
         .chain(
-            [(4096, 14336, 1), (14336, 4096, 4), (14336, 4096, 8)]
+            [(4096, 14336, 1), (14336, 4096, 2), (14336, 4096, 4), (14336, 4096, 8)]
                 .map(|(n, k, m)| qmatvec_case(GgmlType::Q4_K, n, k, m, scale)),
         )
         .chain([GgmlType::Q4_K, GgmlType::Q8_0].map(|ty| copy_like(ty, scale)))

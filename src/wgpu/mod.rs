@@ -106,8 +106,8 @@ pub(crate) enum KernelKey {
     /// An index kernel (index_select's rows, the scatters).
     Index(index::IndexKey),
     /// A quantized matrix-vector kernel: the block type, x's dtype, the rows of x it is built
-    /// for, x read as vectors.
-    Qmatvec(crate::spec::quant::GgmlType, DType, usize, bool),
+    /// for, x read as vectors, scales shared through subgroup shuffles.
+    Qmatvec(crate::spec::quant::GgmlType, DType, usize, bool, bool),
     /// A dequantize kernel: the output's dtype, the block type it decodes by words of quants
     /// (`None`: every type, value by value).
     Dequantize(DType, Option<crate::spec::quant::GgmlType>),

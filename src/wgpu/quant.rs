@@ -5,7 +5,7 @@
 //! 32 values from whole words) and used for every row of x, the lanes' sums added in workgroup
 //! memory, one write per output.
 
-use super::kernel::{Index, Spec};
+use super::kernel::{Index, Spec, family_source, section};
 use super::repr::{Access, Caps, Repr};
 use super::{KernelKey, WgpuBackend, WgpuStorage};
 use crate::backend::{Operand, QuantOps};
@@ -48,7 +48,11 @@ fn dequantize_spec(caps: Caps, dtype: DType, units: Option<GgmlType>) -> Result<
 /// held every type's decoder, and lavapipe took 1.7-4.6 s to compile each (a tenth of that per
 /// type). `vec`: x's rows are read as aligned vectors of four (`x4`), where its repr has them;
 /// else value by value through its stride.
-fn qmatvec_spec(caps: Caps, ty: GgmlType, dtype: DType, mq: usize, vec: bool) -> Result<Spec> {
+///
+/// `shuffle`: a q4_K block's 8 lanes decode a sub-block's scale each and share them through
+/// subgroup shuffles (the adapter's subgroups hold whole groups of 8 neighbouring invocations);
+/// else each lane decodes all eight.
+fn qmatvec_spec(caps: Caps, ty: GgmlType, dtype: DType, mq: usize, vec: bool, shuffle: bool) -> Result<Spec> {
     let r = Repr::of(dtype, caps, QuantOp::Qmatvec.name())?;
     let mut spec = Spec::new(Family::Quant, "qmatvec", caps)
         .bind("q", Repr::U32, Access::Read, Index::None)
@@ -70,7 +74,9 @@ fn qmatvec_spec(caps: Caps, ty: GgmlType, dtype: DType, mq: usize, vec: bool) ->
         let calls: String = (0..mq).map(|i| format!("\n    {f}_row({i}u, {args});")).collect();
         format!("fn {f}_rows({params}) {{{calls}\n}}")
     };
+    let scales = section(family_source(Family::Quant), if shuffle { "k4_shuffle" } else { "k4_bytes" });
     Ok(spec
+        .code(scales)
         .code(format!(
             "// Values k .. k + 4 of x's row i.\nfn x4(i: u32, k: u32, sk: u32) -> vec4<f32> {{\n    {x4}\n}}"
         ))
@@ -88,6 +94,14 @@ fn qmatvec_name(ty: GgmlType, dtype: DType, mq: usize, vec: bool) -> String {
     let base = kernel_name(QuantOp::Qmatvec.name(), dtype);
     let m = if mq == 1 { String::new() } else { format!("_m{mq}") };
     format!("{base}_{}{m}{}", ty.name(), if vec { "_v" } else { "" })
+}
+
+impl WgpuBackend {
+    /// Whether `qmatvec`'s q4_K lanes share their blocks' scales through subgroup shuffles:
+    /// subgroups of at least 8 (a block's lanes), unless `RWO_WGPU_TUNE=qmatvec_shuffle=off`.
+    fn qmatvec_shuffles(&self) -> bool {
+        self.caps().subgroup && self.0.gpu.info.subgroup_min_size >= 8 && self.tune().qmatvec_shuffle != Some(false)
+    }
 }
 
 impl QuantOps for WgpuBackend {
@@ -125,8 +139,9 @@ impl QuantOps for WgpuBackend {
         // x's rows as vectors of four: along K contiguous, each starting on four elements.
         let sk = xl.strides()[xl.rank() - 1];
         let vec = sk == 1 && starts.iter().all(|s| s.is_multiple_of(4));
-        let key = KernelKey::Qmatvec(ty, x.dtype, mq, vec);
-        let (spec, pipeline) = self.keyed(key, || qmatvec_spec(self.caps(), ty, x.dtype, mq, vec))?;
+        let shuffle = ty == GgmlType::Q4_K && self.qmatvec_shuffles();
+        let key = KernelKey::Qmatvec(ty, x.dtype, mq, vec, shuffle);
+        let (spec, pipeline) = self.keyed(key, || qmatvec_spec(self.caps(), ty, x.dtype, mq, vec, shuffle))?;
         // Every index fits u32: the storages (x's, the blocks') were checked against it.
         let (bs, bb) = (ty.block_size(), ty.block_bytes());
         let mut extra = vec![ty.id(), offset as u32, k as u32, n as u32, bs as u32, bb as u32, rows as u32];
@@ -156,7 +171,10 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         let vecs = Repr::of(dt, caps, "").is_ok_and(|r| r.vectorizes());
         for (&ty, mq) in GgmlType::ALL.iter().flat_map(|ty| [(ty, 1), (ty, QMATVEC_MAX_ROWS)]) {
             for vec in [false, true].into_iter().filter(|&v| !v || vecs) {
-                v.push((qmatvec_name(ty, dt, mq, vec), qmatvec_spec(caps, ty, dt, mq, vec)));
+                v.push((qmatvec_name(ty, dt, mq, vec), qmatvec_spec(caps, ty, dt, mq, vec, false)));
+                if caps.subgroup && ty == GgmlType::Q4_K {
+                    v.push((qmatvec_name(ty, dt, mq, vec) + "_shuffle", qmatvec_spec(caps, ty, dt, mq, vec, true)));
+                }
             }
         }
     }

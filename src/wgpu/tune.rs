@@ -26,6 +26,8 @@ pub struct Tune {
     pub sdpa_coop: Option<bool>,
     /// `sdpa_decode=on|off`: whether few query rows a kv head may take the decode pass.
     pub sdpa_decode: Option<bool>,
+    /// `qmatvec_shuffle=on|off`: whether q4_K matrix-vector lanes share scales by subgroup shuffles.
+    pub qmatvec_shuffle: Option<bool>,
     /// `submit=thread|inline`: whether batches submitted while the recording goes on are handed
     /// to a thread that submits them (native targets; a browser submits inline).
     pub submit_thread: Option<bool>,
@@ -55,6 +57,7 @@ impl Tune {
                 Some(("gemm_epilogue", v @ ("on" | "off"))) => t.gemm_epilogue = Some(v == "on"),
                 Some(("sdpa_coop", v @ ("on" | "off"))) => t.sdpa_coop = Some(v == "on"),
                 Some(("sdpa_decode", v @ ("on" | "off"))) => t.sdpa_decode = Some(v == "on"),
+                Some(("qmatvec_shuffle", v @ ("on" | "off"))) => t.qmatvec_shuffle = Some(v == "on"),
                 Some(("submit", v @ ("thread" | "inline"))) => t.submit_thread = Some(v == "thread"),
                 Some(("max_binding", v)) if v.parse::<u64>().is_ok_and(|b| b >= 256) => t.max_binding = v.parse().ok(),
                 _ => {
@@ -62,8 +65,8 @@ impl Tune {
                         kind: "wgpu".into(),
                         reason: format!(
                             "RWO_WGPU_TUNE: unknown setting {item:?}; known: random_mul=wide|pieces, sort_pairs=8|16, \
-                             gemm_split=on|off, gemm_epilogue=on|off, sdpa_coop=on|off, sdpa_decode=on|off, submit=thread|inline, \
-                             max_binding=BYTES (>= 256)"
+                             gemm_split=on|off, gemm_epilogue=on|off, sdpa_coop=on|off, sdpa_decode=on|off, \
+                             qmatvec_shuffle=on|off, submit=thread|inline, max_binding=BYTES (>= 256)"
                         ),
                     });
                 }
@@ -83,7 +86,7 @@ mod tests {
         assert_eq!(Tune::parse(Some(" ")), Ok(Tune::default()));
         let t = Tune::parse(Some(
             "random_mul=pieces, sort_pairs=8,gemm_split=off,gemm_epilogue=off,sdpa_coop=off,sdpa_decode=off,\
-             submit=inline,max_binding=65536",
+             qmatvec_shuffle=off,submit=inline,max_binding=65536",
         ))
         .unwrap_or_default();
         let want = Tune {
@@ -93,6 +96,7 @@ mod tests {
             gemm_epilogue: Some(false),
             sdpa_coop: Some(false),
             sdpa_decode: Some(false),
+            qmatvec_shuffle: Some(false),
             submit_thread: Some(false),
             submit_delay: None,
             max_binding: Some(65536),
