@@ -312,7 +312,8 @@ fn dequantize_units(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_
 }
 
 // x [rows, K] (read through its strides) times the N rows of blocks transposed, for few rows: QL
-// invocations (a lane group) per weight row, WG / QL rows a workgroup. A row is cut into units
+// invocations (a lane group) per RW weight rows (q4_K's two share each read of x), WG / QL groups
+// a workgroup. A row is cut into units
 // inside one block, a few words of its quants each; lane l takes the units l, l + QL, ..., so that
 // neighbours read neighbouring bytes and, at each step, nearby values of x (`x4`: four at once,
 // one vector where the host found x's rows aligned). q4_0, q8_0, q4_K and q6_K units are decoded
@@ -321,7 +322,7 @@ fn dequantize_units(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_
 // conversion instruction) under a scale d and, for q4_K, a min m per run of values: each of the
 // MQ rows of x adds d sum(q x) - m sum(x) per run to its f32 accumulator (the sums by fma), as
 // the native kernel does. Other types decode runs of RUN values with the functions above. The
-// lanes' accumulators meet in workgroup memory; one invocation per row of x and weight row adds
+// lanes' MQ RW accumulators meet in workgroup memory; one invocation per row of x and weight row adds
 // a group's QL of them and writes y[i, n] (an atomic update of its word: a packed word may hold
 // two outputs of different workgroups). The loops index no arrays but MQ's (a driver may keep a
 // loop, and an array indexed in a kept loop goes to memory): each word is read where it is used.
@@ -333,8 +334,8 @@ fn dequantize_units(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_
 // at EXTRA + 2: K, N, the block's values and bytes, the rows, x's stride along K, then the offset
 // in x of each of the MQ rows (rows past `rows` repeat the last).
 // @kernel qmatvec
-var<workgroup> part: array<f32, WG * MQ>;
-var<private> acc: array<f32, MQ>;
+var<workgroup> part: array<f32, WG * MQ * RW>;
+var<private> acc: array<f32, MQ * RW>;
 var<private> wv: array<f32, RUN>;
 var<private> xrow: array<u32, MQ>;
 
@@ -411,15 +412,20 @@ fn q8_0_unit(k: u32, sk: u32, d: u32, w: vec4<u32>) {
 // in their high ones. So the 8 lanes of a block read 32 neighbouring values of x at each step
 // (units of 16 neighbouring bytes put each lane 32 bytes from the next: 16 cache lines a load of
 // x); each lane decodes all 8 sub-blocks' scales and mins, four to a word.
-fn qmv_q4_k(row: u32, lane: u32, kn: u32, sk: u32) {
+fn qmv_q4_k(row: u32, row2: u32, lane: u32, kn: u32, sk: u32) {
     for (var u = lane; u < kn / 32u; u += QL) {
         let w = u % 8u;
         let o = row + (u / 8u) * 144u;
+        let o2 = row2 + (u / 8u) * 144u;
         let s = k4_scales(k4_head(o), w);
-        let p = o + 16u + 4u * w;
-        let v = vec4<u32>(word_at(p), word_at(p + 32u), word_at(p + 64u), word_at(p + 96u));
-        q4_k_rows(256u * (u / 8u) + 4u * w, sk, v, s.sl, s.ml, s.sh, s.mh);
+        let s2 = k4_scales(k4_head(o2), w);
+        q4_k_rows(256u * (u / 8u) + 4u * w, sk, k4_words(o + 16u + 4u * w), s, k4_words(o2 + 16u + 4u * w), s2);
     }
+}
+
+// The words p, p + 32, p + 64, p + 96: a q4_K unit's quants.
+fn k4_words(p: u32) -> vec4<u32> {
+    return vec4<u32>(word_at(p), word_at(p + 32u), word_at(p + 64u), word_at(p + 96u));
 }
 
 // The (d sc) and (dmin m) of a q4_K block's eight sub-blocks (ggml's get_scale_min_k4): sub-blocks
@@ -438,13 +444,28 @@ fn k4_bytes(h: K4Head) -> K4Scales {
                     h.dmin * bytes_f32(((h.s3 >> 4u) & 0x0f0f0f0fu) | ((h.s2 >> 2u) & 0x30303030u), 255u, 0.0));
 }
 
-// Row i of x's products with a q4_K unit: its words v, the scales and mins of its sub-blocks.
-fn q4_k_row(i: u32, k: u32, sk: u32, v: vec4<u32>, sl: vec4<f32>, ml: vec4<f32>, sh: vec4<f32>, mh: vec4<f32>) {
-    var s = acc[i];
-    s = k4_run(s, v.x, x4(i, k, sk), x4(i, k + 32u, sk), vec4<f32>(sl.xy, ml.xy));
-    s = k4_run(s, v.y, x4(i, k + 64u, sk), x4(i, k + 96u, sk), vec4<f32>(sl.zw, ml.zw));
-    s = k4_run(s, v.z, x4(i, k + 128u, sk), x4(i, k + 160u, sk), vec4<f32>(sh.xy, mh.xy));
-    acc[i] = k4_run(s, v.w, x4(i, k + 192u, sk), x4(i, k + 224u, sk), vec4<f32>(sh.zw, mh.zw));
+// Row i of x's products with the units of the lane group's two weight rows (accumulators i and
+// MQ + i): their words v, v2 and the scales and mins of their sub-blocks s, s2, each value of x
+// read once for both.
+fn q4_k_row(i: u32, k: u32, sk: u32, v: vec4<u32>, s: K4Scales, v2: vec4<u32>, s2: K4Scales) {
+    var r0 = acc[i];
+    var r1 = acc[MQ + i];
+    var a = x4(i, k, sk);
+    var b = x4(i, k + 32u, sk);
+    r0 = k4_run(r0, v.x, a, b, vec4<f32>(s.sl.xy, s.ml.xy));
+    r1 = k4_run(r1, v2.x, a, b, vec4<f32>(s2.sl.xy, s2.ml.xy));
+    a = x4(i, k + 64u, sk);
+    b = x4(i, k + 96u, sk);
+    r0 = k4_run(r0, v.y, a, b, vec4<f32>(s.sl.zw, s.ml.zw));
+    r1 = k4_run(r1, v2.y, a, b, vec4<f32>(s2.sl.zw, s2.ml.zw));
+    a = x4(i, k + 128u, sk);
+    b = x4(i, k + 160u, sk);
+    r0 = k4_run(r0, v.z, a, b, vec4<f32>(s.sh.xy, s.mh.xy));
+    r1 = k4_run(r1, v2.z, a, b, vec4<f32>(s2.sh.xy, s2.mh.xy));
+    a = x4(i, k + 192u, sk);
+    b = x4(i, k + 224u, sk);
+    acc[i] = k4_run(r0, v.w, a, b, vec4<f32>(s.sh.zw, s.mh.zw));
+    acc[MQ + i] = k4_run(r1, v2.w, a, b, vec4<f32>(s2.sh.zw, s2.mh.zw));
 }
 
 // s plus one q4_K word's products: its low nibbles times a under the scale and min (sm.x, sm.z),
@@ -523,7 +544,7 @@ fn qmatvec(
     @builtin(num_workgroups) nwg: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let first = (wid.x + wid.y * nwg.x) * (WG / QL);
+    let first = (wid.x + wid.y * nwg.x) * (WG / QL) * RW;
     k4_lanes();
     let kn = md[EXTRA + 2u];
     let nn = md[EXTRA + 3u];
@@ -531,35 +552,42 @@ fn qmatvec(
     let bb = md[EXTRA + 5u];
     let rows = md[EXTRA + 6u];
     let sk = md[EXTRA + 7u];
-    // Groups past N (the last workgroup's) read row N - 1 again and write nothing.
-    let row = md[EXTRA + 1u] + min(first + lid / QL, nn - 1u) * (kn / bs) * bb;
+    // Rows past N (the last workgroup's) read row N - 1 again and write nothing.
+    let g = first + (lid / QL) * RW;
+    let row = md[EXTRA + 1u] + min(g, nn - 1u) * (kn / bs) * bb;
+    let row2 = md[EXTRA + 1u] + min(g + 1u, nn - 1u) * (kn / bs) * bb;
     let lane = lid % QL;
     // The blocks on even bytes (and so every row's: q4_0's, q8_0's and q6_K's are).
     let even = (md[EXTRA + 1u] & 1u) == 0u;
     for (var i = 0u; i < MQ; i++) {
         xrow[i] = md[EXTRA + 8u + i];
+    }
+    for (var i = 0u; i < MQ * RW; i++) {
         acc[i] = 0.0;
     }
     switch T {
         case 2u: { qmv_q4_0(row, lane, kn, sk, even); }
         case 8u: { qmv_q8_0(row, lane, kn, sk, even); }
-        case 12u: { qmv_q4_k(row, lane, kn, sk); }
+        case 12u: { qmv_q4_k(row, row2, lane, kn, sk); }
         case 14u: { qmv_q6_k(row, lane, kn, sk, even); }
         default: { qmv_runs(T, row, lane, kn, sk, bs, bb); }
     }
-    for (var i = 0u; i < MQ; i++) {
-        part[i * WG + lid] = acc[i];
+    for (var j = 0u; j < MQ * RW; j++) {
+        part[j * WG + lid] = acc[j];
     }
     workgroupBarrier();
-    if (lid < (WG / QL) * MQ) {
-        let g = lid / MQ;
-        let i = lid % MQ;
+    // Accumulator j = r MQ + i: row i of x, the group's weight row r.
+    if (lid < (WG / QL) * MQ * RW) {
+        let g = lid / (MQ * RW);
+        let j = lid % (MQ * RW);
+        let i = j % MQ;
+        let n = first + g * RW + j / MQ;
         var sum = 0.0;
         for (var l = 0u; l < QL; l++) {
-            sum += part[i * WG + g * QL + l];
+            sum += part[j * WG + g * QL + l];
         }
-        if (i < rows && first + g < nn) {
-            y_store(i * nn + first + g, sum);
+        if (i < rows && n < nn) {
+            y_store(i * nn + n, sum);
         }
     }
 }
