@@ -411,7 +411,8 @@ fn q8_0_unit(k: u32, sk: u32, d: u32, w: vec4<u32>) {
 // words w + 8c of qs (c = 0 .. 3): values 64c + 4w .. 64c + 4w + 4 in their low nibbles, 32 more
 // in their high ones. So the 8 lanes of a block read 32 neighbouring values of x at each step
 // (units of 16 neighbouring bytes put each lane 32 bytes from the next: 16 cache lines a load of
-// x); each lane decodes all 8 sub-blocks' scales and mins, four to a word.
+// x). The lane group takes two weight rows (at row, row2): each unit of one has its twin in the
+// other, and each value of x read serves both (`q4_k_row`); the scales come from `k4_scales`.
 fn qmv_q4_k(row: u32, row2: u32, lane: u32, kn: u32, sk: u32) {
     for (var u = lane; u < kn / 32u; u += QL) {
         let w = u % 8u;
