@@ -312,23 +312,23 @@ fn dequantize_units(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_
 }
 
 // x [rows, K] (read through its strides) times the N rows of blocks transposed, for few rows: QL
-// invocations (a lane group) per RW weight rows (q4_K's two share each read of x), WG / QL groups
-// a workgroup. A row is cut into units
-// inside one block, a few words of its quants each; lane l takes the units l, l + QL, ..., so that
-// neighbours read neighbouring bytes and, at each step, nearby values of x (`x4`: four at once,
-// one vector where the host found x's rows aligned). q4_0, q8_0, q4_K and q6_K units are decoded
-// from whole 32-bit words (`word_at`: any byte address; blocks on even bytes through
-// `words4_even` / `words2_even`, branch-free) into small integers as f32 (`int_f32`: no
-// conversion instruction) under a scale d and, for q4_K, a min m per run of values: each of the
-// MQ rows of x adds d sum(q x) - m sum(x) per run to its f32 accumulator (the sums by fma), as
-// the native kernel does. Other types decode runs of RUN values with the functions above. The
-// lanes' MQ RW accumulators meet in workgroup memory; one invocation per row of x and weight row adds
-// a group's QL of them and writes y[i, n] (an atomic update of its word: a packed word may hold
-// two outputs of different workgroups). The loops index no arrays but MQ's (a driver may keep a
-// loop, and an array indexed in a kept loop goes to memory): each word is read where it is used.
-// q4_0's and q4_K's rows are not even a loop: `q4_0_rows` and `q4_k_rows`, generated, call the
-// row's function once per row with i a literal (NVIDIA kept the 8-row loop of both, and their
-// `acc` and `xrow` in local memory: `examples/kernel_stats.rs`).
+// invocations (a lane group) per RW weight rows (q4_K's two, and q6_K's from two rows of x on,
+// share each read of x), WG / QL groups a workgroup. A row is cut into units inside one block, a
+// few words of its quants each; lane l takes the units l, l + QL, ..., so that neighbours read
+// neighbouring bytes and, at each step, nearby values of x (`x4`: four at once, one vector where
+// the host found x's rows aligned). q4_0, q8_0, q4_K and q6_K units are decoded from whole 32-bit
+// words (`word_at`: any byte address; blocks on even bytes through `words4_even` / `words2_even`,
+// branch-free) into small integers as f32 (`int_f32`: no conversion instruction) under a scale d
+// and, for q4_K, a min m per run of values: each of the MQ rows of x adds d sum(q x) - m sum(x) per
+// run to its f32 accumulator (the sums by fma), as the native kernel does. Other types decode runs
+// of RUN values with the functions above. The lanes' MQ RW accumulators meet in workgroup memory;
+// one invocation per row of x and weight row adds a group's QL of them and writes y[i, n] (an
+// atomic update of its word: a packed word may hold two outputs of different workgroups). The loops
+// index no arrays but MQ's (a driver may keep a loop, and an array indexed in a kept loop goes to
+// memory): each word is read where it is used. q4_0's and q4_K's rows are not even a loop:
+// `q4_0_rows` and `q4_k_rows`, generated, call the row's function once per row with i a literal
+// (NVIDIA kept the 8-row loop of both, and their `acc` and `xrow` in local memory:
+// `examples/kernel_stats.rs`).
 //
 // The block type is the kernel constant T (ggml's id): a kernel holds one type's decoder. Metadata
 // at EXTRA + 2: K, N, the block's values and bytes, the rows, x's stride along K, then the offset
@@ -376,33 +376,74 @@ fn q4_0_row(i: u32, k: u32, sk: u32, v0: u32, v1: u32, d: f32) {
 }
 
 // q8_0 (34 bytes: d qs[32], i8). Unit: half a block, four words (16 values): H200, as q4_0,
-// 48.4-48.8 -> 39.8 us against two words a unit (a whole block a unit: 47-49).
-fn qmv_q8_0(row: u32, lane: u32, kn: u32, sk: u32, even: bool) {
+// 48.4-48.8 -> 39.8 us against two words a unit (a whole block a unit: 47-49). From two rows of x
+// on (RW = 2) the lane group takes two weight rows, as q6_K's (one row: no faster, session 48).
+fn qmv_q8_0(row: u32, row2: u32, lane: u32, kn: u32, sk: u32, even: bool) {
     for (var u = lane; u < kn / 16u; u += QL) {
-        let o = row + (u / 2u) * 34u;
-        let p = o + 2u + 16u * (u % 2u);
-        if (even) {
-            q8_0_unit(16u * u, sk, half_even(o), words4_even(p));
+        let at = (u / 2u) * 34u;
+        let h = 16u * (u % 2u);
+        let a = q8_0_words(even, row + at, h);
+        if (RW == 1u) {
+            q8_0_unit(16u * u, sk, a);
         } else {
-            q8_0_unit(16u * u, sk, word_at(o) & 0xffffu, vec4<u32>(word_at(p), word_at(p + 4u), word_at(p + 8u), word_at(p + 12u)));
+            q8_0_units(16u * u, sk, a, q8_0_words(even, row2 + at, h));
         }
     }
 }
 
-// Every row of x's products with a q8_0 unit from value k of the row: its block's f16 scale d
-// and the unit's 16 quants, four words.
-fn q8_0_unit(k: u32, sk: u32, d: u32, w: vec4<u32>) {
-    // i8 v as the byte v + 128.
-    let q0 = bytes_f32(w.x ^ 0x80808080u, 255u, 128.0);
-    let q1 = bytes_f32(w.y ^ 0x80808080u, 255u, 128.0);
-    let q2 = bytes_f32(w.z ^ 0x80808080u, 255u, 128.0);
-    let q3 = bytes_f32(w.w ^ 0x80808080u, 255u, 128.0);
+// A q8_0 unit: its block's f16 scale d and its 16 quants, four words.
+struct Q8Words {
+    d: u32,
+    w: vec4<u32>,
+}
+
+// The unit of the block at byte o whose quants start at its byte 2 + h.
+fn q8_0_words(even: bool, o: u32, h: u32) -> Q8Words {
+    let p = o + 2u + h;
+    if (even) {
+        return Q8Words(half_even(o), words4_even(p));
+    }
+    return Q8Words(word_at(o) & 0xffffu, vec4<u32>(word_at(p), word_at(p + 4u), word_at(p + 8u), word_at(p + 12u)));
+}
+
+// i8 values v of a word as the f32 v (each byte v + 128 first).
+fn i8s_f32(w: u32) -> vec4<f32> {
+    return bytes_f32(w ^ 0x80808080u, 255u, 128.0);
+}
+
+// Every row of x's products with a q8_0 unit a from value k of the row.
+fn q8_0_unit(k: u32, sk: u32, a: Q8Words) {
+    let q0 = i8s_f32(a.w.x);
+    let q1 = i8s_f32(a.w.y);
+    let q2 = i8s_f32(a.w.z);
+    let q3 = i8s_f32(a.w.w);
     for (var i = 0u; i < MQ; i++) {
         var s = dot4(q0, x4(i, k, sk), 0.0);
         s = dot4(q1, x4(i, k + 4u, sk), s);
         s = dot4(q2, x4(i, k + 8u, sk), s);
         s = dot4(q3, x4(i, k + 12u, sk), s);
-        acc[i] = fma(f16_to_f32(d), s, acc[i]);
+        acc[i] = fma(f16_to_f32(a.d), s, acc[i]);
+    }
+}
+
+// The same for the units a and b of the lane group's two weight rows (accumulators i and MQ + i),
+// each value of x read once for both.
+fn q8_0_units(k: u32, sk: u32, a: Q8Words, b: Q8Words) {
+    let a0 = i8s_f32(a.w.x);
+    let a1 = i8s_f32(a.w.y);
+    let a2 = i8s_f32(a.w.z);
+    let a3 = i8s_f32(a.w.w);
+    let b0 = i8s_f32(b.w.x);
+    let b1 = i8s_f32(b.w.y);
+    let b2 = i8s_f32(b.w.z);
+    let b3 = i8s_f32(b.w.w);
+    for (var i = 0u; i < MQ; i++) {
+        let x0 = x4(i, k, sk);
+        let x1 = x4(i, k + 4u, sk);
+        let x2 = x4(i, k + 8u, sk);
+        let x3 = x4(i, k + 12u, sk);
+        acc[i] = fma(f16_to_f32(a.d), dot4(a3, x3, dot4(a2, x2, dot4(a1, x1, dot4(a0, x0, 0.0)))), acc[i]);
+        acc[MQ + i] = fma(f16_to_f32(b.d), dot4(b3, x3, dot4(b2, x2, dot4(b1, x1, dot4(b0, x0, 0.0)))), acc[MQ + i]);
     }
 }
 
@@ -488,27 +529,56 @@ fn q6_k_words(even: bool, p: u32, hb: u32) -> vec4<u32> {
 
 // q6_K (210 bytes: ql[128] qh[64] scales[16] d): value 128n + 32g + l is nibble g / 2 of
 // ql[64n + 32 (g % 2) + l] with 2 high bits at 2g of qh[32n + l], minus 32, under the i8 scale
-// 8n + 2g + l / 16. Unit j (8 a block): n = j / 4, l from 8 (j % 4), run g for g = 0 .. 3.
-fn qmv_q6_k(row: u32, lane: u32, kn: u32, sk: u32, even: bool) {
+// 8n + 2g + l / 16. Unit j (8 a block): n = j / 4, l from 8 (j % 4), run g for g = 0 .. 3. From
+// two rows of x on (RW = 2) the lane group takes two weight rows, each value of x read once for
+// both (H200, f16 x of 4 rows times [14336,4096]^T: 89-90 -> 67-68 us; at one row 49-51 -> 59-61,
+// so one row keeps RW = 1).
+fn qmv_q6_k(row: u32, row2: u32, lane: u32, kn: u32, sk: u32, even: bool) {
     for (var u = lane; u < kn / 32u; u += QL) {
         let j = u % 8u;
-        let n = j / 4u;
-        let l = 8u * (j % 4u);
+        let k0 = 256u * (u / 8u) + 128u * (j / 4u) + 8u * (j % 4u);
         let o = row + (u / 8u) * 210u;
+        let o2 = row2 + (u / 8u) * 210u;
         let dd = half_at(o + 208u);
-        let k0 = 256u * (u / 8u) + 128u * n + l;
+        var dd2 = 0.0;
+        if (RW == 2u) {
+            dd2 = half_at(o2 + 208u);
+        }
         for (var g = 0u; g < 4u; g++) {
-            let sc = dd * f32(i8_of(byte_at(o + 192u + 8u * n + 2u * g + l / 16u)));
-            let p = o + 64u * n + 32u * (g % 2u) + l;
-            let hb = o + 128u + 32u * n + l;
-            let w = q6_k_words(even, p, hb);
-            let q0 = bytes_f32(((w.x >> (4u * (g / 2u))) & 0x0f0f0f0fu) | (((w.z >> (2u * g)) & 0x03030303u) << 4u), 63u, 32.0);
-            let q1 = bytes_f32(((w.y >> (4u * (g / 2u))) & 0x0f0f0f0fu) | (((w.w >> (2u * g)) & 0x03030303u) << 4u), 63u, 32.0);
-            for (var i = 0u; i < MQ; i++) {
-                acc[i] = fma(sc, dot4(q1, x4(i, k0 + 32u * g + 4u, sk), dot4(q0, x4(i, k0 + 32u * g, sk), 0.0)), acc[i]);
+            let a = q6_k_run(o, j, g, even, dd);
+            if (RW == 1u) {
+                for (var i = 0u; i < MQ; i++) {
+                    acc[i] = fma(a.sc, dot4(a.q1, x4(i, k0 + 32u * g + 4u, sk), dot4(a.q0, x4(i, k0 + 32u * g, sk), 0.0)), acc[i]);
+                }
+            } else {
+                let b = q6_k_run(o2, j, g, even, dd2);
+                for (var i = 0u; i < MQ; i++) {
+                    let x0 = x4(i, k0 + 32u * g, sk);
+                    let x1 = x4(i, k0 + 32u * g + 4u, sk);
+                    acc[i] = fma(a.sc, dot4(a.q1, x1, dot4(a.q0, x0, 0.0)), acc[i]);
+                    acc[MQ + i] = fma(b.sc, dot4(b.q1, x1, dot4(b.q0, x0, 0.0)), acc[MQ + i]);
+                }
             }
         }
     }
+}
+
+// Run g of unit j of the q6_K block at byte o (its d: dd): its 8 values q - 32 (q0, q1) and their
+// scale d sc.
+struct Q6Run {
+    sc: f32,
+    q0: vec4<f32>,
+    q1: vec4<f32>,
+}
+
+fn q6_k_run(o: u32, j: u32, g: u32, even: bool, dd: f32) -> Q6Run {
+    let n = j / 4u;
+    let l = 8u * (j % 4u);
+    let sc = dd * f32(i8_of(byte_at(o + 192u + 8u * n + 2u * g + l / 16u)));
+    let w = q6_k_words(even, o + 64u * n + 32u * (g % 2u) + l, o + 128u + 32u * n + l);
+    let q0 = bytes_f32(((w.x >> (4u * (g / 2u))) & 0x0f0f0f0fu) | (((w.z >> (2u * g)) & 0x03030303u) << 4u), 63u, 32.0);
+    let q1 = bytes_f32(((w.y >> (4u * (g / 2u))) & 0x0f0f0f0fu) | (((w.w >> (2u * g)) & 0x03030303u) << 4u), 63u, 32.0);
+    return Q6Run(sc, q0, q1);
 }
 
 // Values j0 .. j0 + RUN of the block of type t at byte o into wv: one branch per run.
@@ -568,9 +638,9 @@ fn qmatvec(
     }
     switch T {
         case 2u: { qmv_q4_0(row, lane, kn, sk, even); }
-        case 8u: { qmv_q8_0(row, lane, kn, sk, even); }
+        case 8u: { qmv_q8_0(row, row2, lane, kn, sk, even); }
         case 12u: { qmv_q4_k(row, row2, lane, kn, sk); }
-        case 14u: { qmv_q6_k(row, lane, kn, sk, even); }
+        case 14u: { qmv_q6_k(row, row2, lane, kn, sk, even); }
         default: { qmv_runs(T, row, lane, kn, sk, bs, bb); }
     }
     for (var j = 0u; j < MQ * RW; j++) {

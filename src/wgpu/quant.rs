@@ -1,9 +1,9 @@
 //! Quantized blocks on wgpu (`shaders/quant.wgsl`): the blocks bound as u32 words (a u8 storage
 //! is its bytes packed four to a word), every field read at its byte address. `dequantize`: an
 //! invocation per word of quants (q4_0, q8_0, q4_K), else one output word per invocation.
-//! `qmatvec`: 32 invocations per weight row (per two for q4_K), the blocks decoded in registers
-//! once (units of 16 to 32 values from whole words) and used for every row of x, the lanes' sums
-//! added in workgroup memory, one write per output.
+//! `qmatvec`: 32 invocations per weight row (per two for q4_K, and for q6_K from two rows of x
+//! on), the blocks decoded in registers once (units of 16 to 32 values from whole words) and used
+//! for every row of x, the lanes' sums added in workgroup memory, one write per output.
 
 use super::kernel::{Index, Spec, family_source, section};
 use super::repr::{Access, Caps, Repr};
@@ -14,9 +14,9 @@ use crate::spec::{Family, kernel_name};
 use crate::{DType, Result};
 
 /// Invocations per `qmatvec` workgroup; the partial sums of 8 rows of x take 4 KiB of workgroup
-/// memory (8 KiB for q4_K's two weight rows a lane group).
+/// memory (8 KiB for two weight rows a lane group).
 const QMATVEC_WG: u32 = 128;
-/// Invocations per lane group of `qmatvec` (`QL`), which takes a weight row (two for q4_K): 4
+/// Invocations per lane group of `qmatvec` (`QL`), which takes a weight row (or two: `RW`): 4
 /// groups a workgroup. With K = 4096 each takes 128 values of the row.
 const QMATVEC_LANES: u32 = 32;
 
@@ -62,7 +62,7 @@ fn qmatvec_spec(caps: Caps, ty: GgmlType, dtype: DType, mq: usize, vec: bool, sh
         .constant("MQ", format!("{mq}u"))
         .constant("RUN", format!("{QMATVEC_RUN}u"))
         .constant("QL", format!("{QMATVEC_LANES}u"))
-        .constant("RW", format!("{}u", qmatvec_group_rows(ty)));
+        .constant("RW", format!("{}u", qmatvec_group_rows(ty, mq)));
     spec.workgroup = QMATVEC_WG;
     spec.bindings[1].vec = vec && r.vectorizes();
     let x4 = if spec.bindings[1].vec {
@@ -89,11 +89,17 @@ fn qmatvec_spec(caps: Caps, ty: GgmlType, dtype: DType, mq: usize, vec: bool, sh
         )))
 }
 
-/// Weight rows a `qmatvec` lane group takes (`RW`): q4_K's two read each value of x once for
-/// both (H200, f16 x of 2, 4 and 8 rows times [14336,4096]^T: 57-58 -> 50-51, 81-88 -> 67-69,
-/// 122-124 -> 99-100 us; one row unchanged). q8_0 measured no faster so at one row (session 48).
-fn qmatvec_group_rows(ty: GgmlType) -> u32 {
-    if ty == GgmlType::Q4_K { 2 } else { 1 }
+/// Weight rows a `qmatvec` lane group takes (`RW`) for `mq` rows of x: q4_K's two read each
+/// value of x once for both (H200, f16 x of 2, 4 and 8 rows times [14336,4096]^T: 57-58 ->
+/// 50-51, 81-88 -> 67-69, 122-124 -> 99-100 us; one row unchanged); q6_K's and q8_0's from two
+/// rows of x on (4 rows: q6_K 89.6-90.6 -> 62.9-64.4 us, q8_0 83.8-84.7 -> 58.3-60.0; at one row
+/// q6_K 49-51 -> 59-61 in session 51, q8_0 no faster in session 48).
+fn qmatvec_group_rows(ty: GgmlType, mq: usize) -> u32 {
+    match ty {
+        GgmlType::Q4_K => 2,
+        GgmlType::Q6_K | GgmlType::Q8_0 if mq >= 2 => 2,
+        _ => 1,
+    }
 }
 
 /// The kernel name of a `qmatvec` variant: `qmatvec_f32_q4_0`, `qmatvec_f32_q4_0_m2`, ...,
@@ -156,7 +162,7 @@ impl QuantOps for WgpuBackend {
         extra.push(sk as u32);
         extra.extend((0..mq).map(|i| starts[i.min(rows - 1)] as u32));
         let meta = spec.meta((rows * n) as u32, &[], &extra);
-        let groups = n.div_ceil((QMATVEC_WG / QMATVEC_LANES * qmatvec_group_rows(ty)) as usize) as u64;
+        let groups = n.div_ceil((QMATVEC_WG / QMATVEC_LANES * qmatvec_group_rows(ty, mq)) as usize) as u64;
         self.run(&spec, &pipeline, &[q.buffer(), x.buffer(), y.buffer()], &meta, groups * QMATVEC_WG as u64)?;
         Ok(y)
     }
