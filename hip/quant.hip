@@ -577,6 +577,12 @@ __device__ __forceinline__ u32 hfma2(u32 a, u32 b, u32 c) {
   return r;
 }
 
+__device__ __forceinline__ u32 hsub2(u32 a, u32 b) {
+  u32 r;
+  asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+
 __device__ __forceinline__ u32 word_of(const uint4* v, u32 i) {
   const uint4 u = v[i / 4];
   return i % 4 == 0 ? u.x : i % 4 == 1 ? u.y : i % 4 == 2 ? u.z : u.w;
@@ -671,4 +677,109 @@ RWO_KERNEL qmatvec_f16_mma4(QmvArgs a, const u8* q, const f16* x, f16* y) { qmat
 RWO_KERNEL qmatvec_f16_mma8(QmvArgs a, const u8* q, const f16* x, f16* y) { qmatvec_mma<8, false>(a, q, x, y); }
 RWO_KERNEL qmatvec_f16_mma4_xs(QmvArgs a, const u8* q, const f16* x, f16* y) { qmatvec_mma<4, true>(a, q, x, y); }
 RWO_KERNEL qmatvec_f16_mma8_xs(QmvArgs a, const u8* q, const f16* x, f16* y) { qmatvec_mma<8, true>(a, q, x, y); }
+
+// q8_0 on tensor cores (src/native/quant.rs picks it for blocks on 16 bytes, K a multiple of 256,
+// times f16 x whose rows are aligned vectors, 2 to 8 rows): the frame above (16 weight rows a
+// block of W warps, K split over them, the warps' sums met in shared memory), a step 8 blocks
+// (256 values, 272 bytes a row: every row's steps on 16 bytes). A warp loads its 16 rows' step as
+// whole 16-byte vectors, lane i the vectors i, i + 32, ... of the 272 (the next step's in
+// registers while this one is computed; two steps ahead was slower, H200 [1,4096] x
+// [14336,4096]^T 24.1-24.3 -> 28.9-29.2 us), and stores them to its tile in shared memory; lane
+// (g, t) then reads there quant words t and t + 4 of each block of rows g and g + 8 (values
+// 4t .. 4t + 4 and 16 + 4t .. 16 + 4t + 4, a block's two k steps; a row of 68 words puts the 8
+// groups' words in 32 different banks) and their scales. An i8 q becomes the f16
+// (1024 + (q + 128)) - 1152 = q exactly (a byte permute and one f16x2 subtraction for two), the
+// values of x are B as they are, and each lane adds d (sum q x) per block to its accumulators,
+// as the SIMT kernel does. H200, f16 x times [14336,4096]^T: 4 rows 43.8-44.1 -> 26.9-27.2 us, but
+// one row 22.3-22.5 -> 24.1-24.3, which the SIMT kernel keeps. Its first form, each lane loading
+// its words straight from memory (a load touching 16 rows for 16 bytes of each), took 41.2.
+#define QMMA8_WORDS 68
+
+template <u32 W>
+__device__ __forceinline__ void qmatvec_mma_q8(const QmvArgs& a, const u8* q, const f16* x, f16* y) {
+  __shared__ uint4 tile[W][QMMA_ROWS * QMMA8_WORDS / 4];
+  __shared__ float part[W][QMMA_ROWS][8];
+  const u32 lane = threadIdx.x % 32, w = threadIdx.x / 32, g = lane / 4, t = lane % 4;
+  const u64 n0 = a.first + (u64)blockIdx.x * QMMA_ROWS, steps = a.k / 256, rb = a.k / 32 * 34;
+  // Vector j of this lane's share of a step: vector e % 17 of row e / 17, e = lane + 32 j.
+  constexpr u32 V = QMMA_ROWS * QMMA8_WORDS / 4, J = (V + 31) / 32;
+  const uint4* src[J];
+#pragma unroll
+  for (u32 j = 0; j < J; ++j) {
+    const u32 e = min(lane + 32 * j, V - 1);
+    src[j] = reinterpret_cast<const uint4*>(q + min(n0 + e / 17, a.n - 1) * rb) + e % 17;
+  }
+  const u32* xw = reinterpret_cast<const u32*>(x + a.row[g]);
+  const u32* tw = reinterpret_cast<const u32*>(tile[w]);
+  const u32 sign = 0x80808080u, one = 0x64646464u, bias = 0x64806480u;
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  uint4 nxt[J];
+  if (w < steps) {
+#pragma unroll
+    for (u32 j = 0; j < J; ++j) nxt[j] = src[j][17 * w];
+  }
+  for (u64 s = w; s < steps; s += W) {
+    __syncwarp();
+#pragma unroll
+    for (u32 j = 0; j < J; ++j)
+      if (lane + 32 * j < V) tile[w][lane + 32 * j] = nxt[j];
+    __syncwarp();
+    if (s + W < steps) {
+#pragma unroll
+      for (u32 j = 0; j < J; ++j) nxt[j] = src[j][17 * (s + W)];
+    }
+#pragma unroll
+    for (u32 b = 0; b < 8; ++b) {
+      // Block b of the step: bytes 34b .. 34b + 34 of each row, its quants from byte 2.
+      u32 fa[2][4], d[2];
+#pragma unroll
+      for (u32 r = 0; r < 2; ++r) {
+        const u32* row = tw + (g + 8 * r) * QMMA8_WORDS;
+        u32 qw[2];
+        if (b % 2 == 0) {
+          // On 4 bytes: d in the low half of word 17b / 2, each quant word across two words.
+          const u32 o = 17 * b / 2;
+          d[r] = row[o] & 0xFFFF;
+          qw[0] = __byte_perm(row[o + t], row[o + t + 1], 0x5432);
+          qw[1] = __byte_perm(row[o + t + 4], row[o + t + 5], 0x5432);
+        } else {
+          // On 2 bytes: d in the high half of word (17b - 1) / 2, the quants on whole words.
+          const u32 o = (17 * b - 1) / 2;
+          d[r] = row[o] >> 16;
+          qw[0] = row[o + 1 + t];
+          qw[1] = row[o + 5 + t];
+        }
+#pragma unroll
+        for (u32 k = 0; k < 2; ++k) {
+          const u32 v = qw[k] ^ sign;
+          fa[k][r] = hsub2(__byte_perm(v, one, 0x4140), bias);
+          fa[k][2 + r] = hsub2(__byte_perm(v, one, 0x4342), bias);
+        }
+      }
+      // x: values 4t .. 4t + 4 and 16 + 4t .. 16 + 4t + 4 of the block, as pairs.
+      const u32 xo = (u32)s * 128 + 16 * b + 2 * t;
+      const uint2 x0 = *reinterpret_cast<const uint2*>(xw + xo), x1 = *reinterpret_cast<const uint2*>(xw + xo + 8);
+      float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      const u32 b0[2] = {x0.x, x0.y}, b1[2] = {x1.x, x1.y};
+      mma16816<f16>(c, fa[0], b0);
+      mma16816<f16>(c, fa[1], b1);
+      // c[j]: row g + 8 (j / 2), column (x's row) 2t + j % 2.
+#pragma unroll
+      for (u32 j = 0; j < 4; ++j) acc[j] = fmaf(f16_to_f32(f16{(unsigned short)d[j / 2]}), c[j], acc[j]);
+    }
+  }
+#pragma unroll
+  for (u32 j = 0; j < 4; ++j) part[w][g + 8 * (j / 2)][2 * t + j % 2] = acc[j];
+  __syncthreads();
+  for (u32 e = threadIdx.x; e < QMMA_ROWS * 8; e += 32 * W) {
+    const u32 r = e / 8, col = e % 8;
+    float s = 0.0f;
+#pragma unroll
+    for (u32 v = 0; v < W; ++v) s += part[v][r][col];
+    if (col < a.rows && n0 + r < a.n) y[col * a.n + n0 + r] = num<f16>::store(s);
+  }
+}
+
+RWO_KERNEL qmatvec_f16_q8_0_mma4(QmvArgs a, const u8* q, const f16* x, f16* y) { qmatvec_mma_q8<4>(a, q, x, y); }
+RWO_KERNEL qmatvec_f16_q8_0_mma8(QmvArgs a, const u8* q, const f16* x, f16* y) { qmatvec_mma_q8<8>(a, q, x, y); }
 #endif

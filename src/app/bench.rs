@@ -427,7 +427,7 @@ fn quant_cases(scale: usize) -> Vec<Case> {
                 .map(|(n, k, m)| qmatvec_case(GgmlType::Q4_K, n, k, m, scale)),
         )
         .chain([(4096, 14336, 1), (14336, 4096, 4)].map(|(n, k, m)| qmatvec_case(GgmlType::Q6_K, n, k, m, scale)))
-        .chain(std::iter::once(qmatvec_case(GgmlType::Q8_0, 14336, 4096, 4, scale)))
+        .chain([2, 4].map(|m| qmatvec_case(GgmlType::Q8_0, 14336, 4096, m, scale)))
         .chain([GgmlType::Q4_K, GgmlType::Q8_0].map(|ty| copy_like(ty, scale)))
         .chain(prefill_cases(scale))
         .chain(std::iter::once(gguf_load_case(scale)))

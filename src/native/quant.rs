@@ -3,8 +3,9 @@
 //! read byte by byte); launches of whole blocks, each within the kernels' 32-bit index.
 //! `qmatvec`: a warp per two weight rows, the blocks decoded in registers once (units of 16 or 32
 //! values from whole words) and used for every row of x, the sums added by warp shuffles; on
-//! tensor cores for q4_K times f16 x (`qmatvec_f16_mma4`, `_mma8`: 16 weight rows a block, split
-//! along K over its 4 or 8 warps; `_xs`: x's rows staged in shared memory first).
+//! tensor cores for q4_K and q8_0 times f16 x (`qmatvec_f16_mma4`, `_mma8`, `qmatvec_f16_q8_0_mma4`,
+//! `_mma8`: 16 weight rows a block, split along K over its 4 or 8 warps; `_xs`: x's rows staged
+//! in shared memory first).
 
 use super::kernel::{Args, MAX_ELEMS, launches};
 use super::{NativeBackend, NativeStorage, Runtime};
@@ -57,10 +58,20 @@ fn block_align<R: Runtime>(q: &NativeStorage<R>, offset: usize, ty: GgmlType) ->
 }
 
 impl<R: Runtime> NativeBackend<R> {
+    /// Warps a block of the tensor-core `qmatvec` kernels for `n` weight rows: 4 (K split 4 ways)
+    /// where that still gives every multiprocessor 16 warps, else 8 (H200, q4_K: [14336, 4096]
+    /// 17.3 against 18.3 us, [4096, 14336] 18.8 against 16.4).
+    fn qmma_warps(&self, n: usize) -> u32 {
+        let mps = u64::from(self.0.rt.info().multiprocessors);
+        if (n as u64).div_ceil(QMMA_ROWS) * 4 >= 16 * mps { 4 } else { 8 }
+    }
+
     /// What `Device::info` says of the matrix-vector kernels.
     pub(super) fn qmatvec_pass(&self) -> &'static str {
         match self.tensor_cores() {
-            true => "q4_K times f16 on tensor cores (RWO_NATIVE_MMA=0 turns them off), the rest SIMT",
+            true => {
+                "q4_K, and q8_0 from two rows of x, times f16 on tensor cores (RWO_NATIVE_MMA=0 turns them off), the rest SIMT"
+            }
             false => "SIMT",
         }
     }
@@ -138,16 +149,21 @@ impl<R: Runtime> QuantOps for NativeBackend<R> {
         // a row from multiples of 8).
         let align = block_align(q, offset, ty);
         let xvec = sk == 1 && x.ptr.0.is_multiple_of(16) && starts.iter().all(|s| s.is_multiple_of(8));
-        // q4_K times f16 x in aligned vectors on tensor cores (every row count up to 8 at once),
-        // else the SIMT kernel built for the power of two at least `rows`.
-        let mma = ty == GgmlType::Q4_K && x.dtype == DType::F16 && align >= 16 && xvec && self.tensor_cores();
+        // q4_K blocks on 16 bytes, and q8_0 rows of steps of 256 values on 16 bytes from two rows
+        // of x on (at one its SIMT kernel is faster: H200 [1,4096] x [14336,4096]^T 22.3 against
+        // 24.2 us; 4 rows 44.0 against 27.0), times f16 x in aligned vectors on tensor cores
+        // (every row count up to 8 at once), else the SIMT kernel built for the power of two at
+        // least `rows`.
+        let q8 =
+            ty == GgmlType::Q8_0 && rows >= 2 && (q.ptr.0 + offset as u64).is_multiple_of(16) && k.is_multiple_of(256);
+        let mma = (ty == GgmlType::Q4_K && align >= 16 || q8) && x.dtype == DType::F16 && xvec && self.tensor_cores();
         let (name, rows_per_block, threads) = match (mma, qmatvec_rows_class(rows)) {
+            (true, _) if q8 => {
+                let warps = self.qmma_warps(n);
+                (format!("{base}_q8_0_mma{warps}"), QMMA_ROWS, 32 * warps)
+            }
             (true, _) => {
-                // 4 warps a block (K split 4 ways) where that still gives every multiprocessor
-                // 16 warps, else 8 (H200: [14336, 4096] 17.3 against 18.3 us, [4096, 14336]
-                // 18.8 against 16.4).
-                let mps = u64::from(self.0.rt.info().multiprocessors);
-                let warps = if (n as u64).div_ceil(QMMA_ROWS) * 4 >= 16 * mps { 4 } else { 8 };
+                let warps = self.qmma_warps(n);
                 // x's rows staged in shared memory where they fit (H200, 4 rows: 22.1 -> 19.3 us).
                 let xs = if rows * k <= QMMA_XS { "_xs" } else { "" };
                 (format!("{base}_mma{warps}{xs}"), QMMA_ROWS, 32 * warps)

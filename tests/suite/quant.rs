@@ -368,25 +368,38 @@ fn qtol(dtype: DType, k: usize) -> Tol {
 /// threshold (`QMATVEC_MAX_ROWS`), every x layout of [`X_CASES`], f32, f16 and bf16 x, an odd N and
 /// a K of several runs per invocation (k-quants: N = 19, past a block of 16 weight rows of the
 /// tensor-core kernel, and 9 super-blocks, more than its 8 warps; the 32-value types: 65 blocks, so
-/// the lanes of a row take unequal shares of its units), the blocks off a word boundary of their buffer (at an odd
-/// or an even address) and on a 16-byte one: the native kernel reads words from even addresses,
-/// q4_K's 16-byte vectors where the blocks start on 16 bytes, and value by value elsewhere.
+/// the lanes of a row take unequal shares of its units, and for q8_0 also 72 blocks, 9 steps of
+/// its tensor-core kernel), the blocks off a word boundary of their buffer (at an odd or an even
+/// address) and on a 16-byte one: the native kernel reads words from even addresses, q4_K's and
+/// q8_0's 16-byte vectors where the blocks start on 16 bytes, and value by value elsewhere.
 async fn qmatmul_matches_cpu_at_every_row_count(dev: &Device) -> Result<()> {
     for &ty in GgmlType::ALL {
-        let (n, k) = if ty.block_size() == 32 { (5, 2080) } else { (19, 2304) };
-        let (bytes, wmax) = blocks_of(ty, n, k).await?;
-        for pad in [1 + ty.id() as usize % 2, 16] {
-            let weight = |d: &Device| -> Result<QTensor> {
-                let buffer: Vec<u8> = std::iter::repeat_n(0xa5, pad).chain(bytes.iter().copied()).collect();
-                let window = Tensor::from_vec(buffer, [pad + bytes.len()], d)?.narrow(0, pad, bytes.len())?;
-                QTensor::new(ty, [n, k], &window)
-            };
-            for dtype in crate::float_dtypes(dev).into_iter().filter(|d| *d != DType::F64) {
-                for (case, name) in X_CASES.iter().enumerate() {
-                    let what = format!("qmatmul {ty} {dtype} x {name}, blocks at byte {pad}");
-                    let f = |d: &Device| weight(d)?.qmatmul(&x_case(d, dtype, k, 1.0 / wmax, case)?);
-                    compare_with_cpu(dev, qtol(dtype, k), &what, f).await?;
-                }
+        let (n, ks): (usize, &[usize]) = match ty {
+            GgmlType::Q8_0 => (5, &[2080, 2304]),
+            _ if ty.block_size() == 32 => (5, &[2080]),
+            _ => (19, &[2304]),
+        };
+        for &k in ks {
+            qmatmul_against_cpu(dev, ty, n, k).await?;
+        }
+    }
+    Ok(())
+}
+
+/// [`qmatmul_matches_cpu_at_every_row_count`] for one block type and shape.
+async fn qmatmul_against_cpu(dev: &Device, ty: GgmlType, n: usize, k: usize) -> Result<()> {
+    let (bytes, wmax) = blocks_of(ty, n, k).await?;
+    for pad in [1 + ty.id() as usize % 2, 16] {
+        let weight = |d: &Device| -> Result<QTensor> {
+            let buffer: Vec<u8> = std::iter::repeat_n(0xa5, pad).chain(bytes.iter().copied()).collect();
+            let window = Tensor::from_vec(buffer, [pad + bytes.len()], d)?.narrow(0, pad, bytes.len())?;
+            QTensor::new(ty, [n, k], &window)
+        };
+        for dtype in crate::float_dtypes(dev).into_iter().filter(|d| *d != DType::F64) {
+            for (case, name) in X_CASES.iter().enumerate() {
+                let what = format!("qmatmul {ty} {dtype} x {name}, blocks at byte {pad}");
+                let f = |d: &Device| weight(d)?.qmatmul(&x_case(d, dtype, k, 1.0 / wmax, case)?);
+                compare_with_cpu(dev, qtol(dtype, k), &what, f).await?;
             }
         }
     }
