@@ -179,12 +179,13 @@ impl<R: Runtime> QuantOps for NativeBackend<R> {
             args.first = first;
             let mut a = Args::default();
             a.pod(&args).ptr(q.at(offset)).ptr(x.ptr).ptr(y.ptr);
-            // SAFETY: qmatvec_T[_mMQ|_mmaW](QmvArgs, q, x, y) in order; it reads the n rows of K / bs
-            // blocks from `q` (inside the u8 storage: the spec checked its bytes against the
-            // shape), x at the row offsets plus multiples of its K stride below K (the spec
-            // checked x's view against its storage; words and vectors only at the alignments
-            // `align` and `xvec` found) and writes the rows x n elements of `y`; warps past n
-            // return at once (`_mma`: rows past n read row n - 1 and write nothing).
+            // SAFETY: qmatvec_T[_mMQ|_mmaW|_q8_0_mmaW](QmvArgs, q, x, y) in order; it reads the n
+            // rows of K / bs blocks from `q` (inside the u8 storage: the spec checked its bytes
+            // against the shape), x at the row offsets plus multiples of its K stride below K
+            // (the spec checked x's view against its storage; words and vectors only at the
+            // alignments `align`, `xvec` and, for `_q8_0_mma`, `q8` found) and writes the rows x
+            // n elements of `y`; warps past n return at once (`_mma`: rows past n read row n - 1
+            // and write nothing).
             unsafe { self.launch_grid(Family::Quant, &name, [blocks, 1, 1], threads, &mut a)? };
         }
         Ok(y)
