@@ -588,9 +588,27 @@ __device__ __forceinline__ u32 word_of(const uint4* v, u32 i) {
   return i % 4 == 0 ? u.x : i % 4 == 1 ? u.y : i % 4 == 2 ? u.z : u.w;
 }
 
+// The end of a tensor-core block of W warps: lane (g, t)'s accumulators (c fragments: rows g and
+// g + 8 of the block's QMMA_ROWS weight rows from n0, columns 2t and 2t + 1, x's rows) summed over
+// the warps in shared memory and stored to y, the columns past x's rows and rows past N not.
+template <u32 W>
+__device__ __forceinline__ void qmma_store(const QmvArgs& a, u64 n0, const float* acc, f16* y) {
+  __shared__ float part[W][QMMA_ROWS][8];
+  const u32 lane = threadIdx.x % 32, w = threadIdx.x / 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (u32 j = 0; j < 4; ++j) part[w][g + 8 * (j / 2)][2 * t + j % 2] = acc[j];
+  __syncthreads();
+  for (u32 e = threadIdx.x; e < QMMA_ROWS * 8; e += 32 * W) {
+    const u32 r = e / 8, col = e % 8;
+    float s = 0.0f;
+#pragma unroll
+    for (u32 v = 0; v < W; ++v) s += part[v][r][col];
+    if (col < a.rows && n0 + r < a.n) y[col * a.n + n0 + r] = num<f16>::store(s);
+  }
+}
+
 template <u32 W, bool XS>
 __device__ __forceinline__ void qmatvec_mma(const QmvArgs& a, const u8* q, const f16* x, f16* y) {
-  __shared__ float part[W][QMMA_ROWS][8];
   __shared__ uint4 xs[XS ? QMMA_XS / 64 * 9 : 1];
   const u32 lane = threadIdx.x % 32, w = threadIdx.x / 32, g = lane / 4, t = lane % 4;
   const u64 n0 = a.first + (u64)blockIdx.x * QMMA_ROWS, nb = a.k / 256, rb = nb * 144;
@@ -661,16 +679,7 @@ __device__ __forceinline__ void qmatvec_mma(const QmvArgs& a, const u8* q, const
     cur = nxt;
     nxt = nx2;
   }
-#pragma unroll
-  for (u32 j = 0; j < 4; ++j) part[w][g + 8 * (j / 2)][2 * t + j % 2] = acc[j];
-  __syncthreads();
-  for (u32 e = threadIdx.x; e < QMMA_ROWS * 8; e += 32 * W) {
-    const u32 r = e / 8, col = e % 8;
-    float s = 0.0f;
-#pragma unroll
-    for (u32 v = 0; v < W; ++v) s += part[v][r][col];
-    if (col < a.rows && n0 + r < a.n) y[col * a.n + n0 + r] = num<f16>::store(s);
-  }
+  qmma_store<W>(a, n0, acc, y);
 }
 
 RWO_KERNEL qmatvec_f16_mma4(QmvArgs a, const u8* q, const f16* x, f16* y) { qmatvec_mma<4, false>(a, q, x, y); }
@@ -698,7 +707,6 @@ RWO_KERNEL qmatvec_f16_mma8_xs(QmvArgs a, const u8* q, const f16* x, f16* y) { q
 template <u32 W>
 __device__ __forceinline__ void qmatvec_mma_q8(const QmvArgs& a, const u8* q, const f16* x, f16* y) {
   __shared__ uint4 tile[W][QMMA_ROWS * QMMA8_WORDS / 4];
-  __shared__ float part[W][QMMA_ROWS][8];
   const u32 lane = threadIdx.x % 32, w = threadIdx.x / 32, g = lane / 4, t = lane % 4;
   const u64 n0 = a.first + (u64)blockIdx.x * QMMA_ROWS, steps = a.k / 256, rb = a.k / 32 * 34;
   // Vector j of this lane's share of a step: vector e % 17 of row e / 17, e = lane + 32 j.
@@ -768,16 +776,7 @@ __device__ __forceinline__ void qmatvec_mma_q8(const QmvArgs& a, const u8* q, co
       for (u32 j = 0; j < 4; ++j) acc[j] = fmaf(f16_to_f32(f16{(unsigned short)d[j / 2]}), c[j], acc[j]);
     }
   }
-#pragma unroll
-  for (u32 j = 0; j < 4; ++j) part[w][g + 8 * (j / 2)][2 * t + j % 2] = acc[j];
-  __syncthreads();
-  for (u32 e = threadIdx.x; e < QMMA_ROWS * 8; e += 32 * W) {
-    const u32 r = e / 8, col = e % 8;
-    float s = 0.0f;
-#pragma unroll
-    for (u32 v = 0; v < W; ++v) s += part[v][r][col];
-    if (col < a.rows && n0 + r < a.n) y[col * a.n + n0 + r] = num<f16>::store(s);
-  }
+  qmma_store<W>(a, n0, acc, y);
 }
 
 RWO_KERNEL qmatvec_f16_q8_0_mma4(QmvArgs a, const u8* q, const f16* x, f16* y) { qmatvec_mma_q8<4>(a, q, x, y); }
