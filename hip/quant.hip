@@ -478,6 +478,20 @@ __device__ __forceinline__ void qmv_units(const QmvArgs& a, const u8* const* row
   }
 }
 
+// The end of qmatvec and qmatvec_q8: each accumulator summed over the warp by shuffles, lane 0
+// writing y[i, n] for the rows of x and the weight rows that exist.
+template <class T, int MQ>
+__device__ __forceinline__ void qmv_store(const QmvArgs& a, u64 n0, u32 lane, u32 warp, float (*acc)[MQ], T* y) {
+#pragma unroll
+  for (u32 r = 0; r < QMV_ROWS; ++r) {
+#pragma unroll
+    for (int i = 0; i < MQ; ++i) {
+      for (u32 d = warp >> 1; d > 0; d >>= 1) acc[r][i] += shfl_down(acc[r][i], (int)d);
+      if (lane == 0 && (u64)i < a.rows && n0 + r < a.n) y[i * a.n + n0 + r] = num<T>::store(acc[r][i]);
+    }
+  }
+}
+
 template <class T, int MQ>
 __device__ __forceinline__ void qmatvec(const QmvArgs& a, const u8* q, const T* x, T* y) {
   const u32 warp = (u32)warpSize, lane = threadIdx.x % warp;
@@ -503,14 +517,7 @@ __device__ __forceinline__ void qmatvec(const QmvArgs& a, const u8* q, const T* 
     qmv_units<T, MQ, 14, 2>(a, rows, x, lane, warp, acc);
   else
     qmv_units<T, MQ, 0, 1>(a, rows, x, lane, warp, acc);
-#pragma unroll
-  for (u32 r = 0; r < QMV_ROWS; ++r) {
-#pragma unroll
-    for (int i = 0; i < MQ; ++i) {
-      for (u32 d = warp >> 1; d > 0; d >>= 1) acc[r][i] += shfl_down(acc[r][i], (int)d);
-      if (lane == 0 && (u64)i < a.rows && n0 + r < a.n) y[i * a.n + n0 + r] = num<T>::store(acc[r][i]);
-    }
-  }
+  qmv_store<T, MQ>(a, n0, lane, warp, acc, y);
 }
 
 #define RWO_QMATVEC(op, T)                                                                          \
@@ -521,6 +528,220 @@ __device__ __forceinline__ void qmatvec(const QmvArgs& a, const u8* q, const T* 
 #define QMATVEC(op, ...) RWO_EACH(RWO_QMATVEC, op, __VA_ARGS__)
 
 QMATVEC(qmatvec, f32, f16, bf16)
+
+// The scale of a q8 activation block from the bits of its largest magnitude (spec::quant::q8_scale:
+// the magnitudes compared as integers, a NaN above infinity).
+__device__ __forceinline__ float q8_scale(u32 amax) {
+  if (amax >= 0x7f800000u) return __int_as_float(0x7fc00000);
+  if (amax < 0x0d800000u) return 0.0f;
+  const float m = __fmul_rn(__int_as_float((int)amax), __int_as_float(0x3c010204));
+  return __int_as_float((int)(((u32)__float_as_int(m) + 0x1000u) & 0xffffe000u));
+}
+
+// x / d to the nearest integer, ties to even, exactly (spec::quant::q8_round): a candidate from an
+// approximate 1 / d, corrected by comparing x with (r -+ 1/2) d, both products exact.
+__device__ __forceinline__ float q8_round(float x, float d) {
+  if (d == 0.0f) return 0.0f;
+  const float r = rintf(x * (1.0f / d));
+  const float lo = __fmul_rn(r - 0.5f, d), hi = __fmul_rn(r + 0.5f, d);
+  const bool odd = ((int)r & 1) != 0;
+  if (x < lo || (x == lo && odd)) return r - 1.0f;
+  if (x > hi || (x == hi && odd)) return r + 1.0f;
+  return r;
+}
+
+// x's rows rounded to q8 activation blocks: a thread per block of 32 values of a row (row i's
+// from a.row[i], along K by a.sk), writing the f32 values d q to y [rows, K].
+template <class T>
+__device__ __forceinline__ void round_q8(const QmvArgs& a, const T* x, float* y) {
+  const u64 per = a.k / 32, g = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (g >= a.rows * per) return;
+  const u64 i = g / per, k0 = (g % per) * 32;
+  const T* p = x + a.row[i] + k0 * a.sk;
+  float v[32];
+  u32 amax = 0;
+#pragma unroll
+  for (u32 e = 0; e < 32; ++e) {
+    v[e] = num<T>::load(p[e * a.sk]);
+    amax = max(amax, (u32)__float_as_int(v[e]) & 0x7fffffffu);
+  }
+  const float d = q8_scale(amax);
+#pragma unroll
+  for (u32 e = 0; e < 32; ++e) y[i * a.k + k0 + e] = q8_round(v[e], d) * d;
+}
+
+// round_q8 packed for qmatvec_q8 (`_pack`): row i's values as i8 words from word i K / 4 of y,
+// then the runs' d from word R K / 4 (R = a.rows; row i's from R K / 4 + i K / 32), then their
+// d sum(q) from R K / 4 + R K / 32, as f32.
+template <class T>
+__device__ __forceinline__ void round_q8_pack(const QmvArgs& a, const T* x, u32* y) {
+  const u64 per = a.k / 32, g = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (g >= a.rows * per) return;
+  const u64 i = g / per, k0 = (g % per) * 32;
+  const T* p = x + a.row[i] + k0 * a.sk;
+  float v[32];
+  u32 amax = 0;
+#pragma unroll
+  for (u32 e = 0; e < 32; ++e) {
+    v[e] = num<T>::load(p[e * a.sk]);
+    amax = max(amax, (u32)__float_as_int(v[e]) & 0x7fffffffu);
+  }
+  const float d = q8_scale(amax);
+  int sum = 0;
+#pragma unroll
+  for (u32 w = 0; w < 8; ++w) {
+    u32 word = 0;
+#pragma unroll
+    for (u32 e = 0; e < 4; ++e) {
+      const int q = (int)q8_round(v[4 * w + e], d);
+      sum += q;
+      word |= ((u32)q & 255u) << (8 * e);
+    }
+    y[i * (a.k / 4) + k0 / 4 + w] = word;
+  }
+  float* f = reinterpret_cast<float*>(y + a.rows * (a.k / 4));
+  f[g] = d;
+  f[a.rows * per + g] = d * (float)sum;
+}
+
+#define RWO_ROUND_Q8(op, T)                                                                       \
+  RWO_KERNEL op##_##T(QmvArgs a, const T* x, float* y) { round_q8<T>(a, x, y); }                 \
+  RWO_KERNEL op##_##T##_pack(QmvArgs a, const T* x, u32* y) { round_q8_pack<T>(a, x, y); }
+#define ROUND_Q8(op, ...) RWO_EACH(RWO_ROUND_Q8, op, __VA_ARGS__)
+
+ROUND_Q8(round_q8, f32, f16, bf16)
+
+// sum over the 4 bytes of a and b (as i8) of their products, plus c.
+__device__ __forceinline__ int dot4(u32 a, u32 b, int c) {
+#if defined(__CUDACC_RTC__)
+  return __dp4a((int)a, (int)b, c);
+#else
+#pragma unroll
+  for (u32 e = 0; e < 4; ++e) c += (int)(signed char)(a >> (8 * e)) * (int)(signed char)(b >> (8 * e));
+  return c;
+#endif
+}
+
+// The low (h = 0) or high (h = 1) nibbles of the 4 words of w dotted with x's 4 words, plus c.
+__device__ __forceinline__ int dot_nibbles(const u32* w, uint4 x, u32 h, int c) {
+  const u32 m = 0x0F0F0F0Fu;
+  c = dot4((w[0] >> (4 * h)) & m, x.x, c);
+  c = dot4((w[1] >> (4 * h)) & m, x.y, c);
+  c = dot4((w[2] >> (4 * h)) & m, x.z, c);
+  return dot4((w[3] >> (4 * h)) & m, x.w, c);
+}
+
+// One lane's units for qmatvec_q8 (the q8 activation mode): a weight's integer quants times x's
+// i8 words (round_q8_pack's: xq, with the runs' d in xd and d sum(q) in xs; a.row[i] is x's row
+// index) by 4-byte dot products, each run's integer sum scaled once. Units as qmatvec's: q4_0 a
+// whole block, q8_0 half a block, q4_K 16 bytes of a block's quants (sub-blocks 2c and 2c + 1; the
+// mins by the lane holding each run's first half).
+template <int MQ, u32 TY, u32 A>
+__device__ __forceinline__ void qmv8_units(const QmvArgs& a, const u8* const* rows, const u32* xq, u32 lane,
+                                           u32 warp, float (*acc)[MQ]) {
+  const u64 kq = a.k / 4, kb = a.k / 32;
+  const float* xd = reinterpret_cast<const float*>(xq + a.rows * kq);
+  const float* xs = xd + a.rows * kb;
+  const u32 per_block = TY == 2 ? 1 : TY == 8 ? 2 : 8, units = (u32)(a.k / (TY == 2 ? 32 : TY == 8 ? 16 : 32));
+  for (u32 u = lane; u < units; u += warp) {
+    const u32 blk = u / per_block, j = u % per_block;
+    u32 w[QMV_ROWS][4];
+    float d[QMV_ROWS][2], m[QMV_ROWS][2];
+#pragma unroll
+    for (u32 r = 0; r < QMV_ROWS; ++r) {
+      const u8* b = rows[r] + (u64)blk * a.bb;
+      if constexpr (TY == 2) {
+        words<A, 4>(b + 2, w[r]);
+        d[r][0] = half_at(b);
+      } else if constexpr (TY == 8) {
+        words<A, 4>(b + 2 + 16 * j, w[r]);
+        d[r][0] = half_at(b);
+      } else {
+        u32 h[4];
+        words<A, 4>(b, h);
+        words<A, 4>(b + 16 + 16 * j, w[r]);
+        const float dd = f16_to_f32(f16{(unsigned short)(h[0] & 0xFFFF)});
+        const float dm = f16_to_f32(f16{(unsigned short)(h[0] >> 16)});
+#pragma unroll
+        for (u32 e = 0; e < 2; ++e) {
+          u32 sc, mn;
+          scale_min_k4w(h + 1, 2 * (j / 2) + e, &sc, &mn);
+          d[r][e] = dd * (float)sc;
+          m[r][e] = dm * (float)mn;
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < MQ; ++i) {
+      const u64 xr = a.row[i];
+      const uint4* xv = reinterpret_cast<const uint4*>(xq + xr * kq);
+      if constexpr (TY == 2) {
+        const uint4 lo = xv[2 * blk], hi = xv[2 * blk + 1];
+        const float dx = xd[xr * kb + blk], sx = xs[xr * kb + blk];
+#pragma unroll
+        for (u32 r = 0; r < QMV_ROWS; ++r) {
+          const int s = dot_nibbles(w[r], hi, 1, dot_nibbles(w[r], lo, 0, 0));
+          acc[r][i] = fmaf(d[r][0], fmaf(dx, (float)s, -8.0f * sx), acc[r][i]);
+        }
+      } else if constexpr (TY == 8) {
+        const uint4 x = xv[u];
+        const float dx = xd[xr * kb + blk];
+#pragma unroll
+        for (u32 r = 0; r < QMV_ROWS; ++r) {
+          const int s = dot4(w[r][3], x.w, dot4(w[r][2], x.z, dot4(w[r][1], x.y, dot4(w[r][0], x.x, 0))));
+          acc[r][i] = fmaf(d[r][0] * dx, (float)s, acc[r][i]);
+        }
+      } else {
+        const u32 c = j / 2, run = 8 * blk + 2 * c;
+        const uint4 lo = xv[16 * blk + 4 * c + j % 2], hi = xv[16 * blk + 4 * c + j % 2 + 2];
+        const float dl = xd[xr * kb + run], dh = xd[xr * kb + run + 1];
+        const float sl = j % 2 ? 0.0f : xs[xr * kb + run], sh = j % 2 ? 0.0f : xs[xr * kb + run + 1];
+#pragma unroll
+        for (u32 r = 0; r < QMV_ROWS; ++r) {
+          const float il = (float)dot_nibbles(w[r], lo, 0, 0), ih = (float)dot_nibbles(w[r], hi, 1, 0);
+          acc[r][i] += il * (d[r][0] * dl) + ih * (d[r][1] * dh) - m[r][0] * sl - m[r][1] * sh;
+        }
+      }
+    }
+  }
+}
+
+// qmatvec_q8: qmatvec's frame (a warp per QMV_ROWS weight rows) over qmv8_units, for q4_0 and
+// q8_0 blocks on 2 bytes and q4_K on 2 or 16 (src/native/quant.rs sends the rest through
+// round_q8 and qmatvec).
+template <class T, int MQ>
+__device__ __forceinline__ void qmatvec_q8(const QmvArgs& a, const u8* q, const u32* xq, T* y) {
+  const u32 warp = (u32)warpSize, lane = threadIdx.x % warp;
+  const u64 n0 = a.first + ((u64)blockIdx.x * (QMV_THREADS / warp) + threadIdx.x / warp) * QMV_ROWS;
+  if (n0 >= a.n) return;
+  const u8* rows[QMV_ROWS];
+#pragma unroll
+  for (u32 r = 0; r < QMV_ROWS; ++r) rows[r] = q + min(n0 + r, a.n - 1) * (a.k / a.bs) * a.bb;
+  float acc[QMV_ROWS][MQ];
+#pragma unroll
+  for (u32 r = 0; r < QMV_ROWS; ++r) {
+#pragma unroll
+    for (int i = 0; i < MQ; ++i) acc[r][i] = 0.0f;
+  }
+  if (a.t == 2)
+    qmv8_units<MQ, 2, 2>(a, rows, xq, lane, warp, acc);
+  else if (a.t == 8)
+    qmv8_units<MQ, 8, 2>(a, rows, xq, lane, warp, acc);
+  else if (a.align >= 16)
+    qmv8_units<MQ, 12, 16>(a, rows, xq, lane, warp, acc);
+  else
+    qmv8_units<MQ, 12, 2>(a, rows, xq, lane, warp, acc);
+  qmv_store<T, MQ>(a, n0, lane, warp, acc, y);
+}
+
+#define RWO_QMATVEC_Q8(op, T)                                                                                \
+  RWO_KERNEL op##_##T(QmvArgs a, const u8* q, const u32* xq, T* y) { qmatvec_q8<T, 1>(a, q, xq, y); }    \
+  RWO_KERNEL op##_##T##_m2(QmvArgs a, const u8* q, const u32* xq, T* y) { qmatvec_q8<T, 2>(a, q, xq, y); } \
+  RWO_KERNEL op##_##T##_m4(QmvArgs a, const u8* q, const u32* xq, T* y) { qmatvec_q8<T, 4>(a, q, xq, y); } \
+  RWO_KERNEL op##_##T##_m8(QmvArgs a, const u8* q, const u32* xq, T* y) { qmatvec_q8<T, 8>(a, q, xq, y); }
+#define QMATVEC_Q8(op, ...) RWO_EACH(RWO_QMATVEC_Q8, op, __VA_ARGS__)
+
+QMATVEC_Q8(qmatvec_q8, f32, f16, bf16)
 
 #if defined(__CUDACC_RTC__) && __CUDA_ARCH__ >= 800
 // qmatvec on tensor cores (NVIDIA sm_80 on; src/native/quant.rs picks it for q4_K blocks on

@@ -164,6 +164,21 @@ fn half_even(o: u32) -> u32 {
     return (q[o >> 2u] >> ((o & 2u) * 8u)) & 0xffffu;
 }
 
+// A q8_0 unit: its block's f16 scale d and its 16 quants, four words.
+struct Q8Words {
+    d: u32,
+    w: vec4<u32>,
+}
+
+// The unit of the block at byte o whose quants start at its byte 2 + h.
+fn q8_0_words(even: bool, o: u32, h: u32) -> Q8Words {
+    let p = o + 2u + h;
+    if (even) {
+        return Q8Words(half_even(o), words4_even(p));
+    }
+    return Q8Words(word_at(o) & 0xffffu, vec4<u32>(word_at(p), word_at(p + 4u), word_at(p + 8u), word_at(p + 12u)));
+}
+
 // v (below 2^23) minus `bias` as f32, exactly: 2^23 + v is the f32 whose mantissa is v.
 fn int_f32(v: u32, bias: f32) -> f32 {
     return bitcast<f32>(0x4b000000u | v) - (8388608.0 + bias);
@@ -334,10 +349,7 @@ fn dequantize_units(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_
 // at EXTRA + 2: K, N, the block's values and bytes, the rows, x's stride along K, then the offset
 // in x of each of the MQ rows (rows past `rows` repeat the last).
 // @kernel qmatvec
-var<workgroup> part: array<f32, WG * MQ * RW>;
-var<private> acc: array<f32, MQ * RW>;
 var<private> wv: array<f32, RUN>;
-var<private> xrow: array<u32, MQ>;
 
 // sum(q x) as one fma per value, from s.
 fn dot4(q: vec4<f32>, x: vec4<f32>, s: f32) -> f32 {
@@ -389,21 +401,6 @@ fn qmv_q8_0(row: u32, row2: u32, lane: u32, kn: u32, sk: u32, even: bool) {
             q8_0_units(16u * u, sk, a, q8_0_words(even, row2 + at, h));
         }
     }
-}
-
-// A q8_0 unit: its block's f16 scale d and its 16 quants, four words.
-struct Q8Words {
-    d: u32,
-    w: vec4<u32>,
-}
-
-// The unit of the block at byte o whose quants start at its byte 2 + h.
-fn q8_0_words(even: bool, o: u32, h: u32) -> Q8Words {
-    let p = o + 2u + h;
-    if (even) {
-        return Q8Words(half_even(o), words4_even(p));
-    }
-    return Q8Words(word_at(o) & 0xffffu, vec4<u32>(word_at(p), word_at(p + 4u), word_at(p + 8u), word_at(p + 12u)));
 }
 
 // i8 values v of a word as the f32 v (each byte v + 128 first).
@@ -623,19 +620,12 @@ fn qmatvec(
     let bb = md[EXTRA + 5u];
     let rows = md[EXTRA + 6u];
     let sk = md[EXTRA + 7u];
-    // Rows past N (the last workgroup's) read row N - 1 again and write nothing.
-    let g = first + (lid / QL) * RW;
-    let row = md[EXTRA + 1u] + min(g, nn - 1u) * (kn / bs) * bb;
-    let row2 = md[EXTRA + 1u] + min(g + 1u, nn - 1u) * (kn / bs) * bb;
+    let at = qmv_start(first, lid);
+    let row = at.x;
+    let row2 = at.y;
     let lane = lid % QL;
     // The blocks on even bytes (and so every row's: q4_0's, q8_0's and q6_K's are).
     let even = (md[EXTRA + 1u] & 1u) == 0u;
-    for (var i = 0u; i < MQ; i++) {
-        xrow[i] = md[EXTRA + 8u + i];
-    }
-    for (var i = 0u; i < MQ * RW; i++) {
-        acc[i] = 0.0;
-    }
     switch T {
         case 2u: { qmv_q4_0(row, lane, kn, sk, even); }
         case 8u: { qmv_q8_0(row, row2, lane, kn, sk, even); }
@@ -643,6 +633,275 @@ fn qmatvec(
         case 14u: { qmv_q6_k(row, row2, lane, kn, sk, even); }
         default: { qmv_runs(T, row, lane, kn, sk, bs, bb); }
     }
+    qmv_finish(lid, first, nn, rows);
+}
+
+// @kernel round_q8
+// x's rows rounded to q8 activation blocks (`spec::quant::q8_scale`, `q8_round`: the same bits on
+// every backend), an invocation per 4 values. PACK: into `q` as `qmatvec_q8`
+// reads them: row i's values as i8 words from word i K / 4, then the blocks' d from word
+// D = rows K / 4 (row i's from D + i K / 32) and their d sum(q) from S = D + rows K / 32, as f32
+// bits; else the f32 values d q, row-major. Metadata at EXTRA: K, the rows, x's stride along K,
+// then the offset in x of each row.
+
+// The block's largest magnitude from the bits of its values' magnitudes: their order as integers
+// is theirs as numbers, a NaN above infinity (so that no comparison of floats sees a NaN).
+fn q8_scale(amax_bits: u32) -> f32 {
+    if (amax_bits >= 0x7f800000u) {
+        return f32_of_bits(0x7fc00000u);
+    }
+    if (amax_bits < 0x0d800000u) {
+        return 0.0;
+    }
+    let m = bitcast<f32>(amax_bits) * bitcast<f32>(0x3c010204u);
+    return bitcast<f32>((bitcast<u32>(m) + 0x1000u) & 0xffffe000u);
+}
+
+fn q8_round(x: f32, d: f32) -> f32 {
+    if (d == 0.0) {
+        return 0.0;
+    }
+    let r = round(x * (1.0 / d));
+    let lo = (r - 0.5) * d;
+    let hi = (r + 0.5) * d;
+    let odd = (bitcast<u32>(i32(r)) & 1u) != 0u;
+    if (x < lo || (x == lo && odd)) {
+        return r - 1.0;
+    }
+    if (x > hi || (x == hi && odd)) {
+        return r + 1.0;
+    }
+    return r;
+}
+
+// The lanes' largest magnitudes and sums of quants, met by blocks of 8 (a run of 32 values).
+var<workgroup> runs: array<u32, WG>;
+
+// The largest of (or the sum over, `sum`) the 8 values of `runs` of this lane's run: every lane
+// of the workgroup calls it (barriers).
+fn run_total(lid: u32, v: u32, sum: bool) -> u32 {
+    workgroupBarrier();
+    runs[lid] = v;
+    workgroupBarrier();
+    var t = 0u;
+    for (var j = lid & ~7u; j < (lid | 7u) + 1u; j++) {
+        t = select(max(t, runs[j]), t + runs[j], sum);
+    }
+    return t;
+}
+
+@compute @workgroup_size(WG)
+fn round_q8(
+    @builtin(global_invocation_id) gid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    // A lane a word of 4 values, 8 lanes a run: WG is a multiple of 8, so no run spans two.
+    let g = flat_id(gid, nwg);
+    let kn = md[EXTRA];
+    let rows = md[EXTRA + 1u];
+    let sk = md[EXTRA + 2u];
+    let live = g < rows * (kn / 4u);
+    let i = select(0u, g / (kn / 4u), live);
+    let k0 = (g % (kn / 4u)) * 4u;
+    let at = md[EXTRA + 3u + i] + k0 * sk;
+    var v = vec4<f32>(0.0);
+    if (live) {
+        v = vec4<f32>(x_load(at), x_load(at + sk), x_load(at + 2u * sk), x_load(at + 3u * sk));
+    }
+    let m = max(max(bitcast<u32>(v.x) & 0x7fffffffu, bitcast<u32>(v.y) & 0x7fffffffu),
+                max(bitcast<u32>(v.z) & 0x7fffffffu, bitcast<u32>(v.w) & 0x7fffffffu));
+    let d = q8_scale(run_total(lid, m, false));
+    let r = vec4<f32>(q8_round(v.x, d), q8_round(v.y, d), q8_round(v.z, d), q8_round(v.w, d));
+    if (!PACK) {
+        if (live) {
+            for (var e = 0u; e < 4u; e++) {
+                q_set(i * kn + k0 + e, bitcast<u32>(r[e] * d));
+            }
+        }
+        return;
+    }
+    let qi = vec4<i32>(r);
+    // The run's sum of quants (|sum| <= 32 127), offset to stay unsigned.
+    let sum = f32(i32(run_total(lid, bitcast<u32>(qi.x + qi.y + qi.z + qi.w + 1024), true)) - 8192);
+    if (!live) {
+        return;
+    }
+    let b = bitcast<vec4<u32>>(qi) & vec4<u32>(0xffu);
+    q_set(g, b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u));
+    if ((g & 7u) == 0u) {
+        let dw = rows * (kn / 4u);
+        q_set(dw + g / 8u, bitcast<u32>(d));
+        q_set(dw + rows * (kn / 32u) + g / 8u, bitcast<u32>(d * sum));
+    }
+}
+
+// @kernel qmatvec_q8
+// qmatvec of x rounded to q8 blocks (`round_q8`'s packed rows, `xq`): a weight's integer quants
+// times x's i8 values by 4-byte integer dot products (`dot4I8Packed`), each run's integer sum
+// scaled once: q4_0 d_w (d_x sum(q q_x) - 8 d_x sum(q_x)) a block, q8_0 d_w d_x sum(q q_x) a half
+// block, q4_K (d sc) d_x sum(q q_x) - (dmin m) d_x sum(q_x) a sub-block (the sum of x's quants
+// `round_q8` stored, d_x sum(q_x), is exact in f32). Lanes, lane groups, workgroups and the meeting
+// of the lanes' sums as qmatvec's (`qmv_frame`); metadata the same, with each accumulator's row
+// of x as its index (rows past `rows` the last again).
+
+// d_x of block b of the row of x in accumulator i, and its d_x sum(q_x).
+fn xq_d(i: u32, b: u32, kn: u32) -> f32 {
+    return bitcast<f32>(xs[md[EXTRA + 6u] * (kn / 4u) + xrow[i] * (kn / 32u) + b]);
+}
+
+fn xq_s(i: u32, b: u32, kn: u32) -> f32 {
+    return bitcast<f32>(xs[md[EXTRA + 6u] * (kn / 4u + kn / 32u) + xrow[i] * (kn / 32u) + b]);
+}
+
+fn dot_lo(v: vec4<u32>, x: vec4<u32>) -> i32 {
+    let m = 0x0f0f0f0fu;
+    return dot4I8Packed(v.x & m, x.x) + dot4I8Packed(v.y & m, x.y) + dot4I8Packed(v.z & m, x.z) + dot4I8Packed(v.w & m, x.w);
+}
+
+fn dot_hi(v: vec4<u32>, x: vec4<u32>) -> i32 {
+    return dot_lo(v >> vec4<u32>(4u), x);
+}
+
+// q4_0: a lane a block, its 16 bytes of quants: values l (low nibbles) and 16 + l (high).
+fn qmv8_q4_0(row: u32, lane: u32, kn: u32, even: bool) {
+    for (var b = lane; b < kn / 32u; b += QL) {
+        let o = row + b * 18u;
+        var v = vec4<u32>(0u);
+        var dw = 0.0;
+        if (even) {
+            v = words4_even(o + 2u);
+            dw = f16_to_f32(half_even(o));
+        } else {
+            v = vec4<u32>(word_at(o + 2u), word_at(o + 6u), word_at(o + 10u), word_at(o + 14u));
+            dw = f16_to_f32(word_at(o) & 0xffffu);
+        }
+        for (var i = 0u; i < MQ; i++) {
+            let x = xrow[i] * (kn / 16u) + 2u * b;
+            let s = dot_lo(v, xq[x]) + dot_hi(v, xq[x + 1u]);
+            acc[i] = fma(dw, fma(xq_d(i, b, kn), f32(s), -8.0 * xq_s(i, b, kn)), acc[i]);
+        }
+    }
+}
+
+// q8_0: a lane a half block (as qmatvec's units).
+fn qmv8_q8_0(row: u32, lane: u32, kn: u32, even: bool) {
+    for (var u = lane; u < kn / 16u; u += QL) {
+        let a = q8_0_words(even, row + (u / 2u) * 34u, 16u * (u % 2u));
+        let dw = f16_to_f32(a.d);
+        for (var i = 0u; i < MQ; i++) {
+            let x = xq[xrow[i] * (kn / 16u) + u];
+            let s = dot4I8Packed(a.w.x, x.x) + dot4I8Packed(a.w.y, x.y) + dot4I8Packed(a.w.z, x.z) + dot4I8Packed(a.w.w, x.w);
+            acc[i] = fma(dw * xq_d(i, u / 2u, kn), f32(s), acc[i]);
+        }
+    }
+}
+
+// The 16 bytes from byte p of the blocks: one 16-byte load where the blocks start on 16 bytes
+// (QV: q4_K's of 144 bytes, and so every field this reads from them), else four words.
+fn q16(p: u32) -> vec4<u32> {
+    if (QV) {
+        return qv[p >> 4u];
+    }
+    return vec4<u32>(word_at(p), word_at(p + 4u), word_at(p + 8u), word_at(p + 12u));
+}
+
+// (d sc, dmin m) of sub-block 2c (xz) and 2c + 1 (yw) of the q4_K block with header words h (d
+// dmin, scales[12]): ggml's get_scale_min_k4 on the two bytes both take from each word.
+fn k4_pair(h: vec4<u32>, c: u32) -> vec4<f32> {
+    let sh = 16u * (c % 2u);
+    let s1 = h.y >> sh;
+    let s2 = h.z >> sh;
+    let s3 = h.w >> sh;
+    let hi = c >= 2u;
+    let sc = select(s1 & 0x3f3fu, (s3 & 0x0f0fu) | ((s1 >> 2u) & 0x3030u), hi);
+    let mn = select(s2 & 0x3f3fu, ((s3 >> 4u) & 0x0f0fu) | ((s2 >> 2u) & 0x3030u), hi);
+    let d = f16_to_f32(h.x & 0xffffu);
+    let dm = f16_to_f32(h.x >> 16u);
+    return vec4<f32>(d * int_f32(sc & 255u, 0.0), d * int_f32(sc >> 8u, 0.0), dm * int_f32(mn & 255u, 0.0),
+                     dm * int_f32(mn >> 8u, 0.0));
+}
+
+// q4_K: lane t of a block's 8 takes 16 bytes of its quants, qs[16 t ..]: 16 values of sub-block
+// 2c (low nibbles) and 16 of 2c + 1 (high), c = t / 2; the lane group takes two weight rows (at
+// row, row2), each word of x read once for both; the mins by the lane on each run's first half.
+fn qmv8_q4_k(row: u32, row2: u32, lane: u32, kn: u32) {
+    for (var u = lane; u < kn / 32u; u += QL) {
+        let t = u % 8u;
+        let b = u / 8u;
+        let c = t / 2u;
+        let o = row + b * 144u;
+        let o2 = row2 + b * 144u;
+        let v = q16(o + 16u + 16u * t);
+        let v2 = q16(o2 + 16u + 16u * t);
+        let a = k4_pair(q16(o), c);
+        let a2 = k4_pair(q16(o2), c);
+        let first = t % 2u == 0u;
+        for (var i = 0u; i < MQ; i++) {
+            let xl = xq[xrow[i] * (kn / 16u) + 16u * b + 4u * c + t % 2u];
+            let xh = xq[xrow[i] * (kn / 16u) + 16u * b + 4u * c + t % 2u + 2u];
+            let dl = xq_d(i, 8u * b + 2u * c, kn);
+            let dh = xq_d(i, 8u * b + 2u * c + 1u, kn);
+            let sl = select(0.0, xq_s(i, 8u * b + 2u * c, kn), first);
+            let sh = select(0.0, xq_s(i, 8u * b + 2u * c + 1u, kn), first);
+            let l = f32(dot_lo(v, xl));
+            let hh = f32(dot_hi(v, xh));
+            let l2 = f32(dot_lo(v2, xl));
+            let hh2 = f32(dot_hi(v2, xh));
+            acc[i] = acc[i] + l * (a.x * dl) + hh * (a.y * dh) - a.z * sl - a.w * sh;
+            acc[MQ + i] = acc[MQ + i] + l2 * (a2.x * dl) + hh2 * (a2.y * dh) - a2.z * sl - a2.w * sh;
+        }
+    }
+}
+
+@compute @workgroup_size(WG)
+fn qmatvec_q8(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let first = (wid.x + wid.y * nwg.x) * (WG / QL) * RW;
+    let kn = md[EXTRA + 2u];
+    let nn = md[EXTRA + 3u];
+    let rows = md[EXTRA + 6u];
+    let at = qmv_start(first, lid);
+    let row = at.x;
+    let row2 = at.y;
+    let lane = lid % QL;
+    let even = (md[EXTRA + 1u] & 1u) == 0u;
+    switch T {
+        case 2u: { qmv8_q4_0(row, lane, kn, even); }
+        case 8u: { qmv8_q8_0(row, lane, kn, even); }
+        default: { qmv8_q4_k(row, row2, lane, kn); }
+    }
+    qmv_finish(lid, first, nn, rows);
+}
+
+// @section qmv_frame
+// The accumulators of qmatvec and qmatvec_q8 (acc[r MQ + i]: row i of x, the group's weight row
+// r), the rows of x they read, and their end: the lanes' sums meet in workgroup memory, and one
+// invocation per row of x and weight row adds a group's QL of them and writes y[i, n] (an atomic
+// update of its word: a packed word may hold two outputs of different workgroups).
+var<workgroup> part: array<f32, WG * MQ * RW>;
+var<private> acc: array<f32, MQ * RW>;
+var<private> xrow: array<u32, MQ>;
+
+// The byte offsets of the lane group's two weight rows (rows past N, the last workgroup's, read
+// row N - 1 again and write nothing), once the rows of x are read and the accumulators zeroed.
+fn qmv_start(first: u32, lid: u32) -> vec2<u32> {
+    for (var i = 0u; i < MQ; i++) {
+        xrow[i] = md[EXTRA + 8u + i];
+    }
+    for (var i = 0u; i < MQ * RW; i++) {
+        acc[i] = 0.0;
+    }
+    let g = first + (lid / QL) * RW;
+    let last = md[EXTRA + 3u] - 1u;
+    let row_bytes = (md[EXTRA + 2u] / md[EXTRA + 4u]) * md[EXTRA + 5u];
+    return md[EXTRA + 1u] + min(vec2<u32>(g, g + 1u), vec2<u32>(last)) * row_bytes;
+}
+
+fn qmv_finish(lid: u32, first: u32, nn: u32, rows: u32) {
     for (var j = 0u; j < MQ * RW; j++) {
         part[j * WG + lid] = acc[j];
     }

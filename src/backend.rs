@@ -616,6 +616,19 @@ pub trait QuantOps: Memory {
         n: usize,
         x: Operand<Self::Storage>,
     ) -> Result<Self::Storage>;
+
+    /// [`QuantOps::qmatvec`] of x's rows rounded to q8 activation blocks first (each run of
+    /// `spec::quant::Q8_BLOCK` values along K to `spec::quant::q8_round` times its
+    /// `spec::quant::q8_scale`; K is a multiple of the block): the products of those values with
+    /// ggml's, summed in f32 and rounded once to x's dtype.
+    fn qmatvec_q8(
+        &self,
+        q: &Self::Storage,
+        offset: usize,
+        ty: crate::spec::quant::GgmlType,
+        n: usize,
+        x: Operand<Self::Storage>,
+    ) -> Result<Self::Storage>;
 }
 
 /// A complete backend: memory and every op family.

@@ -428,6 +428,11 @@ fn quant_cases(scale: usize) -> Vec<Case> {
         )
         .chain([(4096, 14336, 1), (14336, 4096, 4)].map(|(n, k, m)| qmatvec_case(GgmlType::Q6_K, n, k, m, scale)))
         .chain([2, 4].map(|m| qmatvec_case(GgmlType::Q8_0, 14336, 4096, m, scale)))
+        .chain(
+            [GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K]
+                .map(|ty| qmatvec_q8_case(ty, 14336, 4096, 1, scale)),
+        )
+        .chain([(4096, 14336, 1), (14336, 4096, 4)].map(|(n, k, m)| qmatvec_q8_case(GgmlType::Q4_K, n, k, m, scale)))
         .chain([GgmlType::Q4_K, GgmlType::Q8_0].map(|ty| copy_like(ty, scale)))
         .chain(prefill_cases(scale))
         .chain(std::iter::once(gguf_load_case(scale)))
@@ -532,6 +537,19 @@ fn qmatvec_case(ty: GgmlType, n: usize, k: usize, m: usize, scale: usize) -> Cas
         let w = weight(ty, n, k, d)?;
         let x = rand(&[m, k], DType::F16, d)?;
         Ok(Box::new(move || w.qmatmul(&x)))
+    })
+    .with_flops(2 * (m * n * k) as u64)
+}
+
+/// [`qmatvec_case`] in the q8 activation mode (`qmatmul_q8`: x rounded to q8 blocks, then integer
+/// dot products where the path has them).
+fn qmatvec_q8_case(ty: GgmlType, n: usize, k: usize, m: usize, scale: usize) -> Case {
+    let n = (n / scale).max(1);
+    let bytes = (n * k / ty.block_size() * ty.block_bytes()) as u64;
+    Case::new(Family::Quant, format!("qmatvec_q8 {ty} f16 [{m},{k}] x [{n},{k}]^T"), bytes, move |d| {
+        let w = weight(ty, n, k, d)?;
+        let x = rand(&[m, k], DType::F16, d)?;
+        Ok(Box::new(move || w.qmatmul_q8(&x)))
     })
     .with_flops(2 * (m * n * k) as u64)
 }

@@ -5,7 +5,7 @@
 
 use super::{CpuBackend, CpuStorage, kquant, map_strided, wrong_dtype};
 use crate::backend::{Operand, QuantOps};
-use crate::spec::quant::{FLOATS, GgmlType, QuantOp};
+use crate::spec::quant::{FLOATS, GgmlType, Q8_BLOCK, QuantOp, q8_round, q8_scale};
 use crate::{DType, Error, Result};
 use half::{bf16, f16};
 
@@ -37,28 +37,78 @@ impl QuantOps for CpuBackend {
         let CpuStorage::U8(bytes) = q else {
             return Err(Error::HostDType { expected: DType::U8, got: q.dtype() });
         };
-        let x: Vec<f32> = match xs {
-            CpuStorage::F32(v) => map_strided(v, xl, |e| e),
-            CpuStorage::F16(v) => map_strided(v, xl, f16::to_f32),
-            CpuStorage::BF16(v) => map_strided(v, xl, bf16::to_f32),
-            other => return Err(wrong_dtype(QuantOp::Qmatvec.name(), other, FLOATS)),
-        };
-        let k = xl.dims().last().copied().unwrap_or(0);
-        let rows = x.len().checked_div(k).unwrap_or(0);
-        let row_bytes = k / ty.block_size() * ty.block_bytes();
-        let (mut w, mut y) = (crate::host::try_vec(k, 0f32)?, crate::host::try_vec(rows * n, 0f32)?);
-        for j in 0..n {
-            dequantize(ty, &bytes[offset + j * row_bytes..][..row_bytes], &mut w);
-            for (r, xr) in x.chunks_exact(k.max(1)).enumerate() {
-                y[r * n + j] = xr.iter().zip(&w).fold(0f32, |acc, (a, b)| acc + a * b);
-            }
-        }
-        Ok(match xs.dtype() {
-            DType::F16 => CpuStorage::F16(y.iter().map(|&v| f16::from_f32(v)).collect()),
-            DType::BF16 => CpuStorage::BF16(y.iter().map(|&v| bf16::from_f32(v)).collect()),
-            _ => CpuStorage::F32(y),
-        })
+        let x = values(QuantOp::Qmatvec, xs, xl)?;
+        products(bytes, offset, ty, n, &x, xl, xs.dtype())
     }
+
+    /// x's values rounded to q8 blocks (`round_q8`), then [`QuantOps::qmatvec`]'s products.
+    fn qmatvec_q8(
+        &self,
+        q: &CpuStorage,
+        offset: usize,
+        ty: GgmlType,
+        n: usize,
+        (xs, xl): Operand<CpuStorage>,
+    ) -> Result<CpuStorage> {
+        let CpuStorage::U8(bytes) = q else {
+            return Err(Error::HostDType { expected: DType::U8, got: q.dtype() });
+        };
+        let mut x = values(QuantOp::QmatvecQ8, xs, xl)?;
+        round_q8(&mut x);
+        products(bytes, offset, ty, n, &x, xl, xs.dtype())
+    }
+}
+
+/// x's values (f32, f16 or bf16, through its layout) widened to f32, row-major.
+fn values(op: QuantOp, xs: &CpuStorage, xl: &crate::Layout) -> Result<Vec<f32>> {
+    Ok(match xs {
+        CpuStorage::F32(v) => map_strided(v, xl, |e| e),
+        CpuStorage::F16(v) => map_strided(v, xl, f16::to_f32),
+        CpuStorage::BF16(v) => map_strided(v, xl, bf16::to_f32),
+        other => return Err(wrong_dtype(op.name(), other, FLOATS)),
+    })
+}
+
+/// Rows of x (a multiple of `Q8_BLOCK` values each) rounded to q8 activation blocks in place: each
+/// value to d q (`spec::quant::q8_scale` of the block's largest magnitude, `q8_round`). The
+/// magnitudes are compared as bits, as the kernels do: a NaN is above infinity.
+pub(crate) fn round_q8(x: &mut [f32]) {
+    for block in x.chunks_mut(Q8_BLOCK) {
+        let amax = block.iter().map(|v| v.to_bits() & 0x7fff_ffff).max().unwrap_or(0);
+        let d = q8_scale(f32::from_bits(amax));
+        for v in block {
+            *v = q8_round(*v, d) * d;
+        }
+    }
+}
+
+/// Each weight row dequantized exactly (ggml's values), then each output the sum over K, in
+/// order, of x's values (row-major, `xl`'s shape) times those values in f32, rounded once to
+/// `dtype`.
+fn products(
+    bytes: &[u8],
+    offset: usize,
+    ty: GgmlType,
+    n: usize,
+    x: &[f32],
+    xl: &crate::Layout,
+    dtype: DType,
+) -> Result<CpuStorage> {
+    let k = xl.dims().last().copied().unwrap_or(0);
+    let rows = x.len().checked_div(k).unwrap_or(0);
+    let row_bytes = k / ty.block_size() * ty.block_bytes();
+    let (mut w, mut y) = (crate::host::try_vec(k, 0f32)?, crate::host::try_vec(rows * n, 0f32)?);
+    for j in 0..n {
+        dequantize(ty, &bytes[offset + j * row_bytes..][..row_bytes], &mut w);
+        for (r, xr) in x.chunks_exact(k.max(1)).enumerate() {
+            y[r * n + j] = xr.iter().zip(&w).fold(0f32, |acc, (a, b)| acc + a * b);
+        }
+    }
+    Ok(match dtype {
+        DType::F16 => CpuStorage::F16(y.iter().map(|&v| f16::from_f32(v)).collect()),
+        DType::BF16 => CpuStorage::BF16(y.iter().map(|&v| bf16::from_f32(v)).collect()),
+        _ => CpuStorage::F32(y),
+    })
 }
 
 /// The f16 stored little-endian at `b[i..i + 2]`, widened exactly.

@@ -190,4 +190,72 @@ impl<R: Runtime> QuantOps for NativeBackend<R> {
         }
         Ok(y)
     }
+
+    /// x's rows rounded to q8 blocks by `round_q8_T` (a thread a run of 32 values). For q4_0 and
+    /// q8_0 blocks on 2 bytes and q4_K on 2 or 16, packed (`_pack`: i8 words, the runs' scales and
+    /// sums) and multiplied by `qmatvec_q8_T` (4-byte integer dot products: `__dp4a` on NVIDIA);
+    /// else as f32 values through [`QuantOps::qmatvec`], then cast to x's dtype.
+    fn qmatvec_q8(
+        &self,
+        q: &NativeStorage<R>,
+        offset: usize,
+        ty: GgmlType,
+        n: usize,
+        (x, xl): Operand<NativeStorage<R>>,
+    ) -> Result<NativeStorage<R>> {
+        let starts = qmatvec_row_offsets(xl)?;
+        let rows = starts.len();
+        let align = block_align(q, offset, ty);
+        let pack = matches!(ty, GgmlType::Q4_0 | GgmlType::Q8_0 | GgmlType::Q4_K) && align >= 2;
+        let k = xl.dims()[xl.rank() - 1];
+        let xr = match pack {
+            true => self.storage(DType::U32, rows * (k / 4 + k / 16))?,
+            false => self.storage(DType::F32, rows * k)?,
+        };
+        let mut row = [0u64; QMATVEC_MAX_ROWS];
+        for (i, r) in row.iter_mut().enumerate() {
+            *r = starts[i.min(rows - 1)] as u64;
+        }
+        let (k64, sk) = (k as u64, xl.strides()[xl.rank() - 1] as u64);
+        let mut args = QmvArgs { k: k64, rows: rows as u64, sk, row, ..QmvArgs::zeroed() };
+        let mut a = Args::default();
+        a.pod(&args).ptr(x.ptr).ptr(xr.ptr);
+        let name = kernel_name("round_q8", x.dtype) + if pack { "_pack" } else { "" };
+        // SAFETY: round_q8_T[_pack](QmvArgs, x, y) in order; it reads the rows (at most
+        // QMATVEC_MAX_ROWS, their offsets in `row`) of K values of x through stride sk (the spec
+        // checked x's view against its storage) and writes, a thread a run of 32 values (K is a
+        // multiple of it: the weight's blocks), rows x K f32 values of `xr` or (`_pack`) its rows x
+        // (K / 4 + K / 16) words.
+        unsafe { self.launch(Family::Quant, &name, (rows * k / 32) as u64, &mut a)? };
+        if !pack {
+            let y = self.qmatvec(q, offset, ty, n, (&xr, &crate::Layout::contiguous([rows, k])))?;
+            if x.dtype == DType::F32 {
+                return Ok(y);
+            }
+            return crate::backend::ElementwiseOps::cast(self, &y, &crate::Layout::contiguous([rows, n]), x.dtype);
+        }
+        let y = self.storage(x.dtype, rows * n)?;
+        let mq = qmatvec_rows_class(rows);
+        let base = kernel_name(QuantOp::QmatvecQ8.name(), x.dtype);
+        let name = if mq == 1 { base } else { format!("{base}_m{mq}") };
+        for (i, r) in args.row.iter_mut().enumerate() {
+            *r = i.min(rows - 1) as u64;
+        }
+        let (bs, bb) = (ty.block_size() as u64, ty.block_bytes() as u64);
+        args = QmvArgs { n: n as u64, bs, bb, t: ty.id().into(), align, ..args };
+        let rows_per_block = QMV_ROWS * u64::from(QMV_THREADS / self.0.rt.info().warp_size.max(1));
+        for (first, _, blocks) in launches(n as u64, rows_per_block, QMV_THREADS) {
+            args.first = first;
+            let mut a = Args::default();
+            a.pod(&args).ptr(q.at(offset)).ptr(xr.ptr).ptr(y.ptr);
+            // SAFETY: qmatvec_q8_T[_mMQ](QmvArgs, q, xq, y) in order; it reads the n rows of K / bs
+            // blocks of type t (q4_0, q8_0 or q4_K, on 2 bytes at least, as `align` says) from `q`
+            // (inside the u8 storage: the spec checked its bytes against the shape), the packed
+            // rows `row` (indices below `rows`) of `xr` as round_q8_T_pack wrote them (16-byte
+            // vectors: a fresh storage, rows of K / 4 words, K a multiple of 32) and writes rows x n
+            // elements of `y`; warps past n return at once.
+            unsafe { self.launch_grid(Family::Quant, &name, [blocks, 1, 1], QMV_THREADS, &mut a)? };
+        }
+        Ok(y)
+    }
 }

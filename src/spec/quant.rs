@@ -19,6 +19,55 @@ spec_enum! {
         /// `x [rows, K] W^T` for few rows (at most [`QMATVEC_MAX_ROWS`]), the blocks streamed
         /// once; the dtype is x's and the output's.
         Qmatvec = qmatvec: FLOATS,
+        /// `qmatvec` of x rounded to q8 blocks ([`q8_round`]): the q8 activation mode.
+        QmatvecQ8 = qmatvec_q8: FLOATS,
+    }
+}
+
+/// Values of a row of x per block of the q8 activation mode (`QTensor::qmatmul_q8`): ggml's
+/// q8_1 blocks, 32 values under one scale. Every K a quantized weight takes is a multiple of it.
+pub const Q8_BLOCK: usize = 32;
+
+/// The least block maximum the q8 activation mode quantizes (2^-100): a block whose values are
+/// all smaller in magnitude rounds to zeros, which keeps every product of [`q8_round`] normal.
+pub const Q8_TINY: f32 = f32::from_bits(0x0d80_0000);
+
+/// The scale `d` of a q8 activation block whose largest magnitude is `amax`: amax times the f32
+/// nearest 1/127, its significand then rounded to 11 bits (half up, on the bits), so that `d q`
+/// is exact in f32 for every |q| <= 127 and every backend forms the same bits with one correctly
+/// rounded product. 0 for a block below [`Q8_TINY`]; NaN where `amax` is infinite or NaN, so
+/// that the block's values are NaN.
+pub fn q8_scale(amax: f32) -> f32 {
+    if !amax.is_finite() {
+        return f32::NAN;
+    }
+    if amax < Q8_TINY {
+        return 0.0;
+    }
+    let m = amax * Q8_INV127;
+    f32::from_bits((m.to_bits() + 0x1000) & !0x1fff)
+}
+
+/// The f32 nearest 1/127.
+pub const Q8_INV127: f32 = 1.0 / 127.0;
+
+/// The q8 value of `x` in a block of scale `d` ([`q8_scale`]): x / d rounded to the nearest
+/// integer, ties to even, exactly (|q| <= 127 follows from d). Computed without a division a GPU
+/// may round loosely: a candidate from x times an approximate 1 / d, corrected by comparing x with
+/// (r -+ 1/2) d, products exact in f32 (9 and 11 significant bits). 0 where d is 0, NaN where d is.
+pub fn q8_round(x: f32, d: f32) -> f32 {
+    if d == 0.0 {
+        return 0.0;
+    }
+    let r = (x * (1.0 / d)).round_ties_even();
+    let (lo, hi) = ((r - 0.5) * d, (r + 0.5) * d);
+    let odd = r.rem_euclid(2.0) == 1.0;
+    if x < lo || (x == lo && odd) {
+        r - 1.0
+    } else if x > hi || (x == hi && odd) {
+        r + 1.0
+    } else {
+        r
     }
 }
 

@@ -5,6 +5,8 @@ use super::parts::{self, Split};
 use crate::backend::QuantOps;
 use crate::device::{BackendOf, dispatch};
 use crate::spec::quant::{FLOATS, GgmlType, QMATVEC_MAX_ROWS, QuantOp, check_quantize, check_quantized};
+#[cfg(doc)]
+use crate::spec::quant::{Q8_BLOCK, q8_round, q8_scale};
 use crate::spec::{Family, Out};
 use crate::{CpuStorage, DType, Device, Error, Result, Shape};
 
@@ -116,6 +118,41 @@ impl QTensor {
     /// # Ok::<(), rocm_wgpu_ops::Error>(())
     /// ```
     pub fn qmatmul(&self, x: &Tensor) -> Result<Tensor> {
+        self.product(x, false)
+    }
+
+    /// [`QTensor::qmatmul`] in the q8 activation mode, as llama.cpp's matrix-vector kernels
+    /// multiply: for up to [`QMATVEC_MAX_ROWS`] rows of x, each run of [`Q8_BLOCK`] values of a
+    /// row is first rounded to 8 bits under one scale (`d` = the run's largest magnitude / 127,
+    /// to 11 significant bits: [`q8_scale`]; each value to `d` times [`q8_round`] of it, ties to
+    /// even), then multiplied as `qmatmul` multiplies: every backend rounds x to the same values,
+    /// and the products are those values' with ggml's, summed in f32. The rounding moves each
+    /// value of x by at most half its run's step, `d / 2` (about 2^-8 of the run's largest
+    /// magnitude); a run below 2^-100 becomes zeros, a run holding an infinity or a NaN NaNs.
+    /// For q4_0, q8_0 and q4_K the GPU kernels read x as i8 words and multiply four values an
+    /// instruction (4-byte integer dot products: WGSL's `dot4I8Packed`, outside browsers;
+    /// `__dp4a` on NVIDIA); the other types, and browsers, multiply the rounded values as
+    /// `qmatmul` does (the rounding is then a cost, not a gain). With more rows (a prompt) it is
+    /// `qmatmul`: x is not rounded.
+    ///
+    /// ```
+    /// use rocm_wgpu_ops::{Device, QTensor, Tensor, spec::quant::GgmlType};
+    ///
+    /// let dev = Device::cpu();
+    /// let w = Tensor::from_vec(vec![1f32; 64], [2, 32], &dev)?;
+    /// let q = QTensor::quantize(&w, GgmlType::Q8_0)?;
+    /// let x = Tensor::from_vec((0..32).map(|i| i as f32 / 100.).collect::<Vec<_>>(), [1, 32], &dev)?;
+    /// let (exact, q8) = (q.qmatmul(&x)?.to_vec2::<f32>()?, q.qmatmul_q8(&x)?.to_vec2::<f32>()?);
+    /// assert!((exact[0][0] - 4.96).abs() < 1e-5);
+    /// assert!((q8[0][0] - exact[0][0]).abs() <= 32. * 0.31 / 127. / 2.); // each value within d / 2
+    /// # Ok::<(), rocm_wgpu_ops::Error>(())
+    /// ```
+    pub fn qmatmul_q8(&self, x: &Tensor) -> Result<Tensor> {
+        self.product(x, true)
+    }
+
+    /// `qmatmul` (`q8`: x's rows rounded to q8 blocks first, up to [`QMATVEC_MAX_ROWS`] rows).
+    fn product(&self, x: &Tensor, q8: bool) -> Result<Tensor> {
         let out = crate::spec::quant::qmatmul(x.shape(), x.dtype(), &self.shape)?;
         let (n, k) = (self.shape.dims()[0], self.shape.dims()[1]);
         let rows: usize = x.dims()[..x.rank() - 1].iter().product();
@@ -129,13 +166,14 @@ impl QTensor {
             let xs = (0..=last).map(|i| (i < last).then_some(i)).collect();
             let ws = (0..=last).map(|i| (i == last).then_some(0)).collect();
             let split = Split::mapped("qmatmul", &out, vec![(self.table()?, ws), (x.clone(), xs)]);
-            return split.run(|x| self.rows_of(&x[0])?.qmatmul(&x[1]));
+            return split.run(|x| self.rows_of(&x[0])?.product(&x[1], q8));
         }
-        let r = self.bytes.run(Family::Quant, QuantOp::Qmatvec.name(), &[x], &out)?;
+        let op = if q8 { QuantOp::QmatvecQ8 } else { QuantOp::Qmatvec };
+        let r = self.bytes.run(Family::Quant, op.name(), &[x], &out)?;
         let offset = self.bytes.layout().offset();
         let s = dispatch!(self.device(), |b| {
-            let xs = (r.arg(b, x)?, x.layout());
-            b.wrap(b.qmatvec(r.arg(b, &self.bytes)?, offset, self.ty, n, xs)?)
+            let (q, xs) = (r.arg(b, &self.bytes)?, (r.arg(b, x)?, x.layout()));
+            b.wrap(if q8 { b.qmatvec_q8(q, offset, self.ty, n, xs)? } else { b.qmatvec(q, offset, self.ty, n, xs)? })
         });
         Ok(r.finish(s))
     }

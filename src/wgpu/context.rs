@@ -71,6 +71,11 @@ pub(crate) struct Gpu {
     pub retired: Arc<Retired>,
     /// GPU time per kernel, when `RWO_WGPU_PROFILE=1` asks and the adapter can.
     pub profiler: Option<Profiler>,
+    /// Whether kernels use WGSL's `dot4I8Packed`: natively naga always has it (SPIR-V's packed
+    /// integer dot product where the driver has it, shifts and multiplies elsewhere). Not in a
+    /// browser: its `wgslLanguageFeatures` would say, but wgpu's web backend reads that set
+    /// unguarded, and a browser without it (Firefox ESR) would throw.
+    pub dot4: bool,
 }
 
 /// Preference of an adapter: hardware before software, native APIs before GL.
@@ -202,7 +207,8 @@ impl Gpu {
         let sink = errors.clone();
         device.set_device_lost_callback(move |reason, msg| sink.record(format!("device lost ({reason:?}): {msg}")));
         let profiler = profile.then(|| Profiler::new(&device, &queue));
-        Ok(Gpu { device, queue, info, features, limits, errors, coop, retired: Arc::default(), profiler })
+        let dot4 = !cfg!(target_family = "wasm");
+        Ok(Gpu { device, queue, info, features, limits, errors, coop, retired: Arc::default(), profiler, dot4 })
     }
 
     /// An instance of `backends`, unless `WGPU_BACKEND` in the environment says otherwise. The

@@ -108,6 +108,11 @@ pub(crate) enum KernelKey {
     /// A quantized matrix-vector kernel: the block type, x's dtype, the rows of x it is built
     /// for, x read as vectors, scales shared through subgroup shuffles.
     Qmatvec(crate::spec::quant::GgmlType, DType, usize, bool, bool),
+    /// The q8 activation mode's products by integer dot products: the block type, x's dtype, the
+    /// rows of x it is built for, the blocks on 16 bytes.
+    QmatvecQ8(crate::spec::quant::GgmlType, DType, usize, bool),
+    /// x's rows rounded to q8 blocks: x's dtype, packed for `QmatvecQ8` (else f32 values).
+    RoundQ8(DType, bool),
     /// A dequantize kernel: the output's dtype, the block type it decodes by words of quants
     /// (`None`: every type, value by value).
     Dequantize(DType, Option<crate::spec::quant::GgmlType>),

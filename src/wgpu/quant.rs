@@ -8,10 +8,10 @@
 use super::kernel::{Index, Spec, family_source, section};
 use super::repr::{Access, Caps, Repr};
 use super::{KernelKey, WgpuBackend, WgpuStorage};
-use crate::backend::{Operand, QuantOps};
+use crate::backend::{ElementwiseOps, Operand, QuantOps};
 use crate::spec::quant::{GgmlType, QMATVEC_MAX_ROWS, QMATVEC_RUN, QuantOp, qmatvec_row_offsets, qmatvec_rows_class};
 use crate::spec::{Family, kernel_name};
-use crate::{DType, Result};
+use crate::{DType, Layout, Result};
 
 /// Invocations per `qmatvec` workgroup; the partial sums of 8 rows of x take 4 KiB of workgroup
 /// memory (8 KiB for two weight rows a lane group).
@@ -75,8 +75,10 @@ fn qmatvec_spec(caps: Caps, ty: GgmlType, dtype: DType, mq: usize, vec: bool, sh
         let calls: String = (0..mq).map(|i| format!("\n    {f}_row({i}u, {args});")).collect();
         format!("fn {f}_rows({params}) {{{calls}\n}}")
     };
-    let scales = section(family_source(Family::Quant), if shuffle { "k4_shuffle" } else { "k4_bytes" });
+    let src = family_source(Family::Quant);
+    let scales = section(src, if shuffle { "k4_shuffle" } else { "k4_bytes" });
     Ok(spec
+        .code(section(src, "qmv_frame"))
         .code(scales)
         .code(format!(
             "// Values k .. k + 4 of x's row i.\nfn x4(i: u32, k: u32, sk: u32) -> vec4<f32> {{\n    {x4}\n}}"
@@ -87,6 +89,48 @@ fn qmatvec_spec(caps: Caps, ty: GgmlType, dtype: DType, mq: usize, vec: bool, sh
             "k: u32, sk: u32, v: vec4<u32>, s: K4Scales, v2: vec4<u32>, s2: K4Scales",
             "k, sk, v, s, v2, s2",
         )))
+}
+
+/// The block types `qmatvec_q8` multiplies by integer dot products; the others take x's rounded
+/// values as f32 through `qmatvec`.
+const Q8_DOT_TYPES: [GgmlType; 3] = [GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K];
+
+/// The kernel rounding `dtype` x's rows to q8 blocks: packed for `qmatvec_q8` (i8 words, scales,
+/// sums), else as f32 values.
+fn round_q8_spec(caps: Caps, dtype: DType, pack: bool) -> Result<Spec> {
+    let r = Repr::of(dtype, caps, QuantOp::QmatvecQ8.name())?;
+    Ok(Spec::new(Family::Quant, "round_q8", caps)
+        .bind("q", Repr::U32, Access::Write, Index::None)
+        .bind("x", r, Access::Read, Index::None)
+        .constant("PACK", pack.to_string()))
+}
+
+/// The q8 activation mode's products of block type `ty` (one of [`Q8_DOT_TYPES`]) for `mq` rows
+/// of x, writing `dtype`: `qmatvec`'s lanes and groups, x read as `round_q8`'s packed words (`xq`
+/// as 16-byte words for the quants, `xs`, the same buffer, as words for the scales and sums).
+///
+/// `qv`: the blocks start on 16 bytes, and q4_K's 16-byte fields are read through `qv` (the
+/// blocks' buffer bound a second time as 16-byte words) in one load each.
+fn qmatvec_q8_spec(caps: Caps, ty: GgmlType, dtype: DType, mq: usize, qv: bool) -> Result<Spec> {
+    let r = Repr::of(dtype, caps, QuantOp::QmatvecQ8.name())?;
+    let mut spec = Spec::new(Family::Quant, "qmatvec_q8", caps)
+        .bind("q", Repr::U32, Access::Read, Index::None)
+        .bind("xq", Repr::U32, Access::Wide, Index::None)
+        .bind("y", r, Access::Update, Index::None)
+        .bind("xs", Repr::U32, Access::Read, Index::None)
+        .bind("qv", Repr::U32, Access::Wide, Index::None)
+        .constant("QV", qv.to_string())
+        .constant("T", format!("{}u", ty.id()))
+        .constant("MQ", format!("{mq}u"))
+        .constant("QL", format!("{QMATVEC_LANES}u"))
+        .constant("RW", format!("{}u", q8_group_rows(ty)));
+    spec.workgroup = QMATVEC_WG;
+    Ok(spec.code(section(family_source(Family::Quant), "qmv_frame")))
+}
+
+/// Weight rows a `qmatvec_q8` lane group takes: q4_K's two share each word of x.
+fn q8_group_rows(ty: GgmlType) -> u32 {
+    if ty == GgmlType::Q4_K { 2 } else { 1 }
 }
 
 /// Weight rows a `qmatvec` lane group takes (`RW`) for `mq` rows of x: q4_K's two read each
@@ -166,12 +210,58 @@ impl QuantOps for WgpuBackend {
         self.run(&spec, &pipeline, &[q.buffer(), x.buffer(), y.buffer()], &meta, groups * QMATVEC_WG as u64)?;
         Ok(y)
     }
+
+    /// x's rows rounded to q8 blocks by `round_q8` (an invocation a word of 4 values); for the
+    /// types of [`Q8_DOT_TYPES`], where WGSL has `dot4I8Packed`, packed and multiplied by
+    /// `qmatvec_q8`; else as f32 values through [`QuantOps::qmatvec`], then cast to x's dtype.
+    fn qmatvec_q8(
+        &self,
+        q: &WgpuStorage,
+        offset: usize,
+        ty: GgmlType,
+        n: usize,
+        (x, xl): Operand<WgpuStorage>,
+    ) -> Result<WgpuStorage> {
+        let starts = qmatvec_row_offsets(xl)?;
+        let (rows, k) = (starts.len(), xl.dims()[xl.rank() - 1]);
+        let pack = Q8_DOT_TYPES.contains(&ty) && self.0.gpu.dot4;
+        let (spec, pipeline) =
+            self.keyed(KernelKey::RoundQ8(x.dtype, pack), || round_q8_spec(self.caps(), x.dtype, pack))?;
+        // Packed: K / 4 words of i8 a row, then a scale and a sum a block of 32.
+        let xr = match pack {
+            true => self.storage(DType::U32, rows * (k / 4 + k / 16))?,
+            false => self.storage(DType::F32, rows * k)?,
+        };
+        let sk = xl.strides()[xl.rank() - 1];
+        let mut extra = vec![k as u32, rows as u32, sk as u32];
+        extra.extend(&starts.iter().map(|&s| s as u32).collect::<Vec<_>>());
+        let meta = spec.meta((rows * k) as u32, &[], &extra);
+        self.run(&spec, &pipeline, &[xr.buffer(), x.buffer()], &meta, (rows * k / 4) as u64)?;
+        if !pack {
+            let y = self.qmatvec(q, offset, ty, n, (&xr, &Layout::contiguous([rows, k])))?;
+            return if x.dtype == DType::F32 { Ok(y) } else { self.cast(&y, &Layout::contiguous([rows, n]), x.dtype) };
+        }
+        let mq = qmatvec_rows_class(rows);
+        let qv = offset.is_multiple_of(16);
+        let key = KernelKey::QmatvecQ8(ty, x.dtype, mq, qv);
+        let (spec, pipeline) = self.keyed(key, || qmatvec_q8_spec(self.caps(), ty, x.dtype, mq, qv))?;
+        let y = self.storage(x.dtype, rows * n)?;
+        let (bs, bb) = (ty.block_size() as u32, ty.block_bytes() as u32);
+        let mut extra = vec![ty.id(), offset as u32, k as u32, n as u32, bs, bb, rows as u32, 0];
+        extra.extend((0..mq).map(|i| i.min(rows - 1) as u32));
+        let meta = spec.meta((rows * n) as u32, &[], &extra);
+        let groups = n.div_ceil((QMATVEC_WG / QMATVEC_LANES * q8_group_rows(ty)) as usize) as u64;
+        let buffers = [q.buffer(), xr.buffer(), y.buffer(), xr.buffer(), q.buffer()];
+        self.run(&spec, &pipeline, &buffers, &meta, groups * QMATVEC_WG as u64)?;
+        Ok(y)
+    }
 }
 
 /// The quant kernels: `dequantize_{dtype}` and `dequantize_{dtype}_{type}` (by words of
 /// quants), and `qmatvec_{dtype}_{type}` for every block type in its forms for 1 and 8 rows (those
 /// for 2 and 4 differ from them only in MQ), each also with x's rows as vectors where the dtype's
-/// repr has them.
+/// repr has them; `round_q8_{dtype}` (and `_pack`) and `qmatvec_q8_{dtype}_{type}` for 1 and 8
+/// rows.
 pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
     let mut v: Vec<(String, Result<Spec>)> = vec![];
     for &dt in QuantOp::Dequantize.dtypes() {
@@ -190,6 +280,18 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
                     v.push((qmatvec_name(ty, dt, mq, vec) + "_shuffle", qmatvec_spec(caps, ty, dt, mq, vec, true)));
                 }
             }
+        }
+        for pack in [false, true] {
+            v.push((format!("round_q8_{dt}{}", if pack { "_pack" } else { "" }), round_q8_spec(caps, dt, pack)));
+        }
+        for (ty, mq, qv) in Q8_DOT_TYPES.iter().flat_map(|&t| [(t, 1, false), (t, QMATVEC_MAX_ROWS, true)]) {
+            let name = format!(
+                "{}_{}_m{mq}{}",
+                kernel_name(QuantOp::QmatvecQ8.name(), dt),
+                ty.name(),
+                if qv { "_qv" } else { "" }
+            );
+            v.push((name, qmatvec_q8_spec(caps, ty, dt, mq, qv)));
         }
     }
     v

@@ -109,9 +109,11 @@ fn every_op_and_dtype_of_the_native_families_has_a_hip_entry_point() {
     // index_select's row copy, by chunk width in bytes (src/native/index.rs picks one).
     assert!([1, 2, 4, 8, 16].iter().all(|n| names.contains(&format!("index_select_rows_{n}"))));
     assert!(names.contains("argmax_f16") && names.contains("sum_u8") && names.contains("argsort_bf16"));
-    // qmatvec's forms for 2, 4 and 8 rows of x (src/native/quant.rs picks one).
+    // qmatvec's forms for 2, 4 and 8 rows of x (src/native/quant.rs picks one), qmatvec_q8's too, and round_q8's two outputs.
     for dt in spec::quant::QuantOp::Qmatvec.dtypes() {
         assert!([2, 4, 8].iter().all(|m| names.contains(&format!("qmatvec_{dt}_m{m}"))), "qmatvec {dt}");
+        assert!([2, 4, 8].iter().all(|m| names.contains(&format!("qmatvec_q8_{dt}_m{m}"))), "qmatvec_q8 {dt}");
+        assert!(names.contains(&format!("round_q8_{dt}")) && names.contains(&format!("round_q8_{dt}_pack")));
     }
 }
 

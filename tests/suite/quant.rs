@@ -19,6 +19,8 @@ suite!(
     qmatmul_matches_reference,
     qmatmul_matches_cpu_at_every_row_count,
     qmatmul_rejects_bad_shapes,
+    qmatmul_q8_matches_cpu,
+    qmatmul_q8_rounds_x_exactly,
 );
 
 /// The committed vectors of a type: its blocks and gguf-py's dequantization of them.
@@ -386,8 +388,25 @@ async fn qmatmul_matches_cpu_at_every_row_count(dev: &Device) -> Result<()> {
     Ok(())
 }
 
+/// [`qmatmul_matches_cpu_at_every_row_count`] for the q8 activation mode: the types with
+/// integer-dot kernels (q4_0, q8_0, q4_K), and two that take the rounded values through qmatvec
+/// (q5_1, q6_K). The cpu rounds x as every backend must (the same bits), so the two differ by the
+/// order of their f32 sums only.
+async fn qmatmul_q8_matches_cpu(dev: &Device) -> Result<()> {
+    for ty in [GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q5_1, GgmlType::Q6_K] {
+        let (n, k) = if ty.block_size() == 32 { (5, 2080) } else { (19, 2304) };
+        product_against_cpu(dev, ty, n, k, true).await?;
+    }
+    Ok(())
+}
+
 /// [`qmatmul_matches_cpu_at_every_row_count`] for one block type and shape.
 async fn qmatmul_against_cpu(dev: &Device, ty: GgmlType, n: usize, k: usize) -> Result<()> {
+    product_against_cpu(dev, ty, n, k, false).await
+}
+
+/// `qmatmul` (`q8`: `qmatmul_q8`) of a `[n, k]` weight of `ty` against the cpu's.
+async fn product_against_cpu(dev: &Device, ty: GgmlType, n: usize, k: usize, q8: bool) -> Result<()> {
     let (bytes, wmax) = blocks_of(ty, n, k).await?;
     for pad in [1 + ty.id() as usize % 2, 16] {
         let weight = |d: &Device| -> Result<QTensor> {
@@ -397,8 +416,11 @@ async fn qmatmul_against_cpu(dev: &Device, ty: GgmlType, n: usize, k: usize) -> 
         };
         for dtype in crate::float_dtypes(dev).into_iter().filter(|d| *d != DType::F64) {
             for (case, name) in X_CASES.iter().enumerate() {
-                let what = format!("qmatmul {ty} {dtype} x {name}, blocks at byte {pad}");
-                let f = |d: &Device| weight(d)?.qmatmul(&x_case(d, dtype, k, 1.0 / wmax, case)?);
+                let what = format!("qmatmul (q8 {q8}) {ty} {dtype} x {name}, blocks at byte {pad}");
+                let f = |d: &Device| {
+                    let (w, x) = (weight(d)?, x_case(d, dtype, k, 1.0 / wmax, case)?);
+                    if q8 { w.qmatmul_q8(&x) } else { w.qmatmul(&x) }
+                };
                 compare_with_cpu(dev, qtol(dtype, k), &what, f).await?;
             }
         }
@@ -414,5 +436,58 @@ async fn qmatmul_rejects_bad_shapes(dev: &Device) -> Result<()> {
     assert!(matches!(w.qmatmul(&v), Err(Error::MatmulShape { .. })));
     let ints = Tensor::zeros([1, 256], DType::U32, dev)?;
     assert!(matches!(w.qmatmul(&ints), Err(Error::WrongDType { .. })));
+    assert!(matches!(w.qmatmul_q8(&x), Err(Error::MatmulShape { .. })));
+    assert!(matches!(w.qmatmul_q8(&ints), Err(Error::WrongDType { .. })));
+    Ok(())
+}
+
+/// The q8 activation mode's rounding of x, value by value: a q8_0 weight whose row j is 1 at
+/// column j (d = 1, q = 1) and 0 elsewhere makes y[j] = x's rounded value j exactly. Run 0 has
+/// the largest magnitude 127 / 16 (so d = 1/16) and values on and beside the half steps (ties
+/// to even: 2.5 / 16 -> 2 / 16, 3.5 / 16 -> 4 / 16, -2.5 / 16 -> -2 / 16); in f32, run 1 lies below
+/// 2^-100 (zeros). A NaN or an infinity anywhere in x makes its run NaN, and so every output.
+async fn qmatmul_q8_rounds_x_exactly(dev: &Device) -> Result<()> {
+    let k = 64;
+    let mut blocks = vec![];
+    for j in 0..k {
+        for b in 0..k / 32 {
+            blocks.extend(f16::from_f32(1.0).to_le_bytes());
+            blocks.extend((0..32).map(|i| u8::from(32 * b + i == j)));
+        }
+    }
+    let w = QTensor::from_bytes(GgmlType::Q8_0, [k, k], &blocks, dev)?;
+    let run0: [(f32, f32); 8] = [
+        (127.0, 127.0),
+        (2.5, 2.0),
+        (3.5, 4.0),
+        (-2.5, -2.0),
+        (-3.5, -4.0),
+        (2.5 + 1.0 / 64.0, 3.0),
+        (-126.49, -126.0),
+        (0.4, 0.0),
+    ];
+    let (mut x, mut want) = (vec![0f32; k], vec![0f32; k]);
+    for (i, (v, q)) in run0.iter().enumerate() {
+        (x[i], want[i]) = (v / 16.0, q / 16.0);
+    }
+    x[32] = 1e-31;
+    let rounded = async |x: &[f32], dtype: DType| -> Result<Vec<f32>> {
+        let xt = Tensor::from_vec(x.to_vec(), [1, k], dev)?.to_dtype(dtype)?;
+        w.qmatmul_q8(&xt)?.to_dtype(DType::F32)?.flatten_all()?.to_vec_async::<f32>().await
+    };
+    for dtype in [DType::F32, DType::F16] {
+        let got = rounded(&x, dtype).await?;
+        // f16 holds run 0 exactly, not 1e-31.
+        let n = if dtype == DType::F32 { k } else { 32 };
+        for j in 0..n {
+            assert_eq!(got[j], want[j], "{dtype} x[{j}] = {}: rounded to {}", x[j], got[j]);
+        }
+    }
+    for bad in [f32::NAN, f32::INFINITY] {
+        let mut xb = x.clone();
+        xb[40] = bad;
+        let got = rounded(&xb, DType::F32).await?;
+        assert!(got.iter().all(|v| v.is_nan()), "x holding {bad}: {got:?}");
+    }
     Ok(())
 }
