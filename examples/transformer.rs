@@ -64,6 +64,9 @@ against the tied embedding, the greedy next token.
                    elsewhere), multiplied by QTensor::qmatmul (its matrix-vector kernel for up
                    to 8 rows: decoding); the cpu reference multiplies by the same blocks
                    (default: dense)
+  --activations A  exact (default), or q8: quantized weights (--quant, --gguf) multiply x rounded
+                   to q8 blocks where up to 8 rows (QTensor::qmatmul_q8: integer dot products
+                   for q4_0, q8_0 and q4_K), the cpu reference too
   --gguf-out PATH  llama only: also write the weights to PATH as a GGUF file as llama.cpp lays
                    out a llama (its tensor names; q and k rows permuted for interleaved RoPE),
                    read it back and check the read model's logits against the written one's
@@ -506,8 +509,17 @@ fn main_() -> Res<bool> {
         "gguf-out",
         "prompt",
         "devices",
+        "activations",
     ];
     let f = Flags::parse(USAGE, &known)?;
+    match f.get("activations", String::from("exact"))?.as_str() {
+        "exact" => {}
+        "q8" => {
+            println!("# quantized weights multiply x rounded to q8 blocks (--activations q8: QTensor::qmatmul_q8)");
+            weight::set_q8_activations(true);
+        }
+        other => return Err(format!("--activations {other}: exact or q8").into()),
+    }
     let (file, out) = (f.get("gguf", String::new())?, f.get("gguf-out", String::new())?);
     let (cfg, model) = if file.is_empty() {
         if !f.get("prompt", String::new())?.is_empty() {

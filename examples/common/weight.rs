@@ -6,6 +6,16 @@ use crate::parallel;
 use rocm_wgpu_ops::io::ModelTensor;
 use rocm_wgpu_ops::spec::quant::GgmlType;
 use rocm_wgpu_ops::{DType, Device, Error, QTensor, Result, Tensor};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether quantized weights multiply x rounded to q8 blocks (`QTensor::qmatmul_q8`, the
+/// transformer's `--activations q8`): set once, before any product.
+static Q8_ACTIVATIONS: AtomicBool = AtomicBool::new(false);
+
+/// Sets [`Q8_ACTIVATIONS`] for the rest of the run.
+pub fn set_q8_activations(on: bool) {
+    Q8_ACTIVATIONS.store(on, Ordering::Relaxed);
+}
 
 /// A matmul weight `[in, out]`: dense, the ggml blocks of its transpose `[out, in]` (multiplied
 /// by `QTensor::qmatmul`), or weights of different block types side by side along `out`.
@@ -142,6 +152,7 @@ pub fn matmul(c: &Ctx, x: &Tensor, w: &Weight) -> Res<Tensor> {
 fn product(x: &Tensor, w: &Weight) -> Result<Tensor> {
     match w {
         Weight::Dense(w) => x.matmul(w),
+        Weight::Quant(q) if Q8_ACTIVATIONS.load(Ordering::Relaxed) => q.qmatmul_q8(x),
         Weight::Quant(q) => q.qmatmul(x),
         Weight::Cat(parts) => Tensor::cat(&parts.iter().map(|p| product(x, p)).collect::<Result<Vec<_>>>()?, 1),
     }

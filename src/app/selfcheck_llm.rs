@@ -59,17 +59,20 @@ pub(super) fn quant() -> Vec<Check> {
 /// qmatmul through the matrix-vector kernel (2 rows of x, read transposed) for every float dtype,
 /// on q8_0 and q4_0 rows of one block, with x in multiples of 1/8: every product `d q x` and
 /// every partial sum is a multiple of `d / 8` below 2^15 d, exact in f32, so the sum is the
-/// same in any order and the device must match the cpu's.
+/// same in any order and the device must match the cpu's. The q8 activation mode's
+/// (`qmatvec_q8`) the same way: the cpu rounds x to the same values, the sums differ by order.
 fn qmatvec() -> Vec<Check> {
     let mut v = vec![];
-    for &dt in QuantOp::Qmatvec.dtypes() {
+    for (&dt, q8) in QuantOp::Qmatvec.dtypes().iter().flat_map(|dt| [(dt, false), (dt, true)]) {
         for ty in [GgmlType::Q8_0, GgmlType::Q4_0] {
-            v.push(check(format!("qmatvec {dt} {ty}"), move |d| {
+            let op = if q8 { QuantOp::QmatvecQ8 } else { QuantOp::Qmatvec };
+            v.push(check(format!("{} {dt} {ty}", op.name()), move |d| {
                 let n = 3 * ty.block_bytes();
                 let bytes: Vec<u8> = (0..n).map(|i| ((i * 73 + ty.id() as usize) % 251) as u8 & 0xbf).collect();
                 let x: Vec<f32> = (0..64).map(|i| ((i * 5) % 17) as f32 / 8.0 - 1.0).collect();
                 let x = f32s(d, &x, &[32, 2])?.to_dtype(dt)?.t()?;
-                QTensor::from_bytes(ty, [3, 32], &bytes, d)?.qmatmul(&x)
+                let w = QTensor::from_bytes(ty, [3, 32], &bytes, d)?;
+                if q8 { w.qmatmul_q8(&x) } else { w.qmatmul(&x) }
             }));
         }
     }
