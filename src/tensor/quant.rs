@@ -143,7 +143,7 @@ impl QTensor {
     /// let q = QTensor::quantize(&w, GgmlType::Q8_0)?;
     /// let x = Tensor::from_vec((0..32).map(|i| i as f32 / 100.).collect::<Vec<_>>(), [1, 32], &dev)?;
     /// let (exact, q8) = (q.qmatmul(&x)?.to_vec2::<f32>()?, q.qmatmul_q8(&x)?.to_vec2::<f32>()?);
-    /// assert!((exact[0][0] - 4.96).abs() < 1e-5);
+    /// assert!((exact[0][0] - 4.96).abs() < 0.01); // weights 1 to f16 d = 1 / 127: within 2^-11
     /// assert!((q8[0][0] - exact[0][0]).abs() <= 32. * 0.31 / 127. / 2.); // each value within d / 2
     /// # Ok::<(), rocm_wgpu_ops::Error>(())
     /// ```

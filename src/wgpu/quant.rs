@@ -234,7 +234,7 @@ impl QuantOps for WgpuBackend {
         };
         let sk = xl.strides()[xl.rank() - 1];
         let mut extra = vec![k as u32, rows as u32, sk as u32];
-        extra.extend(&starts.iter().map(|&s| s as u32).collect::<Vec<_>>());
+        extra.extend(starts.iter().map(|&s| s as u32));
         let meta = spec.meta((rows * k) as u32, &[], &extra);
         self.run(&spec, &pipeline, &[xr.buffer(), x.buffer()], &meta, (rows * k / 4) as u64)?;
         if !pack {
