@@ -212,7 +212,7 @@ impl QuantOps for WgpuBackend {
     }
 
     /// x's rows rounded to q8 blocks by `round_q8` (an invocation a word of 4 values); for the
-    /// types of [`Q8_DOT_TYPES`], where WGSL has `dot4I8Packed`, packed and multiplied by
+    /// types of `Q8_DOT_TYPES`, where WGSL has `dot4I8Packed`, packed and multiplied by
     /// `qmatvec_q8`; else as f32 values through [`QuantOps::qmatvec`], then cast to x's dtype.
     fn qmatvec_q8(
         &self,
