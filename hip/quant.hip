@@ -550,24 +550,31 @@ __device__ __forceinline__ float q8_round(float x, float d) {
   return r;
 }
 
-// x's rows rounded to q8 activation blocks: a thread per block of 32 values of a row (row i's
-// from a.row[i], along K by a.sk), writing the f32 values d q to y [rows, K].
+// Run g of x's rows (a.rows x K / 32 runs of 32 values; row i's from a.row[i], along K by a.sk)
+// into v as f32; returns the run's scale.
 template <class T>
-__device__ __forceinline__ void round_q8(const QmvArgs& a, const T* x, float* y) {
-  const u64 per = a.k / 32, g = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-  if (g >= a.rows * per) return;
-  const u64 i = g / per, k0 = (g % per) * 32;
-  const T* p = x + a.row[i] + k0 * a.sk;
-  float v[32];
+__device__ __forceinline__ float q8_run(const QmvArgs& a, const T* x, u64 g, float* v) {
+  const u64 per = a.k / 32;
+  const T* p = x + a.row[g / per] + (g % per) * 32 * a.sk;
   u32 amax = 0;
 #pragma unroll
   for (u32 e = 0; e < 32; ++e) {
     v[e] = num<T>::load(p[e * a.sk]);
     amax = max(amax, (u32)__float_as_int(v[e]) & 0x7fffffffu);
   }
-  const float d = q8_scale(amax);
+  return q8_scale(amax);
+}
+
+// x's rows rounded to q8 activation blocks: a thread per run, writing the f32 values d q to y
+// [rows, K] (run g's at 32 g).
+template <class T>
+__device__ __forceinline__ void round_q8(const QmvArgs& a, const T* x, float* y) {
+  const u64 g = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+  if (g >= a.rows * (a.k / 32)) return;
+  float v[32];
+  const float d = q8_run(a, x, g, v);
 #pragma unroll
-  for (u32 e = 0; e < 32; ++e) y[i * a.k + k0 + e] = q8_round(v[e], d) * d;
+  for (u32 e = 0; e < 32; ++e) y[32 * g + e] = q8_round(v[e], d) * d;
 }
 
 // round_q8 packed for qmatvec_q8 (`_pack`): row i's values as i8 words from word i K / 4 of y,
@@ -577,16 +584,8 @@ template <class T>
 __device__ __forceinline__ void round_q8_pack(const QmvArgs& a, const T* x, u32* y) {
   const u64 per = a.k / 32, g = (u64)blockIdx.x * blockDim.x + threadIdx.x;
   if (g >= a.rows * per) return;
-  const u64 i = g / per, k0 = (g % per) * 32;
-  const T* p = x + a.row[i] + k0 * a.sk;
   float v[32];
-  u32 amax = 0;
-#pragma unroll
-  for (u32 e = 0; e < 32; ++e) {
-    v[e] = num<T>::load(p[e * a.sk]);
-    amax = max(amax, (u32)__float_as_int(v[e]) & 0x7fffffffu);
-  }
-  const float d = q8_scale(amax);
+  const float d = q8_run(a, x, g, v);
   int sum = 0;
 #pragma unroll
   for (u32 w = 0; w < 8; ++w) {
@@ -597,7 +596,7 @@ __device__ __forceinline__ void round_q8_pack(const QmvArgs& a, const T* x, u32*
       sum += q;
       word |= ((u32)q & 255u) << (8 * e);
     }
-    y[i * (a.k / 4) + k0 / 4 + w] = word;
+    y[8 * g + w] = word;
   }
   float* f = reinterpret_cast<float*>(y + a.rows * (a.k / 4));
   f[g] = d;

@@ -32,13 +32,9 @@ impl QuantOps for CpuBackend {
         offset: usize,
         ty: GgmlType,
         n: usize,
-        (xs, xl): Operand<CpuStorage>,
+        x: Operand<CpuStorage>,
     ) -> Result<CpuStorage> {
-        let CpuStorage::U8(bytes) = q else {
-            return Err(Error::HostDType { expected: DType::U8, got: q.dtype() });
-        };
-        let x = values(QuantOp::Qmatvec, xs, xl)?;
-        products(bytes, offset, ty, n, &x, xl, xs.dtype())
+        qmatvec_of(q, offset, ty, n, x, false)
     }
 
     /// x's values rounded to q8 blocks (`round_q8`), then [`QuantOps::qmatvec`]'s products.
@@ -48,25 +44,36 @@ impl QuantOps for CpuBackend {
         offset: usize,
         ty: GgmlType,
         n: usize,
-        (xs, xl): Operand<CpuStorage>,
+        x: Operand<CpuStorage>,
     ) -> Result<CpuStorage> {
-        let CpuStorage::U8(bytes) = q else {
-            return Err(Error::HostDType { expected: DType::U8, got: q.dtype() });
-        };
-        let mut x = values(QuantOp::QmatvecQ8, xs, xl)?;
-        round_q8(&mut x);
-        products(bytes, offset, ty, n, &x, xl, xs.dtype())
+        qmatvec_of(q, offset, ty, n, x, true)
     }
 }
 
-/// x's values (f32, f16 or bf16, through its layout) widened to f32, row-major.
-fn values(op: QuantOp, xs: &CpuStorage, xl: &crate::Layout) -> Result<Vec<f32>> {
-    Ok(match xs {
+/// `qmatvec` (`q8`: `qmatvec_q8`): x's values widened to f32 (and rounded to q8 blocks), then
+/// [`products`].
+fn qmatvec_of(
+    q: &CpuStorage,
+    offset: usize,
+    ty: GgmlType,
+    n: usize,
+    (xs, xl): Operand<CpuStorage>,
+    q8: bool,
+) -> Result<CpuStorage> {
+    let CpuStorage::U8(bytes) = q else {
+        return Err(Error::HostDType { expected: DType::U8, got: q.dtype() });
+    };
+    let op = if q8 { QuantOp::QmatvecQ8 } else { QuantOp::Qmatvec };
+    let mut x = match xs {
         CpuStorage::F32(v) => map_strided(v, xl, |e| e),
         CpuStorage::F16(v) => map_strided(v, xl, f16::to_f32),
         CpuStorage::BF16(v) => map_strided(v, xl, bf16::to_f32),
         other => return Err(wrong_dtype(op.name(), other, FLOATS)),
-    })
+    };
+    if q8 {
+        round_q8(&mut x);
+    }
+    products(bytes, offset, ty, n, &x, xl, xs.dtype())
 }
 
 /// Rows of x (a multiple of `Q8_BLOCK` values each) rounded to q8 activation blocks in place: each

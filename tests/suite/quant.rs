@@ -382,7 +382,7 @@ async fn qmatmul_matches_cpu_at_every_row_count(dev: &Device) -> Result<()> {
             _ => (19, &[2304]),
         };
         for &k in ks {
-            qmatmul_against_cpu(dev, ty, n, k).await?;
+            product_against_cpu(dev, ty, n, k, false).await?;
         }
     }
     Ok(())
@@ -398,11 +398,6 @@ async fn qmatmul_q8_matches_cpu(dev: &Device) -> Result<()> {
         product_against_cpu(dev, ty, n, k, true).await?;
     }
     Ok(())
-}
-
-/// [`qmatmul_matches_cpu_at_every_row_count`] for one block type and shape.
-async fn qmatmul_against_cpu(dev: &Device, ty: GgmlType, n: usize, k: usize) -> Result<()> {
-    product_against_cpu(dev, ty, n, k, false).await
 }
 
 /// `qmatmul` (`q8`: `qmatmul_q8`) of a `[n, k]` weight of `ty` against the cpu's.
