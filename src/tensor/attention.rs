@@ -85,6 +85,11 @@ impl Tensor {
     ) -> Result<Tensor> {
         let (dims, kd) = (self.dims(), k.dims());
         let (b, hq, lq, hkv, lk) = (dims[0], dims[1], dims[2], kd[1], kd[2]);
+        if lk == 0 {
+            // No key: every row has all its keys dropped, NaN (the spec; an empty product would
+            // give zeros).
+            return Tensor::full(f64::NAN, [b, hq, lq, v.dims()[3]], self.dtype, &self.device);
+        }
         let f32s = |t: &Tensor| if t.dtype.size_in_bytes() == 2 { t.to_dtype(DType::F32) } else { Ok(t.clone()) };
         let q = f32s(self)?.contiguous()?.reshape([b, hkv, hq / hkv * lq, dims[3]])?;
         let s = q.matmul(&f32s(k)?.transpose(2, 3)?)?.reshape([b, hq, lq, lk])?.affine(scale, 0.0)?;

@@ -344,6 +344,15 @@ async fn tensors_in_parts_match_reference(dev: &Device) -> Result<()> {
                 q.scaled_dot_product_attention(&k, &v, None, true, None)
             }),
         ),
+        (
+            "attention of grouped heads in parts over no key (NaN, as the fused kernels give)",
+            Tol::EXACT,
+            Box::new(|d| {
+                let q = rand_tensor(d, DType::F32, &[1, 4, 600, 8], 35, -1.0, 1.0)?;
+                let kv = Tensor::zeros([1, 2, 0, 8], DType::F32, d)?;
+                q.scaled_dot_product_attention(&kv, &kv, None, false, None)
+            }),
+        ),
         ("argmax over the rows the parts cut", Tol::EXACT, Box::new(|d| table(d)?.argmax(0))),
         (
             "argmax of ties across the cut (the first index)",
