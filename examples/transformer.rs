@@ -176,14 +176,14 @@ impl Model {
     }
 }
 
-/// Keys and values of every position, per layer `[1, Hkv, positions, D]`, allocated once, the
-/// first `len` filled. A forward with a cache writes its tokens' keys and values at their
-/// positions in place (`scatter_set`) and attends over the whole cache, masked to the positions
-/// each token may see: positions and mask are data on the device, so that one captured step
-/// (`Device::capture`) replays at every position.
+/// Keys and values of every position, per layer one tensor `[1, 2 Hkv, positions, D]` (the keys'
+/// heads, then the values'), allocated once, the first `len` filled. A forward with a cache
+/// writes its tokens' keys and values at their positions in place (`scatter_set`: one write where
+/// they come as one view, as GPT-2's projection lays them out) and attends over the whole cache,
+/// masked to the positions each token may see: positions and mask are data on the device, so
+/// that one captured step (`Device::capture`) replays at every position.
 pub struct Cache {
-    k: Vec<Tensor>,
-    v: Vec<Tensor>,
+    kv: Vec<Tensor>,
     len: usize,
     /// `[1, 1, 1, positions]` (u32): `0..positions`, the keys' positions.
     keys: Tensor,
@@ -199,10 +199,17 @@ pub struct Slot<'a> {
 
 impl Cache {
     fn new(cfg: &Config, dev: &Device, dtype: DType) -> Res<Cache> {
-        let (p, shape) = (cfg.positions(), [1, cfg.kv_heads, cfg.positions(), cfg.head_dim()]);
-        let zeros = || (0..cfg.layers).map(|_| Tensor::zeros(shape, dtype, dev)).collect::<rocm_wgpu_ops::Result<_>>();
+        let (p, shape) = (cfg.positions(), [1, 2 * cfg.kv_heads, cfg.positions(), cfg.head_dim()]);
+        let kv = (0..cfg.layers).map(|_| Tensor::zeros(shape, dtype, dev)).collect::<rocm_wgpu_ops::Result<_>>()?;
         let keys = Tensor::arange(0u32, p as u32, dev)?.reshape([1, 1, 1, p])?;
-        Ok(Cache { k: zeros()?, v: zeros()?, len: 0, keys })
+        Ok(Cache { kv, len: 0, keys })
+    }
+
+    /// Layer `layer`'s keys and values `[1, Hkv, positions, D]` (views of its one tensor).
+    fn layer(&self, layer: usize) -> rocm_wgpu_ops::Result<(Tensor, Tensor)> {
+        let kv = &self.kv[layer];
+        let h = kv.dims()[1] / 2;
+        Ok((kv.narrow(1, 0, h)?, kv.narrow(1, h, h)?))
     }
 
     /// Tokens at positions `at` `[T]` (u32) in this cache.
@@ -226,24 +233,47 @@ fn heads(x: &Tensor, first: usize, n: usize, d: usize) -> rocm_wgpu_ops::Result<
     x.narrow(1, first * d, n * d)?.reshape([t, n, d])?.permute([1, 0, 2])?.unsqueeze(0)
 }
 
-/// Causal attention of `q [1, H, T, D]` over `k`, `v` `[1, Hkv, T, D]` in one fused op, back to
-/// `(T, H D)`. With layer `layer` of a cache slot, `k` and `v` are written at the tokens'
+/// Keys and values `[1, Hkv, T, D]` each, or one view `[1, 2 Hkv, T, D]` of both (keys' heads
+/// first), which a cache takes in one write.
+pub enum Kv<'a> {
+    Apart(&'a Tensor, &'a Tensor),
+    Joint(&'a Tensor),
+}
+
+/// Causal attention of `q [1, H, T, D]` over keys and values `kv` in one fused op, back to
+/// `(T, H D)`. With layer `layer` of a cache slot, the keys and values are written at the tokens'
 /// positions and the queries attend over the whole cache through the slot's mask.
-fn attend(c: &Ctx, q: &Tensor, k: &Tensor, v: &Tensor, slot: Option<(&Slot, usize)>) -> Res<Tensor> {
+fn attend(c: &Ctx, q: &Tensor, kv: Kv, slot: Option<(&Slot, usize)>) -> Res<Tensor> {
     let (h, t, d) = (q.dims()[1], q.dims()[2], q.dims()[3]);
+    let halves = |x: &Tensor| {
+        let n = x.dims()[1] / 2;
+        Ok::<_, rocm_wgpu_ops::Error>((x.narrow(1, 0, n)?, x.narrow(1, n, n)?))
+    };
     let y = match slot {
         None => {
+            let (k, v) = match kv {
+                Kv::Apart(k, v) => (k.clone(), v.clone()),
+                Kv::Joint(kv) => halves(kv)?,
+            };
             let budget = budget::attention(d, t);
-            c.op("attention", budget, || q.scaled_dot_product_attention(k, v, None, true, None))?
+            c.op("attention", budget, || q.scaled_dot_product_attention(&k, &v, None, true, None))?
         }
         Some((s, layer)) => {
-            let (kc, vc) = (&s.cache.k[layer], &s.cache.v[layer]);
-            let ids = s.at.reshape([1, 1, t, 1])?.broadcast_as(k.dims())?;
-            c.op("index", budget::COPY, || kc.scatter_set(&ids, k, 2))?;
-            c.op("index", budget::COPY, || vc.scatter_set(&ids, v, 2))?;
+            let write = |cache: &Tensor, x: &Tensor| {
+                let ids = s.at.reshape([1, 1, t, 1])?.broadcast_as(x.dims())?;
+                c.op("index", budget::COPY, || cache.scatter_set(&ids, x, 2))
+            };
+            let (kc, vc) = s.cache.layer(layer)?;
+            match kv {
+                Kv::Apart(k, v) => {
+                    write(&kc, k)?;
+                    write(&vc, v)?;
+                }
+                Kv::Joint(kv) => write(&s.cache.kv[layer], kv)?,
+            }
             // The most keys a token sees: the budget of the longest attention.
             let budget = budget::attention(d, s.cache.len + t);
-            c.op("attention", budget, || q.scaled_dot_product_attention(kc, vc, Some(&s.mask), false, None))?
+            c.op("attention", budget, || q.scaled_dot_product_attention(&kc, &vc, Some(&s.mask), false, None))?
         }
     };
     c.op("copy", budget::COPY, || y.squeeze(0)?.permute([1, 0, 2])?.reshape([t, h * d]))

@@ -3,7 +3,7 @@
 
 use crate::common::{Ctx, Res, budget};
 use crate::parallel::{Ranks, first_only, split};
-use crate::{Config, EPS, STD, Slot, Weight, attend, heads, matmul, weights};
+use crate::{Config, EPS, Kv, STD, Slot, Weight, attend, heads, matmul, weights};
 use rocm_wgpu_ops::{Device, Error, Result, Tensor};
 
 /// A norm's weight and bias.
@@ -142,11 +142,12 @@ fn norm(c: &Ctx, x: &Tensor, (w, b): &Affine) -> Res<Tensor> {
     c.op("nn", budget::NN, || x.layer_norm(Some(w), Some(b), EPS))
 }
 
-/// Causal self-attention of `x` `(T, C)`: q, k, v as head views of one projection (no copies).
+/// Causal self-attention of `x` `(T, C)`: q, and k and v together, as head views of one
+/// projection (no copies).
 fn attention(c: &Ctx, cfg: &Config, l: &Layer, x: &Tensor, slot: Option<(&Slot, usize)>) -> Res<Tensor> {
     let (h, d) = (cfg.heads, cfg.head_dim());
     let qkv = linear(c, x, &l.qkv)?;
-    let (q, k, v) = (heads(&qkv, 0, h, d)?, heads(&qkv, h, h, d)?, heads(&qkv, 2 * h, h, d)?);
-    let y = attend(c, &q, &k, &v, slot)?;
+    let (q, kv) = (heads(&qkv, 0, h, d)?, heads(&qkv, h, 2 * h, d)?);
+    let y = attend(c, &q, Kv::Joint(&kv), slot)?;
     linear(c, &y, &l.proj)
 }

@@ -3,7 +3,7 @@
 
 use crate::common::{Ctx, Res, budget};
 use crate::parallel::Ranks;
-use crate::{Config, EPS, Role, STD, Slot, Weight, attend, heads, matmul, weights};
+use crate::{Config, EPS, Kv, Role, STD, Slot, Weight, attend, heads, matmul, weights};
 use rocm_wgpu_ops::{Device, Result, Tensor};
 
 #[path = "llama_file.rs"]
@@ -198,8 +198,9 @@ fn attention(
     let (h, kv, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim());
     let qkv = matmul(c, x, &l.qkv)?;
     let rope = |x: Tensor| if m.interleaved { x.rope_i(cos, sin) } else { x.rope(cos, sin) };
-    let q = c.op("attention", budget::ROPE, || rope(heads(&qkv, 0, h, d)?))?;
-    let k = c.op("attention", budget::ROPE, || rope(heads(&qkv, h, kv, d)?))?;
-    let y = attend(c, &q, &k, &heads(&qkv, h + kv, kv, d)?, slot)?;
+    // q's and k's heads are neighbours in the projection: rotated by one op.
+    let qk = c.op("attention", budget::ROPE, || rope(heads(&qkv, 0, h + kv, d)?))?;
+    let (q, k) = (qk.narrow(1, 0, h)?, qk.narrow(1, h, kv)?);
+    let y = attend(c, &q, Kv::Apart(&k, &heads(&qkv, h + kv, kv, d)?), slot)?;
     matmul(c, &y, &l.out)
 }
