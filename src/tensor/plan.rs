@@ -127,12 +127,16 @@ impl Drop for UnderWay<'_> {
 impl Plan<'_> {
     /// Runs the plan on `inputs` (the captured count, shapes, dtypes and device; any layout),
     /// returning new tensors with its outputs' values: a later run never changes them. The
-    /// work is queued as any op's is; failures found in device data (a bad id) travel with the
-    /// outputs of the run that found them.
+    /// inputs are read, never written: the captured work sees contiguous copies of them (what it
+    /// writes in place into an input stays in the copy), on every backend. The work is queued as
+    /// any op's is; failures found in device data (a bad id) travel with the outputs of the run
+    /// that found them.
     pub fn run(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
         self.check(inputs)?;
         match &mut self.how {
-            How::Again(f) => f(&inputs.iter().map(|&t| t.clone()).collect::<Vec<_>>()),
+            // Copies, as a GPU's plan reads its placeholders: whatever the closure writes in
+            // place into its inputs never reaches the caller's tensors.
+            How::Again(f) => f(&inputs.iter().map(|t| t.copy()).collect::<Result<Vec<_>>>()?),
             How::Graph { inputs: placeholders, outputs, graph } => {
                 for (p, x) in placeholders.iter().zip(inputs) {
                     overwrite(p, x)?;

@@ -1,7 +1,7 @@
 //! Replay (`Device::capture`, `Plan::run`): a plan gives the bits of the ops it recorded, run
 //! on each run's inputs; it reads and writes outside tensors again at each run and keeps them
 //! alive; what it cannot record or replay is an error that leaves the device usable; a bad id
-//! in a replayed step reaches that run's outputs only.
+//! in a replayed step reaches that run's outputs only; its inputs are never written.
 
 use crate::{float_dtypes, rand_tensor, suite};
 use rocm_wgpu_ops::{BackendKind, DType, Device, Error, Result, Tensor};
@@ -10,6 +10,7 @@ suite!(
     a_plan_gives_the_bits_of_the_ops_it_recorded,
     a_plan_reads_and_writes_outside_tensors_at_each_run,
     a_plan_writes_where_its_inputs_say,
+    a_plan_never_writes_its_inputs,
     a_plan_refuses_what_it_cannot_record_or_replay,
     a_bad_id_in_a_replayed_step_reaches_that_runs_outputs,
     #[cfg(not(target_family = "wasm"))]
@@ -115,6 +116,26 @@ async fn a_plan_writes_where_its_inputs_say(dev: &Device) -> Result<()> {
     assert_eq!(at.to_vec_async::<u32>().await?, [3]);
     let rows = cache.to_vec2_async::<f32>().await?;
     assert_eq!(rows, [[1f32, 2., 3.], [10., 20., 30.], [-4., 0.5, 8.], [0., 0., 0.]], "on {}", dev.kind());
+    Ok(())
+}
+
+/// A plan's inputs are read, never written: a closure writing in place into its input writes
+/// a copy, on every backend (the cpu's plan once wrote the caller's tensor, and refused a
+/// broadcast one where the GPUs' wrote their placeholder: the replay fuzz test's find).
+async fn a_plan_never_writes_its_inputs(dev: &Device) -> Result<()> {
+    let x = Tensor::from_vec(vec![1f32, 2., 3., 4.], [2, 2], dev)?;
+    let mut plan = dev.capture(&[&x], |xs| {
+        xs[0].slice_set(&Tensor::zeros([1, 2], DType::F32, xs[0].device())?, 0, 0)?;
+        Ok(vec![xs[0].sum_all()?.reshape([1])?])
+    })?;
+    let y = Tensor::from_vec(vec![5f32, 6., 7., 8.], [2, 2], dev)?;
+    let row = Tensor::from_vec(vec![9f32, 10.], [1, 2], dev)?.broadcast_as([2, 2])?;
+    for (input, want) in [(&y, 15f32), (&row, 19.)] {
+        let before = input.to_vec2_async::<f32>().await?;
+        let sum = plan.run(&[input])?.remove(0).to_vec_async::<f32>().await?;
+        assert_eq!(sum, [want], "row 0 zeroed, on {}", dev.kind());
+        assert_eq!(input.to_vec2_async::<f32>().await?, before, "the input as it was, on {}", dev.kind());
+    }
     Ok(())
 }
 
