@@ -1,7 +1,9 @@
 //! Property-based fuzzing of the public Tensor API (proptest): random shapes (zero and huge dims
 //! included), dtypes, views (transpose, narrow, broadcast, valid or not), ops with random
 //! params and ids (out of range included), on the cpu and on every GPU backend here. Each call
-//! must return an `Error` or a result equal to the cpu reference's; a panic anywhere fails.
+//! must return an `Error` or a result equal to the cpu reference's; a panic anywhere fails. A
+//! quarter as many cases are captured (`Device::capture`) and replayed on new data, against the
+//! cpu's plans.
 //!
 //! `RWO_FUZZ_CASES` sets the number of cases (CI: 1500); `README.md` has the long run.
 
@@ -12,12 +14,14 @@ use rocm_wgpu_ops::io::{Gguf, GgufWriter, ModelTensor, Safetensors};
 use rocm_wgpu_ops::spec::conv::ConvParams;
 use rocm_wgpu_ops::spec::elementwise::{BinaryOp, CmpOp, UnaryOp};
 use rocm_wgpu_ops::spec::pool::Pool2dParams;
+use rocm_wgpu_ops::spec::quant::GgmlType;
 use rocm_wgpu_ops::spec::reduce::ReduceOp;
-use rocm_wgpu_ops::{BackendKind, CpuStorage, DType, Device, Error, IndexOp, Result, Tensor, TensorIndexer};
+use rocm_wgpu_ops::{BackendKind, CpuStorage, DType, Device, Error, IndexOp, QTensor, Result, Tensor, TensorIndexer};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 crate::tests!(
     random_calls_never_panic_and_agree_with_the_cpu,
+    replayed_calls_agree_with_the_cpu,
     host_bytes_of_any_length_never_panic,
     mutated_model_files_never_panic
 );
@@ -100,7 +104,11 @@ fn viewed(t: Tensor, v: &View) -> Result<Tensor> {
     }
 }
 
-const OPS: usize = 29;
+const OPS: usize = 38;
+/// The case of quantized weights (their K reaches 256: sums of more terms than x holds).
+const QUANT: usize = 32;
+/// The case of several ops in a row, with writes in place among them.
+const CHAIN: usize = 36;
 const DTYPES: [DType; 7] = [DType::F32, DType::F16, DType::BF16, DType::F64, DType::U8, DType::U32, DType::I64];
 
 fn pick<T: Copy>(xs: &[T], k: u64) -> T {
@@ -139,8 +147,8 @@ fn distinct_ids(dev: &Device, dtype: DType, shape: &[usize], dim: usize, size: u
     call(call(Tensor::from_vec(ids, shape.to_vec(), dev))?.to_dtype(dtype))
 }
 
-/// Runs op `c.op` on `x` (the viewed input) on `dev`, reading the result back.
-fn run(dev: &Device, c: &Case, x: &Tensor) -> Result<(Vec<usize>, CpuStorage)> {
+/// Op `c.op` on `x` (the viewed input) on `dev`.
+fn op(dev: &Device, c: &Case, x: &Tensor) -> Result<Tensor> {
     let [p0, p1, p2, p3] = c.p;
     let rank = x.rank();
     let d = |k: u64| (k % (rank as u64 + 1)) as usize; // a dim, or one past the last
@@ -149,6 +157,11 @@ fn run(dev: &Device, c: &Case, x: &Tensor) -> Result<(Vec<usize>, CpuStorage)> {
     let other = |shape: Vec<usize>| make(dev, x.dtype(), &shape, c.seed ^ 1, lo, hi);
     let idt = pick(&[DType::U8, DType::U32, DType::I64], p3);
     let size_of = |dim: usize| x.dims().get(dim).copied().unwrap_or(1);
+    // x where it has rank 4, else a tensor of x's dtype of a small shape of rank 4 from `k`.
+    let rank4 = |x: &Tensor, k: u64| match x.rank() {
+        4 => Ok(x.clone()),
+        _ => other((0..4).map(|i| 1 + small(k >> (8 * i))).collect()),
+    };
     let y = match c.op {
         0 => call(x.unary(pick(UnaryOp::ALL, p0))),
         1 => call(x.affine(p0 as f64 % 7.0 - 3.0, p1 as f64 % 5.0)),
@@ -292,17 +305,184 @@ fn run(dev: &Device, c: &Case, x: &Tensor) -> Result<(Vec<usize>, CpuStorage)> {
             let xt = if rank >= 2 { x.t()? } else { x.clone() };
             call(if p0 % 2 == 0 { x.matmul(&v) } else { v.matmul(&xt) })
         }
+        28 => {
+            // Attention: q is x (of rank 4 or not), k and v with kv heads that divide q's heads
+            // or not, keys that may be none, a value width that may differ, a mask of either
+            // kind or one that does not broadcast, causal or not, a scale or the default.
+            let q = rank4(x, p0)?;
+            let [b, hq, lq, dq] = q.dims()[..] else { unreachable!("rank4") };
+            let hkv = pick(&[hq, (hq / 2).max(1), hq + 1], p0 >> 8);
+            let (lk, dv) = (small(p1), if p1 % 7 == 0 { dq + 1 } else { dq });
+            // k and v as they are, or heads split from a [B, L, H D]-like layout (strided).
+            let kv = |d: usize| match p1 % 2 {
+                0 => other(vec![b, hkv, lk, d]),
+                _ => call(other(vec![b, lk, hkv, d])?.transpose(1, 2)),
+            };
+            let (k, v) = (kv(dq)?, kv(dv)?);
+            let keep = |shape: &[usize]| make(dev, DType::U8, shape, c.seed ^ 7, 0.0, 2.0);
+            let mask = match p3 % 4 {
+                0 => None,
+                1 => Some(keep(&[lq, lk])?),
+                2 => Some(other(vec![1, 1, lq, lk])?),
+                _ => Some(keep(&[lq + 1, lk])?),
+            };
+            let scale = (p2 % 3 == 0).then_some(0.5);
+            call(q.scaled_dot_product_attention(&k, &v, mask.as_ref(), p2 % 2 == 0, scale))
+        }
+        29 => {
+            // Rotary embeddings: cos and sin [T, D / 2] for x's last two dims, or a T off by one.
+            let x = rank4(x, p0)?;
+            let (t, half) = (x.dims()[2] + (p1 % 5 == 0) as usize, x.dims()[3] / 2);
+            let (cos, sin) = (other(vec![t, half])?, make(dev, x.dtype(), &[t, half], c.seed ^ 8, -1.0, 1.0)?);
+            call(if p0 % 2 == 0 { x.rope(&cos, &sin) } else { x.rope_i(&cos, &sin) })
+        }
+        30 => {
+            // The norms of the last dim with their affine parameters (of its size, or one more).
+            let n = x.dims().last().copied().unwrap_or(1) + (p1 % 5 == 0) as usize;
+            let (w, b) = (other(vec![n])?, make(dev, x.dtype(), &[n], c.seed ^ 9, -1.0, 1.0)?);
+            let eps = pick(&[1e-5, 1e-2, -1.0], p2);
+            call(match p0 % 3 {
+                0 => x.rms_norm(Some(&w), eps),
+                1 => x.layer_norm(Some(&w), Some(&b), eps),
+                _ => x.rms_norm(None, eps),
+            })
+        }
+        31 => {
+            // conv2d and conv_transpose2d over x's channels (dim 1): groups, stride, padding,
+            // dilation, an output padding.
+            let x = rank4(x, p3 >> 16)?;
+            let groups = 1 + small(p3) % 2;
+            let (f, kh, kw) = (1 + small(p0) % 3, 1 + small(p0 >> 8) % 3, 1 + small(p0 >> 16) % 3);
+            let p = ConvParams::<2>::default()
+                .padding(small(p1) % 3)
+                .stride(1 + small(p2) % 2)
+                .dilation(1 + small(p2 >> 8) % 2)
+                .groups(groups);
+            call(if p1 % 2 == 0 {
+                x.conv2d(&other(vec![f * groups, x.dims()[1] / groups, kh, kw])?, &p)
+            } else {
+                x.conv_transpose2d(&other(vec![x.dims()[1], f, kh, kw])?, &p.output_padding(small(p3 >> 8) % 2))
+            })
+        }
+        QUANT => {
+            // Weights [N, K] quantized to any block type (K not always a whole number of
+            // blocks), times x (this case's, or of their K) exactly or in the q8 mode, or back.
+            let ty = pick(GgmlType::ALL, p0);
+            let (n, k) = (1 + small(p0 >> 8), pick(&[32, 64, 256, 48], p1));
+            let q = call(QTensor::quantize(&make(dev, DType::F32, &[n, k], c.seed ^ 10, -1.0, 1.0)?, ty))?;
+            let xs = if p2 % 4 == 0 { x.clone() } else { other(vec![1 + small(p2 >> 8) % 3, k])? };
+            call(match p3 % 3 {
+                0 => q.qmatmul(&xs),
+                1 => q.qmatmul_q8(&xs),
+                _ => q.dequantize(pick(&[DType::F32, DType::F16, DType::BF16, DType::U8], p3 >> 8)),
+            })
+        }
+        33 => call(x.upsample_nearest2d(small(p0), if p1 % 8 == 0 { 1usize << 62 } else { small(p1 >> 8) })),
+        34 => {
+            // An LSTM or GRU step after its products: x the gates [B, G H], the state [B, H] (or
+            // one wider), a bias or none.
+            let (lstm, g) = if p0 % 2 == 0 { (true, 4) } else { (false, 3) };
+            // x as it is (any rank, any width), or gates of whole hidden units.
+            let x = if p3 % 2 == 0 { x.clone() } else { other(vec![1 + small(p3 >> 8), g * (1 + small(p3 >> 16))])? };
+            let width = x.dims().get(1).copied().unwrap_or(1);
+            let gh = other(x.dims().to_vec())?;
+            let bias = if p1 % 2 == 0 { Some(other(vec![width])?) } else { None };
+            let state = other(vec![x.dims().first().copied().unwrap_or(1), width / g + (p2 % 7 == 0) as usize])?;
+            call(if lstm { x.lstm_cell(&gh, bias.as_ref(), &state) } else { x.gru_cell(&gh, bias.as_ref(), &state) })
+        }
+        35 => {
+            // Local response norm and batch norm across channels (dim 1), stats of its size or
+            // one more; dropout at a stream position (the same mask on every backend).
+            let ch = size_of(1) + (p1 % 5 == 0) as usize;
+            match p0 % 3 {
+                0 => call(x.local_response_norm(1 + small(p1), 1e-4, 0.75, pick(&[1.0, 2.0], p2))),
+                1 => {
+                    let (mean, var) = (other(vec![ch])?, make(dev, x.dtype(), &[ch], c.seed ^ 11, 0.0, 2.0)?);
+                    let w = other(vec![ch])?;
+                    call(x.batch_norm(&mean, &var, (p2 % 2 == 0).then_some(&w), None, 1e-5))
+                }
+                _ => call(x.dropout_at(pick(&[0.0, 0.5, 1.0, -0.5], p1), p2, p3 >> 1)),
+            }
+        }
+        CHAIN => {
+            // Ops in a row that the fusion engine may hold and run as one kernel (maps every
+            // backend rounds alike, casts, broadcasts, a product whose epilogue they may join),
+            // with writes in place into x and into the chain between them, and results held
+            // across the writes: each as if every op ran alone, in order.
+            let maps = [UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Sqr, UnaryOp::Relu, UnaryOp::Floor, UnaryOp::Sign];
+            let pairs = [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Maximum, BinaryOp::Minimum];
+            let (mut y, mut held) = (x.clone(), vec![]);
+            for k in [p0, p1, p2, p3] {
+                let r = k >> 4;
+                let mut s = y.dims().to_vec();
+                y = match k % 9 {
+                    0 => call(y.unary(pick(&maps, r)))?,
+                    1 => call(y.affine((r % 5) as f64 - 2.0, 0.5))?,
+                    2 => {
+                        if r % 2 == 0 && !s.is_empty() {
+                            s[0] = 1;
+                        }
+                        call(y.binary(&other(s)?, pick(&pairs, r >> 1)))?
+                    }
+                    3 => call(y.to_dtype(pick(&DTYPES, r)))?,
+                    4 => {
+                        // x written in place (where its view allows: a broadcast one refuses).
+                        call(x.slice_set(&other(x.dims().to_vec())?, 0, 0))?;
+                        y
+                    }
+                    5 => call(y.add(x))?,
+                    6 => {
+                        held.push(y.clone());
+                        y
+                    }
+                    7 => {
+                        // The chain's first rows replaced in place.
+                        if let Some(d0) = s.first_mut() {
+                            *d0 = (*d0).min(1 + small(r));
+                        }
+                        call(y.slice_set(&make(dev, y.dtype(), &s, c.seed ^ 12, -2.0, 2.0)?, 0, 0))?;
+                        y
+                    }
+                    _ => {
+                        let k = y.dims().last().copied().unwrap_or(1);
+                        call(y.matmul(&make(dev, y.dtype(), &[k, 1 + small(r)], c.seed ^ 13, -1.0, 1.0)?))?
+                    }
+                };
+            }
+            held.push(y);
+            let flat = held.iter().map(|t| t.to_dtype(DType::F32)?.flatten_all()).collect::<Result<Vec<_>>>()?;
+            call(Tensor::cat(&flat, 0))
+        }
         _ => call(x.layer_norm(None, None, pick(&[1e-5, 0.0, -1.0], p0))),
     }?;
-    let data = call(y.to_cpu_storage())?;
-    Ok((y.dims().to_vec(), data))
+    Ok(y)
+}
+
+/// `y`'s dims and values, read back.
+fn read(y: &Tensor) -> Result<(Vec<usize>, CpuStorage)> {
+    Ok((y.dims().to_vec(), call(y.to_cpu_storage())?))
 }
 
 /// Runs the case on `dev`: `Err` is any error along the way.
 fn on(dev: &Device, c: &Case) -> Result<(Vec<usize>, CpuStorage)> {
     let dtype = DTYPES[c.dtype];
+    read(&op(dev, c, &viewed(input(dev, c, dtype)?, &c.view)?)?)
+}
+
+/// The case captured on `dev` (`Device::capture`) with its input, then run on new data of the
+/// same shape, dtype and view; and run with an input of another shape, which must be refused.
+fn replayed(dev: &Device, c: &Case) -> Result<(Vec<usize>, CpuStorage)> {
+    let dtype = DTYPES[c.dtype];
     let x = viewed(input(dev, c, dtype)?, &c.view)?;
-    run(dev, c, &x)
+    let mut plan = call(dev.capture(&[&x], |xs| Ok(vec![op(dev, c, &xs[0])?])))?;
+    let (lo, hi) = if dtype.is_int() { (-8.0, 8.0) } else { (-4.0, 4.0) };
+    let again = viewed(make(dev, dtype, &c.shape, c.seed ^ 0x5eed, lo, hi)?, &c.view)?;
+    let y = call(plan.run(&[&again]))?.remove(0);
+    let other = make(dev, dtype, &[x.elem_count() + 1], c.seed, lo, hi)?;
+    match call(plan.run(&[&other])) {
+        Err(Error::Capture { .. }) => read(&y),
+        r => panic!("a plan captured with {:?} run on {:?}: {:?}", x.dims(), other.dims(), r.map(|_| ())),
+    }
 }
 
 /// Whether a device may refuse what the cpu ran: its own limits, or what it states it lacks.
@@ -332,12 +512,38 @@ fn same(got: &CpuStorage, want: &CpuStorage, n_in: usize) -> std::result::Result
     Ok(())
 }
 
-fn check(devs: &[Device], c: &Case) -> std::result::Result<(), TestCaseError> {
+/// How a case runs on a device.
+#[derive(Clone, Copy, PartialEq)]
+enum Way {
+    /// Called: [`on`].
+    Once,
+    /// Captured and run again: [`replayed`].
+    Replayed,
+}
+
+impl Way {
+    fn run(self, dev: &Device, c: &Case) -> Result<(Vec<usize>, CpuStorage)> {
+        match self {
+            Way::Once => on(dev, c),
+            Way::Replayed => replayed(dev, c),
+        }
+    }
+}
+
+/// `c` run `way` on the cpu and on each of `devs`, compared; `ran` counts the cases the cpu ran
+/// to a result, by op. Replayed, a device may refuse a capture the cpu makes (an op inside it
+/// that waits for the device: `quantize` reads its input back).
+fn check(devs: &[Device], c: &Case, way: Way, ran: &[AtomicU64; OPS]) -> std::result::Result<(), TestCaseError> {
     let cpu = crate::cpu();
-    let want = on(&cpu, c);
+    let want = way.run(&cpu, c);
+    if want.is_ok() {
+        ran[c.op].fetch_add(1, Ordering::Relaxed);
+    }
+    let replay = way == Way::Replayed;
     let n_in = c.shape.iter().fold(1usize, |a, &d| a.saturating_mul(d)).min(1 << 20);
+    let n_in = if c.op == QUANT { n_in.max(256) } else { n_in };
     for dev in devs {
-        let got = on(dev, c);
+        let got = way.run(dev, c);
         let fail = |msg: String| Err(TestCaseError::fail(format!("on {}: {msg}", dev.describe())));
         match (&got, &want) {
             (Ok((gs, g)), Ok((ws, w))) => {
@@ -348,7 +554,9 @@ fn check(devs: &[Device], c: &Case) -> std::result::Result<(), TestCaseError> {
                     return fail(msg);
                 }
             }
-            (Err(e), Ok(_)) if !may_refuse(dev, e) => return fail(format!("error {e} where the cpu ran")),
+            (Err(e), Ok(_)) if !may_refuse(dev, e) && !(replay && matches!(e, Error::Capture { .. })) => {
+                return fail(format!("error {e} where the cpu ran"));
+            }
             (Ok(_), Err(e)) => return fail(format!("a result where the cpu fails with {e}")),
             // Which bad id a GPU reports first is up to its threads; a device may also refuse
             // the op for its limits before it looks at ids.
@@ -363,29 +571,52 @@ fn check(devs: &[Device], c: &Case) -> std::result::Result<(), TestCaseError> {
     Ok(())
 }
 
-fn random_calls_never_panic_and_agree_with_the_cpu() {
-    let cases = std::env::var("RWO_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1500);
+/// The GPU devices here, and wgpu holding tensor buffers to 256 bytes, so that inputs and
+/// outputs past 64 f32 are stored in parts and the ops split (`src/tensor/parts.rs`).
+fn fuzz_devices() -> Vec<Device> {
     let gpus = [BackendKind::Wgpu, BackendKind::Cuda, BackendKind::Rocm];
     let mut devs: Vec<Device> = gpus.iter().filter_map(|&k| crate::device(k).ok()).collect();
-    // And wgpu holding tensor buffers to 256 bytes, so that inputs and outputs past 64 f32 are
-    // stored in parts and the ops split (`src/tensor/parts.rs`).
     if devs.iter().any(|d| d.kind() == BackendKind::Wgpu) {
         let tune = rocm_wgpu_ops::wgpu::Tune { max_binding: Some(256), ..Default::default() };
         devs.push(Device::wgpu_tuned(None, None, tune).expect("a wgpu device with a lower binding limit"));
     }
+    devs
+}
+
+/// `cases` random cases run `way` on every device, then what the run covered.
+fn fuzz(name: &str, cases: u32, way: Way, ran: &[AtomicU64; OPS]) {
+    let devs = fuzz_devices();
     let config = Config { cases, failure_persistence: None, ..Config::default() };
-    let mut runner = TestRunner::new(config);
     let start = std::time::Instant::now();
-    if let Err(e) = runner.run(&case(), |c| check(&devs, &c)) {
+    if let Err(e) = TestRunner::new(config).run(&case(), |c| check(&devs, &c, way, ran)) {
         panic!("{e}");
     }
-    let calls = CALLS.load(Ordering::Relaxed);
     let on: Vec<String> = std::iter::once("cpu".into()).chain(devs.iter().map(|d| d.kind().to_string())).collect();
-    eprintln!("fuzz: {cases} cases, {calls} calls on {}, {:.1?}", on.join(" and "), start.elapsed());
+    eprintln!("{name}: {cases} cases on {}, {:.1?}", on.join(" and "), start.elapsed());
+    let ran: Vec<String> = ran.iter().map(|r| r.load(Ordering::Relaxed).to_string()).collect();
+    eprintln!("{name}: cases with a result on the cpu, by op: {}", ran.join(" "));
     for d in &devs {
         let cache = d.info().into_iter().find(|(k, _)| *k == "pipeline cache").map(|(_, v)| v);
-        eprintln!("fuzz: {} pipeline cache: {}", d.describe(), cache.unwrap_or_default());
+        eprintln!("{name}: {} pipeline cache: {}", d.describe(), cache.unwrap_or_default());
     }
+}
+
+/// The number of cases (`RWO_FUZZ_CASES`, 1500 by default).
+fn cases() -> u32 {
+    std::env::var("RWO_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1500)
+}
+
+fn random_calls_never_panic_and_agree_with_the_cpu() {
+    static RAN: [AtomicU64; OPS] = [const { AtomicU64::new(0) }; OPS];
+    fuzz("fuzz", cases(), Way::Once, &RAN);
+    eprintln!("fuzz: {} API calls in all, replays' included", CALLS.load(Ordering::Relaxed));
+}
+
+/// The same cases captured and replayed on new data (a quarter as many): a plan gives what the
+/// ops give run one at a time, on every device, and refuses an input of another shape.
+fn replayed_calls_agree_with_the_cpu() {
+    static RAN: [AtomicU64; OPS] = [const { AtomicU64::new(0) }; OPS];
+    fuzz("replay fuzz", cases().div_ceil(4), Way::Replayed, &RAN);
 }
 
 /// Host data from raw bytes of any length and dtype: the elements back bit for bit where the
