@@ -3,7 +3,7 @@
 //! params and ids (out of range included), on the cpu and on every GPU backend here. Each call
 //! must return an `Error` or a result equal to the cpu reference's; a panic anywhere fails. A
 //! quarter as many cases are captured (`Device::capture`) and replayed on new data, against the
-//! cpu's plans.
+//! cpu's plans; and cases run from three threads at once on the same devices.
 //!
 //! `RWO_FUZZ_CASES` sets the number of cases (CI: 1500); `README.md` has the long run.
 
@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 crate::tests!(
     random_calls_never_panic_and_agree_with_the_cpu,
     replayed_calls_agree_with_the_cpu,
+    calls_from_threads_at_once_agree_with_the_cpu,
     host_bytes_of_any_length_never_panic,
     mutated_model_files_never_panic
 );
@@ -366,10 +367,17 @@ fn op(dev: &Device, c: &Case, x: &Tensor) -> Result<Tensor> {
         }
         QUANT => {
             // Weights [N, K] quantized to any block type (K not always a whole number of
-            // blocks), times x (this case's, or of their K) exactly or in the q8 mode, or back.
+            // blocks) on the cpu, their blocks at any byte offset of a buffer on the device
+            // (every alignment the kernels branch on), times x (this case's, or of their K)
+            // exactly or in the q8 mode, or back.
             let ty = pick(GgmlType::ALL, p0);
             let (n, k) = (1 + small(p0 >> 8), pick(&[32, 64, 256, 48], p1));
-            let q = call(QTensor::quantize(&make(dev, DType::F32, &[n, k], c.seed ^ 10, -1.0, 1.0)?, ty))?;
+            let w = make(&crate::cpu(), DType::F32, &[n, k], c.seed ^ 10, -1.0, 1.0)?;
+            let blocks = call(QTensor::quantize(&w, ty))?.to_bytes()?;
+            let pad = (p2 >> 16) as usize % 17;
+            let buffer: Vec<u8> = std::iter::repeat_n(0xa5, pad).chain(blocks.iter().copied()).collect();
+            let window = call(Tensor::from_vec(buffer, [pad + blocks.len()], dev))?.narrow(0, pad, blocks.len())?;
+            let q = call(QTensor::new(ty, [n, k], &window))?;
             let xs = if p2 % 4 == 0 { x.clone() } else { other(vec![1 + small(p2 >> 8) % 3, k])? };
             call(match p3 % 3 {
                 0 => q.qmatmul(&xs),
@@ -583,14 +591,19 @@ fn fuzz_devices() -> Vec<Device> {
     devs
 }
 
+/// `cases` random cases run `way` on the cpu and `devs`; a failure panics.
+fn run_cases(devs: &[Device], cases: u32, way: Way, ran: &[AtomicU64; OPS]) {
+    let config = Config { cases, failure_persistence: None, ..Config::default() };
+    if let Err(e) = TestRunner::new(config).run(&case(), |c| check(devs, &c, way, ran)) {
+        panic!("{e}");
+    }
+}
+
 /// `cases` random cases run `way` on every device, then what the run covered.
 fn fuzz(name: &str, cases: u32, way: Way, ran: &[AtomicU64; OPS]) {
     let devs = fuzz_devices();
-    let config = Config { cases, failure_persistence: None, ..Config::default() };
     let start = std::time::Instant::now();
-    if let Err(e) = TestRunner::new(config).run(&case(), |c| check(&devs, &c, way, ran)) {
-        panic!("{e}");
-    }
+    run_cases(&devs, cases, way, ran);
     let on: Vec<String> = std::iter::once("cpu".into()).chain(devs.iter().map(|d| d.kind().to_string())).collect();
     eprintln!("{name}: {cases} cases on {}, {:.1?}", on.join(" and "), start.elapsed());
     let ran: Vec<String> = ran.iter().map(|r| r.load(Ordering::Relaxed).to_string()).collect();
@@ -617,6 +630,21 @@ fn random_calls_never_panic_and_agree_with_the_cpu() {
 fn replayed_calls_agree_with_the_cpu() {
     static RAN: [AtomicU64; OPS] = [const { AtomicU64::new(0) }; OPS];
     fuzz("replay fuzz", cases().div_ceil(4), Way::Replayed, &RAN);
+}
+
+/// Cases from three threads at once on the same devices, two calling and one capturing and
+/// replaying (an eighth as many each): each thread's results as if it ran alone.
+fn calls_from_threads_at_once_agree_with_the_cpu() {
+    static RAN: [AtomicU64; OPS] = [const { AtomicU64::new(0) }; OPS];
+    let devs = fuzz_devices();
+    std::thread::scope(|s| {
+        for way in [Way::Once, Way::Once, Way::Replayed] {
+            let devs = &devs;
+            s.spawn(move || run_cases(devs, cases().div_ceil(8), way, &RAN));
+        }
+    });
+    let ran: Vec<String> = RAN.iter().map(|r| r.load(Ordering::Relaxed).to_string()).collect();
+    eprintln!("threads fuzz: cases with a result on the cpu, by op: {}", ran.join(" "));
 }
 
 /// Host data from raw bytes of any length and dtype: the elements back bit for bit where the
