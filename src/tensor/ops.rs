@@ -609,8 +609,11 @@ impl Tensor {
 
     /// Copies `src` into the block of `self` that starts at `start` along `dim` (validated).
     fn write_block(&self, src: &Tensor, dim: usize, start: usize) -> Result<()> {
-        // Nothing to write; an empty block may still span 2^62 rows of nothing.
+        // Nothing to write (an empty block may still span 2^62 rows of nothing), but what
+        // spoiled `src` spoils what it is written into, as for any write: `cat` of an empty
+        // tensor a bad id made returned the others' values.
         if src.elem_count() == 0 {
+            self.status().absorb([src.status().flags()], &self.device);
             return Ok(());
         }
         let src = if src.shares_storage(self) || !src.is_contiguous() { src.copy()? } else { src.clone() };
