@@ -53,9 +53,10 @@ fn f64_to_u32(v: f64) -> u32 {
 
 // x, through an operation compilers cannot see through or fuse across: a max with the -inf
 // every kernel's metadata carries in md[1] (written by the host, unknowable to a compiler; a
-// buffer's length would not do, since a driver knows its bounds).
+// buffer's length would not do, since a driver knows its bounds). A NaN passes by the max,
+// which may return its other operand (keep32 of random.wgsl).
 fn f64_keep(x: f64) -> f64 {
-    return max(x, f64(bitcast<f32>(md[1])));
+    return select(max(x, f64(bitcast<f32>(md[1]))), x, is_nan64(x));
 }
 
 fn f64_inf() -> f64 {

@@ -166,9 +166,10 @@ fn normal_group(r: Groups, i: u32, q: u32, groups: u32, mean: R, sd: R) {
 
 // x, through a max with the -inf of md[1] (written by the host into every kernel's metadata,
 // which no compiler can know): keeps a product from being fused into the add after it, and a
-// sum from being re-associated away.
+// sum from being re-associated away. A NaN passes by the max: a driver's max may return its
+// other operand (lavapipe's did, -inf: dropout turned NaN into -inf).
 fn keep32(x: f32) -> f32 {
-    return max(x, bitcast<f32>(md[1]));
+    return select(max(x, bitcast<f32>(md[1])), x, is_nan(x));
 }
 
 // ln x for a positive normal x: x = 2^k m with m in [sqrt(1/2), sqrt(2)), then
