@@ -33,8 +33,10 @@ fn i64_div(a: i64, b: i64) -> i64 {
 }
 
 // @section native_f64
+// NaN found through the f32 conversion (which keeps it): `v != v` was folded away (lavapipe gave
+// i64::MIN for NaN).
 fn f64_to_i64(v: f64) -> i64 {
-    if (v != v) {
+    if (is_nan(f32(v))) {
         return 0li;
     }
     if (v >= 9223372036854775807.0lf) {
@@ -190,7 +192,7 @@ fn i64e_to_f64(a: vec2<u32>) -> f64 {
 }
 
 fn i64e_from_f64(v: f64) -> vec2<u32> {
-    if (v != v) {
+    if (is_nan(f32(v))) {
         return vec2<u32>(0u, 0u);
     }
     if (v >= 9223372036854775807.0lf) {
