@@ -8,7 +8,13 @@
 //!   `is_causal` where `Lq == Lk`). The mask, broadcastable to `[B, Hq, Lq, Lk]`, is `u8`
 //!   (1 keeps the key, 0 drops it) or additive in the dtype of `q`.
 //!   **A row whose every key is dropped (by the mask, `causal` or `Lk = 0`) is NaN**, as softmax
-//!   of a line of -inf is here.
+//!   of a line of -inf is here. A dropped key's weight is zero; whether a NaN or an infinity in
+//!   its k or v still reaches the row (0 x NaN) depends on the backend and on where the key falls
+//!   in its kernel's tiles (the fused kernels skip whole tiles past the causal bound, and the cpu
+//!   forms every product), so keep dropped keys finite, as a zero-filled KV cache is. A NaN
+//!   score (from q, a kept key's k or an additive mask) makes its row NaN on the cpu, where the
+//!   fused kernels, whose running max passes over a NaN, may drop that key instead; an additive
+//!   -inf drops a key on every backend.
 //! - rope (candle's `rope`): `x [B, H, T, D]`, `cos` and `sin` `[T, D/2]` or `[B, T, D/2]`; for
 //!   `i < D/2`, `y_i = x_i cos_i - x_{i+D/2} sin_i` and `y_{i+D/2} = x_i sin_i + x_{i+D/2} cos_i`.
 //! - rope_i (candle's `rope_i`): the same rotation of the pairs `(x_{2i}, x_{2i+1})`.

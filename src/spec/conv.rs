@@ -4,6 +4,12 @@
 //! `(C_in, C_out / groups, *K)` for conv_transpose. Output `(N, C_out, *S_out)` with, per
 //! spatial dim, `S_out = (S + 2p - d (K - 1) - 1) / s + 1` for conv and
 //! `S_out = (S - 1) s - 2p + d (K - 1) + output_padding + 1` for conv_transpose. No bias.
+//!
+//! Non-finite kernels: a position of zero padding, or a hole of a transposed convolution (an
+//! output no input pixel reaches through some tap), may meet the kernel in a product of zero or
+//! be skipped, by backend (the GEMM kernels gather a zero; the cpu skips it; cuDNN and MIOpen
+//! choose by algorithm). With an infinite or NaN kernel value, an output whose window reaches
+//! such a position is NaN on some backends and the sum of the other products on others.
 
 use super::{Out, check_dtype, check_same_dtype, invalid, spec_enum};
 use crate::{DType, Error, Layout, Result};

@@ -4,6 +4,13 @@
 //! A quantized tensor of logical shape `[.., K]` is `elem_count / block_size` blocks laid end to
 //! end, `block_bytes` each, exactly as ggml's `ggml-common.h` lays them out (little-endian, f16
 //! scales, no padding); a row of `K` elements is `K / block_size` consecutive blocks.
+//!
+//! An infinity in x: the products' kernels apply a run's scale and min to sums over the run (d
+//! sum(q x) - m sum(x), as llama.cpp's do), so where an exact product w inf would be infinite, a
+//! kernel may give inf - inf = NaN (and a zero weight's 0 inf is NaN on every backend): an output
+//! whose run holds an infinity of x is NaN or infinite by backend. The same for a block whose
+//! scale is infinite (quantized from an infinity): d sum(q x) is infinite where d q x for q = 0
+//! is NaN. NaN in x gives NaN everywhere.
 
 use super::spec_enum;
 use crate::{Error, Result, Shape};

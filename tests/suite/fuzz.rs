@@ -1,6 +1,7 @@
 //! Property-based fuzzing of the public Tensor API (proptest): random shapes (zero and huge dims
-//! included), dtypes, views (transpose, narrow, broadcast, valid or not), ops with random
-//! params and ids (out of range included), on the cpu and on every GPU backend here. Each call
+//! included), dtypes, views (transpose, narrow, broadcast, valid or not), values (NaN, infinities
+//! and -0 in a quarter of the float tensors), ops with random params and ids (out of range
+//! included), on the cpu and on every GPU backend here. Each call
 //! must return an `Error` or a result equal to the cpu reference's; a panic anywhere fails. A
 //! quarter as many cases are captured (`Device::capture`) and replayed on new data, against the
 //! cpu's plans; and cases run from three threads at once on the same devices.
@@ -80,6 +81,20 @@ fn call<T>(r: Result<T>) -> Result<T> {
 fn make(dev: &Device, dtype: DType, shape: &[usize], seed: u64, lo: f64, hi: f64) -> Result<Tensor> {
     let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
     match n {
+        Some(n @ 1..=1024) if dtype.is_float() && seed % 4 == 1 => {
+            // Some values made special (NaN, an infinity of either sign, -0), whose handling the
+            // spec states op by op: in a quarter of the float tensors. (Not large finite ones:
+            // their cancellations leave results far from both backends' within any tolerance
+            // of the result's size.)
+            let mut v = crate::Data::new(seed).storage(DType::F64, n, lo, hi).to_f64_vec();
+            for (i, special) in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.0].into_iter().enumerate() {
+                if (seed >> (4 + i)).is_multiple_of(2) {
+                    v[(seed >> (12 + 10 * i)) as usize % n] = special;
+                }
+            }
+            let host = call(Tensor::from_vec(v, shape.to_vec(), &crate::cpu()))?.to_dtype(dtype)?;
+            call(Tensor::from_cpu(host.to_cpu_storage()?, shape.to_vec(), dev))
+        }
         Some(n) if n <= 1024 => {
             call(Tensor::from_cpu(crate::Data::new(seed).storage(dtype, n, lo, hi), shape.to_vec(), dev))
         }
@@ -87,9 +102,13 @@ fn make(dev: &Device, dtype: DType, shape: &[usize], seed: u64, lo: f64, hi: f64
     }
 }
 
+/// The case's input: finite for attention, whose q meets every key, dropped ones too
+/// (`spec::attention`), and for quantized products, whose sums an infinity may make NaN
+/// (`spec::quant`).
 fn input(dev: &Device, c: &Case, dtype: DType) -> Result<Tensor> {
     let (lo, hi) = if dtype.is_int() { (-8.0, 8.0) } else { (-4.0, 4.0) };
-    make(dev, dtype, &c.shape, c.seed, lo, hi)
+    let finite = [ATTENTION, QUANT].contains(&c.op);
+    make(dev, dtype, &c.shape, if finite { c.seed & !3 } else { c.seed }, lo, hi)
 }
 
 fn viewed(t: Tensor, v: &View) -> Result<Tensor> {
@@ -106,6 +125,8 @@ fn viewed(t: Tensor, v: &View) -> Result<Tensor> {
 }
 
 const OPS: usize = 38;
+/// The case of attention.
+const ATTENTION: usize = 28;
 /// The case of quantized weights (their K reaches 256: sums of more terms than x holds).
 const QUANT: usize = 32;
 /// The case of several ops in a row, with writes in place among them.
@@ -155,7 +176,21 @@ fn op(dev: &Device, c: &Case, x: &Tensor) -> Result<Tensor> {
     let d = |k: u64| (k % (rank as u64 + 1)) as usize; // a dim, or one past the last
     let small = |k: u64| (k % 5) as usize;
     let (lo, hi) = if x.dtype().is_int() { (-8.0, 8.0) } else { (-4.0, 4.0) };
-    let other = |shape: Vec<usize>| make(dev, x.dtype(), &shape, c.seed ^ 1, lo, hi);
+    // Another operand of x's dtype: contiguous, or in a quarter of the cases (of rank 2 or more)
+    // the transpose of its last two dims' tensor, so that the kernels read it strided.
+    let other = |shape: Vec<usize>| match shape.len() {
+        r if r >= 2 && c.seed >> 62 == 0 => {
+            let mut t = shape.clone();
+            t.swap(r - 1, r - 2);
+            call(make(dev, x.dtype(), &t, c.seed ^ 1, lo, hi)?.transpose(r - 1, r - 2))
+        }
+        _ => make(dev, x.dtype(), &shape, c.seed ^ 1, lo, hi),
+    };
+    // An operand of finite values (`make` makes specials only from seeds of residue 1 mod 4).
+    let finite = |shape: Vec<usize>| make(dev, x.dtype(), &shape, (c.seed ^ 1) & !3, lo, hi);
+    // A convolution's kernel, finite: a zero of padding (or of a transposed convolution's hole)
+    // may meet it in a product or not, by backend (`spec::conv`), which decides 0 x inf.
+    let kernel = finite;
     let idt = pick(&[DType::U8, DType::U32, DType::I64], p3);
     let size_of = |dim: usize| x.dims().get(dim).copied().unwrap_or(1);
     // x where it has rank 4, else a tensor of x's dtype of a small shape of rank 4 from `k`.
@@ -240,7 +275,7 @@ fn op(dev: &Device, c: &Case, x: &Tensor) -> Result<Tensor> {
         19 => call(Tensor::cat(&[x, &x.contiguous()?], d(p0))),
         20 => {
             let p = ConvParams::<1>::default().padding(small(p1)).stride(small(p2)).dilation(1 + small(p3) % 2);
-            call(x.conv1d(&other(vec![1 + small(p0) % 2, size_of(1), 1 + small(p0 >> 8) % 3])?, &p))
+            call(x.conv1d(&kernel(vec![1 + small(p0) % 2, size_of(1), 1 + small(p0 >> 8) % 3])?, &p))
         }
         21 => {
             let p = Pool2dParams::new(small(p0)).stride(small(p1)).padding(small(p2));
@@ -306,25 +341,34 @@ fn op(dev: &Device, c: &Case, x: &Tensor) -> Result<Tensor> {
             let xt = if rank >= 2 { x.t()? } else { x.clone() };
             call(if p0 % 2 == 0 { x.matmul(&v) } else { v.matmul(&xt) })
         }
-        28 => {
+        ATTENTION => {
             // Attention: q is x (of rank 4 or not), k and v with kv heads that divide q's heads
             // or not, keys that may be none, a value width that may differ, a mask of either
             // kind or one that does not broadcast, causal or not, a scale or the default.
-            let q = rank4(x, p0)?;
-            let [b, hq, lq, dq] = q.dims()[..] else { unreachable!("rank4") };
+            let q = match x.rank() {
+                4 => x.clone(),
+                _ => finite((0..4).map(|i| 1 + small(p0 >> (8 * i))).collect())?,
+            };
+            let [b, hq, lq, dq] = q.dims()[..] else { unreachable!("rank 4") };
             let hkv = pick(&[hq, (hq / 2).max(1), hq + 1], p0 >> 8);
             let (lk, dv) = (small(p1), if p1 % 7 == 0 { dq + 1 } else { dq });
-            // k and v as they are, or heads split from a [B, L, H D]-like layout (strided).
+            // k and v as they are, or heads split from a [B, L, H D]-like layout (strided);
+            // finite, as q (and its input, `input`) and the additive mask but for its -inf drops:
+            // a dropped key's NaN, or a NaN score, may reach the row or not, by backend
+            // (`spec::attention`).
             let kv = |d: usize| match p1 % 2 {
-                0 => other(vec![b, hkv, lk, d]),
-                _ => call(other(vec![b, lk, hkv, d])?.transpose(1, 2)),
+                0 => finite(vec![b, hkv, lk, d]),
+                _ => call(finite(vec![b, lk, hkv, d])?.transpose(1, 2)),
             };
             let (k, v) = (kv(dq)?, kv(dv)?);
             let keep = |shape: &[usize]| make(dev, DType::U8, shape, c.seed ^ 7, 0.0, 2.0);
             let mask = match p3 % 4 {
                 0 => None,
                 1 => Some(keep(&[lq, lk])?),
-                2 => Some(other(vec![1, 1, lq, lk])?),
+                2 => {
+                    let drop = Tensor::full(f64::NEG_INFINITY, (), x.dtype(), dev)?;
+                    Some(call(keep(&[1, 1, lq, lk])?.where_cond(&finite(vec![1, 1, lq, lk])?, &drop))?)
+                }
                 _ => Some(keep(&[lq + 1, lk])?),
             };
             let scale = (p2 % 3 == 0).then_some(0.5);
@@ -360,25 +404,27 @@ fn op(dev: &Device, c: &Case, x: &Tensor) -> Result<Tensor> {
                 .dilation(1 + small(p2 >> 8) % 2)
                 .groups(groups);
             call(if p1 % 2 == 0 {
-                x.conv2d(&other(vec![f * groups, x.dims()[1] / groups, kh, kw])?, &p)
+                x.conv2d(&kernel(vec![f * groups, x.dims()[1] / groups, kh, kw])?, &p)
             } else {
-                x.conv_transpose2d(&other(vec![x.dims()[1], f, kh, kw])?, &p.output_padding(small(p3 >> 8) % 2))
+                x.conv_transpose2d(&kernel(vec![x.dims()[1], f, kh, kw])?, &p.output_padding(small(p3 >> 8) % 2))
             })
         }
         QUANT => {
-            // Weights [N, K] quantized to any block type (K not always a whole number of
+            // Finite weights [N, K] quantized to any block type (K not always a whole number of
             // blocks) on the cpu, their blocks at any byte offset of a buffer on the device
             // (every alignment the kernels branch on), times x (this case's, or of their K)
             // exactly or in the q8 mode, or back.
             let ty = pick(GgmlType::ALL, p0);
             let (n, k) = (1 + small(p0 >> 8), pick(&[32, 64, 256, 48], p1));
-            let w = make(&crate::cpu(), DType::F32, &[n, k], c.seed ^ 10, -1.0, 1.0)?;
+            let w = make(&crate::cpu(), DType::F32, &[n, k], (c.seed ^ 10) & !3, -1.0, 1.0)?;
             let blocks = call(QTensor::quantize(&w, ty))?.to_bytes()?;
             let pad = (p2 >> 16) as usize % 17;
             let buffer: Vec<u8> = std::iter::repeat_n(0xa5, pad).chain(blocks.iter().copied()).collect();
             let window = call(Tensor::from_vec(buffer, [pad + blocks.len()], dev))?.narrow(0, pad, blocks.len())?;
             let q = call(QTensor::new(ty, [n, k], &window))?;
-            let xs = if p2 % 4 == 0 { x.clone() } else { other(vec![1 + small(p2 >> 8) % 3, k])? };
+            // x finite, as the input of this case (`input`): a run's infinity may give NaN or
+            // infinity by backend (`spec::quant`).
+            let xs = if p2 % 4 == 0 { x.clone() } else { finite(vec![1 + small(p2 >> 8) % 3, k])? };
             call(match p3 % 3 {
                 0 => q.qmatmul(&xs),
                 1 => q.qmatmul_q8(&xs),
@@ -414,16 +460,17 @@ fn op(dev: &Device, c: &Case, x: &Tensor) -> Result<Tensor> {
         }
         CHAIN => {
             // Ops in a row that the fusion engine may hold and run as one kernel (maps every
-            // backend rounds alike, casts, broadcasts, a product whose epilogue they may join),
-            // with writes in place into x and into the chain between them, and results held
-            // across the writes: each as if every op ran alone, in order.
+            // backend rounds alike, casts, broadcasts, a product whose epilogue they may join, rows
+            // picked by ids, views), consumers that cannot join them (a reduction, softmax), with
+            // writes in place into x and into the chain between them, and results held across
+            // the writes: each as if every op ran alone, in order.
             let maps = [UnaryOp::Neg, UnaryOp::Abs, UnaryOp::Sqr, UnaryOp::Relu, UnaryOp::Floor, UnaryOp::Sign];
             let pairs = [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Maximum, BinaryOp::Minimum];
             let (mut y, mut held) = (x.clone(), vec![]);
             for k in [p0, p1, p2, p3] {
                 let r = k >> 4;
                 let mut s = y.dims().to_vec();
-                y = match k % 9 {
+                y = match k % 13 {
                     0 => call(y.unary(pick(&maps, r)))?,
                     1 => call(y.affine((r % 5) as f64 - 2.0, 0.5))?,
                     2 => {
@@ -451,10 +498,22 @@ fn op(dev: &Device, c: &Case, x: &Tensor) -> Result<Tensor> {
                         call(y.slice_set(&make(dev, y.dtype(), &s, c.seed ^ 12, -2.0, 2.0)?, 0, 0))?;
                         y
                     }
-                    _ => {
+                    8 => {
                         let k = y.dims().last().copied().unwrap_or(1);
                         call(y.matmul(&make(dev, y.dtype(), &[k, 1 + small(r)], c.seed ^ 13, -1.0, 1.0)?))?
                     }
+                    // Rows picked by ids, some out of range at times: the error travels on
+                    // through the ops after it (a GPU finds it in the data) to the readback.
+                    9 => call(y.index_select(&ids(dev, idt, &[small(r)], s.first().copied().unwrap_or(1), r)?, 0))?,
+                    // A view of what may be pending: its first rows, or its transpose.
+                    10 => match y.rank() {
+                        0 => y,
+                        1 => call(y.narrow(0, 0, s[0].min(1 + small(r))))?,
+                        n => call(y.transpose(n - 1, n - 2))?,
+                    },
+                    // A consumer that reduces (sum or max of the last dim) or normalises it.
+                    11 => call(y.reduce(pick(&[ReduceOp::Sum, ReduceOp::Max], r), [s.len().saturating_sub(1)], true))?,
+                    _ => call(y.softmax(s.len().saturating_sub(1)))?,
                 };
             }
             held.push(y);
@@ -562,14 +621,15 @@ fn check(devs: &[Device], c: &Case, way: Way, ran: &[AtomicU64; OPS]) -> std::re
                     return fail(msg);
                 }
             }
-            (Err(e), Ok(_)) if !may_refuse(dev, e) && !(replay && matches!(e, Error::Capture { .. })) => {
+            (Err(e), Ok(_)) if !(may_refuse(dev, e) || replay && matches!(e, Error::Capture { .. })) => {
                 return fail(format!("error {e} where the cpu ran"));
             }
             (Ok(_), Err(e)) => return fail(format!("a result where the cpu fails with {e}")),
             // Which bad id a GPU reports first is up to its threads; a device may also refuse
-            // the op for its limits before it looks at ids.
+            // the op for its limits before it looks at ids, and in a chain, where a GPU finds
+            // the bad id in the data and goes on, refuse a later op the cpu never reached.
             (Err(e), Err(w @ Error::IndexOutOfRange { .. }))
-                if !matches!(e, Error::IndexOutOfRange { .. }) && !may_refuse(dev, e) =>
+                if !matches!(e, Error::IndexOutOfRange { .. }) && !may_refuse(dev, e) && c.op != CHAIN =>
             {
                 return fail(format!("error {e} where the cpu finds {w}"));
             }
@@ -580,12 +640,13 @@ fn check(devs: &[Device], c: &Case, way: Way, ran: &[AtomicU64; OPS]) -> std::re
 }
 
 /// The GPU devices here, and wgpu holding tensor buffers to 256 bytes, so that inputs and
-/// outputs past 64 f32 are stored in parts and the ops split (`src/tensor/parts.rs`).
+/// outputs past 64 f32 are stored in parts and the ops split (`src/tensor/parts.rs`), and 16
+/// pipelines, so that kernels are dropped and built again under the ops (and plans) using them.
 fn fuzz_devices() -> Vec<Device> {
     let gpus = [BackendKind::Wgpu, BackendKind::Cuda, BackendKind::Rocm];
     let mut devs: Vec<Device> = gpus.iter().filter_map(|&k| crate::device(k).ok()).collect();
     if devs.iter().any(|d| d.kind() == BackendKind::Wgpu) {
-        let tune = rocm_wgpu_ops::wgpu::Tune { max_binding: Some(256), ..Default::default() };
+        let tune = rocm_wgpu_ops::wgpu::Tune { max_binding: Some(256), max_pipelines: Some(16), ..Default::default() };
         devs.push(Device::wgpu_tuned(None, None, tune).expect("a wgpu device with a lower binding limit"));
     }
     devs
