@@ -207,9 +207,7 @@ impl Cache {
 
     /// Layer `layer`'s keys and values `[1, Hkv, positions, D]` (views of its one tensor).
     fn layer(&self, layer: usize) -> rocm_wgpu_ops::Result<(Tensor, Tensor)> {
-        let kv = &self.kv[layer];
-        let h = kv.dims()[1] / 2;
-        Ok((kv.narrow(1, 0, h)?, kv.narrow(1, h, h)?))
+        halves(&self.kv[layer])
     }
 
     /// Tokens at positions `at` `[T]` (u32) in this cache.
@@ -233,6 +231,12 @@ fn heads(x: &Tensor, first: usize, n: usize, d: usize) -> rocm_wgpu_ops::Result<
     x.narrow(1, first * d, n * d)?.reshape([t, n, d])?.permute([1, 0, 2])?.unsqueeze(0)
 }
 
+/// The keys and values of one view `[1, 2 Hkv, T, D]` (keys' heads first): two views.
+fn halves(kv: &Tensor) -> rocm_wgpu_ops::Result<(Tensor, Tensor)> {
+    let n = kv.dims()[1] / 2;
+    Ok((kv.narrow(1, 0, n)?, kv.narrow(1, n, n)?))
+}
+
 /// Keys and values `[1, Hkv, T, D]` each, or one view `[1, 2 Hkv, T, D]` of both (keys' heads
 /// first), which a cache takes in one write.
 pub enum Kv<'a> {
@@ -245,10 +249,6 @@ pub enum Kv<'a> {
 /// positions and the queries attend over the whole cache through the slot's mask.
 fn attend(c: &Ctx, q: &Tensor, kv: Kv, slot: Option<(&Slot, usize)>) -> Res<Tensor> {
     let (h, t, d) = (q.dims()[1], q.dims()[2], q.dims()[3]);
-    let halves = |x: &Tensor| {
-        let n = x.dims()[1] / 2;
-        Ok::<_, rocm_wgpu_ops::Error>((x.narrow(1, 0, n)?, x.narrow(1, n, n)?))
-    };
     let y = match slot {
         None => {
             let (k, v) = match kv {
