@@ -131,6 +131,8 @@ const ATTENTION: usize = 28;
 const QUANT: usize = 32;
 /// The case of several ops in a row, with writes in place among them.
 const CHAIN: usize = 36;
+/// The kinds of step a chain takes.
+const CHAIN_OPS: u64 = 14;
 const DTYPES: [DType; 7] = [DType::F32, DType::F16, DType::BF16, DType::F64, DType::U8, DType::U32, DType::I64];
 
 fn pick<T: Copy>(xs: &[T], k: u64) -> T {
@@ -193,11 +195,13 @@ fn op(dev: &Device, c: &Case, x: &Tensor) -> Result<Tensor> {
     let kernel = finite;
     let idt = pick(&[DType::U8, DType::U32, DType::I64], p3);
     let size_of = |dim: usize| x.dims().get(dim).copied().unwrap_or(1);
-    // x where it has rank 4, else a tensor of x's dtype of a small shape of rank 4 from `k`.
-    let rank4 = |x: &Tensor, k: u64| match x.rank() {
-        4 => Ok(x.clone()),
-        _ => other((0..4).map(|i| 1 + small(k >> (8 * i))).collect()),
+    // x where it has rank r, else a tensor of x's dtype of a small shape of rank r from `k`.
+    let rank_r = |r: usize, x: &Tensor, k: u64| match x.rank() {
+        n if n == r => Ok(x.clone()),
+        _ => other((0..r).map(|i| 1 + small(k >> (8 * i))).collect()),
     };
+    let rank3 = |x: &Tensor, k: u64| rank_r(3, x, k);
+    let rank4 = |x: &Tensor, k: u64| rank_r(4, x, k);
     let y = match c.op {
         0 => call(x.unary(pick(UnaryOp::ALL, p0))),
         1 => call(x.affine(p0 as f64 % 7.0 - 3.0, p1 as f64 % 5.0)),
@@ -274,11 +278,19 @@ fn op(dev: &Device, c: &Case, x: &Tensor) -> Result<Tensor> {
         }
         19 => call(Tensor::cat(&[x, &x.contiguous()?], d(p0))),
         20 => {
+            let x = if p2 >> 8 & 3 == 0 { x.clone() } else { rank3(x, p2 >> 10)? };
             let p = ConvParams::<1>::default().padding(small(p1)).stride(small(p2)).dilation(1 + small(p3) % 2);
-            call(x.conv1d(&kernel(vec![1 + small(p0) % 2, size_of(1), 1 + small(p0 >> 8) % 3])?, &p))
+            let channels = x.dims().get(1).copied().unwrap_or(1);
+            call(x.conv1d(&kernel(vec![1 + small(p0) % 2, channels, 1 + small(p0 >> 8) % 3])?, &p))
         }
         21 => {
-            let p = Pool2dParams::new(small(p0)).stride(small(p1)).padding(small(p2));
+            let x = if p2 >> 8 & 3 == 0 { x.clone() } else { rank4(x, p2 >> 10)? };
+            // Windows, strides and padding of every size at times (most refused), else ones
+            // that fit.
+            let p = match p3 >> 8 & 3 {
+                0 => Pool2dParams::new(small(p0)).stride(small(p1)).padding(small(p2)),
+                _ => Pool2dParams::new(1 + small(p0) % 3).stride(1 + small(p1) % 2).padding(small(p2) % 2),
+            };
             call(if p3 % 2 == 0 { x.max_pool2d(&p) } else { x.avg_pool2d(&p) })
         }
         22 => {
@@ -308,12 +320,18 @@ fn op(dev: &Device, c: &Case, x: &Tensor) -> Result<Tensor> {
         }
         24 => {
             // Into the view itself (transposed, narrowed, broadcast), then the whole of it.
+            // A block of any length at any offset at times (most past the end), else one inside.
             let dim = d(p0);
             let mut s = x.dims().to_vec();
-            if let Some(v) = s.get_mut(dim) {
-                *v = small(p1);
+            let (mut len, mut at) = (small(p1), small(p2));
+            if p3 & 3 != 0 {
+                len %= size_of(dim) + 1;
+                at %= size_of(dim) - len.min(size_of(dim)) + 1;
             }
-            call(x.slice_set(&other(s)?, dim, small(p2)))?;
+            if let Some(v) = s.get_mut(dim) {
+                *v = len;
+            }
+            call(x.slice_set(&other(s)?, dim, at))?;
             Ok(x.clone())
         }
         25 => {
@@ -431,7 +449,10 @@ fn op(dev: &Device, c: &Case, x: &Tensor) -> Result<Tensor> {
                 _ => q.dequantize(pick(&[DType::F32, DType::F16, DType::BF16, DType::U8], p3 >> 8)),
             })
         }
-        33 => call(x.upsample_nearest2d(small(p0), if p1 % 8 == 0 { 1usize << 62 } else { small(p1 >> 8) })),
+        33 => {
+            let x = if p2 & 3 == 0 { x.clone() } else { rank4(x, p2 >> 2)? };
+            call(x.upsample_nearest2d(small(p0), if p1 % 8 == 0 { 1usize << 62 } else { small(p1 >> 8) }))
+        }
         34 => {
             // An LSTM or GRU step after its products: x the gates [B, G H], the state [B, H] (or
             // one wider), a bias or none.
@@ -470,7 +491,7 @@ fn op(dev: &Device, c: &Case, x: &Tensor) -> Result<Tensor> {
             for k in [p0, p1, p2, p3] {
                 let r = k >> 4;
                 let mut s = y.dims().to_vec();
-                y = match k % 13 {
+                y = match k % CHAIN_OPS {
                     0 => call(y.unary(pick(&maps, r)))?,
                     1 => call(y.affine((r % 5) as f64 - 2.0, 0.5))?,
                     2 => {
@@ -513,7 +534,16 @@ fn op(dev: &Device, c: &Case, x: &Tensor) -> Result<Tensor> {
                     },
                     // A consumer that reduces (sum or max of the last dim) or normalises it.
                     11 => call(y.reduce(pick(&[ReduceOp::Sum, ReduceOp::Max], r), [s.len().saturating_sub(1)], true))?,
-                    _ => call(y.softmax(s.len().saturating_sub(1)))?,
+                    12 => call(y.softmax(s.len().saturating_sub(1)))?,
+                    // A norm of the last dim, which a product after it may compute itself.
+                    _ => call(match r % 3 {
+                        0 => y.rms_norm(None, 1e-5),
+                        1 => y.layer_norm(None, None, 1e-5),
+                        _ => y.rms_norm(
+                            Some(&make(dev, y.dtype(), &s[s.len().saturating_sub(1)..], (c.seed ^ 14) & !3, 0.5, 1.5)?),
+                            1e-5,
+                        ),
+                    })?,
                 };
             }
             held.push(y);
@@ -561,7 +591,20 @@ fn may_refuse(dev: &Device, e: &Error) -> bool {
     }
 }
 
-fn same(got: &CpuStorage, want: &CpuStorage, n_in: usize) -> std::result::Result<(), String> {
+/// The dtype whose tolerance a case's values are held to: the output's, or for a chain the least
+/// precise float dtype its values passed through (a chain read back in f32 after a product or
+/// softmax in f16 differs by what f16 rounding gives).
+fn tol_dtype(c: &Case, out: DType) -> DType {
+    if c.op != CHAIN {
+        return out;
+    }
+    let casts = c.p.iter().filter(|&&k| k % CHAIN_OPS == 3).map(|&k| pick(&DTYPES, k >> 4));
+    let mut floats: Vec<DType> = std::iter::once(DTYPES[c.dtype]).chain(casts).filter(|d| d.is_float()).collect();
+    floats.push(out);
+    floats.into_iter().max_by(|a, b| Tol::of(*a).rtol.total_cmp(&Tol::of(*b).rtol)).unwrap_or(out)
+}
+
+fn same(got: &CpuStorage, want: &CpuStorage, n_in: usize, tol: DType) -> std::result::Result<(), String> {
     if got.dtype() != want.dtype() || got.len() != want.len() {
         return Err(format!("{:?} x {} vs {:?} x {}", got.dtype(), got.len(), want.dtype(), want.len()));
     }
@@ -569,7 +612,7 @@ fn same(got: &CpuStorage, want: &CpuStorage, n_in: usize) -> std::result::Result
         return if got == want { Ok(()) } else { Err("i64 values differ".into()) };
     }
     // Reductions and norms add up to n_in terms.
-    let tol = Tol::of(got.dtype()).times(16.0 + n_in as f64);
+    let tol = Tol::of(tol).times(16.0 + n_in as f64);
     for (i, (a, b)) in got.to_f64_vec().into_iter().zip(want.to_f64_vec()).enumerate() {
         let ok = a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() <= tol.atol + tol.rtol * b.abs();
         if !ok {
@@ -617,7 +660,7 @@ fn check(devs: &[Device], c: &Case, way: Way, ran: &[AtomicU64; OPS]) -> std::re
                 if gs != ws {
                     return fail(format!("shape {gs:?}, cpu {ws:?}"));
                 }
-                if let Err(msg) = same(g, w, n_in) {
+                if let Err(msg) = same(g, w, n_in, tol_dtype(c, g.dtype())) {
                     return fail(msg);
                 }
             }
