@@ -249,7 +249,9 @@ fn opnd_stage(buf: u32, lid: u32) {
 // columns of C and splits K among KS invocations per group (columns fastest, so that loads of
 // B coalesce along N); each invocation keeps MV_M rows of sums of its four columns and the
 // workgroup adds the KS partial sums in workgroup memory. B is streamed once, a vector of four
-// columns per load where its N stride is 1. Grid: (batch, column block) flat.
+// columns per load where its N stride is 1. Grid: (batch, column block) flat. With a prologue
+// (`pro_setup`, `a_val`: codegen's `prologue_code`), A's rows are a norm's input, normed as
+// they are read.
 // @kernel matvec
 var<workgroup> part: array<vec4<T>, WG * MV_M>;
 var<private> acc: array<vec4<T>, MV_M>;
@@ -261,7 +263,7 @@ var<private> mv_bn: u32;
 fn mv_step(ab: u32, am: u32, ak: u32, row: u32, n: u32, k: u32) {
     let bv = b_run4(row + k * mv_bk, n, mv_nn, mv_bn);
     for (var i = 0u; i < MV_M; i++) {
-        acc[i] = fma(vec4<T>(a_ld(ab + i * am + k * ak)), bv, acc[i]);
+        acc[i] = fma(vec4<T>(a_val(ab + i * am + k * ak, i, k)), bv, acc[i]);
     }
 }
 
@@ -276,6 +278,7 @@ fn matvec(
     if (g >= blocks * gmeta(MD_BATCHES)) {
         return;
     }
+    pro_setup(lid);
     let b = g / blocks;
     let off = batch_offsets(b);
     let c = lid % CW;

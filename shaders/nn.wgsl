@@ -207,6 +207,116 @@ fn lines_sg(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wi
     }
 }
 
+// @section row_norm
+// A layer or rms norm of a few rows (a decode step's: up to 8, of whole units of four, in f32
+// compute), formed one way by both this family's `norm_rows` kernel and the prologue of a
+// matrix-vector product that reads the norm (matmul.wgsl's `matvec`, which then never stores
+// it): the same code in both, so the two give the same bits (ARCHITECTURE.md, fusion). RN_T
+// lanes take a row: lane l sums its units u = l, l + RN_T, ... of four elements in that order,
+// ((e0 + e1) + (e2 + e3)) each, and the lanes' sums meet in a tree in workgroup memory (lane l
+// adds lane l + s's, s = RN_T / 2 .. 1), independent of the subgroup size a driver picks. A
+// layer norm sums the row, then the squares of its deviations from the mean so formed; an rms
+// norm the squares. Products pass through fence32 so that no driver contracts them with the
+// sum after them. The kernel defines rn_x(row, e) (element e of row `row` in f32), rn_w(e) and
+// rn_b(e) (the weight and bias, where RN_W, RN_B), rn_n() (the row length), rn_eps(),
+// rn_round(v) (v rounded to the output dtype as a store and a load round it), and rn_get(i) /
+// rn_set(i, v), WG floats of workgroup memory for the sums.
+const RN_T: u32 = 64u;
+
+// The sum of v over the RN_T lanes of group g (l: the caller's lane in it). Every invocation of
+// the workgroup calls it (it synchronises).
+fn rn_sum(g: u32, l: u32, v: f32) -> f32 {
+    let at = g * RN_T + l;
+    rn_set(at, v);
+    workgroupBarrier();
+    for (var s = RN_T / 2u; s > 0u; s >>= 1u) {
+        if (l < s) {
+            rn_set(at, rn_get(at) + rn_get(at + s));
+        }
+        workgroupBarrier();
+    }
+    let total = rn_get(g * RN_T);
+    workgroupBarrier();
+    return total;
+}
+
+fn rn_x4(row: u32, e: u32) -> vec4<f32> {
+    return vec4<f32>(rn_x(row, e), rn_x(row, e + 1u), rn_x(row, e + 2u), rn_x(row, e + 3u));
+}
+
+fn rn_sq(d: vec4<f32>) -> f32 {
+    return (fence32(d.x * d.x) + fence32(d.y * d.y)) + (fence32(d.z * d.z) + fence32(d.w * d.w));
+}
+
+// Row `row`'s (mean, 1 / sqrt(variance + eps)); an rms norm's (0, 1 / sqrt(mean square + eps)).
+// Lane l of group g; `live`: the row exists (every invocation calls, for the barriers).
+fn rn_stats(row: u32, live: bool, g: u32, l: u32) -> vec2<f32> {
+    let units = rn_n() / 4u;
+    var s = 0.0;
+    var mean = 0.0;
+    if (RN_CENTER) {
+        if (live) {
+            for (var u = l; u < units; u += RN_T) {
+                let v = rn_x4(row, 4u * u);
+                s += (v.x + v.y) + (v.z + v.w);
+            }
+        }
+        mean = rn_sum(g, l, s) / f32(rn_n());
+        s = 0.0;
+    }
+    if (live) {
+        for (var u = l; u < units; u += RN_T) {
+            s += rn_sq(rn_x4(row, 4u * u) - vec4<f32>(mean));
+        }
+    }
+    let ms = rn_sum(g, l, s) / f32(rn_n());
+    return vec2<f32>(mean, 1.0 / sqrt(ms + rn_eps()));
+}
+
+// Element e of a row normed by its statistics r, weighted and shifted, rounded as stored.
+fn rn_out(v: f32, e: u32, r: vec2<f32>) -> f32 {
+    var y = fence32((v - r.x) * r.y);
+    if (RN_W) {
+        y = fence32(y * rn_w(e));
+    }
+    if (RN_B) {
+        y = fence32(y + rn_b(e));
+    }
+    return rn_round(y);
+}
+
+// @kernel norm_rows
+// A workgroup of RN_T lanes a row (row_norm above); the output contiguous, each lane's units
+// stored as whole words. Metadata at EXTRA: N, x's offset, the weight's offset and stride, the
+// bias's, eps (f32 bits).
+var<workgroup> rn_sh: array<f32, WG>;
+
+fn rn_get(i: u32) -> f32 {
+    return rn_sh[i];
+}
+
+fn rn_set(i: u32, v: f32) {
+    rn_sh[i] = v;
+}
+
+@compute @workgroup_size(WG)
+fn norm_rows(@builtin(local_invocation_index) l: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let row = wid.x;
+    let r = rn_stats(row, true, 0u, l);
+    let n = rn_n();
+    for (var u = l; u < n / 4u; u += RN_T) {
+        let e = 4u * u;
+        let v = rn_x4(row, e);
+        let i = row * n + e;
+        y_set(i, rn_out(v.x, e, r));
+        y_set(i + 1u, rn_out(v.y, e + 1u, r));
+        y_flush(i / Y_EPW);
+        y_set(i + 2u, rn_out(v.z, e + 2u, r));
+        y_set(i + 3u, rn_out(v.w, e + 3u, r));
+        y_flush((i + 2u) / Y_EPW);
+    }
+}
+
 // @kernel batch_norm
 // Elementwise over a strided x: element i is in channel (i / INNER) % C. Metadata at EXTRA:
 // eps (3 words), C, INNER, then offset and stride of mean, var, weight, bias.

@@ -468,6 +468,63 @@ pub trait MatmulOps: Memory {
     {
         matmul_then_fused(self, (lhs, ll), (rhs, rl), g, p, inputs, params)
     }
+    /// Whether a norm over the last dim of `x` (of `dtype`) would be computed inside the product
+    /// that reads it ([`MatmulOps::matmul_norm_then`]), so that such a norm is worth deferring.
+    fn norm_prologues(&self, _x: &Layout, _dtype: DType) -> bool {
+        false
+    }
+    /// [`MatmulOps::matmul_then`] with the lhs the norm `n` of its rows: the bits of the norm
+    /// stored, then the product and the program, in one kernel where the backend can. By
+    /// default the norm, then `matmul_then` ([`norm_then_matmul`]).
+    #[allow(clippy::too_many_arguments)]
+    fn matmul_norm_then(
+        &self,
+        n: RowNormArgs<'_, Self::Storage>,
+        rhs: (&Self::Storage, &Layout),
+        g: &MatmulGeometry,
+        p: &Program,
+        inputs: &[(&Self::Storage, &Layout)],
+        params: &[Scalar],
+    ) -> Result<Self::Storage>
+    where
+        Self: ElementwiseOps + NnOps,
+    {
+        norm_then_matmul(self, n, rhs, g, p, inputs, params)
+    }
+}
+
+/// A layer or rms norm (`op`) over the last dim of `x` with its weight and bias: a product's lhs
+/// not stored yet ([`MatmulOps::matmul_norm_then`]).
+pub struct RowNormArgs<'a, S> {
+    /// `LayerNorm` or `RmsNorm`.
+    pub op: NnOp,
+    /// The rows normed: the product's lhs before the norm.
+    pub x: (&'a S, &'a Layout),
+    /// The weight, if any.
+    pub w: Param<'a, S>,
+    /// The bias (a layer norm's), if any.
+    pub b: Param<'a, S>,
+    /// Added to the variance (mean square).
+    pub eps: f64,
+}
+
+/// [`MatmulOps::matmul_norm_then`] in two steps: the norm, then `matmul_then` on it.
+pub fn norm_then_matmul<B: MatmulOps + ElementwiseOps + NnOps>(
+    b: &B,
+    n: RowNormArgs<'_, B::Storage>,
+    rhs: (&B::Storage, &Layout),
+    g: &MatmulGeometry,
+    p: &Program,
+    inputs: &[(&B::Storage, &Layout)],
+    params: &[Scalar],
+) -> Result<B::Storage> {
+    let (x, xl) = n.x;
+    let y = match n.op {
+        NnOp::LayerNorm => b.layer_norm(x, xl, n.w, n.b, n.eps)?,
+        _ => b.rms_norm(x, xl, n.w, n.eps)?,
+    };
+    let yl = Layout::contiguous(xl.shape().clone());
+    b.matmul_then((&y, &yl), rhs, g, p, inputs, params)
 }
 
 /// [`MatmulOps::matmul_then`] in two kernels: the matmul, then program `p` over its product (a

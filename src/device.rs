@@ -212,6 +212,11 @@ struct RngState {
 pub(crate) trait Pending: Send + Sync {
     /// Runs it (nothing if it already ran).
     fn run(&self) -> Result<()>;
+    /// Whether it may stay deferred while the storage at `written` is written in place: it
+    /// reads none of it (a deferred norm says so; a program may read anything it inlined).
+    fn can_wait(&self, _written: *const ()) -> bool {
+        false
+    }
 }
 
 /// A deferred result as the device lists it: the thread that deferred it and whether inside a
@@ -345,6 +350,12 @@ impl Device {
     /// thread's only (another's would be recorded into the plan), every other thread all but
     /// the capture's (which the plan must record).
     pub(crate) fn run_deferred(&self) -> Result<()> {
+        self.run_deferred_before(None)
+    }
+
+    /// [`Device::run_deferred`] before the storage at `written` is written in place: what reads
+    /// none of it may stay deferred ([`Pending::can_wait`]).
+    pub(crate) fn run_deferred_before(&self, written: Option<*const ()>) -> Result<()> {
         let me = std::thread::current().id();
         let mine = |d: &Deferral| if capturing() { d.thread == me } else { !d.captured };
         let list = {
@@ -355,9 +366,12 @@ impl Device {
         };
         let mut first = Ok(());
         for d in list {
-            if let Some(p) = d.result.upgrade()
-                && let Err(e) = p.run()
-            {
+            let Some(p) = d.result.upgrade() else { continue };
+            if written.is_some_and(|w| p.can_wait(w)) {
+                self.0.pending.lock().unwrap_or_else(|e| e.into_inner()).push(d);
+                continue;
+            }
+            if let Err(e) = p.run() {
                 // It stays deferred: its own readback reports the failure again.
                 self.0.pending.lock().unwrap_or_else(|e| e.into_inner()).push(d);
                 first = first.and(Err(e));

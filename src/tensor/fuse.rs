@@ -13,10 +13,11 @@
 
 use super::Tensor;
 use super::status::{Flags, Status};
-use crate::backend::{ElementwiseOps, MatmulOps, Memory};
+use crate::backend::{ElementwiseOps, MatmulOps, Memory, NnOps, RowNormArgs};
 use crate::device::{BackendOf, Storage, dispatch};
 use crate::expr::program::{Op, Program, Step, Value};
 use crate::spec::matmul::MatmulGeometry;
+use crate::spec::nn::NnOp;
 use crate::spec::{Family, Out};
 use crate::{DType, Device, Layout, Result, Scalar};
 use std::sync::Arc;
@@ -35,9 +36,42 @@ const MAX_EPILOGUE_INPUTS: usize = 4;
 /// A matrix product not run yet: its operands (broadcast to the geometry's batch dims) and
 /// geometry.
 pub(crate) struct Product {
-    lhs: Tensor,
+    lhs: Lhs,
     rhs: Tensor,
     geometry: MatmulGeometry,
+}
+
+/// A product's lhs: a tensor, or a norm not run yet, which the product computes from its input
+/// ([`MatmulOps::matmul_norm_then`]). The norm's own result is not held here, so that nothing
+/// runs it unless someone else reads it.
+enum Lhs {
+    Tensor(Tensor),
+    Norm(Arc<PendingNorm>),
+}
+
+impl Product {
+    fn norm(&self) -> Option<&Arc<PendingNorm>> {
+        match &self.lhs {
+            Lhs::Norm(n) => Some(n),
+            Lhs::Tensor(_) => None,
+        }
+    }
+}
+
+/// A layer or rms norm over the last dim of `x` not run yet (`Tensor::defer_norm`): it runs
+/// when its result is read, or inside the product that reads it as its lhs.
+pub(crate) struct PendingNorm {
+    op: NnOp,
+    x: Tensor,
+    w: Option<Tensor>,
+    b: Option<Tensor>,
+    eps: f64,
+}
+
+impl PendingNorm {
+    fn tensors(&self) -> impl Iterator<Item = &Tensor> {
+        std::iter::once(&self.x).chain(&self.w).chain(&self.b)
+    }
 }
 
 /// A deferred elementwise result: its program, the tensors it reads (each in the result's
@@ -45,6 +79,8 @@ pub(crate) struct Product {
 /// `inputs` are its inputs 1 on.
 pub(crate) struct Deferred {
     product: Option<Arc<Product>>,
+    /// A norm deferred alone (no product, a program of no steps): the result is the norm's.
+    norm: Option<Arc<PendingNorm>>,
     program: Program,
     inputs: Vec<Tensor>,
     params: Vec<Scalar>,
@@ -52,13 +88,26 @@ pub(crate) struct Deferred {
 }
 
 impl Deferred {
+    /// Whether it may stay deferred while the storage at `written` is written in place: a norm
+    /// that reads none of it (a norm a product computes stays unread: running it before every
+    /// cache write would cost its kernel after all).
+    pub(super) fn can_wait(&self, written: *const ()) -> bool {
+        self.norm.as_ref().is_some_and(|n| n.tensors().all(|t| Arc::as_ptr(&t.storage).cast::<()>() != written))
+    }
+
     /// Runs the program: the result's storage.
     pub(super) fn run(&self) -> Result<Storage> {
         // Each distinct storage read-locked once (a storage read twice in one thread could
         // deadlock behind a waiting writer).
         let mut owners: Vec<&Tensor> = vec![];
         let mut guards = vec![];
-        let operands = self.product.iter().flat_map(|p| [&p.lhs, &p.rhs]);
+        // A product that computes its lhs's norm reads the norm's tensors, not the lhs.
+        let norm = self.norm.as_ref().or(self.product.as_ref().and_then(|p| p.norm()));
+        let lhs = self.product.iter().filter_map(|p| match &p.lhs {
+            Lhs::Tensor(t) => Some(t),
+            Lhs::Norm(_) => None,
+        });
+        let operands = lhs.chain(self.product.iter().map(|p| &p.rhs)).chain(norm.into_iter().flat_map(|n| n.tensors()));
         for t in operands.chain(&self.inputs) {
             if !owners.iter().any(|o| o.shares_storage(t)) {
                 owners.push(t);
@@ -69,12 +118,27 @@ impl Deferred {
         dispatch!(self.device, |b| {
             let storages = guards.iter().map(|g| b.get(g)).collect::<Result<Vec<_>>>()?;
             let inputs: Vec<(_, &Layout)> = self.inputs.iter().map(|t| (storages[at(t)], t.layout())).collect();
-            let storage = match &self.product {
-                None => b.fused(&self.program, &inputs, &self.params)?,
-                Some(p) => {
-                    let (lhs, rhs) = ((storages[at(&p.lhs)], p.lhs.layout()), (storages[at(&p.rhs)], p.rhs.layout()));
-                    b.matmul_then(lhs, rhs, &p.geometry, &self.program, &inputs, &self.params)?
-                }
+            let arg = operand(|t| (storages[at(t)], t.layout()));
+            let norm = norm.map(|n| RowNormArgs {
+                op: n.op,
+                x: arg(&n.x),
+                w: n.w.as_ref().map(arg),
+                b: n.b.as_ref().map(arg),
+                eps: n.eps,
+            });
+            let storage = match (&self.product, norm) {
+                (None, None) => b.fused(&self.program, &inputs, &self.params)?,
+                (None, Some(n)) if n.op == NnOp::LayerNorm => b.layer_norm(n.x.0, n.x.1, n.w, n.b, n.eps)?,
+                (None, Some(n)) => b.rms_norm(n.x.0, n.x.1, n.w, n.eps)?,
+                (Some(p), norm) => match (&p.lhs, norm) {
+                    (Lhs::Tensor(lhs), _) => {
+                        b.matmul_then(arg(lhs), arg(&p.rhs), &p.geometry, &self.program, &inputs, &self.params)?
+                    }
+                    (Lhs::Norm(_), Some(n)) => {
+                        b.matmul_norm_then(n, arg(&p.rhs), &p.geometry, &self.program, &inputs, &self.params)?
+                    }
+                    (Lhs::Norm(_), None) => unreachable!("a product's norm is `norm`"),
+                },
             };
             Ok(b.wrap(storage))
         })
@@ -154,6 +218,10 @@ impl Builder {
     /// `d`'s steps appended to this program (its inputs and parameters renumbered), or `None`
     /// where that would pass the limits or `d` reads a product this program does not.
     fn inline(&mut self, d: &Deferred) -> Option<Value> {
+        if d.norm.is_some() {
+            // A norm is no program: read as an input (it runs first).
+            return None;
+        }
         let product = match (&d.product, &self.product) {
             (None, _) => None,
             (Some(a), Some(b)) if Arc::ptr_eq(a, b) => Some(Value::Input(0)),
@@ -245,6 +313,7 @@ impl Tensor {
         let flags: Vec<Flags> = args.iter().map(|t| t.status().flags()).collect();
         let deferred = Deferred {
             product: b.product,
+            norm: None,
             program: b.program,
             inputs: b.inputs,
             params: b.params,
@@ -268,15 +337,61 @@ impl Tensor {
             return Ok(None);
         }
         super::run::admit(dev, Family::Matmul, "matmul", &g.out)?;
+        // The norm this lhs is, not run yet, the product computes (it is exactly the lhs).
+        // (A lhs seen in another shape than the norm's, a vector as a row, reads the result.)
+        let norm = match inlinable(self, ll) {
+            true => self.with_deferred(|d| d.norm.clone()).filter(|n| n.x.dims() == ll.dims()),
+            false => None,
+        };
         let (lhs, rhs) = (self.view(ll.clone()), rhs.view(rl.clone()));
         lhs.check_operands("matmul", [&lhs, &rhs].into_iter())?;
         let flags = [&lhs, &rhs].map(|t| t.status().flags());
         let status = Status::of(flags, dev);
         let program = Program { inputs: vec![g.out.dtype], steps: vec![] };
+        let lhs = match norm {
+            Some(n) => Lhs::Norm(n),
+            None => Lhs::Tensor(lhs),
+        };
         let product = Some(Arc::new(Product { lhs, rhs, geometry: g.clone() }));
-        let deferred = Deferred { product, program, inputs: vec![], params: vec![], device: dev.clone() };
+        let deferred = Deferred { product, norm: None, program, inputs: vec![], params: vec![], device: dev.clone() };
         Ok(Some(Tensor::deferred(deferred, &g.out, status, dev)))
     }
+
+    /// The deferred norm `op` (layer_norm or rms_norm) of `self` over its last dim with `w` and
+    /// `b`, where this device fuses and would compute it inside the product that reads it
+    /// (`MatmulOps::norm_prologues`: a decode step's few rows); `None` where it runs at once.
+    pub(super) fn defer_norm(
+        &self,
+        op: NnOp,
+        (w, b): (Option<&Tensor>, Option<&Tensor>),
+        eps: f64,
+        out: &Out,
+    ) -> Result<Option<Tensor>> {
+        let dev = &self.device;
+        let dtype = self.dtype();
+        if !dev.fusion() || !dispatch!(dev, |be| be.fuses(&[dtype]) && be.norm_prologues(self.layout(), dtype)) {
+            return Ok(None);
+        }
+        super::run::admit(dev, Family::Nn, op.name(), out)?;
+        let norm = PendingNorm { op, x: self.clone(), w: w.cloned(), b: b.cloned(), eps };
+        // Its operands run now, as they would for the norm itself: a program deferred on past it
+        // could be inlined into a later consumer (a residual add) and run again there by the
+        // product that computes this norm.
+        for t in norm.tensors() {
+            t.materialize()?;
+        }
+        self.check_operands(op.name(), norm.tensors())?;
+        let status = Status::of(norm.tensors().map(|t| t.status().flags()).collect::<Vec<_>>(), dev);
+        let program = Program { inputs: vec![out.dtype], steps: vec![] };
+        let norm = Some(Arc::new(norm));
+        let deferred = Deferred { product: None, norm, program, inputs: vec![], params: vec![], device: dev.clone() };
+        Ok(Some(Tensor::deferred(deferred, out, status, dev)))
+    }
+}
+
+/// `f`, typed as a function from a tensor to its storage and layout for as long as both live.
+fn operand<'t, S: 't, F: Fn(&'t Tensor) -> (&'t S, &'t Layout)>(f: F) -> F {
+    f
 }
 
 /// Whether operand `t`, seen as `layout`, may be inlined: it is exactly the result's elements.

@@ -85,6 +85,11 @@ impl crate::device::Pending for Cell {
     fn run(&self) -> Result<()> {
         self.materialize()
     }
+
+    fn can_wait(&self, written: *const ()) -> bool {
+        let slot = self.deferred.lock().unwrap_or_else(|e| e.into_inner());
+        slot.as_ref().is_some_and(|d| d.can_wait(written))
+    }
 }
 
 impl Cell {
@@ -171,9 +176,9 @@ impl Tensor {
     }
 
     /// The storage, write-locked, after every deferred program of the device has run (any may
-    /// read what is about to be written).
+    /// read what is about to be written; a deferred norm that reads none of it waits).
     pub(crate) fn write(&self) -> Result<RwLockWriteGuard<'_, Storage>> {
-        self.device.run_deferred()?;
+        self.device.run_deferred_before(Some(Arc::as_ptr(&self.storage).cast()))?;
         self.materialize()?;
         Ok(self.storage.data.write().unwrap_or_else(|e| e.into_inner()))
     }

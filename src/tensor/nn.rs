@@ -86,6 +86,9 @@ impl Tensor {
                 r => r,
             };
         }
+        if let Some(t) = self.defer_norm(NnOp::LayerNorm, (weight, bias), eps, &out)? {
+            return Ok(t);
+        }
         let r = self.run(Family::Nn, "layer_norm", &params, &out)?;
         let s = dispatch!(self.device, |b| {
             let w = weight.map(|t| Ok::<_, crate::Error>((r.arg(b, t)?, &t.layout))).transpose()?;
@@ -105,6 +108,9 @@ impl Tensor {
                 Err(Error::LimitExceeded { .. }) if self.in_parts() => self.norm_parts(false, weight, None, eps),
                 r => r,
             };
+        }
+        if let Some(t) = self.defer_norm(NnOp::RmsNorm, (weight, None), eps, &out)? {
+            return Ok(t);
         }
         let r = self.run(Family::Nn, "rms_norm", &params, &out)?;
         let s = dispatch!(self.device, |b| {

@@ -3,12 +3,13 @@
 //! the kernel matmul's table ([`super::gemm::TABLE`]) plans for it; an elementwise program over
 //! the product (its epilogue) computed where the kernel stores C.
 
-use super::gemm::{EpilogueArgs, Gemm, Operand, TABLE, hooks, too_large};
+use super::gemm::{EpilogueArgs, Gemm, Operand, Prologue, TABLE, hooks, too_large};
+use super::nn::rows::{RowNorm, few_rows, param_words};
 use super::{WgpuBackend, WgpuStorage};
-use crate::backend::{MatmulOps, matmul_then_fused};
+use crate::backend::{MatmulOps, RowNormArgs, matmul_then_fused, norm_then_matmul};
 use crate::expr::program::Program;
 use crate::spec::matmul::MatmulGeometry;
-use crate::{Layout, Result, Scalar};
+use crate::{DType, Layout, Result, Scalar};
 
 pub(crate) use super::gemm::variants::matmul as shader_variants;
 
@@ -61,6 +62,39 @@ impl MatmulOps for WgpuBackend {
             return matmul_then_fused(self, lhs, rhs, g, p, inputs, params);
         }
         self.matmul_with(lhs, rhs, g, Some(&epilogue))
+    }
+
+    /// A few rows' norm (`nn::rows::few_rows`) is computed by the columns matrix-vector kernel that
+    /// reads it, where products take epilogues.
+    fn norm_prologues(&self, x: &Layout, dtype: DType) -> bool {
+        self.epilogues() && self.tune().norm_prologue != Some(false) && few_rows(x, dtype, self.caps())
+    }
+
+    fn matmul_norm_then(
+        &self,
+        n: RowNormArgs<'_, WgpuStorage>,
+        (rhs, rl): (&WgpuStorage, &Layout),
+        g: &MatmulGeometry,
+        p: &Program,
+        inputs: &[(&WgpuStorage, &Layout)],
+        params: &[Scalar],
+    ) -> Result<WgpuStorage> {
+        let epilogue = EpilogueArgs { program: p, inputs };
+        let (x, xl) = n.x;
+        let out = g.out.shape.elem_count() as u64;
+        if (p.steps.is_empty() || epilogue.fits(g.out.dtype)) && out <= u32::MAX as u64 {
+            let prologue = Prologue {
+                norm: RowNorm::of(n.op, n.w.is_some(), n.b.is_some()),
+                w: n.w.map(|w| w.0),
+                b: n.b.map(|b| b.0),
+                words: param_words(n.w.map(|w| w.1), n.b.map(|b| b.1), n.eps),
+            };
+            let epilogue = (!p.steps.is_empty()).then_some(&epilogue);
+            if let Some(c) = self.run_gemm_normed(problem(xl, rl, g), (x, rhs), epilogue, &prologue)? {
+                return Ok(c);
+            }
+        }
+        norm_then_matmul(self, n, (rhs, rl), g, p, inputs, params)
     }
 }
 

@@ -91,6 +91,8 @@ pub(crate) enum KernelKey {
     Fused(fused::FusedKey),
     /// An nn lines kernel (softmax, the norms) of a dtype.
     Lines(DType, nn::Variant),
+    /// A norm of a few rows (`nn::rows`) of a dtype.
+    NormRows(DType, nn::rows::RowNorm),
     /// An attention kernel of a dtype.
     Attention(DType, attention::Variant),
     /// A rotary embedding (`rope` or `rope_i`) of a dtype.

@@ -22,6 +22,9 @@ pub struct Tune {
     /// `gemm_epilogue=on|off`: whether a matmul's product is deferred, so that the elementwise
     /// ops on it run in its kernel (with fusion on).
     pub gemm_epilogue: Option<bool>,
+    /// `norm_prologue=on|off`: whether a few rows' norm read by a matrix-vector product is
+    /// deferred, so that the product computes it (with fusion and epilogues on).
+    pub norm_prologue: Option<bool>,
     /// `sdpa_coop=on|off`: whether f16 attention may run on cooperative matrices.
     pub sdpa_coop: Option<bool>,
     /// `sdpa_decode=on|off`: whether few query rows a kv head may take the decode pass.
@@ -55,6 +58,7 @@ impl Tune {
                 Some(("sort_pairs", v @ ("8" | "16"))) => t.sort_pairs = v.parse().ok(),
                 Some(("gemm_split", v @ ("on" | "off"))) => t.gemm_split = Some(v == "on"),
                 Some(("gemm_epilogue", v @ ("on" | "off"))) => t.gemm_epilogue = Some(v == "on"),
+                Some(("norm_prologue", v @ ("on" | "off"))) => t.norm_prologue = Some(v == "on"),
                 Some(("sdpa_coop", v @ ("on" | "off"))) => t.sdpa_coop = Some(v == "on"),
                 Some(("sdpa_decode", v @ ("on" | "off"))) => t.sdpa_decode = Some(v == "on"),
                 Some(("qmatvec_shuffle", v @ ("on" | "off"))) => t.qmatvec_shuffle = Some(v == "on"),
@@ -65,7 +69,8 @@ impl Tune {
                         kind: "wgpu".into(),
                         reason: format!(
                             "RWO_WGPU_TUNE: unknown setting {item:?}; known: random_mul=wide|pieces, sort_pairs=8|16, \
-                             gemm_split=on|off, gemm_epilogue=on|off, sdpa_coop=on|off, sdpa_decode=on|off, \
+                             gemm_split=on|off, gemm_epilogue=on|off, norm_prologue=on|off, sdpa_coop=on|off, \
+                             sdpa_decode=on|off, \
                              qmatvec_shuffle=on|off, submit=thread|inline, max_binding=BYTES (>= 256)"
                         ),
                     });
@@ -85,7 +90,7 @@ mod tests {
         assert_eq!(Tune::parse(None), Ok(Tune::default()));
         assert_eq!(Tune::parse(Some(" ")), Ok(Tune::default()));
         let t = Tune::parse(Some(
-            "random_mul=pieces, sort_pairs=8,gemm_split=off,gemm_epilogue=off,sdpa_coop=off,sdpa_decode=off,\
+            "random_mul=pieces, sort_pairs=8,gemm_split=off,gemm_epilogue=off,norm_prologue=off,sdpa_coop=off,sdpa_decode=off,\
              qmatvec_shuffle=off,submit=inline,max_binding=65536",
         ))
         .unwrap_or_default();
@@ -94,6 +99,7 @@ mod tests {
             sort_pairs: Some(8),
             gemm_split: Some(false),
             gemm_epilogue: Some(false),
+            norm_prologue: Some(false),
             sdpa_coop: Some(false),
             sdpa_decode: Some(false),
             qmatvec_shuffle: Some(false),

@@ -12,6 +12,7 @@ suite!(
     random_chains_fuse_to_the_same_bits,
     random_epilogues_fuse_to_the_same_bits,
     a_layers_epilogue_fuses_to_the_same_bits,
+    a_norm_before_a_product_fuses_to_the_same_bits,
     a_deferred_result_reads_its_inputs_as_they_were,
     a_deferred_result_carries_its_inputs_failures
 );
@@ -232,6 +233,77 @@ async fn a_layers_epilogue_fuses_to_the_same_bits(dev: &Device) -> Result<()> {
             let (g, w) = (got.to_cpu_storage_async().await?, want.to_cpu_storage_async().await?);
             assert_eq!(g.as_bytes(), w.as_bytes(), "{what}: fused and one at a time differ on {}", dev.kind());
             assert_close(&got, &layer(&operands(&cpu())?)?, Tol::of(dtype).times(8.0 + k as f64 / 4.0), &what).await?;
+        }
+    }
+    Ok(())
+}
+
+/// A decode step's norms, each read only by the product after it (computed by that product where
+/// it reads its rows: a layer norm with weight and bias or neither, an rms norm with a weight or
+/// none), in two residual blocks as a transformer's layer has them: the bits of the ops one at a
+/// time and the cpu reference's values, for one to four rows, every float dtype the kernels take,
+/// a weight read with a stride; on wgpu the whole block in two kernels where both products take
+/// the matrix-vector kernel (a norm's input run once, not again inside a residual's program).
+async fn a_norm_before_a_product_fuses_to_the_same_bits(dev: &Device) -> Result<()> {
+    let (fused, alone) = (dev.with_fusion(true), dev.with_fusion(false));
+    for dtype in float_dtypes(dev).into_iter().filter(|&d| d != DType::F64) {
+        for (case, (rows, k, norm)) in
+            [(1, 64, 0), (3, 256, 1), (4, 68, 2), (1, 1024, 3), (2, 128, 0)].into_iter().enumerate()
+        {
+            let seed = 40 + 10 * case as u64;
+            let operands = |d: &Device| -> Result<Vec<Tensor>> {
+                Ok(vec![
+                    rand_tensor(d, dtype, &[rows, k], seed, -2.0, 2.0)?,
+                    // A weight read with a stride (every other element), a bias as it is.
+                    rand_tensor(d, dtype, &[k, 2], seed + 1, 0.5, 1.5)?.narrow(1, 1, 1)?.squeeze(1)?,
+                    rand_tensor(d, dtype, &[k], seed + 2, -0.5, 0.5)?,
+                    rand_tensor(d, dtype, &[k, k], seed + 3, -0.2, 0.2)?,
+                    rand_tensor(d, dtype, &[k], seed + 4, -0.5, 0.5)?,
+                    rand_tensor(d, dtype, &[k, 3 * k / 4], seed + 5, -0.2, 0.2)?,
+                    rand_tensor(d, dtype, &[3 * k / 4, k], seed + 6, -0.2, 0.2)?,
+                ])
+            };
+            let normed = |x: &Tensor, t: &[Tensor]| match norm {
+                0 => x.layer_norm(Some(&t[1]), Some(&t[2]), 1e-5),
+                1 => x.layer_norm(None, None, 1e-3),
+                2 => x.rms_norm(Some(&t[1]), 1e-5),
+                _ => x.rms_norm(None, 1e-6),
+            };
+            // x + norm(x) W + b, then that plus (norm(that) W1) W2; and the norm of x's first row
+            // as a vector (a 1-D lhs) times W.
+            let block = |t: &[Tensor]| -> Result<Tensor> {
+                let x1 = t[0].add(&normed(&t[0], t)?.matmul(&t[3])?.add(&t[4])?)?;
+                x1.add(&normed(&x1, t)?.matmul(&t[5])?.gelu()?.matmul(&t[6])?)
+            };
+            let vector = |t: &[Tensor]| normed(&t[0].narrow(0, 0, 1)?.squeeze(0)?, t)?.matmul(&t[3]);
+            let what = format!("norm {norm} before a product in {dtype}, {rows} rows of {k}");
+            let t = operands(&fused)?;
+            fused.synchronize_async().await?;
+            let launches = fused.launches();
+            let got = block(&t)?;
+            fused.synchronize_async().await?;
+            let launched = fused.launches() - launches;
+            if dev.kind() == BackendKind::Wgpu
+                && launched > 0
+                && matches!(last_kernel(), Some(GemmKernel::MatVec(v)) if !v.rows)
+            {
+                // Three products: the first with its norm and both adds, the second with its
+                // norm, the third with the residual add.
+                assert_eq!(launched, 3, "{what}: kernels");
+            }
+            let tol = Tol::of(dtype).times(16.0 + k as f64 / 2.0);
+            for (f, name) in [(&block as &dyn Fn(&[Tensor]) -> Result<Tensor>, "block"), (&vector, "vector")] {
+                let got = if name == "block" { got.clone() } else { f(&t)? };
+                let want = f(&operands(&alone)?)?;
+                let (g, w) = (got.to_cpu_storage_async().await?, want.to_cpu_storage_async().await?);
+                assert_eq!(
+                    g.as_bytes(),
+                    w.as_bytes(),
+                    "{what}, {name}: fused and one at a time differ on {}",
+                    dev.kind()
+                );
+                assert_close(&got, &f(&operands(&cpu())?)?, tol, &format!("{what}, {name}")).await?;
+            }
         }
     }
     Ok(())

@@ -8,6 +8,7 @@ use crate::expr::program::Program;
 use crate::spec::Family;
 use crate::wgpu::fused::op_function;
 use crate::wgpu::kernel::{Index, Spec, family_source, header, section};
+use crate::wgpu::nn::rows::RowNorm;
 use crate::wgpu::render::Wgsl;
 use crate::wgpu::repr::{Access, Caps, Compute, Repr};
 use crate::{DType, Result};
@@ -27,6 +28,16 @@ pub(crate) struct Variant {
     pub split: bool,
     /// The program computed where C is stored (never in split-K's parts: in their sum).
     pub epilogue: Option<Epilogue>,
+    /// A norm of A's rows computed first (the columns matrix-vector kernel only).
+    pub prologue: Option<RowNorm>,
+}
+
+impl Variant {
+    /// Split-K's sum into C of `dtype` (its source depends on C alone).
+    pub fn sum(dtype: DType, c_vec: bool, epilogue: Option<Epilogue>) -> Variant {
+        let (a, b) = (Load::Gather, Load::Gather);
+        Variant { dtype, a, b, c_vec, gather: None, split: false, epilogue, prologue: None }
+    }
 }
 
 /// The image gather of a convolution (`transposed`: its transpose) with `kernel` taps, `stride`
@@ -89,6 +100,56 @@ impl Epilogue {
         let code = format!("{}{}", header(family_source(Family::Elementwise)), op_function(p, &w, ret));
         Ok(spec.code(code).code(format!("fn c_ep(i: u32, v: T) -> T {{ return T(op({})); }}\n", loads.join(", "))))
     }
+}
+
+/// The columns matrix-vector kernel's `pro_setup(lid)` (before its loop) and `a_val(j, i, k)` (A's
+/// element `j`, of row `i` at depth `k`, as the product takes it): with a prologue, A's rows are
+/// a norm's input, normed by the code the norm's own kernel runs (`nn::rows`): the statistics of
+/// its rows by the workgroup's groups of `RN_T` lanes, then each element as it is read.
+pub(super) fn prologue_code(caps: Caps, shape: &Variant) -> Result<String> {
+    let Some(norm) = shape.prologue else {
+        return Ok("fn pro_setup(lid: u32) {}\nfn a_val(j: u32, i: u32, k: u32) -> T { return a_ld(j); }\n".into());
+    };
+    let io = "fn rn_n() -> u32 { return gmeta(MD_K); }\n\
+              fn rn_x(row: u32, e: u32) -> f32 {\n    \
+              return f32(a_ld(gmeta(MD_A_OFFSET) + row * gmeta(MD_A_OUTER) + e * gmeta(MD_A_K)));\n}\n\
+              fn rn_eps() -> f32 { return bitcast<f32>(gmeta(MD_PRO_EPS)); }\n";
+    let setup = "var<private> pro_r: array<vec2<f32>, MV_M>;
+
+// The partial sums' workgroup memory, before the products use it: the sums in x, each row's
+// statistics in y and z of its entry.
+fn rn_get(i: u32) -> f32 {
+    return f32(part[i].x);
+}
+
+fn rn_set(i: u32, v: f32) {
+    part[i].x = T(v);
+}
+
+// Every row's statistics, WG / RN_T rows at a time; every invocation calls (barriers).
+fn pro_setup(lid: u32) {
+    let g = lid / RN_T;
+    let l = lid % RN_T;
+    for (var r0 = 0u; r0 < MV_M; r0 += WG / RN_T) {
+        let row = r0 + g;
+        let r = rn_stats(row, row < MV_M, g, l);
+        if (l == 0u && row < MV_M) {
+            part[row].y = T(r.x);
+            part[row].z = T(r.y);
+        }
+    }
+    workgroupBarrier();
+    for (var i = 0u; i < MV_M; i++) {
+        pro_r[i] = vec2<f32>(f32(part[i].y), f32(part[i].z));
+    }
+    workgroupBarrier();
+}
+
+fn a_val(j: u32, i: u32, k: u32) -> T {
+    return T(rn_out(f32(a_ld(j)), k, pro_r[i]));
+}
+";
+    Ok(format!("{io}{}{}{setup}", norm.params_code("EXTRA + MD_PRO_PARAMS"), norm.code(caps, shape.dtype)?))
 }
 
 /// A kernel of the GEMM family: a GEMM, or split-K's sum of the parts into C.

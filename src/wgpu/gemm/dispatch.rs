@@ -10,6 +10,7 @@ use super::tiles::{CoopTiles, Kernel, Load, MATVEC_MAX_M, tile_elem_size};
 use crate::expr::program::Program;
 use crate::spec::matmul::MatmulOp;
 use crate::wgpu::kernel::Index;
+use crate::wgpu::nn::rows::RowNorm;
 use crate::wgpu::repr::Repr;
 use crate::wgpu::{KernelKey, WgpuBackend, WgpuStorage};
 use crate::{BackendKind, DType, Error, Layout, Result};
@@ -34,6 +35,15 @@ impl EpilogueArgs<'_> {
     }
 }
 
+/// A norm of A's rows that a GEMM computes first (the columns matrix-vector kernel's prologue:
+/// `nn::rows`): which norm, its weight and bias, and its words (their offsets and strides, eps).
+pub(crate) struct Prologue<'a> {
+    pub norm: RowNorm,
+    pub w: Option<&'a WgpuStorage>,
+    pub b: Option<&'a WgpuStorage>,
+    pub words: [u32; 5],
+}
+
 impl WgpuBackend {
     /// Records `g` (A in `a`; B in `b`, read through a convolution's `gather` where given) into a new contiguous `(batch.., m, n)` storage, on the
     /// kernel and parts of K that `table` plans for it here; with `epilogue`, its program's
@@ -46,21 +56,46 @@ impl WgpuBackend {
         (a, b): (&WgpuStorage, &WgpuStorage),
         epilogue: Option<&EpilogueArgs>,
     ) -> Result<WgpuStorage> {
-        let room = Room {
-            bytes: self.gemm_workgroup_bytes(),
-            invocations: self.gemm_invocations(),
-            coop: self.coop(),
-            split: self.tune().gemm_split != Some(false),
-        };
+        let room = self.room();
         let Plan { kernel, gemm, split } = table.plan(g, a.dtype, room, hooks::forced());
         hooks::record(kernel, split.0);
         // The transposed problem multiplies the operands the other way round.
         let (a, b) = if gemm.c_transposed { (b, a) } else { (a, b) };
-        self.gemm(&kernel, split, &gemm, gather, (a, b), epilogue)
+        self.gemm(&kernel, split, &gemm, gather, (a, b), (epilogue, None))
+    }
+
+    /// [`WgpuBackend::run_gemm`] of `table`'s plain GEMMs with A the input of `prologue`'s norm,
+    /// normed in the kernel: where the table plans the columns matrix-vector kernel for `g`
+    /// (one batch, K whole, a workgroup of whole groups of the norm's lanes) and its bindings
+    /// hold the norm's and the epilogue's tensors; `None` elsewhere (the caller norms first).
+    pub(crate) fn run_gemm_normed(
+        &self,
+        g: Gemm,
+        (a, b): (&WgpuStorage, &WgpuStorage),
+        epilogue: Option<&EpilogueArgs>,
+        prologue: &Prologue,
+    ) -> Result<Option<WgpuStorage>> {
+        let room = self.room();
+        let Plan { kernel, gemm, split } = super::TABLE.plan(g, a.dtype, room, hooks::forced());
+        let lanes = crate::wgpu::nn::rows::LANES;
+        let bindings =
+            prologue.w.is_some() as usize + prologue.b.is_some() as usize + epilogue.map_or(0, |e| e.inputs.len());
+        let fits = matches!(kernel, Kernel::MatVec(v) if !v.rows)
+            && !gemm.c_transposed
+            && split.0 == 1
+            && gemm.batches() == 1
+            && kernel.invocations().is_multiple_of(lanes)
+            && bindings <= EPILOGUE_INPUTS.len();
+        if !fits {
+            return Ok(None);
+        }
+        hooks::record(kernel, split.0);
+        self.gemm(&kernel, split, &gemm, None, (a, b), (epilogue, Some(prologue))).map(Some)
     }
 
     /// Runs `g` with kernel `k` into a new contiguous `(batch.., m, n)` storage, K in `split.0`
-    /// parts of `split.1` (split-K: a tiled or cooperative `k`; see [`super::problem::split_k`]).
+    /// parts of `split.1` (split-K: a tiled or cooperative `k`; see [`super::problem::split_k`]),
+    /// with the epilogue and the prologue (a norm of A's rows) given.
     fn gemm(
         &self,
         k: &Kernel,
@@ -68,7 +103,7 @@ impl WgpuBackend {
         g: &Gemm,
         gather: Option<ConvGather>,
         (a, b): (&WgpuStorage, &WgpuStorage),
-        epilogue: Option<&EpilogueArgs>,
+        (epilogue, prologue): (Option<&EpilogueArgs>, Option<&Prologue>),
     ) -> Result<WgpuStorage> {
         let dtype = a.dtype;
         // The table picks within the adapter's workgroup memory and invocations; a kernel forced
@@ -114,6 +149,7 @@ impl WgpuBackend {
             split: split.0 > 1,
             // Split-K's sum takes it.
             epilogue: epilogue.filter(|_| split.0 == 1).map(EpilogueArgs::key),
+            prologue: prologue.map(|p| p.norm),
         };
         let c_vec = shape.c_vec;
         let (spec, pipeline) = self.gemm_pipeline(Stage::Gemm(*k), shape)?;
@@ -127,8 +163,16 @@ impl WgpuBackend {
             epilogue.map_or(&[][..], |e| e.inputs).iter().map(|(s, l)| (*l, s.buffer())).unzip();
         let threads = groups * spec.workgroup as u64;
         if split.0 == 1 {
-            let meta = spec.meta(0, &layouts, &g.meta(tiles, split));
-            let buffers = [&[a.buffer(), b.buffer(), c.buffer()][..], &inputs].concat();
+            let mut words = g.meta(tiles, split);
+            let mut norm = vec![];
+            if let Some(p) = prologue {
+                let at = super::slots::PRO_PARAMS.at;
+                words[at..at + 4].copy_from_slice(&p.words[..4]);
+                words[super::slots::PRO_EPS.at] = p.words[4];
+                norm.extend([p.w, p.b].into_iter().flatten().map(|s| s.buffer()));
+            }
+            let meta = spec.meta(0, &layouts, &words);
+            let buffers = [&[a.buffer(), b.buffer(), c.buffer()][..], &norm, &inputs].concat();
             self.run(&spec, &pipeline, &buffers, &meta, threads)?;
             return Ok(c);
         }
@@ -137,7 +181,7 @@ impl WgpuBackend {
         self.run(&spec, &pipeline, &[a.buffer(), b.buffer(), p.buffer()], &meta, threads)?;
         // The sum's source depends on C alone.
         let epilogue = epilogue.map(EpilogueArgs::key);
-        let sum = Variant { dtype, a: Load::Gather, b: Load::Gather, c_vec, gather: None, split: false, epilogue };
+        let sum = Variant::sum(dtype, c_vec, epilogue);
         let (spec, pipeline) = self.gemm_pipeline(Stage::Sum, sum)?;
         let meta = spec.meta(0, &layouts, &sum_meta(total, split.0));
         let buffers = [&[p.buffer(), c.buffer()][..], &inputs].concat();
@@ -151,6 +195,17 @@ impl WgpuBackend {
     fn gemm_pipeline(&self, stage: Stage, shape: Variant) -> Result<crate::wgpu::Kernel> {
         let build = || spec(self.caps(), stage, &shape);
         self.keyed(KernelKey::Gemm(stage, shape.clone()), build)
+    }
+
+    /// What a table may plan for here: the workgroup memory and invocations, cooperative
+    /// matrices, split-K.
+    fn room(&self) -> Room {
+        Room {
+            bytes: self.gemm_workgroup_bytes(),
+            invocations: self.gemm_invocations(),
+            coop: self.coop(),
+            split: self.tune().gemm_split != Some(false),
+        }
     }
 
     /// Whether f16 GEMMs run on cooperative matrices here.

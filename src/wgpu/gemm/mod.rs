@@ -26,6 +26,7 @@ mod tiles;
 pub(crate) mod variants;
 
 pub(crate) use codegen::{ConvGather, Stage, Variant};
-pub(crate) use dispatch::EpilogueArgs;
+pub(crate) use dispatch::{EpilogueArgs, Prologue};
 pub(crate) use problem::{Gemm, Operand, too_large};
 pub(crate) use table::{CONV, TABLE};
+pub(crate) use tiles::MATVEC_MAX_M;

@@ -58,6 +58,10 @@ pub(crate) const CONV_DW: Slot = slot("MD_CONV_DW", 23);
 pub(crate) const CONV_CS: Slot = slot("MD_CONV_CS", 24);
 pub(crate) const CONV_HS: Slot = slot("MD_CONV_HS", 25);
 pub(crate) const CONV_WS: Slot = slot("MD_CONV_WS", 26);
+/// A norm computed in a matrix-vector product's prologue (`nn::rows`; never with a gather, so
+/// in the words of the convolution's): the weight's offset and stride, the bias's, then eps.
+pub(crate) const PRO_PARAMS: Slot = slot("MD_PRO_PARAMS", 15);
+pub(crate) const PRO_EPS: Slot = slot("MD_PRO_EPS", 19);
 /// Parts of K (split-K: each part's products go to its own f32 slice of the output, which the
 /// sum adds; one part: the whole of K, into C) and K per part.
 pub(crate) const PARTS: Slot = slot("MD_PARTS", 29);
@@ -69,10 +73,10 @@ pub(crate) const SUM_N: Slot = slot("MD_SUM_N", 0);
 pub(crate) const SUM_PARTS: Slot = slot("MD_SUM_PARTS", 1);
 
 /// Every slot, each emitted into every GEMM-family kernel.
-pub(crate) const ALL: [Slot; 34] = [
+pub(crate) const ALL: [Slot; 36] = [
     M, N, K, TILE_ROWS, TILE_COLS, TILES, BATCHES, A_OFFSET, A_OUTER, A_K, B_OFFSET, B_OUTER, B_K, C_M, C_N, CONV_IH,
     CONV_IW, CONV_OW, CONV_KH, CONV_KW, CONV_SH, CONV_SW, CONV_PH, CONV_PW, CONV_DH, CONV_DW, CONV_CS, CONV_HS,
-    CONV_WS, PARTS, PART_K, RANK, SUM_N, SUM_PARTS,
+    CONV_WS, PRO_PARAMS, PRO_EPS, PARTS, PART_K, RANK, SUM_N, SUM_PARTS,
 ];
 
 /// The WGSL `const` of every slot.

@@ -1,7 +1,7 @@
 //! A GEMM-family kernel's [`Spec`]: the bindings, element code and metadata slots every kernel
 //! shares, completed by the kernel's own specialisation (tiled, matrix-vector, cooperative).
 
-use super::codegen::{Stage, Variant, element, input_code, output_binding, output_code, run4_code};
+use super::codegen::{Stage, Variant, element, input_code, output_binding, output_code, prologue_code, run4_code};
 use super::tiles::Kernel;
 use super::{coop, slots, tiled};
 use crate::spec::Family;
@@ -72,6 +72,19 @@ fn gemm_spec(caps: Caps, k: &Kernel, shape: &Variant) -> Result<Spec> {
     }
     spec = spec.bind("c", out, c_access, Index::None);
     spec.bindings[2].vec = c_vector;
+    if let Some(norm) = shape.prologue {
+        if entry != "matvec" || shape.split {
+            return Err(Error::InvalidParam {
+                op: op.name(),
+                msg: "a norm before the product is the columns matrix-vector kernel's".into(),
+            });
+        }
+        for (name, on) in [("nw", norm.weight), ("nb", norm.bias)] {
+            if on {
+                spec = spec.bind(name, r, Access::Read, Index::None);
+            }
+        }
+    }
     let (_, alias) = element(r);
     spec = spec.code(alias).code(slots::wgsl());
     if shape.split && shape.epilogue.is_some() {
@@ -81,6 +94,9 @@ fn gemm_spec(caps: Caps, k: &Kernel, shape: &Variant) -> Result<Spec> {
         });
     }
     spec = spec.code(input_code("a", r)).code(input_code("b", r));
+    if entry == "matvec" {
+        spec = spec.code(prologue_code(caps, shape)?);
+    }
     spec = with_epilogue(spec.code(output_code(out, shape.c_vec, shape.epilogue.is_some())), caps, shape)?;
     if family != Family::Matmul {
         // The GEMM body lives in matmul.wgsl; the spec's own file adds the gather.

@@ -12,6 +12,7 @@ use crate::spec::kernel_name;
 use crate::spec::matmul::MatmulOp;
 use crate::wgpu::kernel::Index;
 use crate::wgpu::kernel::Spec;
+use crate::wgpu::nn::rows::RowNorm;
 use crate::wgpu::repr::Caps;
 use crate::{DType, Result};
 
@@ -56,12 +57,23 @@ pub fn matmul(caps: Caps) -> Vec<(String, Result<Spec>)> {
                 // The first is the kernel of contiguous operands: it carries the plain name.
                 let name = if first { base.clone() } else { format!("{base}_{k}_{a:?}_{b:?}") };
                 first = false;
-                let mut variant = Variant { dtype: dt, a, b, c_vec, gather: None, split: false, epilogue: None };
+                let mut variant =
+                    Variant { dtype: dt, a, b, c_vec, gather: None, split: false, epilogue: None, prologue: None };
                 v.push((name.clone(), spec(caps, Stage::Gemm(k), &variant)));
                 if i < 2 {
                     // Its stores with an epilogue, whole runs of four or not.
                     variant.epilogue = Some(epilogue(dt));
                     v.push((format!("{name}_epilogue"), spec(caps, Stage::Gemm(k), &variant)));
+                }
+                if i == 0 && matches!(k, Kernel::MatVec(m) if !m.rows) && dt != DType::F64 {
+                    // A layer norm (weight and bias) before it with the epilogue; an rms norm
+                    // (weight) without.
+                    let layer = RowNorm { center: true, weight: true, bias: true };
+                    variant.prologue = Some(layer);
+                    v.push((format!("{name}_layer_norm_epilogue"), spec(caps, Stage::Gemm(k), &variant)));
+                    variant.epilogue = None;
+                    variant.prologue = Some(RowNorm { center: false, bias: false, ..layer });
+                    v.push((format!("{name}_rms_norm"), spec(caps, Stage::Gemm(k), &variant)));
                 }
             }
         }
@@ -83,6 +95,7 @@ pub fn matmul(caps: Caps) -> Vec<(String, Result<Spec>)> {
                 gather: None,
                 split: true,
                 epilogue: None,
+                prologue: None,
             };
             v.push((format!("{base}_{k}_split"), spec(caps, Stage::Gemm(k), &variant)));
         }
@@ -90,16 +103,7 @@ pub fn matmul(caps: Caps) -> Vec<(String, Result<Spec>)> {
             for epilogue in [None, Some(epilogue(dt))] {
                 let stores = if c_vec { "vec" } else { "elem" };
                 let name = format!("{base}_split_sum_{stores}{}", if epilogue.is_some() { "_epilogue" } else { "" });
-                let variant = Variant {
-                    dtype: dt,
-                    a: Load::Gather,
-                    b: Load::Gather,
-                    c_vec,
-                    gather: None,
-                    split: false,
-                    epilogue,
-                };
-                v.push((name, spec(caps, Stage::Sum, &variant)));
+                v.push((name, spec(caps, Stage::Sum, &Variant::sum(dt, c_vec, epilogue))));
             }
         }
     }
@@ -172,6 +176,7 @@ pub(crate) fn conv(
                     gather: Some(gather),
                     split: false,
                     epilogue: None,
+                    prologue: None,
                 };
                 v.push((name, spec(caps, Stage::Gemm(k), &variant)));
             }

@@ -345,6 +345,15 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
             }
             out.extend(variants.into_iter().map(|(n, v)| (n, lines_spec(caps, dt, v))));
         }
+        if f32 {
+            for (op, weight, bias) in
+                [(NnOp::LayerNorm, true, true), (NnOp::LayerNorm, false, false), (NnOp::RmsNorm, true, false)]
+            {
+                let v = super::rows::RowNorm::of(op, weight, bias);
+                let name = format!("{}_rows{}", kernel_name(op.name(), dt), if weight { "" } else { "_plain" });
+                out.push((name, super::rows::norm_rows_spec(caps, dt, v)));
+            }
+        }
         let name = kernel_name(NnOp::BatchNorm.name(), dt);
         out.push((name.clone(), batch_norm_spec(caps, dt, Index::Strided(3), true, true)));
         out.push((format!("{name}_plain"), batch_norm_spec(caps, dt, Index::Contiguous, false, false)));

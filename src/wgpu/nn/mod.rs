@@ -9,10 +9,12 @@
 //! (rows); lines whose neighbours are (a softmax over a leading dim) get strided lanes, so that
 //! loads coalesce across lines (cols). Statistics combine through subgroup shuffles where the
 //! adapter has subgroups (rows, f32), else through a tree in workgroup memory. f16 and bf16
-//! compute in f32, f64 in f64. batch_norm is elementwise.
+//! compute in f32, f64 in f64. batch_norm is elementwise. The norms of a few rows (a decode
+//! step's) take `rows.rs` instead, whose code a matrix-vector product's prologue shares.
 
 mod code;
 mod pointwise;
+pub(crate) mod rows;
 
 use super::kernel::Index;
 use super::repr::{Compute, Repr, params};
@@ -219,10 +221,16 @@ impl NnOps for WgpuBackend {
         b: Param<WgpuStorage>,
         eps: f64,
     ) -> Result<WgpuStorage> {
+        if rows::few_rows(l, x.dtype, self.caps()) {
+            return self.norm_rows(NnOp::LayerNorm, (x, l), w, b, eps);
+        }
         self.lines_op(NnOp::LayerNorm, (x, l), l.rank() - 1, w, b, eps)
     }
 
     fn rms_norm(&self, x: &WgpuStorage, l: &Layout, w: Param<WgpuStorage>, eps: f64) -> Result<WgpuStorage> {
+        if rows::few_rows(l, x.dtype, self.caps()) {
+            return self.norm_rows(NnOp::RmsNorm, (x, l), w, None, eps);
+        }
         self.lines_op(NnOp::RmsNorm, (x, l), l.rank() - 1, w, None, eps)
     }
 
