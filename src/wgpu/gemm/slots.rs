@@ -62,6 +62,9 @@ pub(crate) const CONV_WS: Slot = slot("MD_CONV_WS", 26);
 /// in the words of the convolution's): the weight's offset and stride, the bias's, then eps.
 pub(crate) const PRO_PARAMS: Slot = slot("MD_PRO_PARAMS", 15);
 pub(crate) const PRO_EPS: Slot = slot("MD_PRO_EPS", 19);
+// The prologue's four parameter words and eps lie past C's strides, before K's parts.
+const _: () = assert!(C_N.at < PRO_PARAMS.at && PRO_PARAMS.at + 4 <= PRO_EPS.at && PRO_EPS.at < PARTS.at);
+
 /// Parts of K (split-K: each part's products go to its own f32 slice of the output, which the
 /// sum adds; one part: the whole of K, into C) and K per part.
 pub(crate) const PARTS: Slot = slot("MD_PARTS", 29);
@@ -100,7 +103,7 @@ mod tests {
     }
 
     #[test]
-    fn slots_have_distinct_names_and_only_the_gather_overlaps() {
+    fn slots_have_distinct_names_and_only_the_gather_overlaps_c_and_the_prologue() {
         let names: std::collections::HashSet<_> = ALL.iter().map(|s| s.name).collect();
         assert_eq!(names.len(), ALL.len());
         assert!(ALL.iter().all(|s| s.name.starts_with("MD_")));
@@ -111,7 +114,9 @@ mod tests {
             for b in &gemm[i + 1..] {
                 let gathered = |s: &Slot| s.name.starts_with("MD_CONV_");
                 let c = |s: &Slot| *s == C_M || *s == C_N;
-                let allowed = (gathered(a) && c(b)) || (c(a) && gathered(b));
+                // A norm before the product (never with a gather) takes the gather's words.
+                let pro = |s: &Slot| *s == PRO_PARAMS || *s == PRO_EPS;
+                let allowed = ((gathered(a) && (c(b) || pro(b))) || ((c(a) || pro(a)) && gathered(b))) && a != b;
                 assert!(a.at != b.at || allowed, "{} and {} share word {}", a.name, b.name, a.at);
             }
             // A gather's words lie from C's strides up to the parts of K.
