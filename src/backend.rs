@@ -508,6 +508,17 @@ pub struct RowNormArgs<'a, S> {
     pub eps: f64,
 }
 
+impl<S> RowNormArgs<'_, S> {
+    /// The norm alone, on `b`: its result, contiguous.
+    pub fn run<B: NnOps<Storage = S>>(&self, b: &B) -> Result<S> {
+        let (x, xl) = self.x;
+        match self.op {
+            NnOp::LayerNorm => b.layer_norm(x, xl, self.w, self.b, self.eps),
+            _ => b.rms_norm(x, xl, self.w, self.eps),
+        }
+    }
+}
+
 /// [`MatmulOps::matmul_norm_then`] in two steps: the norm, then `matmul_then` on it.
 pub fn norm_then_matmul<B: MatmulOps + ElementwiseOps + NnOps>(
     b: &B,
@@ -518,12 +529,8 @@ pub fn norm_then_matmul<B: MatmulOps + ElementwiseOps + NnOps>(
     inputs: &[(&B::Storage, &Layout)],
     params: &[Scalar],
 ) -> Result<B::Storage> {
-    let (x, xl) = n.x;
-    let y = match n.op {
-        NnOp::LayerNorm => b.layer_norm(x, xl, n.w, n.b, n.eps)?,
-        _ => b.rms_norm(x, xl, n.w, n.eps)?,
-    };
-    let yl = Layout::contiguous(xl.shape().clone());
+    let y = n.run(b)?;
+    let yl = Layout::contiguous(n.x.1.shape().clone());
     b.matmul_then((&y, &yl), rhs, g, p, inputs, params)
 }
 

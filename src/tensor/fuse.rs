@@ -13,7 +13,7 @@
 
 use super::Tensor;
 use super::status::{Flags, Status};
-use crate::backend::{ElementwiseOps, MatmulOps, Memory, NnOps, RowNormArgs};
+use crate::backend::{ElementwiseOps, MatmulOps, Memory, RowNormArgs};
 use crate::device::{BackendOf, Storage, dispatch};
 use crate::expr::program::{Op, Program, Step, Value};
 use crate::spec::matmul::MatmulGeometry;
@@ -128,17 +128,15 @@ impl Deferred {
             });
             let storage = match (&self.product, norm) {
                 (None, None) => b.fused(&self.program, &inputs, &self.params)?,
-                (None, Some(n)) if n.op == NnOp::LayerNorm => b.layer_norm(n.x.0, n.x.1, n.w, n.b, n.eps)?,
-                (None, Some(n)) => b.rms_norm(n.x.0, n.x.1, n.w, n.eps)?,
-                (Some(p), norm) => match (&p.lhs, norm) {
-                    (Lhs::Tensor(lhs), _) => {
-                        b.matmul_then(arg(lhs), arg(&p.rhs), &p.geometry, &self.program, &inputs, &self.params)?
-                    }
-                    (Lhs::Norm(_), Some(n)) => {
-                        b.matmul_norm_then(n, arg(&p.rhs), &p.geometry, &self.program, &inputs, &self.params)?
-                    }
-                    (Lhs::Norm(_), None) => unreachable!("a product's norm is `norm`"),
-                },
+                (None, Some(n)) => n.run(b)?,
+                // A product's norm is its lhs.
+                (Some(p), Some(n)) => {
+                    b.matmul_norm_then(n, arg(&p.rhs), &p.geometry, &self.program, &inputs, &self.params)?
+                }
+                (Some(p), None) => {
+                    let Lhs::Tensor(lhs) = &p.lhs else { unreachable!("a product's norm is `norm`") };
+                    b.matmul_then(arg(lhs), arg(&p.rhs), &p.geometry, &self.program, &inputs, &self.params)?
+                }
             };
             Ok(b.wrap(storage))
         })
