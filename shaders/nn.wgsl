@@ -215,8 +215,8 @@ fn lines_sg(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wi
 // lanes take a row: lane l sums its units u = l, l + RN_T, ... of four elements in that order,
 // ((e0 + e1) + (e2 + e3)) each, and the lanes' sums meet in a tree in workgroup memory (lane l
 // adds lane l + s's, s = RN_T / 2 .. 1), independent of the subgroup size a driver picks. A
-// layer norm sums the row, then the squares of its deviations from the mean so formed; an rms
-// norm the squares. Products pass through fence32 so that no driver contracts them with the
+// layer norm sums the row less its first value, then the squares of its deviations from the
+// mean so formed; an rms norm the squares. Products pass through fence32 so that no driver contracts them with the
 // sum after them. The kernel defines rn_x(row, e) (element e of row `row` in f32), rn_w(e) and
 // rn_b(e) (the weight and bias, where RN_W, RN_B), rn_n() (the row length), rn_eps(),
 // rn_round(v) (v rounded to the output dtype as a store and a load round it), and rn_get(i) /
@@ -255,13 +255,17 @@ fn rn_stats(row: u32, live: bool, g: u32, l: u32) -> vec2<f32> {
     var s = 0.0;
     var mean = 0.0;
     if (RN_CENTER) {
+        // Sums taken from the row's first value, so that a constant row has its mean exactly
+        // (and normalises to 0), and a large offset does not swamp the spread.
+        var k = 0.0;
         if (live) {
+            k = rn_x(row, 0u);
             for (var u = l; u < units; u += RN_T) {
-                let v = rn_x4(row, 4u * u);
-                s += (v.x + v.y) + (v.z + v.w);
+                let d = rn_x4(row, 4u * u) - vec4<f32>(k);
+                s += (d.x + d.y) + (d.z + d.w);
             }
         }
-        mean = rn_sum(g, l, s) / f32(rn_n());
+        mean = k + rn_sum(g, l, s) / f32(rn_n());
         s = 0.0;
     }
     if (live) {
