@@ -118,6 +118,11 @@ impl Allocator {
 
     /// Frees every cached block (after the stream is idle); returns how many it freed.
     pub(crate) fn trim<R: Runtime>(&self, rt: &R) -> Result<usize> {
+        // Freeing waits for the whole device: not while another thread captures.
+        super::gate::alone(|| self.trim_now(rt))
+    }
+
+    fn trim_now<R: Runtime>(&self, rt: &R) -> Result<usize> {
         if rt.capturing() {
             return Err(Error::Capture { msg: "device memory ran out inside a capture".into() });
         }

@@ -1,6 +1,7 @@
 //! Plans on the native backend: the stream captured into a graph (`crate::plan`), the blocks
 //! it may touch pinned in the allocator while the graph lives.
 
+use super::gate;
 use super::runtime::Runtime;
 use super::{Inner, NativeBackend};
 use crate::backend::Graph;
@@ -34,13 +35,16 @@ impl<R: Runtime> NativeBackend<R> {
 
     pub(crate) fn begin_capture_native(&self) -> Result<()> {
         self.refuse_in_capture("a second capture")?;
-        // Uploads inside the capture are copied at once outside the stream: nothing queued
-        // before may still use their blocks.
-        self.0.rt.synchronize()?;
+        gate::capture_begins();
+        // Uploads inside the capture are copied at once outside the stream: nothing queued may
+        // still use their blocks. A block free now was released before the pin, after the
+        // work that used it was queued, so the synchronize waits for that work; one released
+        // from now on is parked.
         self.0.alloc.pin();
         self.0.capture_start.store(self.0.library_use.launches(), std::sync::atomic::Ordering::Relaxed);
-        if let Err(e) = self.0.rt.begin_capture() {
+        if let Err(e) = self.0.rt.synchronize().and_then(|_| self.0.rt.begin_capture()) {
             self.0.alloc.unpin(u64::MAX);
+            gate::capture_ends();
             return Err(e);
         }
         Ok(())
@@ -48,6 +52,7 @@ impl<R: Runtime> NativeBackend<R> {
 
     pub(crate) fn end_capture_native(&self) -> Result<Graph> {
         let graph = self.0.rt.end_capture();
+        gate::capture_ends();
         let launches = self.0.library_use.launches() - self.0.capture_start.load(std::sync::atomic::Ordering::Relaxed);
         let graph = match graph {
             Ok(g) => g,
@@ -64,6 +69,7 @@ impl<R: Runtime> NativeBackend<R> {
         if self.0.rt.capturing() {
             // Whatever was recorded is dropped unlaunched.
             drop(self.0.rt.end_capture());
+            gate::capture_ends();
             self.0.alloc.unpin(u64::MAX);
         }
     }

@@ -43,6 +43,13 @@ struct Lane {
     stream: Arc<CudaStream>,
 }
 
+impl Drop for Lane {
+    fn drop(&mut self) {
+        // Destroying a library's handle waits for the whole device.
+        super::gate::alone(|| drop((self.blas.take(), self.dnn.take())));
+    }
+}
+
 impl Lane {
     fn new(ctx: &Arc<CudaContext>) -> std::result::Result<Lane, String> {
         let stream = ctx.new_stream().map_err(|e| format!("no stream: {e:?}"))?;
@@ -60,6 +67,8 @@ pub struct Cuda {
     /// First: dropped before the context they use.
     main: Lane,
     side: OnceLock<std::result::Result<Lane, String>>,
+    /// The stream of [`Runtime::htod_now`]'s copies, made at its first use.
+    uploads: OnceLock<std::result::Result<Arc<CudaStream>, String>>,
     capturer: Capturer,
     ctx: Arc<CudaContext>,
     info: DeviceInfo,
@@ -81,7 +90,9 @@ impl Drop for CuModule {
     fn drop(&mut self) {
         if self.ctx.bind_to_thread().is_ok() {
             // SAFETY: the module was loaded in this context and its functions die with it.
-            let _ = unsafe { cu::module::unload(self.raw) };
+            super::gate::alone(|| {
+                let _ = unsafe { cu::module::unload(self.raw) };
+            });
         }
     }
 }
@@ -133,13 +144,19 @@ impl Cuda {
             return Err(format!("no CUDA device {n} (there are {count})"));
         }
         let ctx = CudaContext::new(n).map_err(|e| format!("no context on device {n}: {e:?}"))?;
+        // cudarc's tracking of its own buffers across streams, which we do not use, would
+        // synchronize the whole context when the first stream is made: a capture under way on
+        // another `Device` of this GPU would fail.
+        // SAFETY: no cudarc buffer or event is made on this context.
+        unsafe { ctx.disable_event_tracking() };
         let main = Lane::new(&ctx)?;
         let info = Self::device_info(&ctx).map_err(|e| e.to_string())?;
         let archs = nvrtc_archs().map_err(|e| e.to_string())?;
         if target(&info.arch, &archs).is_err() {
             return Err(format!("NVRTC ({}) cannot build for {} (it knows {archs:?})", info.versions, info.arch));
         }
-        Ok(Cuda { main, side: OnceLock::new(), capturer: Capturer::default(), ctx, info })
+        let (side, uploads) = (OnceLock::new(), OnceLock::new());
+        Ok(Cuda { main, side, uploads, capturer: Capturer::default(), ctx, info })
     }
 
     /// The lane the calling thread's work goes to: the capture's while it captures.
@@ -456,13 +473,26 @@ impl Runtime for Cuda {
 
     unsafe fn htod_now(&self, src: &[u8], dst: DevicePtr) -> Result<()> {
         self.bind()?;
-        // SAFETY: the caller's contract; the copy is done when the call returns.
-        unsafe { cu::memcpy_htod_sync(dst.0, src) }.map_err(cu_err("cuMemcpyHtoD"))
+        // Not cuMemcpyHtoD: from pageable memory it returns once the bytes are staged, before
+        // they land, on the legacy stream that nothing else here waits for; a block a capture
+        // gave back could then be written after its next owner wrote it. A stream of our own,
+        // waited for: the copy is done when this returns (and that stream is no capture's).
+        let stream = match self.uploads.get_or_init(|| self.ctx.new_stream().map_err(|e| format!("{e:?}"))) {
+            Ok(stream) => stream,
+            Err(why) => return Err(err("no stream for uploads", why)),
+        };
+        // SAFETY: the caller's contract; the copy is done when the synchronize returns.
+        unsafe { cu::memcpy_htod_async(dst.0, src, stream.cu_stream()) }.map_err(cu_err("cuMemcpyHtoDAsync"))?;
+        // SAFETY: the stream is live (owned by `self`).
+        unsafe { cu::stream::synchronize(stream.cu_stream()) }.map_err(cu_err("cuStreamSynchronize"))
     }
 
     fn blas(&self) -> std::result::Result<&dyn Blas, &str> {
         let lane = self.lane();
-        let open = || super::runtime::library_allowed("blas").and_then(|_| CuBlas::open(&self.ctx, &lane.stream));
+        let open = || {
+            super::runtime::library_allowed("blas")
+                .and_then(|_| super::gate::alone(|| CuBlas::open(&self.ctx, &lane.stream)))
+        };
         match lane.blas.get_or_init(open) {
             Ok(b) => Ok(b),
             Err(why) => Err(why),
@@ -471,7 +501,10 @@ impl Runtime for Cuda {
 
     fn dnn(&self) -> std::result::Result<&dyn Dnn, &str> {
         let lane = self.lane();
-        let open = || super::runtime::library_allowed("dnn").and_then(|_| CuDnn::open(&self.ctx, &lane.stream));
+        let open = || {
+            super::runtime::library_allowed("dnn")
+                .and_then(|_| super::gate::alone(|| CuDnn::open(&self.ctx, &lane.stream)))
+        };
         match lane.dnn.get_or_init(open) {
             Ok(d) => Ok(d),
             Err(why) => Err(why),

@@ -20,6 +20,7 @@ pub mod dnn;
 mod dylib;
 mod elementwise;
 mod fused;
+mod gate;
 #[cfg(any(test, feature = "rocm"))]
 mod gfx;
 #[cfg(feature = "rocm")]
@@ -146,12 +147,14 @@ struct Inner<R: Runtime> {
 impl<R: Runtime> Drop for Inner<R> {
     fn drop(&mut self) {
         // Nothing can report an error from here; the device reclaims memory at exit anyway.
-        let _ = self.alloc.trim(&self.rt);
-        if let Some(Ok(counters)) = self.counters.get() {
-            // SAFETY: from `rt.alloc`, freed once; the stream's work that used it is done or
-            // abandoned with the backend.
-            let _ = unsafe { self.rt.free(*counters) };
-        }
+        gate::alone(|| {
+            let _ = self.alloc.trim(&self.rt);
+            if let Some(Ok(counters)) = self.counters.get() {
+                // SAFETY: from `rt.alloc`, freed once; the stream's work that used it is done or
+                // abandoned with the backend.
+                let _ = unsafe { self.rt.free(*counters) };
+            }
+        })
     }
 }
 

@@ -65,7 +65,7 @@ impl Lane {
 impl Drop for Lane {
     fn drop(&mut self) {
         // The library handles first: they use the stream.
-        drop((self.blas.take(), self.dnn.take()));
+        super::gate::alone(|| drop((self.blas.take(), self.dnn.take())));
         if let Ok(_bound) = Bound::new(self.lib, self.ordinal) {
             // SAFETY: the stream was created by `new` and is destroyed once; the backend drops
             // its modules and memory first.
@@ -104,7 +104,9 @@ impl Drop for HipModule {
         if let Ok(_bound) = Bound::new(self.lib, self.ordinal) {
             // SAFETY: the module was loaded on this device; its functions are dropped with the
             // backend's function table, before it.
-            let _ = unsafe { (self.lib.fns.hipModuleUnload)(self.raw) };
+            super::gate::alone(|| {
+                let _ = unsafe { (self.lib.fns.hipModuleUnload)(self.raw) };
+            });
         }
     }
 }
@@ -526,7 +528,10 @@ impl Runtime for Hip {
 
     fn blas(&self) -> std::result::Result<&dyn Blas, &str> {
         let lane = self.lane();
-        let open = || library_allowed("blas").and_then(|_| RocBlas::open(self.lib, self.ordinal, lane.stream));
+        let open = || {
+            library_allowed("blas")
+                .and_then(|_| super::gate::alone(|| RocBlas::open(self.lib, self.ordinal, lane.stream)))
+        };
         match lane.blas.get_or_init(open) {
             Ok(b) => Ok(b),
             Err(why) => Err(why),
@@ -535,7 +540,10 @@ impl Runtime for Hip {
 
     fn dnn(&self) -> std::result::Result<&dyn Dnn, &str> {
         let lane = self.lane();
-        let open = || library_allowed("dnn").and_then(|_| MiOpen::open(self.lib, self.ordinal, lane.stream));
+        let open = || {
+            library_allowed("dnn")
+                .and_then(|_| super::gate::alone(|| MiOpen::open(self.lib, self.ordinal, lane.stream)))
+        };
         match lane.dnn.get_or_init(open) {
             Ok(d) => Ok(d),
             Err(why) => Err(why),

@@ -51,7 +51,10 @@ impl Device {
     /// Inside `f` nothing may wait for the GPU (a readback, `synchronize`): that is
     /// `Error::Capture`, and so is a capture inside `f`. Only the calling thread's work is
     /// recorded: other threads' runs as before, and another thread's capture on this device
-    /// waits for this one to end.
+    /// waits for this one to end. On CUDA and HIP, work of another thread that waits for the
+    /// whole GPU (dropping a device, giving cached memory back, a vendor library's first use
+    /// on a device) waits for the capture to end, on any device of the process: `f` must not
+    /// wait for such a thread.
     ///
     /// ```
     /// use rocm_wgpu_ops::{Device, Tensor};

@@ -14,7 +14,9 @@ suite!(
     a_plan_refuses_what_it_cannot_record_or_replay,
     a_bad_id_in_a_replayed_step_reaches_that_runs_outputs,
     #[cfg(not(target_family = "wasm"))]
-    another_threads_work_is_not_recorded
+    another_threads_work_is_not_recorded,
+    #[cfg(not(target_family = "wasm"))]
+    a_capture_survives_another_handle_opened_and_dropped
 );
 
 /// A model-like step: a product, a broadcast bias, GELU and a residual (fused where the device
@@ -231,5 +233,53 @@ async fn another_threads_work_is_not_recorded(dev: &Device) -> Result<()> {
     assert_eq!(*seen.lock().expect("not poisoned"), [-4., -5., 1., 1.]);
     let y = plan.run(&[&Tensor::from_vec(vec![0f32, -1., 0.5], [3], dev)?])?.remove(0);
     assert_eq!(y.to_vec_async::<f32>().await?, [1., 1., 4.]);
+    Ok(())
+}
+
+/// Another handle on the same GPU, opened and dropped by another thread while a capture is under
+/// way, leaves the plan right. (A native device's opening synchronized the whole context, and
+/// its drop frees memory and destroys library handles, which wait for every stream: either
+/// failed the capture on the H100 until that work waited for it.)
+#[cfg(not(target_family = "wasm"))]
+async fn a_capture_survives_another_handle_opened_and_dropped(dev: &Device) -> Result<()> {
+    let kind = dev.kind();
+    let x = rand_tensor(dev, DType::F32, &[32, 32], 5, -1.0, 1.0)?;
+    let want = x.matmul(&x)?.relu()?.to_vec::<f32>()?;
+    let (go, started) = std::sync::mpsc::channel();
+    let (opened, seen) = std::sync::mpsc::channel();
+    let product = |d: &Device| -> Result<Vec<f32>> {
+        let a = Tensor::from_vec((0..64).map(|i| i as f32).collect(), [8, 8], d)?;
+        a.matmul(&a)?.to_vec::<f32>()
+    };
+    let (plan, other) = std::thread::scope(|s| {
+        let other = s.spawn(move || -> Result<Vec<f32>> {
+            // Used (its library handles made) before the capture, dropped during it.
+            let before = Device::new(kind)?;
+            let a = product(&before)?;
+            started.recv().expect("the capture starts");
+            let during = Device::new(kind)?;
+            opened.send(()).expect("the capture waits for it");
+            drop(before);
+            let b = product(&during)?;
+            assert_eq!(a, b, "the same product on two handles");
+            Ok(b)
+        });
+        let plan = dev.capture(&[&x], |xs| {
+            // (The cpu's plan runs its closure again at each run, when the other thread is gone.)
+            if go.send(()).is_ok() {
+                seen.recv().expect("the other thread opens a device");
+            }
+            let y = xs[0].matmul(&xs[0])?;
+            // Time for the other thread's drop to come while the capture is under way.
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            Ok(vec![y.relu()?])
+        });
+        (plan, other.join().expect("the other thread does not panic"))
+    });
+    let (mut plan, other) = (plan?, other?);
+    let want_other: Vec<f32> = product(&Device::cpu())?;
+    assert_eq!(other, want_other);
+    let y = plan.run(&[&x])?.remove(0);
+    assert_eq!(y.to_vec_async::<f32>().await?, want, "the plan's product, bit for bit with the op's");
     Ok(())
 }
