@@ -347,7 +347,10 @@ fn dequantize_units(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_
 //
 // The block type is the kernel constant T (ggml's id): a kernel holds one type's decoder. Metadata
 // at EXTRA + 2: K, N, the block's values and bytes, the rows, x's stride along K, then the offset
-// in x of each of the MQ rows (rows past `rows` repeat the last).
+// in x of each of the MQ rows (rows past `rows` repeat the last). x's values come through `x4` and
+// `x1`; with a prologue (`pro_setup`, after qmv_start) x is a norm's input, and they are its
+// values normed (nn.wgsl's `row_norm`, the code of the norm's own kernel: the same bits as the norm
+// stored and read back), the norm's parameters after the rows' offsets.
 // @kernel qmatvec
 var<private> wv: array<f32, RUN>;
 
@@ -600,7 +603,7 @@ fn qmv_runs(t: u32, row: u32, lane: u32, kn: u32, sk: u32, bs: u32, bb: u32) {
         decode_run(t, row + (k0 / bs) * bb, k0 % bs);
         for (var i = 0u; i < MQ; i++) {
             for (var e = 0u; e < RUN; e++) {
-                acc[i] = fma(wv[e], x_load(xrow[i] + (k0 + e) * sk), acc[i]);
+                acc[i] = fma(wv[e], x1(i, k0 + e, sk), acc[i]);
             }
         }
     }
@@ -621,6 +624,7 @@ fn qmatvec(
     let rows = md[EXTRA + 6u];
     let sk = md[EXTRA + 7u];
     let at = qmv_start(first, lid);
+    pro_setup(lid);
     let row = at.x;
     let row2 = at.y;
     let lane = lid % QL;

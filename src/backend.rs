@@ -681,6 +681,24 @@ pub trait QuantOps: Memory {
         x: Operand<Self::Storage>,
     ) -> Result<Self::Storage>;
 
+    /// [`QuantOps::qmatvec`] with x the norm `norm` of its rows: the bits of the norm stored,
+    /// then the product, in one kernel where the backend can (a deferred norm,
+    /// [`MatmulOps::norm_prologues`]). By default the norm, then `qmatvec`.
+    fn qmatvec_norm(
+        &self,
+        q: &Self::Storage,
+        offset: usize,
+        ty: crate::spec::quant::GgmlType,
+        n: usize,
+        norm: RowNormArgs<'_, Self::Storage>,
+    ) -> Result<Self::Storage>
+    where
+        Self: NnOps,
+    {
+        let x = norm.run(self)?;
+        self.qmatvec(q, offset, ty, n, (&x, &Layout::contiguous(norm.x.1.dims())))
+    }
+
     /// [`QuantOps::qmatvec`] of x's rows rounded to q8 activation blocks first (each run of
     /// `spec::quant::Q8_BLOCK` values along K to `spec::quant::q8_round` times its
     /// `spec::quant::q8_scale`; K is a multiple of the block): the products of those values with

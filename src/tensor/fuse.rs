@@ -13,11 +13,12 @@
 
 use super::Tensor;
 use super::status::{Flags, Status};
-use crate::backend::{ElementwiseOps, MatmulOps, Memory, RowNormArgs};
+use crate::backend::{ElementwiseOps, MatmulOps, Memory, QuantOps, RowNormArgs};
 use crate::device::{BackendOf, Storage, dispatch};
 use crate::expr::program::{Op, Program, Step, Value};
 use crate::spec::matmul::MatmulGeometry;
 use crate::spec::nn::NnOp;
+use crate::spec::quant::{GgmlType, QuantOp};
 use crate::spec::{Family, Out};
 use crate::{DType, Device, Layout, Result, Scalar};
 use std::sync::Arc;
@@ -71,6 +72,33 @@ pub(crate) struct PendingNorm {
 impl PendingNorm {
     fn tensors(&self) -> impl Iterator<Item = &Tensor> {
         std::iter::once(&self.x).chain(&self.w).chain(&self.b)
+    }
+
+    /// The matrix-vector product of the blocks in `bytes` (`ty`, from byte `offset`, `n` weight
+    /// rows) with this norm's result, computed from its input (`QuantOps::qmatvec_norm`); `out`:
+    /// the product's output.
+    pub(super) fn qmatvec(
+        &self,
+        bytes: &Tensor,
+        (offset, ty, n): (usize, GgmlType, usize),
+        out: &Out,
+    ) -> Result<Tensor> {
+        let tensors: Vec<&Tensor> = self.tensors().collect();
+        let r = bytes.run(Family::Quant, QuantOp::Qmatvec.name(), &tensors, out)?;
+        let s = dispatch!(bytes.device, |b| {
+            let (w, bias) = (self.w.as_ref(), self.b.as_ref());
+            let w = match w {
+                Some(t) => Some((r.arg(b, t)?, t.layout())),
+                None => None,
+            };
+            let bias = match bias {
+                Some(t) => Some((r.arg(b, t)?, t.layout())),
+                None => None,
+            };
+            let norm = RowNormArgs { op: self.op, x: (r.arg(b, &self.x)?, self.x.layout()), w, b: bias, eps: self.eps };
+            b.wrap(b.qmatvec_norm(r.arg(b, bytes)?, offset, ty, n, norm)?)
+        });
+        Ok(r.finish(s))
     }
 }
 
@@ -353,6 +381,15 @@ impl Tensor {
         let product = Some(Arc::new(Product { lhs, rhs, geometry: g.clone() }));
         let deferred = Deferred { product, norm: None, program, inputs: vec![], params: vec![], device: dev.clone() };
         Ok(Some(Tensor::deferred(deferred, &g.out, status, dev)))
+    }
+
+    /// The norm this tensor is, not run yet ([`Tensor::defer_norm`]), where it is exactly the
+    /// norm's result.
+    pub(super) fn pending_norm(&self) -> Option<Arc<PendingNorm>> {
+        match inlinable(self, self.layout()) {
+            true => self.with_deferred(|d| d.norm.clone()).filter(|n| n.x.dims() == self.dims()),
+            false => None,
+        }
     }
 
     /// The deferred norm `op` (layer_norm or rms_norm) of `self` over its last dim with `w` and

@@ -168,9 +168,13 @@ impl QTensor {
             let split = Split::mapped("qmatmul", &out, vec![(self.table()?, ws), (x.clone(), xs)]);
             return split.run(|x| self.rows_of(&x[0])?.product(&x[1], q8));
         }
+        let offset = self.bytes.layout().offset();
+        // x a deferred norm's result: the kernel computes the norm (a decode step's).
+        if let Some(norm) = x.pending_norm().filter(|_| !q8) {
+            return norm.qmatvec(&self.bytes, (offset, self.ty, n), &out);
+        }
         let op = if q8 { QuantOp::QmatvecQ8 } else { QuantOp::Qmatvec };
         let r = self.bytes.run(Family::Quant, op.name(), &[x], &out)?;
-        let offset = self.bytes.layout().offset();
         let s = dispatch!(self.device(), |b| {
             let (q, xs) = (r.arg(b, &self.bytes)?, (r.arg(b, x)?, x.layout()));
             b.wrap(if q8 { b.qmatvec_q8(q, offset, self.ty, n, xs)? } else { b.qmatvec(q, offset, self.ty, n, xs)? })

@@ -109,7 +109,7 @@ pub(crate) enum KernelKey {
     Index(index::IndexKey),
     /// A quantized matrix-vector kernel: the block type, x's dtype, the rows of x it is built
     /// for, x read as vectors, scales shared through subgroup shuffles.
-    Qmatvec(crate::spec::quant::GgmlType, DType, usize, bool, bool),
+    Qmatvec(crate::spec::quant::GgmlType, DType, usize, (bool, bool), Option<nn::rows::RowNorm>),
     /// The q8 activation mode's products by integer dot products: the block type, x's dtype, the
     /// rows of x it is built for, the blocks on 16 bytes.
     QmatvecQ8(crate::spec::quant::GgmlType, DType, usize, bool),

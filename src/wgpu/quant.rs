@@ -3,12 +3,16 @@
 //! invocation per word of quants (q4_0, q8_0, q4_K), else one output word per invocation.
 //! `qmatvec`: 32 invocations per weight row (per two for q4_K, and for q6_K from two rows of x
 //! on), the blocks decoded in registers once (units of 16 to 32 values from whole words) and used
-//! for every row of x, the lanes' sums added in workgroup memory, one write per output.
+//! for every row of x, the lanes' sums added in workgroup memory, one write per output; where x
+//! is a deferred norm's result, the kernel computes the norm from its input first
+//! (`qmatvec_norm`: a decode step's norm is never stored).
 
+use super::gemm::Prologue;
 use super::kernel::{Index, Spec, family_source, section};
+use super::nn::rows::{RowNorm, param_words};
 use super::repr::{Access, Caps, Repr};
 use super::{KernelKey, WgpuBackend, WgpuStorage};
-use crate::backend::{ElementwiseOps, Operand, QuantOps};
+use crate::backend::{ElementwiseOps, Operand, QuantOps, RowNormArgs};
 use crate::spec::quant::{GgmlType, QMATVEC_MAX_ROWS, QMATVEC_RUN, QuantOp, qmatvec_row_offsets, qmatvec_rows_class};
 use crate::spec::{Family, kernel_name};
 use crate::{DType, Layout, Result};
@@ -52,12 +56,29 @@ fn dequantize_spec(caps: Caps, dtype: DType, units: Option<GgmlType>) -> Result<
 /// `shuffle`: a q4_K block's 8 lanes decode a sub-block's scale each and share them through
 /// subgroup shuffles (the adapter's subgroups hold whole groups of 8 neighbouring invocations);
 /// else each lane decodes all eight.
-fn qmatvec_spec(caps: Caps, ty: GgmlType, dtype: DType, mq: usize, vec: bool, shuffle: bool) -> Result<Spec> {
+///
+/// `norm`: x is the input of that norm of its rows, which the kernel computes first (the norm's
+/// weight and bias bound as `nw` and `nb` after y, their offsets and strides and eps in the
+/// metadata after the rows' offsets).
+fn qmatvec_spec(
+    caps: Caps,
+    ty: GgmlType,
+    dtype: DType,
+    mq: usize,
+    (vec, shuffle): (bool, bool),
+    norm: Option<RowNorm>,
+) -> Result<Spec> {
     let r = Repr::of(dtype, caps, QuantOp::Qmatvec.name())?;
     let mut spec = Spec::new(Family::Quant, "qmatvec", caps)
         .bind("q", Repr::U32, Access::Read, Index::None)
         .bind("x", r, Access::Read, Index::None)
-        .bind("y", r, Access::Update, Index::None)
+        .bind("y", r, Access::Update, Index::None);
+    for (name, on) in [("nw", norm.is_some_and(|n| n.weight)), ("nb", norm.is_some_and(|n| n.bias))] {
+        if on {
+            spec = spec.bind(name, r, Access::Read, Index::None);
+        }
+    }
+    let mut spec = spec
         .constant("T", format!("{}u", ty.id()))
         .constant("MQ", format!("{mq}u"))
         .constant("RUN", format!("{QMATVEC_RUN}u"))
@@ -77,18 +98,77 @@ fn qmatvec_spec(caps: Caps, ty: GgmlType, dtype: DType, mq: usize, vec: bool, sh
     };
     let src = family_source(Family::Quant);
     let scales = section(src, if shuffle { "k4_shuffle" } else { "k4_bytes" });
+    let x = match norm {
+        None => format!(
+            "// Values k .. k + 4 of x's row i, and value k.\n\
+             fn x4(i: u32, k: u32, sk: u32) -> vec4<f32> {{\n    {x4}\n}}\n\
+             fn x1(i: u32, k: u32, sk: u32) -> f32 {{\n    return f32(x_load(xrow[i] + k * sk));\n}}\n\
+             fn pro_setup(lid: u32) {{}}"
+        ),
+        Some(norm) => prologue_code(caps, dtype, norm, x4)?,
+    };
     Ok(spec
         .code(section(src, "qmv_frame"))
         .code(scales)
-        .code(format!(
-            "// Values k .. k + 4 of x's row i.\nfn x4(i: u32, k: u32, sk: u32) -> vec4<f32> {{\n    {x4}\n}}"
-        ))
+        .code(x)
         .code(rows("q4_0", "k: u32, sk: u32, v0: u32, v1: u32, d: f32", "k, sk, v0, v1, d"))
         .code(rows(
             "q4_k",
             "k: u32, sk: u32, v: vec4<u32>, s: K4Scales, v2: vec4<u32>, s2: K4Scales",
             "k, sk, v, s, v2, s2",
         )))
+}
+
+/// `qmatvec`'s x as the norm `norm` of x's rows (`raw4`: the body reading four values of x as
+/// they are): the rows' statistics by the workgroup's groups of `RN_T` lanes (`pro_setup`), then
+/// each value normed as it is read, by the code of the norm's own kernel (`nn::rows`).
+fn prologue_code(caps: Caps, dtype: DType, norm: RowNorm, raw4: &str) -> Result<String> {
+    // The norm's words follow the MQ rows' offsets (at EXTRA + 8).
+    let base = "EXTRA + 8u + MQ";
+    let io = format!(
+        "fn rn_n() -> u32 {{ return md[EXTRA + 2u]; }}
+fn rn_x(row: u32, e: u32) -> f32 {{ return f32(x_load(xrow[row] + e * md[EXTRA + 7u])); }}
+fn rn_eps() -> f32 {{ return bitcast<f32>(md[{base} + 4u]); }}
+var<workgroup> rn_sh: array<f32, WG>;
+fn rn_get(i: u32) -> f32 {{ return rn_sh[i]; }}
+fn rn_set(i: u32, v: f32) {{ rn_sh[i] = v; }}
+var<workgroup> pro_sh: array<vec2<f32>, MQ>;
+var<private> pro_r: array<vec2<f32>, MQ>;
+
+// Every row's statistics, WG / RN_T rows at a time; every invocation calls (barriers).
+fn pro_setup(lid: u32) {{
+    let g = lid / RN_T;
+    let l = lid % RN_T;
+    for (var r0 = 0u; r0 < MQ; r0 += WG / RN_T) {{
+        let row = r0 + g;
+        let r = rn_stats(row, row < MQ, g, l);
+        if (l == 0u && row < MQ) {{
+            pro_sh[row] = r;
+        }}
+    }}
+    workgroupBarrier();
+    for (var i = 0u; i < MQ; i++) {{
+        pro_r[i] = pro_sh[i];
+    }}
+}}
+
+fn x4_raw(i: u32, k: u32, sk: u32) -> vec4<f32> {{
+    {raw4}
+}}
+
+// Values k .. k + 4 of x's row i normed, and value k.
+fn x4(i: u32, k: u32, sk: u32) -> vec4<f32> {{
+    let v = x4_raw(i, k, sk);
+    let r = pro_r[i];
+    return vec4<f32>(rn_out(v.x, k, r), rn_out(v.y, k + 1u, r), rn_out(v.z, k + 2u, r), rn_out(v.w, k + 3u, r));
+}}
+
+fn x1(i: u32, k: u32, sk: u32) -> f32 {{
+    return rn_out(f32(x_load(xrow[i] + k * sk)), k, pro_r[i]);
+}}
+"
+    );
+    Ok(format!("{io}{}{}", norm.params_code(base), norm.code(caps, dtype)?))
 }
 
 /// The block types `qmatvec_q8` multiplies by integer dot products; the others take x's rounded
@@ -162,6 +242,43 @@ impl WgpuBackend {
     }
 }
 
+impl WgpuBackend {
+    /// `qmatvec` of the blocks of `ty` at `offset` (`n` rows of them) and x; with a prologue, x
+    /// the input of its norm.
+    fn qmatvec_with(
+        &self,
+        q: &WgpuStorage,
+        (offset, ty, n): (usize, GgmlType, usize),
+        (x, xl): Operand<WgpuStorage>,
+        prologue: Option<&Prologue>,
+    ) -> Result<WgpuStorage> {
+        let starts = qmatvec_row_offsets(xl)?;
+
+        let (rows, k) = (starts.len(), xl.dims()[xl.rank() - 1]);
+        let y = self.storage(x.dtype, rows * n)?;
+        let mq = qmatvec_rows_class(rows);
+        // x's rows as vectors of four: along K contiguous, each starting on four elements.
+        let sk = xl.strides()[xl.rank() - 1];
+        let vec = sk == 1 && starts.iter().all(|s| s.is_multiple_of(4));
+        let shuffle = ty == GgmlType::Q4_K && self.qmatvec_shuffles();
+        let norm = prologue.map(|p| p.norm);
+        let key = KernelKey::Qmatvec(ty, x.dtype, mq, (vec, shuffle), norm);
+        let (spec, pipeline) = self.keyed(key, || qmatvec_spec(self.caps(), ty, x.dtype, mq, (vec, shuffle), norm))?;
+        // Every index fits u32: the storages (x's, the blocks') were checked against it.
+        let (bs, bb) = (ty.block_size(), ty.block_bytes());
+        let mut extra = vec![ty.id(), offset as u32, k as u32, n as u32, bs as u32, bb as u32, rows as u32];
+        extra.push(sk as u32);
+        extra.extend((0..mq).map(|i| starts[i.min(rows - 1)] as u32));
+        extra.extend(prologue.iter().flat_map(|p| p.words));
+        let meta = spec.meta((rows * n) as u32, &[], &extra);
+        let groups = n.div_ceil((QMATVEC_WG / QMATVEC_LANES * qmatvec_group_rows(ty, mq)) as usize) as u64;
+        let mut buffers = vec![q.buffer(), x.buffer(), y.buffer()];
+        buffers.extend(prologue.iter().flat_map(|p| p.w.iter().chain(&p.b)).map(|s| s.buffer()));
+        self.run(&spec, &pipeline, &buffers, &meta, groups * QMATVEC_WG as u64)?;
+        Ok(y)
+    }
+}
+
 impl QuantOps for WgpuBackend {
     fn dequantize(&self, q: &WgpuStorage, offset: usize, ty: GgmlType, n: usize, dtype: DType) -> Result<WgpuStorage> {
         let y = self.storage(dtype, n)?;
@@ -188,27 +305,28 @@ impl QuantOps for WgpuBackend {
         offset: usize,
         ty: GgmlType,
         n: usize,
-        (x, xl): Operand<WgpuStorage>,
+        x: Operand<WgpuStorage>,
     ) -> Result<WgpuStorage> {
-        let starts = qmatvec_row_offsets(xl)?;
-        let (rows, k) = (starts.len(), xl.dims()[xl.rank() - 1]);
-        let y = self.storage(x.dtype, rows * n)?;
-        let mq = qmatvec_rows_class(rows);
-        // x's rows as vectors of four: along K contiguous, each starting on four elements.
-        let sk = xl.strides()[xl.rank() - 1];
-        let vec = sk == 1 && starts.iter().all(|s| s.is_multiple_of(4));
-        let shuffle = ty == GgmlType::Q4_K && self.qmatvec_shuffles();
-        let key = KernelKey::Qmatvec(ty, x.dtype, mq, vec, shuffle);
-        let (spec, pipeline) = self.keyed(key, || qmatvec_spec(self.caps(), ty, x.dtype, mq, vec, shuffle))?;
-        // Every index fits u32: the storages (x's, the blocks') were checked against it.
-        let (bs, bb) = (ty.block_size(), ty.block_bytes());
-        let mut extra = vec![ty.id(), offset as u32, k as u32, n as u32, bs as u32, bb as u32, rows as u32];
-        extra.push(sk as u32);
-        extra.extend((0..mq).map(|i| starts[i.min(rows - 1)] as u32));
-        let meta = spec.meta((rows * n) as u32, &[], &extra);
-        let groups = n.div_ceil((QMATVEC_WG / QMATVEC_LANES * qmatvec_group_rows(ty, mq)) as usize) as u64;
-        self.run(&spec, &pipeline, &[q.buffer(), x.buffer(), y.buffer()], &meta, groups * QMATVEC_WG as u64)?;
-        Ok(y)
+        self.qmatvec_with(q, (offset, ty, n), x, None)
+    }
+
+    /// Where norms are deferred (`MatmulOps::norm_prologues`: a few rows), the kernel computes
+    /// the norm first.
+    fn qmatvec_norm(
+        &self,
+        q: &WgpuStorage,
+        offset: usize,
+        ty: GgmlType,
+        n: usize,
+        norm: RowNormArgs<'_, WgpuStorage>,
+    ) -> Result<WgpuStorage> {
+        let prologue = Prologue {
+            norm: RowNorm::of(norm.op, norm.w.is_some(), norm.b.is_some()),
+            w: norm.w.map(|w| w.0),
+            b: norm.b.map(|b| b.0),
+            words: param_words(norm.w.map(|w| w.1), norm.b.map(|b| b.1), norm.eps),
+        };
+        self.qmatvec_with(q, (offset, ty, n), norm.x, Some(&prologue))
     }
 
     /// x's rows rounded to q8 blocks by `round_q8` (an invocation a word of 4 values); for the
@@ -260,7 +378,8 @@ impl QuantOps for WgpuBackend {
 /// The quant kernels: `dequantize_{dtype}` and `dequantize_{dtype}_{type}` (by words of
 /// quants), and `qmatvec_{dtype}_{type}` for every block type in its forms for 1 and 8 rows (those
 /// for 2 and 4 differ from them only in MQ), each also with x's rows as vectors where the dtype's
-/// repr has them; `round_q8_{dtype}` (and `_pack`) and `qmatvec_q8_{dtype}_{type}` for 1 and 8
+/// repr has them, and with a norm's prologue (`_norm0`: a layer norm with weight and bias, four
+/// rows; `_norm1`: an rms norm without, one row); `round_q8_{dtype}` (and `_pack`) and `qmatvec_q8_{dtype}_{type}` for 1 and 8
 /// rows.
 pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
     let mut v: Vec<(String, Result<Spec>)> = vec![];
@@ -275,11 +394,23 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         let vecs = Repr::of(dt, caps, "").is_ok_and(|r| r.vectorizes());
         for (&ty, mq) in GgmlType::ALL.iter().flat_map(|ty| [(ty, 1), (ty, QMATVEC_MAX_ROWS)]) {
             for vec in [false, true].into_iter().filter(|&v| !v || vecs) {
-                v.push((qmatvec_name(ty, dt, mq, vec), qmatvec_spec(caps, ty, dt, mq, vec, false)));
+                v.push((qmatvec_name(ty, dt, mq, vec), qmatvec_spec(caps, ty, dt, mq, (vec, false), None)));
                 if caps.subgroup && ty == GgmlType::Q4_K {
-                    v.push((qmatvec_name(ty, dt, mq, vec) + "_shuffle", qmatvec_spec(caps, ty, dt, mq, vec, true)));
+                    v.push((
+                        qmatvec_name(ty, dt, mq, vec) + "_shuffle",
+                        qmatvec_spec(caps, ty, dt, mq, (vec, true), None),
+                    ));
                 }
             }
+        }
+        // With a norm's prologue: a layer norm with both parameters, an rms norm with none.
+        let norms =
+            [RowNorm { center: true, weight: true, bias: true }, RowNorm { center: false, weight: false, bias: false }];
+        for (&ty, (i, norm)) in GgmlType::ALL.iter().flat_map(|ty| norms.into_iter().enumerate().map(move |n| (ty, n)))
+        {
+            let (mq, vec) = if i == 0 { (4, vecs) } else { (1, false) };
+            let name = format!("{}_norm{i}", qmatvec_name(ty, dt, mq, vec));
+            v.push((name, qmatvec_spec(caps, ty, dt, mq, (vec, false), Some(norm))));
         }
         for pack in [false, true] {
             v.push((format!("round_q8_{dt}{}", if pack { "_pack" } else { "" }), round_q8_spec(caps, dt, pack)));

@@ -5,14 +5,16 @@
 
 use crate::{Tol, assert_close, cpu, float_dtypes, rand_tensor, suite};
 use rocm_wgpu_ops::spec::elementwise::{BinaryOp, UnaryOp};
+use rocm_wgpu_ops::spec::quant::GgmlType;
 use rocm_wgpu_ops::wgpu::gemm_hooks::{Kernel as GemmKernel, last_kernel, last_parts};
-use rocm_wgpu_ops::{BackendKind, DType, Device, Error, Result, Tensor};
+use rocm_wgpu_ops::{BackendKind, DType, Device, Error, QTensor, Result, Tensor};
 
 suite!(
     random_chains_fuse_to_the_same_bits,
     random_epilogues_fuse_to_the_same_bits,
     a_layers_epilogue_fuses_to_the_same_bits,
     a_norm_before_a_product_fuses_to_the_same_bits,
+    a_norm_before_a_quantized_product_fuses_to_the_same_bits,
     a_deferred_result_reads_its_inputs_as_they_were,
     a_deferred_result_carries_its_inputs_failures
 );
@@ -305,6 +307,68 @@ async fn a_norm_before_a_product_fuses_to_the_same_bits(dev: &Device) -> Result<
                     dev.kind()
                 );
                 assert_close(&got, &f(&operands(&cpu())?)?, tol, &format!("{what}, {name}")).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A decode step's norm read by quantized products (q, k and v of a Llama layer): where norms are
+/// deferred, each `qmatvec` computes the norm itself (one kernel a product, the norm never
+/// stored), the same bits as the norm stored and read back; every block type's decoder path
+/// (q4_0, q8_0, q4_K, q6_K, and q5_0 by runs).
+async fn a_norm_before_a_quantized_product_fuses_to_the_same_bits(dev: &Device) -> Result<()> {
+    let (fused, alone) = (dev.with_fusion(true), dev.with_fusion(false));
+    let epilogues = fused.info().iter().any(|(key, v)| *key == "fusion" && v.contains("matmul's product"));
+    let types = [GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::Q6_K, GgmlType::Q5_0];
+    for dtype in float_dtypes(dev).into_iter().filter(|d| [DType::F32, DType::F16].contains(d)) {
+        for (case, (rows, k, norm)) in [(1, 256, 2), (2, 512, 0), (3, 256, 3), (4, 256, 1)].into_iter().enumerate() {
+            let seed = 70 + 10 * case as u64;
+            // The blocks made on the cpu (quantizing on a GPU reads back: not in a browser).
+            let blocks = types.iter().enumerate().map(|(i, &ty)| {
+                let w = rand_tensor(&cpu(), DType::F32, &[40 + i, k], seed + 3 + i as u64, -1.0, 1.0)?;
+                QTensor::quantize(&w, ty)?.to_bytes()
+            });
+            let blocks: Vec<Vec<u8>> = blocks.collect::<Result<_>>()?;
+            let operands = |d: &Device| -> Result<(Vec<Tensor>, Vec<QTensor>)> {
+                let t = vec![
+                    rand_tensor(d, dtype, &[rows, k], seed, -2.0, 2.0)?,
+                    // A weight read with a stride (every other element), a bias as it is.
+                    rand_tensor(d, dtype, &[k, 2], seed + 1, 0.5, 1.5)?.narrow(1, 1, 1)?.squeeze(1)?,
+                    rand_tensor(d, dtype, &[k], seed + 2, -0.5, 0.5)?,
+                ];
+                let q = types
+                    .iter()
+                    .zip(&blocks)
+                    .enumerate()
+                    .map(|(i, (&ty, b))| QTensor::from_bytes(ty, [40 + i, k], b, d));
+                Ok((t, q.collect::<Result<_>>()?))
+            };
+            let products = |(t, q): &(Vec<Tensor>, Vec<QTensor>)| -> Result<Vec<Tensor>> {
+                let x = match norm {
+                    0 => t[0].layer_norm(Some(&t[1]), Some(&t[2]), 1e-5),
+                    1 => t[0].layer_norm(None, None, 1e-3),
+                    2 => t[0].rms_norm(Some(&t[1]), 1e-5),
+                    _ => t[0].rms_norm(None, 1e-6),
+                }?;
+                q.iter().map(|q| q.qmatmul(&x)).collect()
+            };
+            let what = format!("norm {norm} before quantized products in {dtype}, {rows} rows of {k}");
+            let ops = operands(&fused)?;
+            fused.synchronize_async().await?;
+            let launches = fused.launches();
+            let got = products(&ops)?;
+            fused.synchronize_async().await?;
+            if dev.kind() == BackendKind::Wgpu && epilogues {
+                assert_eq!(fused.launches() - launches, types.len() as u64, "{what}: kernels");
+            }
+            let want = products(&operands(&alone)?)?;
+            let reference = products(&operands(&cpu())?)?;
+            let tol = Tol::of(dtype).times(16.0 + k as f64 / 2.0);
+            for ((g, w), (r, ty)) in got.iter().zip(&want).zip(reference.iter().zip(types)) {
+                let (gb, wb) = (g.to_cpu_storage_async().await?, w.to_cpu_storage_async().await?);
+                assert_eq!(gb.as_bytes(), wb.as_bytes(), "{what}, {ty:?}: fused and one at a time differ");
+                assert_close(g, r, tol, &format!("{what}, {ty:?}")).await?;
             }
         }
     }
