@@ -267,12 +267,7 @@ async fn a_norm_before_a_product_fuses_to_the_same_bits(dev: &Device) -> Result<
                     rand_tensor(d, dtype, &[3 * k / 4, k], seed + 6, -0.2, 0.2)?,
                 ])
             };
-            let normed = |x: &Tensor, t: &[Tensor]| match norm {
-                0 => x.layer_norm(Some(&t[1]), Some(&t[2]), 1e-5),
-                1 => x.layer_norm(None, None, 1e-3),
-                2 => x.rms_norm(Some(&t[1]), 1e-5),
-                _ => x.rms_norm(None, 1e-6),
-            };
+            let normed = |x: &Tensor, t: &[Tensor]| normed(x, t, norm);
             // x + norm(x) W + b, then that plus (norm(that) W1) W2; and the norm of x's first row
             // as a vector (a 1-D lhs) times W.
             let block = |t: &[Tensor]| -> Result<Tensor> {
@@ -282,11 +277,7 @@ async fn a_norm_before_a_product_fuses_to_the_same_bits(dev: &Device) -> Result<
             let vector = |t: &[Tensor]| normed(&t[0].narrow(0, 0, 1)?.squeeze(0)?, t)?.matmul(&t[3]);
             let what = format!("norm {norm} before a product in {dtype}, {rows} rows of {k}");
             let t = operands(&fused)?;
-            fused.synchronize_async().await?;
-            let launches = fused.launches();
-            let got = block(&t)?;
-            fused.synchronize_async().await?;
-            let launched = fused.launches() - launches;
+            let (got, launched) = counted(&fused, || block(&t)).await?;
             if dev.kind() == BackendKind::Wgpu
                 && epilogues
                 && matches!(last_kernel(), Some(GemmKernel::MatVec(v)) if !v.rows)
@@ -311,6 +302,26 @@ async fn a_norm_before_a_product_fuses_to_the_same_bits(dev: &Device) -> Result<
         }
     }
     Ok(())
+}
+
+/// `f`'s result and the kernels it launched on `dev`, idle before and after.
+async fn counted<T>(dev: &Device, f: impl FnOnce() -> Result<T>) -> Result<(T, u64)> {
+    dev.synchronize_async().await?;
+    let before = dev.launches();
+    let out = f()?;
+    dev.synchronize_async().await?;
+    Ok((out, dev.launches() - before))
+}
+
+/// Norm `kind` of x: a layer norm with weight `t[1]` and bias `t[2]`, one with neither, an rms
+/// norm with weight `t[1]`, one without.
+fn normed(x: &Tensor, t: &[Tensor], kind: usize) -> Result<Tensor> {
+    match kind {
+        0 => x.layer_norm(Some(&t[1]), Some(&t[2]), 1e-5),
+        1 => x.layer_norm(None, None, 1e-3),
+        2 => x.rms_norm(Some(&t[1]), 1e-5),
+        _ => x.rms_norm(None, 1e-6),
+    }
 }
 
 /// A decode step's norm read by quantized products (q, k and v of a Llama layer): where norms are
@@ -345,22 +356,14 @@ async fn a_norm_before_a_quantized_product_fuses_to_the_same_bits(dev: &Device) 
                 Ok((t, q.collect::<Result<_>>()?))
             };
             let products = |(t, q): &(Vec<Tensor>, Vec<QTensor>)| -> Result<Vec<Tensor>> {
-                let x = match norm {
-                    0 => t[0].layer_norm(Some(&t[1]), Some(&t[2]), 1e-5),
-                    1 => t[0].layer_norm(None, None, 1e-3),
-                    2 => t[0].rms_norm(Some(&t[1]), 1e-5),
-                    _ => t[0].rms_norm(None, 1e-6),
-                }?;
+                let x = normed(&t[0], t, norm)?;
                 q.iter().map(|q| q.qmatmul(&x)).collect()
             };
             let what = format!("norm {norm} before quantized products in {dtype}, {rows} rows of {k}");
             let ops = operands(&fused)?;
-            fused.synchronize_async().await?;
-            let launches = fused.launches();
-            let got = products(&ops)?;
-            fused.synchronize_async().await?;
+            let (got, launched) = counted(&fused, || products(&ops)).await?;
             if dev.kind() == BackendKind::Wgpu && epilogues {
-                assert_eq!(fused.launches() - launches, types.len() as u64, "{what}: kernels");
+                assert_eq!(launched, types.len() as u64, "{what}: kernels");
             }
             let want = products(&operands(&alone)?)?;
             let reference = products(&operands(&cpu())?)?;
