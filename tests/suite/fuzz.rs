@@ -441,10 +441,15 @@ fn op(dev: &Device, c: &Case, x: &Tensor) -> Result<Tensor> {
             let window = call(Tensor::from_vec(buffer, [pad + blocks.len()], dev))?.narrow(0, pad, blocks.len())?;
             let q = call(QTensor::new(ty, [n, k], &window))?;
             // x finite, as the input of this case (`input`): a run's infinity may give NaN or
-            // infinity by backend (`spec::quant`).
+            // infinity by backend (`spec::quant`). Exactly, x may be a norm's result, which a
+            // GPU deferring norms computes inside the product.
             let xs = if p2 % 4 == 0 { x.clone() } else { finite(vec![1 + small(p2 >> 8) % 3, k])? };
             call(match p3 % 3 {
-                0 => q.qmatmul(&xs),
+                0 => match (p3 >> 20) % 3 {
+                    0 => q.qmatmul(&xs),
+                    1 => xs.rms_norm(None, 1e-5).and_then(|x| q.qmatmul(&x)),
+                    _ => xs.layer_norm(None, None, 1e-5).and_then(|x| q.qmatmul(&x)),
+                },
                 1 => q.qmatmul_q8(&xs),
                 _ => q.dequantize(pick(&[DType::F32, DType::F16, DType::BF16, DType::U8], p3 >> 8)),
             })
