@@ -86,15 +86,8 @@ impl PendingNorm {
         let tensors: Vec<&Tensor> = self.tensors().collect();
         let r = bytes.run(Family::Quant, QuantOp::Qmatvec.name(), &tensors, out)?;
         let s = dispatch!(bytes.device, |b| {
-            let (w, bias) = (self.w.as_ref(), self.b.as_ref());
-            let w = match w {
-                Some(t) => Some((r.arg(b, t)?, t.layout())),
-                None => None,
-            };
-            let bias = match bias {
-                Some(t) => Some((r.arg(b, t)?, t.layout())),
-                None => None,
-            };
+            let w = self.w.as_ref().map(|t| r.arg(b, t).map(|s| (s, t.layout()))).transpose()?;
+            let bias = self.b.as_ref().map(|t| r.arg(b, t).map(|s| (s, t.layout()))).transpose()?;
             let norm = RowNormArgs { op: self.op, x: (r.arg(b, &self.x)?, self.x.layout()), w, b: bias, eps: self.eps };
             b.wrap(b.qmatvec_norm(r.arg(b, bytes)?, offset, ty, n, norm)?)
         });

@@ -4,7 +4,7 @@
 //! the product (its epilogue) computed where the kernel stores C.
 
 use super::gemm::{EpilogueArgs, Gemm, Operand, Prologue, TABLE, hooks, too_large};
-use super::nn::rows::{RowNorm, few_rows, param_words};
+use super::nn::rows::few_rows;
 use super::{WgpuBackend, WgpuStorage};
 use crate::backend::{MatmulOps, RowNormArgs, matmul_then_fused, norm_then_matmul};
 use crate::expr::program::Program;
@@ -83,12 +83,7 @@ impl MatmulOps for WgpuBackend {
         let (x, xl) = n.x;
         let out = g.out.shape.elem_count() as u64;
         if (p.steps.is_empty() || epilogue.fits(g.out.dtype)) && out <= u32::MAX as u64 {
-            let prologue = Prologue {
-                norm: RowNorm::of(n.op, n.w.is_some(), n.b.is_some()),
-                w: n.w.map(|w| w.0),
-                b: n.b.map(|b| b.0),
-                words: param_words(n.w.map(|w| w.1), n.b.map(|b| b.1), n.eps),
-            };
+            let prologue = Prologue::of(&n);
             let epilogue = (!p.steps.is_empty()).then_some(&epilogue);
             if let Some(c) = self.run_gemm_normed(problem(xl, rl, g), (x, rhs), epilogue, &prologue)? {
                 return Ok(c);

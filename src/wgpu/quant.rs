@@ -9,7 +9,7 @@
 
 use super::gemm::Prologue;
 use super::kernel::{Index, Spec, family_source, section};
-use super::nn::rows::{RowNorm, param_words};
+use super::nn::rows::RowNorm;
 use super::repr::{Access, Caps, Repr};
 use super::{KernelKey, WgpuBackend, WgpuStorage};
 use crate::backend::{ElementwiseOps, Operand, QuantOps, RowNormArgs};
@@ -240,9 +240,7 @@ impl WgpuBackend {
     fn qmatvec_shuffles(&self) -> bool {
         self.caps().subgroup && self.0.gpu.info.subgroup_min_size >= 8 && self.tune().qmatvec_shuffle != Some(false)
     }
-}
 
-impl WgpuBackend {
     /// `qmatvec` of the blocks of `ty` at `offset` (`n` rows of them) and x; with a prologue, x
     /// the input of its norm.
     fn qmatvec_with(
@@ -253,7 +251,6 @@ impl WgpuBackend {
         prologue: Option<&Prologue>,
     ) -> Result<WgpuStorage> {
         let starts = qmatvec_row_offsets(xl)?;
-
         let (rows, k) = (starts.len(), xl.dims()[xl.rank() - 1]);
         let y = self.storage(x.dtype, rows * n)?;
         let mq = qmatvec_rows_class(rows);
@@ -320,13 +317,7 @@ impl QuantOps for WgpuBackend {
         n: usize,
         norm: RowNormArgs<'_, WgpuStorage>,
     ) -> Result<WgpuStorage> {
-        let prologue = Prologue {
-            norm: RowNorm::of(norm.op, norm.w.is_some(), norm.b.is_some()),
-            w: norm.w.map(|w| w.0),
-            b: norm.b.map(|b| b.0),
-            words: param_words(norm.w.map(|w| w.1), norm.b.map(|b| b.1), norm.eps),
-        };
-        self.qmatvec_with(q, (offset, ty, n), norm.x, Some(&prologue))
+        self.qmatvec_with(q, (offset, ty, n), norm.x, Some(&Prologue::of(&norm)))
     }
 
     /// x's rows rounded to q8 blocks by `round_q8` (an invocation a word of 4 values); for the
@@ -379,8 +370,8 @@ impl QuantOps for WgpuBackend {
 /// quants), and `qmatvec_{dtype}_{type}` for every block type in its forms for 1 and 8 rows (those
 /// for 2 and 4 differ from them only in MQ), each also with x's rows as vectors where the dtype's
 /// repr has them, and with a norm's prologue (`_norm0`: a layer norm with weight and bias, four
-/// rows; `_norm1`: an rms norm without, one row); `round_q8_{dtype}` (and `_pack`) and `qmatvec_q8_{dtype}_{type}` for 1 and 8
-/// rows.
+/// rows; `_norm1`: an rms norm without, one row); `round_q8_{dtype}` (and `_pack`) and
+/// `qmatvec_q8_{dtype}_{type}` for 1 and 8 rows.
 pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
     let mut v: Vec<(String, Result<Spec>)> = vec![];
     for &dt in QuantOp::Dequantize.dtypes() {
@@ -404,13 +395,13 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
             }
         }
         // With a norm's prologue: a layer norm with both parameters, an rms norm with none.
-        let norms =
-            [RowNorm { center: true, weight: true, bias: true }, RowNorm { center: false, weight: false, bias: false }];
-        for (&ty, (i, norm)) in GgmlType::ALL.iter().flat_map(|ty| norms.into_iter().enumerate().map(move |n| (ty, n)))
-        {
-            let (mq, vec) = if i == 0 { (4, vecs) } else { (1, false) };
-            let name = format!("{}_norm{i}", qmatvec_name(ty, dt, mq, vec));
-            v.push((name, qmatvec_spec(caps, ty, dt, mq, (vec, false), Some(norm))));
+        let layer = (RowNorm { center: true, weight: true, bias: true }, 4, vecs);
+        let rms = (RowNorm { center: false, weight: false, bias: false }, 1, false);
+        for &ty in GgmlType::ALL {
+            for (i, (norm, mq, vec)) in [layer, rms].into_iter().enumerate() {
+                let name = format!("{}_norm{i}", qmatvec_name(ty, dt, mq, vec));
+                v.push((name, qmatvec_spec(caps, ty, dt, mq, (vec, false), Some(norm))));
+            }
         }
         for pack in [false, true] {
             v.push((format!("round_q8_{dt}{}", if pack { "_pack" } else { "" }), round_q8_spec(caps, dt, pack)));

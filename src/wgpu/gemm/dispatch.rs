@@ -7,10 +7,11 @@ use super::problem::{Gemm, sum_meta};
 use super::source::spec;
 use super::table::{Plan, Room, Table};
 use super::tiles::{CoopTiles, Kernel, Load, MATVEC_MAX_M, tile_elem_size};
+use crate::backend::RowNormArgs;
 use crate::expr::program::Program;
 use crate::spec::matmul::MatmulOp;
 use crate::wgpu::kernel::Index;
-use crate::wgpu::nn::rows::RowNorm;
+use crate::wgpu::nn::rows::{RowNorm, param_words};
 use crate::wgpu::repr::Repr;
 use crate::wgpu::{KernelKey, WgpuBackend, WgpuStorage};
 use crate::{BackendKind, DType, Error, Layout, Result};
@@ -42,6 +43,18 @@ pub(crate) struct Prologue<'a> {
     pub w: Option<&'a WgpuStorage>,
     pub b: Option<&'a WgpuStorage>,
     pub words: [u32; 5],
+}
+
+impl<'a> Prologue<'a> {
+    /// The prologue computing `n` (its input is the product's x or A, bound by the caller).
+    pub(crate) fn of(n: &RowNormArgs<'a, WgpuStorage>) -> Prologue<'a> {
+        Prologue {
+            norm: RowNorm::of(n.op, n.w.is_some(), n.b.is_some()),
+            w: n.w.map(|w| w.0),
+            b: n.b.map(|b| b.0),
+            words: param_words(n.w.map(|w| w.1), n.b.map(|b| b.1), n.eps),
+        }
+    }
 }
 
 impl WgpuBackend {
