@@ -217,7 +217,10 @@ fn lines_sg(@builtin(local_invocation_index) tid: u32, @builtin(workgroup_id) wi
 // adds lane l + s's, s = RN_T / 2 .. 1), independent of the subgroup size a driver picks. A
 // layer norm sums the row less its first value, then the squares of its deviations from the
 // mean so formed; an rms norm the squares. Products pass through fence32 so that no driver contracts them with the
-// sum after them. The kernel defines rn_x(row, e) (element e of row `row` in f32), rn_w(e) and
+// sum after them, and so do the statistics: a quotient lowered to a product by a reciprocal could
+// be contracted with the sum after it in one kernel and not in the other; the reciprocal square
+// root is one builtin (`1.0 / sqrt(v)`, two loose operations, a driver may merge in one kernel
+// and not in another). The kernel defines rn_x(row, e) (element e of row `row` in f32), rn_w(e) and
 // rn_b(e) (the weight and bias, where RN_W, RN_B), rn_n() (the row length), rn_eps(),
 // rn_round(v) (v rounded to the output dtype as a store and a load round it), and rn_get(i) /
 // rn_set(i, v), WG floats of workgroup memory for the sums.
@@ -265,7 +268,7 @@ fn rn_stats(row: u32, live: bool, g: u32, l: u32) -> vec2<f32> {
                 s += (d.x + d.y) + (d.z + d.w);
             }
         }
-        mean = k + rn_sum(g, l, s) / f32(rn_n());
+        mean = k + fence32(rn_sum(g, l, s) / f32(rn_n()));
         s = 0.0;
     }
     if (live) {
@@ -273,8 +276,8 @@ fn rn_stats(row: u32, live: bool, g: u32, l: u32) -> vec2<f32> {
             s += rn_sq(rn_x4(row, 4u * u) - vec4<f32>(mean));
         }
     }
-    let ms = rn_sum(g, l, s) / f32(rn_n());
-    return vec2<f32>(mean, 1.0 / sqrt(ms + rn_eps()));
+    let ms = fence32(rn_sum(g, l, s) / f32(rn_n()));
+    return vec2<f32>(mean, fence32(inverseSqrt(fence32(ms + rn_eps()))));
 }
 
 // Element e of a row normed by its statistics r, weighted and shifted, rounded as stored.
