@@ -359,8 +359,12 @@ fn dot4(q: vec4<f32>, x: vec4<f32>, s: f32) -> f32 {
     return fma(q.w, x.w, fma(q.z, x.z, fma(q.y, x.y, fma(q.x, x.x, s))));
 }
 
-fn sum4(x: vec4<f32>, s: f32) -> f32 {
-    return s + x.x + x.y + x.z + x.w;
+// x.x + x.y + x.z + x.w as (x.x + x.y) + (x.z + x.w), each pair through fence32: a driver may
+// reassociate plain sums, and differently in two kernels (NVIDIA's did in q4_K's with three rows
+// of x, x normed in the product against read from memory: 104 of 126 outputs apart by an ulp),
+// which the same bits as a norm stored and read back cannot allow.
+fn sum4(x: vec4<f32>) -> f32 {
+    return fence32(x.x + x.y) + fence32(x.z + x.w);
 }
 
 // q4_0 (18 bytes: d qs[16]): value 4w + b + 16h is nibble h of byte b of qs word w, minus 8.
@@ -514,9 +518,9 @@ fn q4_k_row(i: u32, k: u32, sk: u32, v: vec4<u32>, s: K4Scales, v2: vec4<u32>, s
 // its high nibbles times b under (sm.y, sm.w).
 fn k4_run(s: f32, v: u32, a: vec4<f32>, b: vec4<f32>, sm: vec4<f32>) -> f32 {
     var r = fma(sm.x, dot4(bytes_f32(v, 15u, 0.0), a, 0.0), s);
-    r = fma(-sm.z, sum4(a, 0.0), r);
+    r = fma(-sm.z, sum4(a), r);
     r = fma(sm.y, dot4(bytes_f32(v >> 4u, 15u, 0.0), b, 0.0), r);
-    return fma(-sm.w, sum4(b, 0.0), r);
+    return fma(-sm.w, sum4(b), r);
 }
 
 // Two words of a q6_K unit's low bits from byte p (xy) and two of its high bits from hb (zw).

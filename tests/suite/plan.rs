@@ -251,11 +251,16 @@ async fn a_capture_survives_another_handle_opened_and_dropped(dev: &Device) -> R
         let a = Tensor::from_vec((0..64).map(|i| i as f32).collect(), [8, 8], d)?;
         a.matmul(&a)?.to_vec::<f32>()
     };
+    let (ready, used) = std::sync::mpsc::channel();
     let (plan, other) = std::thread::scope(|s| {
         let other = s.spawn(move || -> Result<Vec<f32>> {
-            // Used (its library handles made) before the capture, dropped during it.
+            // Used (its library handles made) before the capture, dropped during it. Making a
+            // handle waits for any capture under way, and the capture below waits for this
+            // thread: the product is done before it starts (`Device::capture`'s contract).
             let before = Device::new(kind)?;
-            let a = product(&before)?;
+            let a = product(&before);
+            let _ = ready.send(());
+            let a = a?;
             started.recv().expect("the capture starts");
             let during = Device::new(kind)?;
             opened.send(()).expect("the capture waits for it");
@@ -264,6 +269,8 @@ async fn a_capture_survives_another_handle_opened_and_dropped(dev: &Device) -> R
             assert_eq!(a, b, "the same product on two handles");
             Ok(b)
         });
+        // (Gone without a product if it failed: its error comes from the join.)
+        let _ = used.recv();
         let plan = dev.capture(&[&x], |xs| {
             // (The cpu's plan runs its closure again at each run, when the other thread is gone.)
             if go.send(()).is_ok() {
