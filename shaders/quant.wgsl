@@ -360,9 +360,10 @@ fn dot4(q: vec4<f32>, x: vec4<f32>, s: f32) -> f32 {
 }
 
 // x.x + x.y + x.z + x.w as (x.x + x.y) + (x.z + x.w), each pair through fence32: a driver may
-// reassociate plain sums, and differently in two kernels (NVIDIA's did in q4_K's with three rows
-// of x, x normed in the product against read from memory: 104 of 126 outputs apart by an ulp),
-// which the same bits as a norm stored and read back cannot allow.
+// reassociate plain sums, and differently in two kernels (on NVIDIA, q4_K's outputs with three
+// rows of x normed in the product were an ulp off those with x read from memory, 104 of 126, the
+// normed values equal: the likely cause), which the same bits as a norm stored and read back
+// cannot allow.
 fn sum4(x: vec4<f32>) -> f32 {
     return fence32(x.x + x.y) + fence32(x.z + x.w);
 }

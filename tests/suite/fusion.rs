@@ -305,6 +305,18 @@ async fn a_norm_before_a_product_fuses_to_the_same_bits(dev: &Device) -> Result<
     Ok(())
 }
 
+/// Where two float tensors of one shape differ in bits: (index, a's value, b's value) in f32.
+async fn apart(a: &Tensor, b: &Tensor) -> Result<Vec<(usize, f32, f32)>> {
+    let (a, b) =
+        (a.to_dtype(DType::F32)?.to_vec_async::<f32>().await?, b.to_dtype(DType::F32)?.to_vec_async::<f32>().await?);
+    Ok(a.into_iter()
+        .zip(b)
+        .enumerate()
+        .filter(|(_, (x, y))| x.to_bits() != y.to_bits())
+        .map(|(i, (x, y))| (i, x, y))
+        .collect())
+}
+
 /// `f`'s result and the kernels it launched on `dev`, idle before and after.
 async fn counted<T>(dev: &Device, f: impl FnOnce() -> Result<T>) -> Result<(T, u64)> {
     dev.synchronize_async().await?;
@@ -370,17 +382,13 @@ async fn a_norm_before_a_quantized_product_fuses_to_the_same_bits(dev: &Device) 
             let reference = products(&operands(&cpu())?)?;
             let tol = Tol::of(dtype).times(16.0 + k as f64 / 2.0);
             for ((g, w), (r, ty)) in got.iter().zip(&want).zip(reference.iter().zip(types)) {
-                let (gv, wv) = (
-                    g.to_dtype(DType::F32)?.to_vec_async::<f32>().await?,
-                    w.to_dtype(DType::F32)?.to_vec_async::<f32>().await?,
-                );
-                let differ: Vec<_> = (0..gv.len()).filter(|&i| gv[i].to_bits() != wv[i].to_bits()).collect();
-                let first: Vec<_> = differ.iter().take(4).map(|&i| (i, gv[i], wv[i])).collect();
+                let differ = apart(g, w).await?;
+                let first = &differ[..differ.len().min(4)];
                 assert!(
                     differ.is_empty(),
                     "{what}, {ty:?}: fused and one at a time differ at {} of {} (first: {first:?})",
                     differ.len(),
-                    gv.len()
+                    g.elem_count()
                 );
                 assert_close(g, r, tol, &format!("{what}, {ty:?}")).await?;
             }
@@ -408,23 +416,17 @@ async fn a_quantized_product_reads_each_normed_value_as_stored(dev: &Device) -> 
                 ];
                 QTensor::from_bytes(GgmlType::Q8_0, [k, k], &blocks, d)?.qmatmul(&normed(&t[0], &t, norm)?)
             };
-            let values = async |t: Tensor| t.to_dtype(DType::F32)?.to_vec_async::<f32>().await;
-            let (got, want) = (values(product(&fused)?).await?, values(product(&alone)?).await?);
-            let differ: Vec<usize> = (0..got.len()).filter(|&i| got[i].to_bits() != want[i].to_bits()).collect();
-            let first: Vec<_> = differ.iter().take(4).map(|&i| (i / k, i % k, got[i] / want[i] - 1.0)).collect();
+            let got = product(&fused)?;
+            let differ = apart(&got, &product(&alone)?).await?;
+            let first: Vec<_> = differ.iter().take(4).map(|&(i, g, w)| (i / k, i % k, g / w - 1.0)).collect();
             assert!(
                 differ.is_empty(),
                 "norm {norm} of {rows} rows in {dtype}: {} of {} values differ (row, value, relative difference: {first:?})",
                 differ.len(),
-                got.len()
+                got.elem_count()
             );
-            assert_close(
-                &product(&fused)?,
-                &product(&cpu())?,
-                Tol::of(dtype).times(16.0),
-                &format!("norm {norm} in {dtype}"),
-            )
-            .await?;
+            assert_close(&got, &product(&cpu())?, Tol::of(dtype).times(16.0), &format!("norm {norm} in {dtype}"))
+                .await?;
         }
     }
     Ok(())
