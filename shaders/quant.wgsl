@@ -359,15 +359,6 @@ fn dot4(q: vec4<f32>, x: vec4<f32>, s: f32) -> f32 {
     return fma(q.w, x.w, fma(q.z, x.z, fma(q.y, x.y, fma(q.x, x.x, s))));
 }
 
-// x.x + x.y + x.z + x.w as (x.x + x.y) + (x.z + x.w), each pair through fence32: a driver may
-// reassociate plain sums, and differently in two kernels (on NVIDIA, q4_K's outputs with three
-// rows of x normed in the product were an ulp off those with x read from memory, 104 of 126, the
-// normed values equal: the likely cause), which the same bits as a norm stored and read back
-// cannot allow.
-fn sum4(x: vec4<f32>) -> f32 {
-    return fence32(x.x + x.y) + fence32(x.z + x.w);
-}
-
 // q4_0 (18 bytes: d qs[16]): value 4w + b + 16h is nibble h of byte b of qs word w, minus 8.
 // Unit: half a block, the words 2h and 2h + 1 (values 8h .. 8h + 8 and 16 more). Half blocks
 // rather than a word a unit: H200, [1,4096] x [14336,4096]^T f16, 44-47 -> 35.5-36 us (the
@@ -516,12 +507,16 @@ fn q4_k_row(i: u32, k: u32, sk: u32, v: vec4<u32>, s: K4Scales, v2: vec4<u32>, s
 }
 
 // s plus one q4_K word's products: its low nibbles times a under the scale and min (sm.x, sm.z),
-// its high nibbles times b under (sm.y, sm.w).
+// its high nibbles times b under (sm.y, sm.w). The mins' terms are fmas by each value of x, not
+// a min times x's sum: x enters every path only as a multiplicand. As an addend, a value that a
+// product's prologue normed could be contracted with the multiply that formed it, which on NVIDIA
+// happened despite its fence32 (session 60: an rms or layer norm without weight before q4_K, 1-4
+// ulp off the norm stored and read back; gone with the terms as fmas, or with a second fence).
 fn k4_run(s: f32, v: u32, a: vec4<f32>, b: vec4<f32>, sm: vec4<f32>) -> f32 {
     var r = fma(sm.x, dot4(bytes_f32(v, 15u, 0.0), a, 0.0), s);
-    r = fma(-sm.z, sum4(a), r);
+    r = dot4(vec4<f32>(-sm.z), a, r);
     r = fma(sm.y, dot4(bytes_f32(v >> 4u, 15u, 0.0), b, 0.0), r);
-    return fma(-sm.w, sum4(b), r);
+    return dot4(vec4<f32>(-sm.w), b, r);
 }
 
 // Two words of a q6_K unit's low bits from byte p (xy) and two of its high bits from hb (zw).
