@@ -12,12 +12,14 @@ fn f32_of_bits(b: u32) -> f32 {
     return bitcast<f32>(b ^ md[1] ^ 0xff800000u);
 }
 
-// x, its bits through an xor with zero made of md[1] (unknown to a compiler): a fused program's
+// x, its bits through an or with zero made of md[1] (unknown to a compiler): a fused program's
 // step value as an f32, which a driver then can neither contract with the next step's arithmetic
 // nor keep in more precision. A select on md[1] was not enough: NVIDIA's driver carried sums
-// through `f64(..)` and `f32(..)` of a cast unrounded (1-2 ulp off the ops one at a time).
+// through `f64(..)` and `f32(..)` of a cast unrounded (1-2 ulp off the ops one at a time). An
+// or, not an xor: two fences in a row must leave one, and an xor twice with one value is none (a
+// norm's fenced value rounded as stored, fenced again, was contracted on NVIDIA: session 60).
 fn fence32(x: f32) -> f32 {
-    return bitcast<f32>(bitcast<u32>(x) ^ md[1] ^ 0xff800000u);
+    return bitcast<f32>(bitcast<u32>(x) | (md[1] ^ 0xff800000u));
 }
 
 // NaN test on the bits, immune to fast-math folding of `v != v`.
