@@ -3,7 +3,7 @@
 //! timestamps; each batch's are resolved at its submit into buffers of its own and read back
 //! when they arrive (the CPU never waits for them before the device is dropped, so the GPU runs
 //! beside the recording as without the profile); when the device is dropped the totals per
-//! kernel and grid go to stderr, largest first.
+//! kernel and grid go to stderr, largest first (the first 40; `RWO_WGPU_PROFILE=all`: every one).
 
 use super::batch::MAX_DISPATCHES;
 use std::collections::{HashMap, VecDeque};
@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 /// Queries of one batch: two a dispatch.
 const QUERIES: u32 = 2 * MAX_DISPATCHES as u32;
-/// Lines of the report; the rest are summed in one.
+/// Lines of the report with `RWO_WGPU_PROFILE=1`; the rest are summed in one.
 const LINES: usize = 40;
 
 pub(crate) struct Profiler {
@@ -51,7 +51,16 @@ struct State {
 impl Profiler {
     /// Whether the environment asks for it.
     pub(crate) fn wanted() -> bool {
-        std::env::var("RWO_WGPU_PROFILE").is_ok_and(|v| v.trim() == "1")
+        Self::lines().is_some()
+    }
+
+    /// The report's lines, if the environment asks for a profile.
+    fn lines() -> Option<usize> {
+        match std::env::var("RWO_WGPU_PROFILE").as_deref().map(str::trim) {
+            Ok("1") => Some(LINES),
+            Ok("all") => Some(usize::MAX),
+            _ => None,
+        }
     }
 
     pub(crate) fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Profiler {
@@ -170,11 +179,12 @@ impl Drop for Profiler {
             let share = 100.0 * ns / all.max(1.0);
             eprintln!("#   {:>9.3} {share:>5.1}% {n:>7} {:>9.2}  {label}", ns / 1e6, ns / 1e3 / n as f64);
         };
-        for (label, (ns, n)) in rows.iter().take(LINES) {
+        let lines = Self::lines().unwrap_or(LINES);
+        for (label, (ns, n)) in rows.iter().take(lines) {
             line(label, *ns, *n);
         }
-        if rows.len() > LINES {
-            let (ns, n) = sum(&rows[LINES..]);
+        if rows.len() > lines {
+            let (ns, n) = sum(&rows[lines..]);
             line("(the others)", ns, n);
         }
     }
