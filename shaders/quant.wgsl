@@ -262,7 +262,7 @@ fn dequantize(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
 // dequantize of q4_0, q8_0 and q4_K by their quants' words: an invocation per word of a block's
 // quants (read whole, `word_at`), decoded as qmatvec decodes it, with dequantize's steps (each
 // product fenced where a difference follows); neighbouring invocations take neighbouring words,
-// so they store neighbouring words of y. The block type is the kernel constant T (ggml's id).
+// so they store neighbouring words of y. The block type is the kernel constant QT (ggml's id).
 // Metadata as dequantize's.
 // @kernel dequantize_units
 // Values i .. i + 4 of y (i a multiple of 4), a word at a time.
@@ -285,7 +285,7 @@ fn k4(q: vec4<f32>, sm: vec2<f32>) -> vec4<f32> {
 fn dequantize_units(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let g = flat_id(gid, nwg);
     let base = md[EXTRA + 1u];
-    switch T {
+    switch QT {
         // q4_0, word w of qs: values 4w .. 4w + 4 (low nibbles) and 16 more (high).
         case 2u: {
             if (g >= md[0] / 8u) {
@@ -345,7 +345,7 @@ fn dequantize_units(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_
 // (NVIDIA kept the 8-row loop of both, and their `acc` and `xrow` in local memory:
 // `examples/kernel_stats.rs`).
 //
-// The block type is the kernel constant T (ggml's id): a kernel holds one type's decoder. Metadata
+// The block type is the kernel constant QT (ggml's id): a kernel holds one type's decoder. Metadata
 // at EXTRA + 2: K, N, the block's values and bytes, the rows, x's stride along K, then the offset
 // in x of each of the MQ rows (rows past `rows` repeat the last). x's values come through `x4` and
 // `x1`; with a prologue (`pro_setup`, after qmv_start) x is a norm's input, and they are its
@@ -629,12 +629,12 @@ fn qmatvec(
     let lane = lid % QL;
     // The blocks on even bytes (and so every row's: q4_0's, q8_0's and q6_K's are).
     let even = (md[EXTRA + 1u] & 1u) == 0u;
-    switch T {
+    switch QT {
         case 2u: { qmv_q4_0(row, lane, kn, sk, even); }
         case 8u: { qmv_q8_0(row, row2, lane, kn, sk, even); }
         case 12u: { qmv_q4_k(row, row2, lane, kn, sk); }
         case 14u: { qmv_q6_k(row, row2, lane, kn, sk, even); }
-        default: { qmv_runs(T, row, lane, kn, sk, bs, bb); }
+        default: { qmv_runs(QT, row, lane, kn, sk, bs, bb); }
     }
     qmv_finish(lid, first, nn, rows);
 }
@@ -872,7 +872,7 @@ fn qmatvec_q8(
     let row2 = at.y;
     let lane = lid % QL;
     let even = (md[EXTRA + 1u] & 1u) == 0u;
-    switch T {
+    switch QT {
         case 2u: { qmv8_q4_0(row, lane, kn, even); }
         case 8u: { qmv8_q8_0(row, lane, kn, even); }
         default: { qmv8_q4_k(row, row2, lane, kn); }
@@ -884,7 +884,8 @@ fn qmatvec_q8(
 // The accumulators of qmatvec and qmatvec_q8 (acc[r MQ + i]: row i of x, the group's weight row
 // r), the rows of x they read, and their end: the lanes' sums meet in workgroup memory, and one
 // invocation per row of x and weight row adds a group's QL of them and writes y[i, n] (an atomic
-// update of its word: a packed word may hold two outputs of different workgroups).
+// update of its word: a packed word may hold two outputs of different workgroups) through
+// `y_out`, which with an epilogue (`qmatvec`'s) stores its program's value at that element.
 var<workgroup> part: array<f32, WG * MQ * RW>;
 var<private> acc: array<f32, MQ * RW>;
 var<private> xrow: array<u32, MQ>;
@@ -920,7 +921,7 @@ fn qmv_finish(lid: u32, first: u32, nn: u32, rows: u32) {
             sum += part[j * WG + g * QL + l];
         }
         if (i < rows && n < nn) {
-            y_store(i * nn + n, sum);
+            y_out(i * nn + n, sum);
         }
     }
 }

@@ -554,6 +554,34 @@ pub fn matmul_then_fused<B: MatmulOps + ElementwiseOps>(
     b.fused(p, &all, params)
 }
 
+/// [`QuantOps::qmatvec_then`] in two kernels: the product (its norm first, by
+/// [`QuantOps::qmatvec_norm`]), then program `p` over it (a program of no steps: the product).
+pub fn qmatvec_then_fused<B: QuantOps + NnOps + ElementwiseOps>(
+    b: &B,
+    q: &B::Storage,
+    (offset, ty, n): (usize, crate::spec::quant::GgmlType, usize),
+    x: QmvInput<'_, B::Storage>,
+    p: &Program,
+    inputs: &[(&B::Storage, &Layout)],
+    params: &[Scalar],
+) -> Result<B::Storage> {
+    // The product's shape: x's with n for K.
+    let mut dims = x.rows().dims().to_vec();
+    if let Some(k) = dims.last_mut() {
+        *k = n;
+    }
+    let y = match x {
+        QmvInput::Rows(x) => b.qmatvec(q, offset, ty, n, x)?,
+        QmvInput::Norm(norm) => b.qmatvec_norm(q, offset, ty, n, norm)?,
+    };
+    if p.steps.is_empty() {
+        return Ok(y);
+    }
+    let dense = Layout::contiguous(dims);
+    let all: Vec<(&B::Storage, &Layout)> = [(&y, &dense)].into_iter().chain(inputs.iter().copied()).collect();
+    b.fused(p, &all, params)
+}
+
 /// Softmax and the normalisations.
 pub trait NnOps: Memory {
     /// `op` (softmax or log_softmax) along `dim`.
@@ -608,6 +636,25 @@ pub trait NnOps: Memory {
 
 /// An operand of a multi-input op: its storage and its layout.
 pub type Operand<'a, S> = (&'a S, &'a Layout);
+
+/// What a quantized product ([`QuantOps::qmatvec_then`]) multiplies: x's rows, or the norm of
+/// x's rows, computed first.
+pub enum QmvInput<'a, S> {
+    /// x.
+    Rows(Operand<'a, S>),
+    /// The norm of x's rows.
+    Norm(RowNormArgs<'a, S>),
+}
+
+impl<S> QmvInput<'_, S> {
+    /// The layout of x (the norm's input).
+    pub fn rows(&self) -> &Layout {
+        match self {
+            QmvInput::Rows(x) => x.1,
+            QmvInput::Norm(n) => n.x.1,
+        }
+    }
+}
 
 /// Attention and the rotary embeddings ([`crate::spec::attention`]).
 pub trait AttentionOps: Memory {
@@ -697,6 +744,32 @@ pub trait QuantOps: Memory {
     {
         let x = norm.run(self)?;
         self.qmatvec(q, offset, ty, n, (&x, &Layout::contiguous(norm.x.1.dims())))
+    }
+
+    /// Whether [`QuantOps::qmatvec_then`] computes a program where the product is stored, so
+    /// that a quantized product's consumers are worth deferring with it.
+    fn qmatvec_epilogues(&self) -> bool {
+        false
+    }
+
+    /// [`QuantOps::qmatvec`] (or [`QuantOps::qmatvec_norm`], x a norm of its rows), then program
+    /// `p` over the product (its input 0, `[rows, n]`) and `inputs` (its inputs 1 on, each in the
+    /// product's shape) with `params`: the bits of the product and then the program, in one
+    /// kernel where the backend can. By default the product, then the program.
+    #[allow(clippy::too_many_arguments)]
+    fn qmatvec_then(
+        &self,
+        q: &Self::Storage,
+        w: (usize, crate::spec::quant::GgmlType, usize),
+        x: QmvInput<'_, Self::Storage>,
+        p: &Program,
+        inputs: &[(&Self::Storage, &Layout)],
+        params: &[Scalar],
+    ) -> Result<Self::Storage>
+    where
+        Self: NnOps + ElementwiseOps + Sized,
+    {
+        qmatvec_then_fused(self, q, w, x, p, inputs, params)
     }
 
     /// [`QuantOps::qmatvec`] of x's rows rounded to q8 activation blocks first (each run of

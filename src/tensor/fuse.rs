@@ -9,11 +9,12 @@
 //!
 //! Where the backend's GEMM kernels take an epilogue (`MatmulOps::epilogues`), a matmul's result
 //! is deferred too, as a [`Product`] that its program reads as input 0: elementwise ops on it
-//! become that program's steps, which the GEMM kernel computes where it stores C.
+//! become that program's steps, which the GEMM kernel computes where it stores C. A quantized
+//! product of a few rows likewise (`QuantOps::qmatvec_epilogues`).
 
 use super::Tensor;
 use super::status::{Flags, Status};
-use crate::backend::{ElementwiseOps, MatmulOps, Memory, QuantOps, RowNormArgs};
+use crate::backend::{ElementwiseOps, MatmulOps, Memory, QmvInput, QuantOps, RowNormArgs};
 use crate::device::{BackendOf, Storage, dispatch};
 use crate::expr::program::{Op, Program, Step, Value};
 use crate::spec::matmul::MatmulGeometry;
@@ -34,12 +35,36 @@ const MAX_INPUTS: usize = 6;
 /// B and C before them).
 const MAX_EPILOGUE_INPUTS: usize = 4;
 
-/// A matrix product not run yet: its operands (broadcast to the geometry's batch dims) and
-/// geometry.
+/// A matrix product not run yet: its lhs and rhs, its dtype (its program's input 0) and its
+/// elements.
 pub(crate) struct Product {
     lhs: Lhs,
-    rhs: Tensor,
-    geometry: MatmulGeometry,
+    rhs: Rhs,
+    dtype: DType,
+    elems: usize,
+}
+
+/// A product's rhs: a matmul's (broadcast to the geometry's batch dims, with the geometry), or a
+/// quantized weight's blocks ([`crate::QTensor::qmatmul`]: the u8 tensor, the byte its blocks
+/// start at, their type and the weight's rows N).
+enum Rhs {
+    Dense(Tensor, MatmulGeometry),
+    Quant(Tensor, (usize, GgmlType, usize)),
+}
+
+impl Rhs {
+    fn tensor(&self) -> &Tensor {
+        match self {
+            Rhs::Dense(t, _) | Rhs::Quant(t, _) => t,
+        }
+    }
+}
+
+/// The product `t`'s deferred program reads, where `t` is all of that program's elements: a
+/// view of some of them (the first half of a gate-and-up product, which a SwiGLU reads beside its
+/// other half) takes the product's stored result, so that the product runs once.
+fn whole_product(t: &Tensor, d: &Deferred) -> Option<Arc<Product>> {
+    d.product.clone().filter(|p| p.elems == t.layout().shape().elem_count())
 }
 
 /// A product's lhs: a tensor, or a norm not run yet, which the product computes from its input
@@ -72,26 +97,6 @@ pub(crate) struct PendingNorm {
 impl PendingNorm {
     fn tensors(&self) -> impl Iterator<Item = &Tensor> {
         std::iter::once(&self.x).chain(&self.w).chain(&self.b)
-    }
-
-    /// The matrix-vector product of the blocks in `bytes` (`ty`, from byte `offset`, `n` weight
-    /// rows) with this norm's result, computed from its input (`QuantOps::qmatvec_norm`); `out`:
-    /// the product's output.
-    pub(super) fn qmatvec(
-        &self,
-        bytes: &Tensor,
-        (offset, ty, n): (usize, GgmlType, usize),
-        out: &Out,
-    ) -> Result<Tensor> {
-        let tensors: Vec<&Tensor> = self.tensors().collect();
-        let r = bytes.run(Family::Quant, QuantOp::Qmatvec.name(), &tensors, out)?;
-        let s = dispatch!(bytes.device, |b| {
-            let w = self.w.as_ref().map(|t| r.arg(b, t).map(|s| (s, t.layout()))).transpose()?;
-            let bias = self.b.as_ref().map(|t| r.arg(b, t).map(|s| (s, t.layout()))).transpose()?;
-            let norm = RowNormArgs { op: self.op, x: (r.arg(b, &self.x)?, self.x.layout()), w, b: bias, eps: self.eps };
-            b.wrap(b.qmatvec_norm(r.arg(b, bytes)?, offset, ty, n, norm)?)
-        });
-        Ok(r.finish(s))
     }
 }
 
@@ -128,7 +133,8 @@ impl Deferred {
             Lhs::Tensor(t) => Some(t),
             Lhs::Norm(_) => None,
         });
-        let operands = lhs.chain(self.product.iter().map(|p| &p.rhs)).chain(norm.into_iter().flat_map(|n| n.tensors()));
+        let rhs = self.product.iter().map(|p| p.rhs.tensor());
+        let operands = lhs.chain(rhs).chain(norm.into_iter().flat_map(|n| n.tensors()));
         for t in operands.chain(&self.inputs) {
             if !owners.iter().any(|o| o.shares_storage(t)) {
                 owners.push(t);
@@ -147,16 +153,23 @@ impl Deferred {
                 b: n.b.as_ref().map(arg),
                 eps: n.eps,
             });
-            let storage = match (&self.product, norm) {
-                (None, None) => b.fused(&self.program, &inputs, &self.params)?,
+            let (program, params) = (&self.program, &self.params);
+            // A product's norm is its lhs.
+            let lhs = || match self.product.as_ref().map(|p| &p.lhs) {
+                Some(Lhs::Tensor(lhs)) => arg(lhs),
+                _ => unreachable!("a product's norm is `norm`"),
+            };
+            let storage = match (self.product.as_ref().map(|p| &p.rhs), norm) {
+                (None, None) => b.fused(program, &inputs, params)?,
                 (None, Some(n)) => n.run(b)?,
-                // A product's norm is its lhs.
-                (Some(p), Some(n)) => {
-                    b.matmul_norm_then(n, arg(&p.rhs), &p.geometry, &self.program, &inputs, &self.params)?
-                }
-                (Some(p), None) => {
-                    let Lhs::Tensor(lhs) = &p.lhs else { unreachable!("a product's norm is `norm`") };
-                    b.matmul_then(arg(lhs), arg(&p.rhs), &p.geometry, &self.program, &inputs, &self.params)?
+                (Some(Rhs::Dense(rhs, g)), Some(n)) => b.matmul_norm_then(n, arg(rhs), g, program, &inputs, params)?,
+                (Some(Rhs::Dense(rhs, g)), None) => b.matmul_then(lhs(), arg(rhs), g, program, &inputs, params)?,
+                (Some(Rhs::Quant(q, w)), n) => {
+                    let x = match n {
+                        Some(n) => QmvInput::Norm(n),
+                        None => QmvInput::Rows(lhs()),
+                    };
+                    b.qmatvec_then(arg(q).0, *w, x, program, &inputs, params)?
                 }
             };
             Ok(b.wrap(storage))
@@ -182,7 +195,7 @@ impl Builder {
     /// An empty program over `product` (if any), inlining operands' programs if `inline`.
     fn new(inline: bool, product: Option<Arc<Product>>) -> Builder {
         let mut program = Program::default();
-        program.inputs.extend(product.iter().map(|p| p.geometry.out.dtype));
+        program.inputs.extend(product.iter().map(|p| p.dtype));
         Builder { product, program, inputs: vec![], params: vec![], inline, inlined: vec![] }
     }
 
@@ -204,7 +217,8 @@ impl Builder {
             if let Some(&(_, v)) = self.inlined.iter().find(|(i, _)| i.shares_storage(t)) {
                 return Ok(v);
             }
-            if let Some(v) = t.with_deferred(|d| self.inline(d)) {
+            let whole = |d: &Deferred| d.product.is_none() || whole_product(t, d).is_some();
+            if let Some(v) = t.with_deferred(|d| whole(d).then(|| self.inline(d)).flatten()) {
                 self.inlined.push((t.clone(), v));
                 return Ok(v);
             }
@@ -308,7 +322,7 @@ impl Tensor {
             .iter()
             .zip(layouts)
             .filter(|(t, l)| inlinable(t, l))
-            .find_map(|(t, _)| t.with_deferred(|d| d.product.clone()));
+            .find_map(|(t, _)| t.with_deferred(|d| whole_product(t, d)));
         let mut b = Builder::new(true, product);
         let mut values = b.values(args, layouts)?;
         if b.product.is_some() && !b.reads_product(&values) {
@@ -371,9 +385,42 @@ impl Tensor {
             Some(n) => Lhs::Norm(n),
             None => Lhs::Tensor(lhs),
         };
-        let product = Some(Arc::new(Product { lhs, rhs, geometry: g.clone() }));
+        let (dtype, elems) = (g.out.dtype, g.out.shape.elem_count());
+        let product = Some(Arc::new(Product { lhs, rhs: Rhs::Dense(rhs, g.clone()), dtype, elems }));
         let deferred = Deferred { product, norm: None, program, inputs: vec![], params: vec![], device: dev.clone() };
         Ok(Some(Tensor::deferred(deferred, &g.out, status, dev)))
+    }
+
+    /// The deferred product `out` of `self` (a few rows, or the norm they are, not run yet) with
+    /// the `n` weight rows whose blocks of `ty` start at byte `offset` of `bytes`, where this
+    /// device fuses and its quantized products take epilogues
+    /// ([`QuantOps::qmatvec_epilogues`]); `None` where the product runs at once.
+    pub(crate) fn defer_qproduct(
+        &self,
+        bytes: &Tensor,
+        w: (usize, GgmlType, usize),
+        out: &Out,
+    ) -> Result<Option<Tensor>> {
+        let dev = &self.device;
+        if !dev.fusion() || !dispatch!(dev, |b| b.fuses(&[self.dtype()]) && b.qmatvec_epilogues()) {
+            return Ok(None);
+        }
+        super::run::admit(dev, Family::Quant, QuantOp::Qmatvec.name(), out)?;
+        let (lhs, flags) = match self.pending_norm() {
+            Some(n) => {
+                let flags: Vec<Flags> = n.tensors().chain([bytes]).map(|t| t.status().flags()).collect();
+                (Lhs::Norm(n), flags)
+            }
+            None => {
+                self.check_operands(QuantOp::Qmatvec.name(), [self, bytes].into_iter())?;
+                (Lhs::Tensor(self.clone()), vec![self.status().flags(), bytes.status().flags()])
+            }
+        };
+        let program = Program { inputs: vec![out.dtype], steps: vec![] };
+        let (rhs, elems) = (Rhs::Quant(bytes.clone(), w), out.shape.elem_count());
+        let product = Some(Arc::new(Product { lhs, rhs, dtype: out.dtype, elems }));
+        let deferred = Deferred { product, norm: None, program, inputs: vec![], params: vec![], device: dev.clone() };
+        Ok(Some(Tensor::deferred(deferred, out, Status::of(flags, dev), dev)))
     }
 
     /// The norm this tensor is, not run yet ([`Tensor::defer_norm`]), where it is exactly the

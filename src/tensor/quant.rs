@@ -169,9 +169,10 @@ impl QTensor {
             return split.run(|x| self.rows_of(&x[0])?.product(&x[1], q8));
         }
         let offset = self.bytes.layout().offset();
-        // x a deferred norm's result: the kernel computes the norm (a decode step's).
-        if let Some(norm) = x.pending_norm().filter(|_| !q8) {
-            return norm.qmatvec(&self.bytes, (offset, self.ty, n), &out);
+        // Deferred where the device fuses: the kernel computes x's norm if x is one not run yet
+        // (a decode step's), and the elementwise ops on the product where it stores it.
+        if !q8 && let Some(y) = x.defer_qproduct(&self.bytes, (offset, self.ty, n), &out)? {
+            return Ok(y);
         }
         let op = if q8 { QuantOp::QmatvecQ8 } else { QuantOp::Qmatvec };
         let r = self.bytes.run(Family::Quant, op.name(), &[x], &out)?;

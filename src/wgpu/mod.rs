@@ -108,8 +108,16 @@ pub(crate) enum KernelKey {
     /// An index kernel (index_select's rows, the scatters).
     Index(index::IndexKey),
     /// A quantized matrix-vector kernel: the block type, x's dtype, the rows of x it is built
-    /// for, x read as vectors, scales shared through subgroup shuffles.
-    Qmatvec(crate::spec::quant::GgmlType, DType, usize, (bool, bool), Option<nn::rows::RowNorm>),
+    /// for, x read as vectors, scales shared through subgroup shuffles, the norm it computes
+    /// first and the program it stores.
+    Qmatvec(
+        crate::spec::quant::GgmlType,
+        DType,
+        usize,
+        (bool, bool),
+        Option<nn::rows::RowNorm>,
+        Option<gemm::Epilogue>,
+    ),
     /// The q8 activation mode's products by integer dot products: the block type, x's dtype, the
     /// rows of x it is built for, the blocks on 16 bytes.
     QmatvecQ8(crate::spec::quant::GgmlType, DType, usize, bool),

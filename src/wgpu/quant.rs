@@ -5,17 +5,20 @@
 //! on), the blocks decoded in registers once (units of 16 to 32 values from whole words) and used
 //! for every row of x, the lanes' sums added in workgroup memory, one write per output; where x
 //! is a deferred norm's result, the kernel computes the norm from its input first
-//! (`qmatvec_norm`: a decode step's norm is never stored).
+//! (`qmatvec_norm`: a decode step's norm is never stored), and where elementwise ops on the
+//! product were deferred with it, it stores their program's values (`qmatvec_then`: a residual
+//! add never reads the product back).
 
-use super::gemm::Prologue;
+use super::gemm::{EPILOGUE_INPUTS, Epilogue, EpilogueArgs, Prologue};
 use super::kernel::{Index, Spec, family_source, section};
 use super::nn::rows::RowNorm;
 use super::repr::{Access, Caps, Repr};
 use super::{KernelKey, WgpuBackend, WgpuStorage};
-use crate::backend::{ElementwiseOps, Operand, QuantOps, RowNormArgs};
+use crate::backend::{ElementwiseOps, MatmulOps, Operand, QmvInput, QuantOps, RowNormArgs, qmatvec_then_fused};
+use crate::expr::program::Program;
 use crate::spec::quant::{GgmlType, QMATVEC_MAX_ROWS, QMATVEC_RUN, QuantOp, qmatvec_row_offsets, qmatvec_rows_class};
 use crate::spec::{Family, kernel_name};
-use crate::{DType, Layout, Result};
+use crate::{DType, Layout, Result, Scalar};
 
 /// Invocations per `qmatvec` workgroup; the partial sums of 8 rows of x take 4 KiB of workgroup
 /// memory (8 KiB for two weight rows a lane group).
@@ -29,7 +32,7 @@ const QMATVEC_LANES: u32 = 32;
 const UNIT_TYPES: [(GgmlType, usize); 3] = [(GgmlType::Q4_0, 8), (GgmlType::Q8_0, 4), (GgmlType::Q4_K, 8)];
 
 /// The dequantize kernel writing `dtype`: for a type of [`UNIT_TYPES`] (`Some`) an invocation
-/// per word of quants, that type's decoder alone (the kernel constant `T`); else an output word
+/// per word of quants, that type's decoder alone (the kernel constant `QT`); else an output word
 /// an invocation, the block type metadata (one branch per kernel, the same for every
 /// invocation).
 fn dequantize_spec(caps: Caps, dtype: DType, units: Option<GgmlType>) -> Result<Spec> {
@@ -42,13 +45,13 @@ fn dequantize_spec(caps: Caps, dtype: DType, units: Option<GgmlType>) -> Result<
         Index::None,
     );
     Ok(match units {
-        Some(ty) => spec.constant("T", format!("{}u", ty.id())),
+        Some(ty) => spec.constant("QT", format!("{}u", ty.id())),
         None => spec,
     })
 }
 
 /// The matrix-vector kernel of block type `ty` and x's `dtype` for `mq` rows of x (1, 2, 4 or 8:
-/// one accumulator each). The block type is a kernel constant (`T`): as metadata, every kernel
+/// one accumulator each). The block type is a kernel constant (`QT`): as metadata, every kernel
 /// held every type's decoder, and lavapipe took 1.7-4.6 s to compile each (a tenth of that per
 /// type). `vec`: x's rows are read as aligned vectors of four (`x4`), where its repr has them;
 /// else value by value through its stride.
@@ -59,14 +62,15 @@ fn dequantize_spec(caps: Caps, dtype: DType, units: Option<GgmlType>) -> Result<
 ///
 /// `norm`: x is the input of that norm of its rows, which the kernel computes first (the norm's
 /// weight and bias bound as `nw` and `nb` after y, their offsets and strides and eps in the
-/// metadata after the rows' offsets).
+/// metadata after the rows' offsets). `epilogue`: y's elements are its program's values over the
+/// product (its inputs bound last, their index maps in the metadata before `EXTRA`).
 fn qmatvec_spec(
     caps: Caps,
     ty: GgmlType,
     dtype: DType,
     mq: usize,
     (vec, shuffle): (bool, bool),
-    norm: Option<RowNorm>,
+    (norm, epilogue): (Option<RowNorm>, Option<&Epilogue>),
 ) -> Result<Spec> {
     let r = Repr::of(dtype, caps, QuantOp::Qmatvec.name())?;
     let mut spec = Spec::new(Family::Quant, "qmatvec", caps)
@@ -79,7 +83,7 @@ fn qmatvec_spec(
         }
     }
     let mut spec = spec
-        .constant("T", format!("{}u", ty.id()))
+        .constant("QT", format!("{}u", ty.id()))
         .constant("MQ", format!("{mq}u"))
         .constant("RUN", format!("{QMATVEC_RUN}u"))
         .constant("QL", format!("{QMATVEC_LANES}u"))
@@ -107,7 +111,7 @@ fn qmatvec_spec(
         ),
         Some(norm) => prologue_code(caps, dtype, norm, x4)?,
     };
-    Ok(spec
+    let spec = spec
         .code(section(src, "qmv_frame"))
         .code(scales)
         .code(x)
@@ -116,7 +120,8 @@ fn qmatvec_spec(
             "q4_k",
             "k: u32, sk: u32, v: vec4<u32>, s: K4Scales, v2: vec4<u32>, s2: K4Scales",
             "k, sk, v, s, v2, s2",
-        )))
+        ));
+    with_epilogue(spec, caps, epilogue)
 }
 
 /// `qmatvec`'s x as the norm `norm` of x's rows (`raw4`: the body reading four values of x as
@@ -200,12 +205,24 @@ fn qmatvec_q8_spec(caps: Caps, ty: GgmlType, dtype: DType, mq: usize, qv: bool) 
         .bind("xs", Repr::U32, Access::Read, Index::None)
         .bind("qv", Repr::U32, Access::Wide, Index::None)
         .constant("QV", qv.to_string())
-        .constant("T", format!("{}u", ty.id()))
+        .constant("QT", format!("{}u", ty.id()))
         .constant("MQ", format!("{mq}u"))
         .constant("QL", format!("{QMATVEC_LANES}u"))
         .constant("RW", format!("{}u", q8_group_rows(ty)));
     spec.workgroup = QMATVEC_WG;
-    Ok(spec.code(section(family_source(Family::Quant), "qmv_frame")))
+    Ok(spec.code(section(family_source(Family::Quant), "qmv_frame")).code(Y_OUT))
+}
+
+/// `qmv_finish`'s store of y's element i (the product v) without an epilogue.
+const Y_OUT: &str = "fn y_out(i: u32, v: f32) { y_store(i, v); }";
+
+/// `spec` storing y through `epilogue`'s program, if any (its inputs bound after the others).
+fn with_epilogue(spec: Spec, caps: Caps, epilogue: Option<&Epilogue>) -> Result<Spec> {
+    match epilogue {
+        None => Ok(spec.code(Y_OUT)),
+        // y's compute type, in which the epilogue takes the product and gives its value.
+        Some(e) => e.add_to(spec.code("alias T = f32;\nfn y_out(i: u32, v: f32) { y_store(i, c_ep(i, v)); }"), caps),
+    }
 }
 
 /// Weight rows a `qmatvec_q8` lane group takes: q4_K's two share each word of x.
@@ -248,7 +265,7 @@ impl WgpuBackend {
         q: &WgpuStorage,
         (offset, ty, n): (usize, GgmlType, usize),
         (x, xl): Operand<WgpuStorage>,
-        prologue: Option<&Prologue>,
+        (prologue, epilogue): (Option<&Prologue>, Option<&EpilogueArgs>),
     ) -> Result<WgpuStorage> {
         let starts = qmatvec_row_offsets(xl)?;
         let (rows, k) = (starts.len(), xl.dims()[xl.rank() - 1]);
@@ -259,18 +276,23 @@ impl WgpuBackend {
         let vec = sk == 1 && starts.iter().all(|s| s.is_multiple_of(4));
         let shuffle = ty == GgmlType::Q4_K && self.qmatvec_shuffles();
         let norm = prologue.map(|p| p.norm);
-        let key = KernelKey::Qmatvec(ty, x.dtype, mq, (vec, shuffle), norm);
-        let (spec, pipeline) = self.keyed(key, || qmatvec_spec(self.caps(), ty, x.dtype, mq, (vec, shuffle), norm))?;
+        let ep = epilogue.map(EpilogueArgs::key);
+        let key = KernelKey::Qmatvec(ty, x.dtype, mq, (vec, shuffle), norm, ep.clone());
+        let (spec, pipeline) =
+            self.keyed(key, || qmatvec_spec(self.caps(), ty, x.dtype, mq, (vec, shuffle), (norm, ep.as_ref())))?;
         // Every index fits u32: the storages (x's, the blocks') were checked against it.
         let (bs, bb) = (ty.block_size(), ty.block_bytes());
         let mut extra = vec![ty.id(), offset as u32, k as u32, n as u32, bs as u32, bb as u32, rows as u32];
         extra.push(sk as u32);
         extra.extend((0..mq).map(|i| starts[i.min(rows - 1)] as u32));
         extra.extend(prologue.iter().flat_map(|p| p.words));
-        let meta = spec.meta((rows * n) as u32, &[], &extra);
+        let (layouts, inputs): (Vec<&Layout>, Vec<&wgpu::Buffer>) =
+            epilogue.map_or(&[][..], |e| e.inputs).iter().map(|(s, l)| (*l, s.buffer())).unzip();
+        let meta = spec.meta((rows * n) as u32, &layouts, &extra);
         let groups = n.div_ceil((QMATVEC_WG / QMATVEC_LANES * qmatvec_group_rows(ty, mq)) as usize) as u64;
         let mut buffers = vec![q.buffer(), x.buffer(), y.buffer()];
         buffers.extend(prologue.iter().flat_map(|p| p.w.iter().chain(&p.b)).map(|s| s.buffer()));
+        buffers.extend(inputs);
         self.run(&spec, &pipeline, &buffers, &meta, groups * QMATVEC_WG as u64)?;
         Ok(y)
     }
@@ -304,7 +326,7 @@ impl QuantOps for WgpuBackend {
         n: usize,
         x: Operand<WgpuStorage>,
     ) -> Result<WgpuStorage> {
-        self.qmatvec_with(q, (offset, ty, n), x, None)
+        self.qmatvec_with(q, (offset, ty, n), x, (None, None))
     }
 
     /// Where norms are deferred (`MatmulOps::norm_prologues`: a few rows), the kernel computes
@@ -317,7 +339,43 @@ impl QuantOps for WgpuBackend {
         n: usize,
         norm: RowNormArgs<'_, WgpuStorage>,
     ) -> Result<WgpuStorage> {
-        self.qmatvec_with(q, (offset, ty, n), norm.x, Some(&Prologue::of(&norm)))
+        self.qmatvec_with(q, (offset, ty, n), norm.x, (Some(&Prologue::of(&norm)), None))
+    }
+
+    /// Where products take epilogues (`MatmulOps::epilogues`).
+    fn qmatvec_epilogues(&self) -> bool {
+        self.epilogues()
+    }
+
+    /// The program computed where `qmatvec` stores y, where its bindings hold the norm's and the
+    /// program's tensors (`EpilogueArgs::fits`); else the product, then the program.
+    fn qmatvec_then(
+        &self,
+        q: &WgpuStorage,
+        w: (usize, GgmlType, usize),
+        x: QmvInput<'_, WgpuStorage>,
+        p: &Program,
+        inputs: &[(&WgpuStorage, &Layout)],
+        params: &[Scalar],
+    ) -> Result<WgpuStorage> {
+        let epilogue = EpilogueArgs { program: p, inputs };
+        let prologue = match &x {
+            QmvInput::Norm(n) => Some(Prologue::of(n)),
+            QmvInput::Rows(_) => None,
+        };
+        let bindings = prologue.as_ref().map_or(0, |p| p.w.is_some() as usize + p.b.is_some() as usize) + inputs.len();
+        let dtype = match &x {
+            QmvInput::Rows(x) => x.0.dtype,
+            QmvInput::Norm(n) => n.x.0.dtype,
+        };
+        if p.steps.is_empty() || !epilogue.fits(dtype) || bindings > EPILOGUE_INPUTS.len() {
+            return qmatvec_then_fused(self, q, w, x, p, inputs, params);
+        }
+        let x = match x {
+            QmvInput::Rows(x) => x,
+            QmvInput::Norm(n) => n.x,
+        };
+        self.qmatvec_with(q, w, x, (prologue.as_ref(), Some(&epilogue)))
     }
 
     /// x's rows rounded to q8 blocks by `round_q8` (an invocation a word of 4 values); for the
@@ -385,23 +443,27 @@ pub fn shader_variants(caps: Caps) -> Vec<(String, Result<Spec>)> {
         let vecs = Repr::of(dt, caps, "").is_ok_and(|r| r.vectorizes());
         for (&ty, mq) in GgmlType::ALL.iter().flat_map(|ty| [(ty, 1), (ty, QMATVEC_MAX_ROWS)]) {
             for vec in [false, true].into_iter().filter(|&v| !v || vecs) {
-                v.push((qmatvec_name(ty, dt, mq, vec), qmatvec_spec(caps, ty, dt, mq, (vec, false), None)));
+                v.push((qmatvec_name(ty, dt, mq, vec), qmatvec_spec(caps, ty, dt, mq, (vec, false), (None, None))));
                 if caps.subgroup && ty == GgmlType::Q4_K {
                     v.push((
                         qmatvec_name(ty, dt, mq, vec) + "_shuffle",
-                        qmatvec_spec(caps, ty, dt, mq, (vec, true), None),
+                        qmatvec_spec(caps, ty, dt, mq, (vec, true), (None, None)),
                     ));
                 }
             }
         }
-        // With a norm's prologue: a layer norm with both parameters, an rms norm with none.
+        // With a norm's prologue: a layer norm with both parameters, an rms norm with none (and
+        // a transformer's epilogue: a bias, a GELU and a residual add).
         let layer = (RowNorm { center: true, weight: true, bias: true }, 4, vecs);
         let rms = (RowNorm { center: false, weight: false, bias: false }, 1, false);
+        let ep = super::gemm::variants::epilogue(dt);
         for &ty in GgmlType::ALL {
             for (i, (norm, mq, vec)) in [layer, rms].into_iter().enumerate() {
                 let name = format!("{}_norm{i}", qmatvec_name(ty, dt, mq, vec));
-                v.push((name, qmatvec_spec(caps, ty, dt, mq, (vec, false), Some(norm))));
+                v.push((name, qmatvec_spec(caps, ty, dt, mq, (vec, false), (Some(norm), None))));
             }
+            let name = format!("{}_norm1_epilogue", qmatvec_name(ty, dt, 1, false));
+            v.push((name, qmatvec_spec(caps, ty, dt, 1, (false, false), (Some(rms.0), Some(&ep)))));
         }
         for pack in [false, true] {
             v.push((format!("round_q8_{dt}{}", if pack { "_pack" } else { "" }), round_q8_spec(caps, dt, pack)));

@@ -6,7 +6,7 @@
 use crate::{Tol, assert_close, cpu, float_dtypes, rand_tensor, suite};
 use rocm_wgpu_ops::spec::elementwise::{BinaryOp, UnaryOp};
 use rocm_wgpu_ops::spec::quant::GgmlType;
-use rocm_wgpu_ops::wgpu::gemm_hooks::{Kernel as GemmKernel, last_kernel, last_parts};
+use rocm_wgpu_ops::wgpu::gemm_hooks::{self, Kernel as GemmKernel, last_kernel, last_parts};
 use rocm_wgpu_ops::{BackendKind, DType, Device, Error, QTensor, Result, Tensor};
 
 suite!(
@@ -16,6 +16,7 @@ suite!(
     a_norm_before_a_product_fuses_to_the_same_bits,
     a_norm_before_a_quantized_product_fuses_to_the_same_bits,
     a_quantized_product_reads_each_normed_value_as_stored,
+    a_llama_mlp_runs_each_product_once,
     a_deferred_result_reads_its_inputs_as_they_were,
     a_deferred_result_carries_its_inputs_failures
 );
@@ -392,6 +393,68 @@ async fn a_norm_before_a_quantized_product_fuses_to_the_same_bits(dev: &Device) 
                 );
                 assert_close(g, r, tol, &format!("{what}, {ty:?}")).await?;
             }
+        }
+    }
+    Ok(())
+}
+
+/// A Llama MLP in a decode step: `x + down(silu(gate) * up)`, gate and up the halves of one
+/// product of x's rms norm, with dense weights and with quantized ones (gate and up in q4_K,
+/// down in q6_K, as a Q4_K_M file has them). The same bits fused and one at a time, the cpu
+/// reference's values; on wgpu, where products take epilogues, three kernels: the gate-and-up
+/// product with its norm (once: the SwiGLU reads both halves, so it reads the product as stored,
+/// not the first half again inside a program), the SwiGLU, and the down product with the
+/// residual add.
+async fn a_llama_mlp_runs_each_product_once(dev: &Device) -> Result<()> {
+    let (fused, alone) = (dev.with_fusion(true), dev.with_fusion(false));
+    let epilogues = fused.info().iter().any(|(key, v)| *key == "fusion" && v.contains("matmul's product"));
+    let (k, m) = (256, 256);
+    let blocks = |ty: GgmlType, shape: [usize; 2], seed: u64| -> Result<Vec<u8>> {
+        QTensor::quantize(&rand_tensor(&cpu(), DType::F32, &shape, seed, -0.2, 0.2)?, ty)?.to_bytes()
+    };
+    let (gate_up, down) = (blocks(GgmlType::Q4_K, [2 * m, k], 91)?, blocks(GgmlType::Q6_K, [k, m], 92)?);
+    for dtype in float_dtypes(dev).into_iter().filter(|d| [DType::F32, DType::F16].contains(d)) {
+        for (rows, quant) in [(1, false), (1, true), (3, true)] {
+            let operands = |d: &Device| -> Result<(Vec<Tensor>, Vec<QTensor>)> {
+                let t = vec![
+                    rand_tensor(d, dtype, &[rows, k], 93, -2.0, 2.0)?,
+                    rand_tensor(d, dtype, &[k], 94, 0.5, 1.5)?,
+                    rand_tensor(d, dtype, &[k, 2 * m], 95, -0.2, 0.2)?,
+                    rand_tensor(d, dtype, &[m, k], 96, -0.2, 0.2)?,
+                ];
+                let q = vec![
+                    QTensor::from_bytes(GgmlType::Q4_K, [2 * m, k], &gate_up, d)?,
+                    QTensor::from_bytes(GgmlType::Q6_K, [k, m], &down, d)?,
+                ];
+                Ok((t, q))
+            };
+            let mlp = |(t, q): &(Vec<Tensor>, Vec<QTensor>)| -> Result<Tensor> {
+                let x = t[0].rms_norm(Some(&t[1]), 1e-5)?;
+                let gu = if quant { q[0].qmatmul(&x)? } else { x.matmul(&t[2])? };
+                let hidden = gu.narrow(1, 0, m)?.silu()?.mul(&gu.narrow(1, m, m)?)?;
+                t[0].add(&if quant { q[1].qmatmul(&hidden)? } else { hidden.matmul(&t[3])? })
+            };
+            let what = format!("a Llama MLP in {dtype}, {rows} rows, quantized {quant}");
+            let ops = operands(&fused)?;
+            let products0 = gemm_hooks::recorded();
+            let (got, launched) = counted(&fused, || mlp(&ops)).await?;
+            let matvec = quant || matches!(last_kernel(), Some(GemmKernel::MatVec(v)) if !v.rows);
+            if dev.kind() == BackendKind::Wgpu && epilogues && matvec {
+                assert_eq!(launched, 3, "{what}: kernels");
+                // Dense: gate-and-up, then down. (A second run of gate-and-up with the SwiGLU
+                // as its epilogue would take the SwiGLU kernel's place: the kernels alone do
+                // not show it.)
+                let products = if quant { 0 } else { 2 };
+                assert_eq!(gemm_hooks::recorded() - products0, products, "{what}: products");
+            }
+            let differ = apart(&got, &mlp(&operands(&alone)?)?).await?;
+            assert!(
+                differ.is_empty(),
+                "{what}: fused and one at a time differ at {:?}",
+                &differ[..differ.len().min(4)]
+            );
+            let tol = Tol::of(dtype).times(16.0 + (k + m) as f64 / 2.0);
+            assert_close(&got, &mlp(&operands(&cpu())?)?, tol, &what).await?;
         }
     }
     Ok(())

@@ -87,7 +87,7 @@ pub(crate) const EPILOGUE_INPUTS: [&str; 4] = ["e0", "e1", "e2", "e3"];
 impl Epilogue {
     /// `spec` with the epilogue's inputs bound and `fn c_ep(i, v) -> T`: the program's value at
     /// C's element `i` where the product is `v`.
-    pub(super) fn add_to(&self, mut spec: Spec, caps: Caps) -> Result<Spec> {
+    pub(crate) fn add_to(&self, mut spec: Spec, caps: Caps) -> Result<Spec> {
         let p = &self.program;
         let w = Wgsl { caps, names: &[] };
         let mut loads = vec![w.stored("v".into(), p.inputs[0])];

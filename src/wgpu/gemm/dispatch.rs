@@ -31,7 +31,8 @@ impl EpilogueArgs<'_> {
         self.inputs.len() <= EPILOGUE_INPUTS.len() && p.dtype() == dtype && p.params() == 0
     }
 
-    fn key(&self) -> Epilogue {
+    /// The epilogue as a kernel's source sees it (its inputs' index maps, not their data).
+    pub(crate) fn key(&self) -> Epilogue {
         Epilogue { program: self.program.clone(), index: self.inputs.iter().map(|(_, l)| Index::of(l)).collect() }
     }
 }

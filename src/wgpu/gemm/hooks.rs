@@ -18,6 +18,14 @@ thread_local! {
     static LAST_PARTS: Cell<usize> = const { Cell::new(1) };
     /// Parts of K forced by [`with_parts`].
     static FORCED_PARTS: Cell<Option<usize>> = const { Cell::new(None) };
+    /// The GEMMs this thread recorded.
+    static RECORDED: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The matmuls and convolutions this thread recorded on wgpu devices so far (a count that only
+/// grows: a test takes the difference across the ops it checks).
+pub fn recorded() -> usize {
+    RECORDED.with(Cell::get)
 }
 
 /// The kernel of the last matmul or convolution this thread recorded on a wgpu device.
@@ -70,4 +78,5 @@ pub(crate) fn forced() -> (Option<Kernel>, Option<usize>) {
 pub(crate) fn record(k: Kernel, parts: usize) {
     LAST.with(|c| c.set(Some(k)));
     LAST_PARTS.with(|c| c.set(parts));
+    RECORDED.with(|c| c.set(c.get() + 1));
 }

@@ -25,7 +25,7 @@ mod tiled;
 mod tiles;
 pub(crate) mod variants;
 
-pub(crate) use codegen::{ConvGather, Stage, Variant};
+pub(crate) use codegen::{ConvGather, EPILOGUE_INPUTS, Epilogue, Stage, Variant};
 pub(crate) use dispatch::{EpilogueArgs, Prologue};
 pub(crate) use problem::{Gemm, Operand, too_large};
 pub(crate) use table::{CONV, TABLE};

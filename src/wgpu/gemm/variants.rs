@@ -111,7 +111,7 @@ pub fn matmul(caps: Caps) -> Vec<(String, Result<Spec>)> {
 }
 
 /// A transformer's epilogue: a bias row broadcast down C, a GELU and a residual add.
-fn epilogue(dt: DType) -> Epilogue {
+pub(crate) fn epilogue(dt: DType) -> Epilogue {
     let step = |op, args: &[Value]| Step { op, args: args.iter().map(|&a| (a, dt)).collect(), dtype: dt };
     let steps = vec![
         step(Op::Binary(BinaryOp::Add), &[Value::Input(0), Value::Input(1)]),
