@@ -196,11 +196,23 @@ fn attention(
     slot: Option<(&Slot, usize)>,
 ) -> Res<Tensor> {
     let (h, kv, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim());
-    let qkv = matmul(c, x, &l.qkv)?;
+    // q and k of one block type and v of another (a Q4_K_M file's layers with v in q6_K): the
+    // two products apart, not joined by a copy; else one product.
+    let mixed = match &l.qkv {
+        Weight::Cat(_) => l.qkv.cols(0, (h + kv) * d).ok().zip(l.qkv.cols((h + kv) * d, kv * d).ok()),
+        _ => None,
+    };
+    let (qk, v) = match mixed {
+        Some((wqk, wv)) => (heads(&matmul(c, x, &wqk)?, 0, h + kv, d)?, heads(&matmul(c, x, &wv)?, 0, kv, d)?),
+        None => {
+            let qkv = matmul(c, x, &l.qkv)?;
+            (heads(&qkv, 0, h + kv, d)?, heads(&qkv, h + kv, kv, d)?)
+        }
+    };
     let rope = |x: Tensor| if m.interleaved { x.rope_i(cos, sin) } else { x.rope(cos, sin) };
     // q's and k's heads are neighbours in the projection: rotated by one op.
-    let qk = c.op("attention", budget::ROPE, || rope(heads(&qkv, 0, h + kv, d)?))?;
+    let qk = c.op("attention", budget::ROPE, || rope(qk))?;
     let (q, k) = (qk.narrow(1, 0, h)?, qk.narrow(1, h, kv)?);
-    let y = attend(c, &q, Kv::Apart(&k, &heads(&qkv, h + kv, kv, d)?), slot)?;
+    let y = attend(c, &q, Kv::Apart(&k, &v), slot)?;
     matmul(c, &y, &l.out)
 }

@@ -52,24 +52,31 @@ impl Weight {
     }
 
     /// Parts side by side along `out` as one weight: dense parts concatenated, blocks of one type
-    /// by their bytes (each row of `out` is its own blocks), otherwise a [`Weight::Cat`].
+    /// by their bytes (each row of `out` is its own blocks); otherwise a [`Weight::Cat`] of the
+    /// runs of neighbouring parts joined so (a file's q and k in q4_K beside its v in q6_K: two
+    /// products, not three).
     pub fn join(parts: Vec<Weight>) -> Result<Weight> {
         let dense: Option<Vec<Tensor>> =
             parts.iter().map(|p| if let Weight::Dense(w) = p { Some(w.clone()) } else { None }).collect();
         if let Some(ws) = dense {
             return Ok(Weight::Dense(Tensor::cat(&ws, 1)?.contiguous()?));
         }
-        let qs: Option<Vec<&QTensor>> =
-            parts.iter().map(|p| if let Weight::Quant(q) = p { Some(q) } else { None }).collect();
-        match qs {
-            Some(qs) if qs.iter().all(|q| q.ty() == qs[0].ty()) => {
-                let (ty, k) = (qs[0].ty(), qs[0].dims()[1]);
-                let rows = qs.iter().map(|q| q.dims()[0]).sum::<usize>();
-                let bytes: Vec<Tensor> = qs.iter().map(|q| q.bytes().clone()).collect();
-                Ok(Weight::Quant(QTensor::new(ty, [rows, k], &Tensor::cat(&bytes, 0)?)?))
+        let mut runs: Vec<Vec<QTensor>> = vec![];
+        for p in &parts {
+            match (p, runs.last_mut()) {
+                (Weight::Quant(q), Some(run)) if run[0].ty() == q.ty() => run.push(q.clone()),
+                (Weight::Quant(q), _) => runs.push(vec![q.clone()]),
+                _ => return Ok(Weight::Cat(parts)),
             }
-            _ => Ok(Weight::Cat(parts)),
         }
+        let run = |qs: Vec<QTensor>| {
+            let (ty, k) = (qs[0].ty(), qs[0].dims()[1]);
+            let rows = qs.iter().map(|q| q.dims()[0]).sum::<usize>();
+            let bytes: Vec<Tensor> = qs.iter().map(|q| q.bytes().clone()).collect();
+            Ok(Weight::Quant(QTensor::new(ty, [rows, k], &Tensor::cat(&bytes, 0)?)?))
+        };
+        let mut joined: Vec<Weight> = runs.into_iter().map(run).collect::<Result<_>>()?;
+        Ok(if joined.len() == 1 { joined.remove(0) } else { Weight::Cat(joined) })
     }
 
     /// Columns `[start, start + len)` of `out` as a weight of its own: a view of dense columns,
