@@ -363,7 +363,7 @@ impl QuantOps for WgpuBackend {
             QmvInput::Norm(n) => Some(Prologue::of(n)),
             QmvInput::Rows(_) => None,
         };
-        let bindings = prologue.as_ref().map_or(0, |p| p.w.is_some() as usize + p.b.is_some() as usize) + inputs.len();
+        let bindings = prologue.as_ref().map_or(0, Prologue::tensors) + inputs.len();
         let dtype = match &x {
             QmvInput::Rows(x) => x.0.dtype,
             QmvInput::Norm(n) => n.x.0.dtype,

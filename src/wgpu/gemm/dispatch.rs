@@ -47,6 +47,11 @@ pub(crate) struct Prologue<'a> {
 }
 
 impl<'a> Prologue<'a> {
+    /// The tensors it binds besides the kernel's own (its weight and bias).
+    pub(crate) fn tensors(&self) -> usize {
+        self.w.is_some() as usize + self.b.is_some() as usize
+    }
+
     /// The prologue computing `n` (its input is the product's x or A, bound by the caller).
     pub(crate) fn of(n: &RowNormArgs<'a, WgpuStorage>) -> Prologue<'a> {
         Prologue {
@@ -92,8 +97,7 @@ impl WgpuBackend {
         let room = self.room();
         let Plan { kernel, gemm, split } = super::TABLE.plan(g, a.dtype, room, hooks::forced());
         let lanes = crate::wgpu::nn::rows::LANES;
-        let bindings =
-            prologue.w.is_some() as usize + prologue.b.is_some() as usize + epilogue.map_or(0, |e| e.inputs.len());
+        let bindings = prologue.tensors() + epilogue.map_or(0, |e| e.inputs.len());
         let fits = matches!(kernel, Kernel::MatVec(v) if !v.rows)
             && !gemm.c_transposed
             && split.0 == 1
