@@ -296,8 +296,9 @@ const HIPRTC_TARGETS: &[(&str, u32)] = &[("gfx1030", 0x36), ("gfx90a", 0x3f)];
 /// runtime's own path for gfx1030, and the sample units for gfx1030 and gfx90a, and check that
 /// each code object is AMD GPU code for that target holding every entry point of its source.
 /// (The sources hold nothing per AMD target. CI's hipcc build compiles every one for gfx90a with
-/// warnings as errors, so each target is compiled whole once, by one of the two compilers.) Skipped where hiprtc does not load, unless `RWO_EXPECT_ROCM=no-gpu` (CI: the library
-/// is there) says it must.
+/// warnings as errors, so each target is compiled whole once, by one of the two compilers.)
+/// Skipped where hiprtc does not load, unless `RWO_EXPECT_ROCM=no-gpu` (CI: the library is
+/// there) says it must.
 #[cfg(feature = "rocm")]
 fn rocm_hiprtc_compiles_every_hip_source() {
     use rocm_wgpu_ops::native::rocm;
