@@ -235,6 +235,7 @@ def attention_cases():
 
     yield f"rope f16 [1,32,{t},128]", 4 * n, rope
     yield f"rope_i f16 [1,32,{t},128]", 4 * n, rope_i
+    yield f"copy f16 [1,32,{t},128] (rope's x)", 4 * n, lambda: x.clone()
 
 
 torch_rate = {}

@@ -542,32 +542,53 @@ __device__ __forceinline__ void sdpa_combine(u64 rows, u64 dv, u64 splits, const
 }
 
 // `struct RopeArgs` of src/native/attention.rs: x is [B, H, T, D] at (offset, strides), the
-// tables [B, T, D/2] at theirs; interleaved: rope_i.
+// tables [B, T, D/2] at theirs; interleaved: rope_i; `lanes` threads a row, `step` rows at a
+// time (lanes x step <= the block's threads).
 struct RopeArgs {
   u64 n, h, t, d, interleaved;
   u64 xo, xb, xh, xt, xd;
   u64 co, cb, ct, ci;
   u64 so, sb, st, si;
+  u64 lanes, step;
 };
 
+// A block takes `step` rows at a time, `lanes` threads a row (a thread an element, and every
+// lanes-th after it in longer rows), ROPE_RUN times (`ROPE_RUN` of src/native/attention.rs):
+// neighbouring threads read and write neighbouring elements, and a thread finds its row's (b,
+// h, t) by division once (in 32 bits: the host checked n < 2^32), then steps it. A 64-bit
+// division chain an element bound the kernel by its integer arithmetic.
+#define ROPE_RUN 4
 template <class T>
 __device__ __forceinline__ void rope(const RopeArgs& a, const T* x, const T* cs, const T* sn, T* y) {
   typedef typename num<T>::C C;
-  for_each(a.n, [&](u32 idx) {
-    const u64 e = idx % a.d, row = idx / a.d, tt = row % a.t, h = (row / a.t) % a.h, b = row / a.t / a.h;
-    const u64 half = a.d / 2;
-    u64 i = e % half, lo = i, hi = i + half;
-    if (a.interleaved) {
-      i = e / 2;
-      lo = 2 * i;
-      hi = lo + 1;
-    }
-    const C cv = num<T>::load(cs[a.co + b * a.cb + tt * a.ct + i * a.ci]);
-    const C sv = num<T>::load(sn[a.so + b * a.sb + tt * a.st + i * a.si]);
+  const u32 d = (u32)a.d, tn = (u32)a.t, hn = (u32)a.h, half = d / 2, lanes = (u32)a.lanes, step = (u32)a.step;
+  const u32 rows = (u32)a.n / d, lid = threadIdx.x;
+  u32 row = blockIdx.x * step * ROPE_RUN + lid / lanes;
+  if (lid >= lanes * step || row >= rows) return;
+  const u32 lane = lid % lanes;
+  u32 tt = row % tn, h = row / tn % hn, b = row / tn / hn;
+  for (u32 k = 0; k < ROPE_RUN && row < rows; ++k) {
     const u64 xr = a.xo + b * a.xb + h * a.xh + tt * a.xt;
-    const C x0 = num<T>::load(x[xr + lo * a.xd]), x1 = num<T>::load(x[xr + hi * a.xd]);
-    y[idx] = num<T>::store(e == lo ? x0 * cv - x1 * sv : x0 * sv + x1 * cv);
-  });
+    const u64 cr = a.co + b * a.cb + tt * a.ct, sr = a.so + b * a.sb + tt * a.st;
+    for (u32 e = lane; e < d; e += lanes) {
+      u32 i = e < half ? e : e - half, lo = i, hi = i + half;
+      if (a.interleaved) {
+        i = e / 2;
+        lo = 2 * i;
+        hi = lo + 1;
+      }
+      const C cv = num<T>::load(cs[cr + i * a.ci]), sv = num<T>::load(sn[sr + i * a.si]);
+      const C x0 = num<T>::load(x[xr + lo * a.xd]), x1 = num<T>::load(x[xr + hi * a.xd]);
+      y[(u64)row * d + e] = num<T>::store(e == lo ? x0 * cv - x1 * sv : x0 * sv + x1 * cv);
+    }
+    row += step;
+    for (tt += step; tt >= tn; tt -= tn) {
+      if (++h == hn) {
+        h = 0;
+        ++b;
+      }
+    }
+  }
 }
 
 #if defined(__CUDACC_RTC__) && __CUDA_ARCH__ >= 800

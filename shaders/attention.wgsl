@@ -789,9 +789,13 @@ fn coop_out(n: u32, slot: u32, sg: u32, lane: u32) {
     }
 }
 
-// rope (ROPE_I = false: element i with i + D/2) or rope_i (true: 2i with 2i + 1), one
-// invocation per output word. Metadata at MA: H, T, D, then offset and strides (b, h, t, d) of x,
-// offset and strides (b, t, i) of cos and of sin.
+// rope (ROPE_I = false: element i with i + D/2) or rope_i (true: 2i with 2i + 1). A workgroup
+// takes S rows at a time, L lanes a row (a lane a word of the output, and every L-th word after
+// it in rows of more than L words), RUN times: neighbouring lanes read and write neighbouring
+// words, and a lane finds its row's (b, h, t) by division once, then steps it (a division chain
+// an element bound the kernel by its integer arithmetic, a run of elements a lane by its
+// scattered stores). Metadata at MA: H, T, D, then offset and strides (b, h, t, d) of x, offset
+// and strides (b, t, i) of cos and of sin, then L and S.
 // @kernel rope
 fn x_of(b: u32, h: u32, tt: u32, e: u32) -> CT {
     return x_load(md[MA + 3u] + b * md[MA + 4u] + h * md[MA + 5u] + tt * md[MA + 6u] + e * md[MA + 7u]);
@@ -803,42 +807,60 @@ fn table_at(o: u32, b: u32, tt: u32, e: u32) -> u32 {
 
 @compute @workgroup_size(WG)
 fn rope(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let w = flat_id(gid, nwg);
-    let n = md[0];
-    let first = w * Y_EPW;
-    if (first >= n) {
+    let f = flat_id(gid, nwg);
+    let lid = f % WG;
+    let lanes = md[MA + 16u];
+    let step = md[MA + 17u];
+    let d = md[MA + 2u];
+    let rows = md[0] / d;
+    var row = f / WG * step * RUN + lid / lanes;
+    if (lid >= lanes * step || row >= rows) {
         return;
     }
+    let lane = lid % lanes;
     let hh = md[MA];
     let tn = md[MA + 1u];
-    let d = md[MA + 2u];
     let half = d / 2u;
-    for (var k = 0u; k < Y_EPW; k++) {
-        let idx = first + k;
-        if (idx < n) {
-            let e = idx % d;
-            let row = idx / d;
-            let tt = row % tn;
-            let h = (row / tn) % hh;
-            let b = row / tn / hh;
-            var i = e % half;
-            var lo = i;
-            var hi = i + half;
-            if (ROPE_I) {
-                i = e / 2u;
-                lo = 2u * i;
-                hi = lo + 1u;
+    let words = d / Y_EPW;
+    var tt = row % tn;
+    var h = row / tn % hh;
+    var b = row / tn / hh;
+    for (var k = 0u; k < RUN; k++) {
+        if (row >= rows) {
+            break;
+        }
+        for (var w = lane; w < words; w += lanes) {
+            for (var j = 0u; j < Y_EPW; j++) {
+                let e = w * Y_EPW + j;
+                var i = select(e, e - half, e >= half);
+                var lo = i;
+                var hi = i + half;
+                if (ROPE_I) {
+                    i = e / 2u;
+                    lo = 2u * i;
+                    hi = lo + 1u;
+                }
+                let cv = cos_load(table_at(MA + 8u, b, tt, i));
+                let sv = sin_load(table_at(MA + 12u, b, tt, i));
+                let x0 = x_of(b, h, tt, lo);
+                let x1 = x_of(b, h, tt, hi);
+                var y = x0 * sv + x1 * cv;
+                if (e == lo) {
+                    y = x0 * cv - x1 * sv;
+                }
+                y_set(row * d + e, y);
             }
-            let cv = cos_load(table_at(MA + 8u, b, tt, i));
-            let sv = sin_load(table_at(MA + 12u, b, tt, i));
-            let x0 = x_of(b, h, tt, lo);
-            let x1 = x_of(b, h, tt, hi);
-            var y = x0 * sv + x1 * cv;
-            if (e == lo) {
-                y = x0 * cv - x1 * sv;
+            y_flush(row * words + w);
+        }
+        row += step;
+        tt += step;
+        while (tt >= tn) {
+            tt -= tn;
+            h += 1u;
+            if (h == hh) {
+                h = 0u;
+                b += 1u;
             }
-            y_set(idx, y);
         }
     }
-    y_flush(w);
 }

@@ -212,6 +212,11 @@ fn attention_cases(scale: usize) -> Vec<Case> {
             Ok(Box::new(move || if interleaved { x.rope_i(&c, &si) } else { x.rope(&c, &si) }))
         }));
     }
+    // What rope is held against: a copy of its x (as many bytes read and written).
+    v.push(Case::new(Family::Copy, format!("copy f16 [1,32,{t},128] (rope's x)"), 4 * n as u64, move |d| {
+        let x = rand(&[1, 32, t, 128], DType::F16, d)?;
+        Ok(Box::new(move || x.copy()))
+    }));
     v
 }
 

@@ -4,9 +4,10 @@
 //! for up to [`DEC_ROWS`] rows a kv head (decoding) whose rows are whole 16-byte vectors, the
 //! decode pass (all of them and every column in one block, a short key range each, the ranges
 //! combined by the block that finishes last; a kernel per row count 1, 2, 4 or 8, the rows
-//! rounded up); one thread per element for rope. On NVIDIA sm_80 and later the halves with D
-//! and Dv up to 128 take the flash-style pass's place on tensor cores (`sdpa_mma`: [`MMA_BQ`]
-//! rows a block, every column). Operands are read in place through their strides.
+//! rounded up); for rope a block per [`ROPE_RUN`] steps of rows, a thread an element of a row. On NVIDIA sm_80 and later the
+//! halves with D and Dv up to 128 take the flash-style pass's place on tensor cores
+//! (`sdpa_mma`: [`MMA_BQ`] rows a block, every column). Operands are read in place through their
+//! strides.
 
 use super::DevicePtr;
 use super::dnn::{AttnBuffers, AttnDesc, Tensor4};
@@ -38,6 +39,11 @@ const DEC_DMAX: usize = 256;
 const DEC_VWORDS: usize = 32;
 const DEC_BK: u64 = 32;
 const DEC_SPLITS: u64 = 32;
+
+/// Rows each thread of a rope block takes, `step` rows apart (`ROPE_RUN` in
+/// `hip/attention.hip`), and the block's threads.
+const ROPE_RUN: u64 = 4;
+const ROPE_THREADS: u64 = 256;
 
 /// Blocks per multiprocessor the decode pass's key ranges aim at (H200, q [1,32,1,128] over kv
 /// [1,8,4096,128] f16: 2 24.6 us, 4 and 8 34.6).
@@ -162,6 +168,8 @@ struct RopeArgs {
     x: [u64; 5],
     cos: [u64; 4],
     sin: [u64; 4],
+    /// Threads a row, rows a step.
+    lanes: [u64; 2],
 }
 
 fn words<const N: usize>(l: &Layout) -> [u64; N] {
@@ -289,14 +297,17 @@ impl<R: Runtime> AttentionOps for NativeBackend<R> {
         }
         let d = x.1.dims();
         let shape = [n as u64, d[1] as u64, d[2] as u64, d[3] as u64, (op == AttentionOp::RopeI) as u64];
-        let args = RopeArgs { shape, x: words(x.1), cos: words(cos.1), sin: words(sin.1) };
-        let (g, b) = grid(n as u64, self.0.rt.info().multiprocessors);
+        let lanes = (d[3] as u64).min(ROPE_THREADS);
+        let step = ROPE_THREADS / lanes;
+        let args = RopeArgs { shape, x: words(x.1), cos: words(cos.1), sin: words(sin.1), lanes: [lanes, step] };
+        let blocks = (n as u64 / d[3] as u64).div_ceil(step * ROPE_RUN);
         let mut a = Args::default();
         a.pod(&args).ptr(x.0.ptr).ptr(cos.0.ptr).ptr(sin.0.ptr).ptr(y.ptr);
+        let name = kernel_name(op.name(), x.0.dtype);
         // SAFETY: {op}_{T}(RopeArgs, x, cos, sin, y) in order; the spec checked x's view and the
-        // tables' [B, T, D/2] views against their storages; `y` holds n elements; the kernel's
-        // grid-stride loop covers n < 2^32.
-        unsafe { self.launch_grid(Family::Attention, &kernel_name(op.name(), x.0.dtype), g, b[0], &mut a)? };
+        // tables' [B, T, D/2] views against their storages; `y` holds n < 2^32 elements, its
+        // rows covered by the blocks, ROPE_RUN steps of `step` rows each.
+        unsafe { self.launch_grid(Family::Attention, &name, [blocks as u32, 1, 1], ROPE_THREADS as u32, &mut a)? };
         Ok(y)
     }
 }

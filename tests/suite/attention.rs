@@ -278,13 +278,23 @@ async fn sdpa_hand_computed(dev: &Device) -> Result<()> {
     assert_floats(&y, &[1, 1, 2, 1], &[(2.0 + 30.0) / 4.0, f64::NAN], tol).await
 }
 
+/// A kernel's workgroup or block takes several rows at a time (256 lanes over rows of d / 2 or
+/// d) and steps each lane's (b, h, t) to its next row: more rows than a step (t 20 over 3 heads
+/// and 2 batches at d 8; 150 rows of one position at d 2), an odd half (d 6), and rows longer
+/// than a workgroup's lanes (d 520: a lane takes several words of a row, rows a step apart).
 async fn rope_matches_reference(dev: &Device) -> Result<()> {
-    let (b, h, t, d) = (2, 3, 5, 8);
+    for (b, h, t, d) in [(2, 3, 5, 8), (2, 3, 5, 6), (2, 3, 20, 8), (3, 50, 1, 2), (1, 2, 3, 520)] {
+        rope_shape_matches_reference(dev, b, h, t, d).await?;
+    }
+    Ok(())
+}
+
+async fn rope_shape_matches_reference(dev: &Device, b: usize, h: usize, t: usize, d: usize) -> Result<()> {
     for &dt in AttentionOp::Rope.dtypes() {
         for op in [AttentionOp::Rope, AttentionOp::RopeI] {
             for view in 0..3 {
                 for batched in [false, true] {
-                    let what = format!("{op} {dt} view {view} batched tables {batched}");
+                    let what = format!("{op} {dt} [{b},{h},{t},{d}] view {view} batched tables {batched}");
                     same_as_cpu(dev, tol(dt), &what, |x| {
                         let xs = match view {
                             0 => rand_tensor(x, dt, &[b, h, t, d], 70, -2.0, 2.0)?,

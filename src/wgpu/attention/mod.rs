@@ -8,7 +8,7 @@
 //! their strides (the mask's stride 0 where it broadcasts). In f16 on adapters with cooperative
 //! matrices the tiled pass's rows go through `sdpa_coop` instead where their rows are whole words
 //! ([`coop`]).
-//! `rope` is one invocation per output word.
+//! `rope` is a workgroup per [`ROPE_RUN`] steps of rows, a lane a word of a row.
 
 mod coop;
 mod decode;
@@ -207,6 +207,9 @@ fn tile_constants(mut spec: Spec, t: Tiles) -> Spec {
         .constant("VR", format!("{}u", wg / t.dc))
 }
 
+/// Rows each lane of a `rope` workgroup takes, `S` rows apart.
+const ROPE_RUN: u64 = 4;
+
 fn rope_spec(caps: Caps, dtype: DType, op: AttentionOp) -> Result<Spec> {
     let r = Repr::of(dtype, caps, op.name())?;
     Ok(Spec::new(Family::Attention, "rope", caps)
@@ -215,6 +218,7 @@ fn rope_spec(caps: Caps, dtype: DType, op: AttentionOp) -> Result<Spec> {
         .bind("sin", r, Access::Read, Index::None)
         .bind("y", r, Access::Write, Index::None)
         .constant("ROPE_I", (op == AttentionOp::RopeI).to_string())
+        .constant("RUN", format!("{ROPE_RUN}u"))
         .code(helpers(r.compute())))
 }
 
@@ -354,12 +358,18 @@ impl AttentionOps for WgpuBackend {
         let key = KernelKey::Rope(x.0.dtype, op);
         let (spec, pipeline) = self.keyed(key, || rope_spec(self.caps(), x.0.dtype, op))?;
         let d = x.1.dims();
+        // L lanes a row (a word each, at most a workgroup's), S rows a step.
+        let words = d[3] as u64 / u64::from(spec.bindings[3].repr.per_word());
+        let wg = u64::from(spec.workgroup);
+        let lanes = words.min(wg);
+        let step = wg / lanes;
         let mut extra = vec![0, 0, 0, d[1] as u32, d[2] as u32, d[3] as u32];
         extra.extend(view(x.1).chain(view(cos.1)).chain(view(sin.1)));
+        extra.extend([lanes as u32, step as u32]);
         let meta = spec.meta(n as u32, &[], &extra);
-        let per = spec.bindings[3].repr.per_word() as usize;
         let bufs = [x.0.buffer(), cos.0.buffer(), sin.0.buffer(), y.buffer()];
-        self.run(&spec, &pipeline, &bufs, &meta, n.div_ceil(per) as u64)?;
+        let rows = (n / d[3]) as u64;
+        self.run(&spec, &pipeline, &bufs, &meta, rows.div_ceil(step * ROPE_RUN) * wg)?;
         Ok(y)
     }
 }
