@@ -553,10 +553,10 @@ struct RopeArgs {
 };
 
 // A block takes `step` rows at a time, `lanes` threads a row (a thread an element, and every
-// lanes-th after it in longer rows), ROPE_RUN times (`ROPE_RUN` of src/native/attention.rs):
-// neighbouring threads read and write neighbouring elements, and a thread finds its row's (b,
-// h, t) by division once (in 32 bits: the host checked n < 2^32), then steps it. A 64-bit
-// division chain an element bound the kernel by its integer arithmetic.
+// lanes-th after it in longer rows), ROPE_RUN times (`ROPE_RUN` and `rope_grid` of
+// src/spec/attention.rs): neighbouring threads read and write neighbouring elements, and a
+// thread finds its row's (b, h, t) by division once (in 32 bits: the host checked n < 2^32),
+// then steps it.
 #define ROPE_RUN 4
 template <class T>
 __device__ __forceinline__ void rope(const RopeArgs& a, const T* x, const T* cs, const T* sn, T* y) {

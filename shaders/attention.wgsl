@@ -792,10 +792,9 @@ fn coop_out(n: u32, slot: u32, sg: u32, lane: u32) {
 // rope (ROPE_I = false: element i with i + D/2) or rope_i (true: 2i with 2i + 1). A workgroup
 // takes S rows at a time, L lanes a row (a lane a word of the output, and every L-th word after
 // it in rows of more than L words), RUN times: neighbouring lanes read and write neighbouring
-// words, and a lane finds its row's (b, h, t) by division once, then steps it (a division chain
-// an element bound the kernel by its integer arithmetic, a run of elements a lane by its
-// scattered stores). Metadata at MA: H, T, D, then offset and strides (b, h, t, d) of x, offset
-// and strides (b, t, i) of cos and of sin, then L and S.
+// words, and a lane finds its row's (b, h, t) by division once, then steps it (the grid:
+// `rope_grid` of src/spec/attention.rs). Metadata at MA: H, T, D, then offset and strides (b, h,
+// t, d) of x, offset and strides (b, t, i) of cos and of sin, then L and S.
 // @kernel rope
 fn x_of(b: u32, h: u32, tt: u32, e: u32) -> CT {
     return x_load(md[MA + 3u] + b * md[MA + 4u] + h * md[MA + 5u] + tt * md[MA + 6u] + e * md[MA + 7u]);

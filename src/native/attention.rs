@@ -4,10 +4,10 @@
 //! for up to [`DEC_ROWS`] rows a kv head (decoding) whose rows are whole 16-byte vectors, the
 //! decode pass (all of them and every column in one block, a short key range each, the ranges
 //! combined by the block that finishes last; a kernel per row count 1, 2, 4 or 8, the rows
-//! rounded up); for rope a block per [`ROPE_RUN`] steps of rows, a thread an element of a row. On NVIDIA sm_80 and later the
-//! halves with D and Dv up to 128 take the flash-style pass's place on tensor cores
-//! (`sdpa_mma`: [`MMA_BQ`] rows a block, every column). Operands are read in place through their
-//! strides.
+//! rounded up); for rope a block takes rows at a time, a thread an element of a row
+//! ([`rope_grid`]). On NVIDIA sm_80 and later the halves with D and Dv up to 128 take the
+//! flash-style pass's place on tensor cores (`sdpa_mma`: [`MMA_BQ`] rows a block, every column).
+//! Operands are read in place through their strides.
 
 use super::DevicePtr;
 use super::dnn::{AttnBuffers, AttnDesc, Tensor4};
@@ -15,7 +15,7 @@ use super::kernel::{Args, grid, launches};
 use super::usage::Path;
 use super::{NativeBackend, NativeStorage, Runtime};
 use crate::backend::{AttentionOps, Operand};
-use crate::spec::attention::{AttentionOp, MaskKind, Sdpa, key_splits};
+use crate::spec::attention::{AttentionOp, MaskKind, Sdpa, key_splits, rope_grid};
 use crate::spec::{Family, kernel_name};
 use crate::{DType, Layout, Result};
 use bytemuck::{Pod, Zeroable};
@@ -40,9 +40,7 @@ const DEC_VWORDS: usize = 32;
 const DEC_BK: u64 = 32;
 const DEC_SPLITS: u64 = 32;
 
-/// Rows each thread of a rope block takes, `step` rows apart (`ROPE_RUN` in
-/// `hip/attention.hip`), and the block's threads.
-const ROPE_RUN: u64 = 4;
+/// Threads a rope block.
 const ROPE_THREADS: u64 = 256;
 
 /// Blocks per multiprocessor the decode pass's key ranges aim at (H200, q [1,32,1,128] over kv
@@ -297,10 +295,8 @@ impl<R: Runtime> AttentionOps for NativeBackend<R> {
         }
         let d = x.1.dims();
         let shape = [n as u64, d[1] as u64, d[2] as u64, d[3] as u64, (op == AttentionOp::RopeI) as u64];
-        let lanes = (d[3] as u64).min(ROPE_THREADS);
-        let step = ROPE_THREADS / lanes;
+        let (lanes, step, blocks) = rope_grid((n / d[3]) as u64, d[3] as u64, ROPE_THREADS);
         let args = RopeArgs { shape, x: words(x.1), cos: words(cos.1), sin: words(sin.1), lanes: [lanes, step] };
-        let blocks = (n as u64 / d[3] as u64).div_ceil(step * ROPE_RUN);
         let mut a = Args::default();
         a.pod(&args).ptr(x.0.ptr).ptr(cos.0.ptr).ptr(sin.0.ptr).ptr(y.ptr);
         let name = kernel_name(op.name(), x.0.dtype);

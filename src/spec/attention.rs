@@ -172,6 +172,18 @@ pub const KEY_TILE: u64 = 64;
 /// The fewest keys a range of a split pass takes.
 pub const MIN_SPLIT: u64 = 128;
 
+/// Rows each lane of a GPU rope workgroup (block) takes, a step of rows apart (`RUN` in
+/// `shaders/attention.wgsl`, `ROPE_RUN` in `hip/attention.hip`).
+pub const ROPE_RUN: u64 = 4;
+
+/// A GPU rope launch over `rows` rows of `units` each (output words on WGSL, elements natively),
+/// `threads` to a workgroup: (lanes a row, rows a step, workgroups).
+pub fn rope_grid(rows: u64, units: u64, threads: u64) -> (u64, u64, u64) {
+    let lanes = units.min(threads);
+    let step = threads / lanes;
+    (lanes, step, rows.div_ceil(step * ROPE_RUN))
+}
+
 /// How the GPU kernels split the keys when few rows meet many keys (decoding): the number of
 /// ranges and each one's length (a multiple of [`KEY_TILE`]). `row_blocks` workgroups cover the
 /// rows; the keys split until about `target` workgroups run, each range at least [`MIN_SPLIT`]

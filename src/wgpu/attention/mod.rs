@@ -8,7 +8,7 @@
 //! their strides (the mask's stride 0 where it broadcasts). In f16 on adapters with cooperative
 //! matrices the tiled pass's rows go through `sdpa_coop` instead where their rows are whole words
 //! ([`coop`]).
-//! `rope` is a workgroup per [`ROPE_RUN`] steps of rows, a lane a word of a row.
+//! `rope` is a workgroup taking rows at a time, a lane a word of a row ([`rope_grid`]).
 
 mod coop;
 mod decode;
@@ -17,7 +17,7 @@ use super::kernel::{Index, Spec};
 use super::repr::{Access, Caps, Compute, Repr, params};
 use super::{KernelKey, WgpuBackend, WgpuStorage};
 use crate::backend::{AttentionOps, Operand};
-use crate::spec::attention::{AttentionOp, MaskKind, Sdpa, key_splits};
+use crate::spec::attention::{AttentionOp, MaskKind, ROPE_RUN, Sdpa, key_splits, rope_grid};
 use crate::spec::{Family, kernel_name};
 use crate::{DType, Layout, Result, Scalar};
 
@@ -207,9 +207,6 @@ fn tile_constants(mut spec: Spec, t: Tiles) -> Spec {
         .constant("VR", format!("{}u", wg / t.dc))
 }
 
-/// Rows each lane of a `rope` workgroup takes, `S` rows apart.
-const ROPE_RUN: u64 = 4;
-
 fn rope_spec(caps: Caps, dtype: DType, op: AttentionOp) -> Result<Spec> {
     let r = Repr::of(dtype, caps, op.name())?;
     Ok(Spec::new(Family::Attention, "rope", caps)
@@ -361,15 +358,13 @@ impl AttentionOps for WgpuBackend {
         // L lanes a row (a word each, at most a workgroup's), S rows a step.
         let words = d[3] as u64 / u64::from(spec.bindings[3].repr.per_word());
         let wg = u64::from(spec.workgroup);
-        let lanes = words.min(wg);
-        let step = wg / lanes;
+        let (lanes, step, groups) = rope_grid((n / d[3]) as u64, words, wg);
         let mut extra = vec![0, 0, 0, d[1] as u32, d[2] as u32, d[3] as u32];
         extra.extend(view(x.1).chain(view(cos.1)).chain(view(sin.1)));
         extra.extend([lanes as u32, step as u32]);
         let meta = spec.meta(n as u32, &[], &extra);
         let bufs = [x.0.buffer(), cos.0.buffer(), sin.0.buffer(), y.buffer()];
-        let rows = (n / d[3]) as u64;
-        self.run(&spec, &pipeline, &bufs, &meta, rows.div_ceil(step * ROPE_RUN) * wg)?;
+        self.run(&spec, &pipeline, &bufs, &meta, groups * wg)?;
         Ok(y)
     }
 }
